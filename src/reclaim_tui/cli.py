@@ -1,0 +1,468 @@
+"""The thin CLI: parses flags, builds services, calls the core, prints.
+
+Exit codes (see README):
+    0  success (a tick whose rows recorded errors still exits 0 unless
+       --fail-on-errors; the errors are in the rows and on stderr)
+    1  unexpected error, or row errors with --fail-on-errors
+    2  bad flags or settings, missing API key
+    3  jobs file refused (every bad line named; nothing reserved)
+    4  ledger unusable (newer schema, corrupt, locked past busy timeout, read-only)
+    5  operator action refused (unknown key, wrong status, row held by a live process)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from functools import wraps
+from typing import Any, TextIO, TypeVar
+
+import click
+
+from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT, Settings
+from reclaim_tui.core.engine import OrphanPolicy, PassReport
+from reclaim_tui.core.jobsfile import parse_jobs
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import Row, Status
+from reclaim_tui.errors import (
+    ConfigError,
+    JobsFileError,
+    LedgerError,
+    OperatorError,
+    ReclaimError,
+)
+from reclaim_tui.services import open_engine, open_ledger
+
+__all__ = ["EXIT_CODES", "cli", "main"]
+
+EXIT_CODES: dict[type[ReclaimError], int] = {
+    ConfigError: 2,
+    JobsFileError: 3,
+    LedgerError: 4,
+    OperatorError: 5,
+}
+
+T = TypeVar("T")
+
+
+def _exit_code(exc: ReclaimError) -> int:
+    for kind, code in EXIT_CODES.items():
+        if isinstance(exc, kind):
+            return code
+    return 1
+
+
+def run(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
+    """Run an async command; turn ReclaimErrors into a message and an exit code."""
+
+    @wraps(coro_fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return asyncio.run(coro_fn(*args, **kwargs))
+        except ReclaimError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(_exit_code(exc))
+
+    return wrapper
+
+
+def common(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Flags every ledger command shares."""
+    options = [
+        click.option(
+            "--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB", help="Ledger file."
+        ),
+        click.option(
+            "--base-url",
+            default=None,
+            envvar="RECLAIM_BASE_URL",
+            help="API base URL (the emulator's); omit for the real Gemini API.",
+        ),
+        click.option(
+            "--model",
+            default=DEFAULT_MODEL,
+            show_default=True,
+            help="Model for jobs that name none.",
+        ),
+        click.option(
+            "--out", default=DEFAULT_OUT, show_default=True, help="Directory of the default sink."
+        ),
+        click.option("--sink", default=None, help="module:callable sink instead of --out."),
+        click.option(
+            "--api-key",
+            default=None,
+            help="API key (else GEMINI_API_KEY / GOOGLE_API_KEY). Never stored.",
+        ),
+        click.option("--concurrency", default=16, show_default=True, type=int),
+        click.option("--request-timeout", default=30.0, show_default=True, type=float),
+        click.option("--busy-timeout", default=10.0, show_default=True, type=float),
+        click.option(
+            "--lease-seconds",
+            default=None,
+            type=float,
+            help="Lease length; at least 3 × (request + busy timeout).",
+        ),
+        click.option("--max-attempts", default=5, show_default=True, type=int),
+        click.option(
+            "--orphan-policy",
+            type=click.Choice([p.value for p in OrphanPolicy]),
+            default=OrphanPolicy.RESUBMIT.value,
+            show_default=True,
+        ),
+        click.option(
+            "--emulator-lookup/--no-emulator-lookup",
+            default=False,
+            envvar="RECLAIM_EMULATOR_LOOKUP",
+            help="Adopt orphans through the emulator's find-by-label admin API.",
+        ),
+        click.option("-v", "--verbose", is_flag=True, help="Log each pass to stderr."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def settings_from(kw: dict[str, Any]) -> Settings:
+    if kw.pop("verbose", False):
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    policy = OrphanPolicy(kw.pop("orphan_policy", OrphanPolicy.RESUBMIT.value))
+    return Settings(orphan_policy=policy, **kw).validate()
+
+
+def _read_jobs(path: str, settings: Settings) -> list[Any]:
+    source = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JobsFileError(source, [(0, f"cannot read: {exc}")]) from exc
+    return parse_jobs(text.splitlines(), source=source, default_model=settings.model)
+
+
+def _report(report: PassReport, fail_on_errors: bool) -> None:
+    click.echo(report.summary())
+    for idem, message in report.errors[:20]:
+        click.echo(f"  {idem}: {message}", err=True)
+    if fail_on_errors and report.counts["errors"]:
+        sys.exit(1)
+
+
+@click.group(invoke_without_command=True)
+@click.version_option(package_name="reclaim-tui")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """reclaim-tui: fire background Gemini jobs, exit, and never lose a result."""
+    if ctx.invoked_subcommand is None:
+        console_cmd = ctx.command.get_command(ctx, "console")  # type: ignore[attr-defined]
+        if console_cmd is None:
+            click.echo(ctx.get_help())
+            return
+        ctx.invoke(console_cmd)
+
+
+@cli.command()
+@common
+@click.option(
+    "--jobs", "jobs_path", default=None, help="JSON Lines jobs file to submit first ('-' = stdin)."
+)
+@click.option("--fail-on-errors", is_flag=True, help="Exit 1 when any row recorded an error.")
+@run
+async def tick(jobs_path: str | None, fail_on_errors: bool, **kw: Any) -> None:
+    """One headless pass for cron: recover, submit, send, reclaim, replay."""
+    settings = settings_from(kw)
+    jobs = _read_jobs(jobs_path, settings) if jobs_path else []
+    async with open_engine(settings, actor="tick") as engine:
+        report = await engine.tick(jobs)
+    _report(report, fail_on_errors)
+
+
+@cli.command()
+@common
+@click.argument("jobs_path", metavar="FILE")
+@run
+async def submit(jobs_path: str, **kw: Any) -> None:
+    """Validate FILE (JSON Lines), reserve its jobs and send them."""
+    settings = settings_from(kw)
+    jobs = _read_jobs(jobs_path, settings)
+    async with open_engine(settings, actor="cli") as engine:
+        report = await engine.submit(jobs)
+    click.echo(
+        f"{report.counts['inserted']} reserved, {report.counts['already_present']} "
+        f"already in the ledger; {report.summary()}"
+    )
+
+
+@cli.command()
+@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@run
+async def status(db: str, as_json: bool) -> None:
+    """Counts by status and the oldest age in each."""
+    async with open_ledger(Settings(db=db), readonly=True, create=False) as ledger:
+        counts = await ledger.counts()
+        orphans = await ledger.orphan_count(me="")
+        now = ledger.clock.now()
+    data = {
+        s.value: {
+            "count": counts.get(s.value, (0, None))[0],
+            "oldest_age_s": _age(now, counts.get(s.value, (0, None))[1]),
+        }
+        for s in Status
+    }
+    data["orphans"] = {"count": orphans, "oldest_age_s": None}
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"{'status':<11} {'count':>9}  oldest")
+    for name, v in data.items():
+        age = v["oldest_age_s"]
+        click.echo(f"{name:<11} {v['count']:>9}  {_fmt_age(age) if age is not None else '-'}")
+
+
+def _age(now: float, since: float | None) -> float | None:
+    return round(now - since, 1) if since is not None else None
+
+
+def _fmt_age(seconds: float) -> str:
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    if s < 172800:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
+async def _resolve(ledger: Ledger, idem: str) -> str:
+    if await ledger.get(idem) is not None:
+        return idem
+    matches = await ledger.find(idem)
+    if len(matches) == 1:
+        return matches[0].idem
+    if not matches:
+        raise OperatorError(f"no job with key {idem}")
+    raise OperatorError(f"{idem} is ambiguous: " + ", ".join(m.idem for m in matches))
+
+
+@cli.command()
+@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB")
+@click.argument("idem")
+@run
+async def show(db: str, idem: str) -> None:
+    """A row, its timeline and its stored result (IDEM may be a unique prefix)."""
+    async with open_ledger(Settings(db=db), readonly=True, create=False) as ledger:
+        idem = await _resolve(ledger, idem)
+        row = await ledger.get(idem)
+        events = await ledger.events(idem)
+        result = await ledger.result(idem)
+    assert row is not None
+    for name, value in _row_dict(row).items():
+        click.echo(f"{name:>13}: {value}")
+    click.echo("\ntimeline:")
+    for ev in events:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ev.at))
+        arrow = f"{ev.from_status or '∅'} → {ev.to_status}"
+        click.echo(f"  {when}  {ev.actor:<8} {arrow:<24} {ev.note}")
+    if result is not None:
+        click.echo(f"\nresult ({result.interaction_id}, usage {json.dumps(result.usage)}):")
+        click.echo(result.output_text)
+
+
+def _row_dict(row: Row) -> dict[str, Any]:
+    return {
+        "idem": row.idem,
+        "status": row.status.value,
+        "model": row.model,
+        "handle": row.handle,
+        "attempts": row.attempts,
+        "polls": row.polls,
+        "inflight": row.inflight,
+        "held": row.held,
+        "duplicates": row.duplicates,
+        "lease_owner": row.lease_owner,
+        "lease_until": row.lease_until,
+        "next_at": row.next_at,
+        "last_error": row.last_error,
+        "created_at": row.created_at,
+        "state_since": row.state_since,
+        "submitted_at": row.submitted_at,
+        "done_at": row.done_at,
+        "consumed_at": row.consumed_at,
+        "updated_at": row.updated_at,
+        "spec": row.spec,
+    }
+
+
+@cli.command()
+@common
+@run
+async def replay(**kw: Any) -> None:
+    """Deliver stored results of done-but-unconsumed rows (never calls the API)."""
+    settings = settings_from(kw)
+    async with open_engine(settings, actor="cli") as engine:
+        report = await engine.replay()
+    _report(report, False)
+
+
+@cli.command()
+@common
+@click.option("--force", is_flag=True, help="Also held orphans and ones not yet due.")
+@click.argument("idems", nargs=-1)
+@run
+async def recover(force: bool, idems: tuple[str, ...], **kw: Any) -> None:
+    """Settle orphans: adopt by label where possible, else the orphan policy."""
+    settings = settings_from(kw)
+    async with open_engine(settings, actor="cli") as engine:
+        keys = [await _resolve(engine.ledger, i) for i in idems] if idems else None
+        report = await engine.recover_orphans(force=force, idems=keys)
+    _report(report, False)
+
+
+@cli.command()
+@common
+@click.argument("idem")
+@run
+async def retry(idem: str, **kw: Any) -> None:
+    """Send a failed or cancelled job again (fresh attempt budget)."""
+    settings = settings_from(kw)
+    async with open_engine(settings, actor="cli") as engine:
+        row = await engine.retry(await _resolve(engine.ledger, idem), actor="cli")
+    click.echo(f"{row.idem}: {row.status.value}")
+
+
+@cli.command()
+@common
+@click.argument("idem")
+@run
+async def cancel(idem: str, **kw: Any) -> None:
+    """Cancel a reserving or submitted job (and ask the API to cancel it)."""
+    settings = settings_from(kw)
+    async with open_engine(settings, actor="cli") as engine:
+        row = await engine.cancel(await _resolve(engine.ledger, idem), actor="cli")
+    click.echo(f"{row.idem}: {row.status.value}")
+
+
+@cli.command()
+@common
+@click.argument("idem")
+@click.argument("interaction_id")
+@run
+async def adopt(idem: str, interaction_id: str, **kw: Any) -> None:
+    """Attach an existing INTERACTION_ID to an orphaned or failed job."""
+    settings = settings_from(kw)
+    async with open_engine(settings, actor="cli") as engine:
+        key = await _resolve(engine.ledger, idem)
+        row = await engine.adopt(key, interaction_id, actor="cli")
+    click.echo(f"{row.idem}: {row.status.value} ({row.handle})")
+
+
+EXPORT_FIELDS = (
+    "idem",
+    "status",
+    "model",
+    "handle",
+    "attempts",
+    "polls",
+    "duplicates",
+    "last_error",
+    "created_at",
+    "submitted_at",
+    "done_at",
+    "consumed_at",
+    "updated_at",
+    "spec",
+)
+
+
+def write_export(rows: list[Row], fmt: str, out: TextIO) -> None:
+    """Rows as JSONL or CSV (shared with the console's export)."""
+    if fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=EXPORT_FIELDS)
+        writer.writeheader()
+    for row in rows:
+        data = {k: v for k, v in _row_dict(row).items() if k in EXPORT_FIELDS}
+        if fmt == "csv":
+            writer.writerow(data)
+        else:
+            out.write(json.dumps(data, ensure_ascii=False) + "\n")
+
+
+@cli.command()
+@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB")
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True
+)
+@click.option("--status", "only", type=click.Choice([s.value for s in Status]), default=None)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None)
+@run
+async def export(db: str, fmt: str, only: str | None, output: str | None) -> None:
+    """Every row (or one status) as JSON Lines or CSV, to stdout or --output."""
+    async with open_ledger(Settings(db=db), readonly=True, create=False) as ledger:
+        rows = [r async for r in ledger.iter_rows() if only is None or r.status.value == only]
+    if output:
+        with open(output, "w", encoding="utf-8", newline="") as f:
+            write_export(rows, fmt, f)
+        click.echo(f"{len(rows)} rows written to {output}", err=True)
+    else:
+        write_export(rows, fmt, sys.stdout)
+
+
+@cli.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Bind address (loopback unless told otherwise).",
+)
+@click.option("--port", default=8765, show_default=True, type=int)
+@click.option("--api-key", default="emulator-key", show_default=True)
+@click.option(
+    "--latency",
+    default=2.0,
+    show_default=True,
+    type=float,
+    help="Seconds until an interaction completes.",
+)
+@click.option(
+    "--latency-max",
+    default=None,
+    type=float,
+    help="With --latency, draw each job's duration in [latency, latency-max].",
+)
+@click.option(
+    "--fail-rate", default=0.0, type=float, help="Fraction of interactions ending failed."
+)
+@click.option("--rate-429", default=0.0, type=float)
+@click.option("--rate-500", default=0.0, type=float)
+@click.option("--rate-503", default=0.0, type=float)
+@click.option("--drop-rate", default=0.0, type=float, help="Accepted-then-dropped creates.")
+@click.option("--slow-rate", default=0.0, type=float)
+@click.option("--slow-seconds", default=0.0, type=float)
+@click.option("--seed", default=0, type=int)
+def emulator(**kw: Any) -> None:
+    """Run the Interactions API emulator (what tests, demo and benchmarks use)."""
+    from reclaim_tui.emulator.server import config_from_options, run_forever
+
+    config = config_from_options(**kw)
+    click.echo(f"emulator on http://{kw['host']}:{kw['port']} (admin: /_emulator/stats)", err=True)
+    try:
+        run_forever(kw["host"], kw["port"], config)
+    except KeyboardInterrupt:
+        pass
+
+
+def main() -> None:
+    cli(prog_name="reclaim-tui")
+
+
+if __name__ == "__main__":
+    main()

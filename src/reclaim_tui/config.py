@@ -1,0 +1,72 @@
+"""One frozen Settings object built from flags and the environment; no I/O at import."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from reclaim_tui.core.engine import EngineConfig, OrphanPolicy
+from reclaim_tui.errors import ConfigError
+
+__all__ = ["DEFAULT_DB", "DEFAULT_MODEL", "DEFAULT_OUT", "Settings"]
+
+DEFAULT_DB = "./reclaim_ledger.db"
+DEFAULT_MODEL = "gemini-flash-latest"
+DEFAULT_OUT = "./articles"
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: str = DEFAULT_DB
+    base_url: str | None = None
+    model: str = DEFAULT_MODEL
+    out: str = DEFAULT_OUT
+    sink: str | None = None
+    # repr=False: the key never shows up in a log line, traceback or export.
+    api_key: str | None = field(default=None, repr=False)
+    concurrency: int = 16
+    batch_size: int = 500
+    request_timeout: float = 30.0
+    busy_timeout: float = 10.0
+    lease_seconds: float | None = None
+    max_attempts: int = 5
+    orphan_policy: OrphanPolicy = OrphanPolicy.RESUBMIT
+    emulator_lookup: bool = False
+    actor: str = "cli"
+
+    @property
+    def lease(self) -> float:
+        """The lease outlasts any single call: 3 × (request timeout + busy timeout)."""
+        minimum = 3 * (self.request_timeout + self.busy_timeout)
+        return self.lease_seconds if self.lease_seconds is not None else max(120.0, minimum)
+
+    def validate(self) -> Settings:
+        if self.concurrency < 1 or self.concurrency > 1024:
+            raise ConfigError("--concurrency must be between 1 and 1024")
+        if self.batch_size < 1:
+            raise ConfigError("--batch-size must be at least 1")
+        if self.request_timeout <= 0 or self.busy_timeout < 0:
+            raise ConfigError("timeouts must be positive")
+        if self.max_attempts < 1:
+            raise ConfigError("--max-attempts must be at least 1")
+        minimum = 3 * (self.request_timeout + self.busy_timeout)
+        if self.lease < minimum:
+            raise ConfigError(
+                f"--lease-seconds {self.lease:g} is shorter than 3 × (request timeout + busy"
+                f" timeout) = {minimum:g}: a slow call could outlive its lease"
+            )
+        if not self.model.strip():
+            raise ConfigError("--model must not be empty")
+        return self
+
+    def engine_config(self, actor: str | None = None) -> EngineConfig:
+        return EngineConfig(
+            concurrency=self.concurrency,
+            batch_size=self.batch_size,
+            lease_seconds=self.lease,
+            max_attempts=self.max_attempts,
+            orphan_policy=self.orphan_policy,
+            actor=actor or self.actor,
+        )
+
+    def with_(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""The core: ledger, engine, backends and sinks. It never imports Textual."""

@@ -1,0 +1,66 @@
+"""The Backend port: what the engine needs from an Interactions API.
+
+Implementations: `core.gemini.GeminiBackend` (google-genai, real API or the
+emulator) and `core.fakes.FakeBackend` (in memory). Both raise only the
+`BackendError` subclasses of `reclaim_tui.errors`, and return only
+`RemoteInteraction`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
+
+__all__ = ["Backend", "map_api_status"]
+
+_STATUS_MAP: dict[str, RemoteState] = {
+    "queued": RemoteState.PENDING,
+    "in_progress": RemoteState.PENDING,
+    "completed": RemoteState.COMPLETED,
+    "failed": RemoteState.FAILED,
+    "cancelled": RemoteState.CANCELLED,
+    # Terminal for a background reclaim: nobody is there to continue the turn
+    # or to raise the budget, so the row fails with the status as its reason
+    # and an operator can retry it.
+    "incomplete": RemoteState.FAILED,
+    "budget_exceeded": RemoteState.FAILED,
+    "requires_action": RemoteState.FAILED,
+    "requires_continuation": RemoteState.FAILED,
+}
+
+
+def map_api_status(status: str | None) -> RemoteState:
+    """Map an API status string (any string, or None) to a RemoteState."""
+    if not status:
+        return RemoteState.UNKNOWN
+    return _STATUS_MAP.get(status.lower(), RemoteState.UNKNOWN)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An Interactions API, seen through the project's own types."""
+
+    #: True when `find_by_label` can really search (the emulator's admin API);
+    #: the real API has no search endpoint, so orphans there go to OrphanPolicy.
+    supports_lookup: bool
+
+    async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
+        """Start a background interaction labelled with `idem`; one POST, no retries."""
+        ...
+
+    async def get(self, handle: str) -> RemoteInteraction:
+        """Fetch the interaction's current state (and output once completed)."""
+        ...
+
+    async def cancel(self, handle: str) -> RemoteInteraction:
+        """Ask the API to cancel the interaction."""
+        ...
+
+    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
+        """The interaction created with this idem label, if the backend can search."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...

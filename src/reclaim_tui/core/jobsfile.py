@@ -1,0 +1,88 @@
+"""The jobs file: JSON Lines, one job per line.
+
+Each line is an object with `input` (a non-empty string, or a JSON list /
+object the API accepts as input) and optionally `model` (string), `key`
+(the job's own idempotency key: 1–63 of a-z 0-9 _ -, starting with a letter
+or digit) and `config` (an object of extra `interactions.create` arguments).
+Blank lines and lines starting with `#` are skipped. The whole file is
+validated before anything is reserved: one bad line refuses the file, with
+every bad line named.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from reclaim_tui.core.keys import idempotency_key, valid_key
+from reclaim_tui.core.models import JobSpec
+from reclaim_tui.errors import JobsFileError
+
+__all__ = ["MAX_INPUT_BYTES", "parse_jobs"]
+
+MAX_INPUT_BYTES = 1_000_000  # a line bigger than this is a mistake, not a prompt
+_ALLOWED = {"input", "model", "key", "config"}
+# create() arguments the ledger sets itself; a job may not override them.
+_RESERVED_CONFIG = {"model", "input", "background", "labels", "stream"}
+
+
+def _validate(obj: Any, default_model: str) -> JobSpec:
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    unknown = sorted(set(obj) - _ALLOWED)
+    if unknown:
+        allowed = "input, model, key, config"
+        raise ValueError(f"unknown field(s) {', '.join(unknown)} (allowed: {allowed})")
+    if "input" not in obj:
+        raise ValueError("missing 'input'")
+    value = obj["input"]
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("'input' is empty")
+    elif not isinstance(value, list | dict) or not value:
+        raise ValueError("'input' must be a non-empty string, list or object")
+    model = obj.get("model", default_model)
+    if not isinstance(model, str) or not model.strip() or len(model) > 200:
+        raise ValueError("'model' must be a non-empty string")
+    key = obj.get("key")
+    if key is not None and (not isinstance(key, str) or not valid_key(key)):
+        raise ValueError(
+            "'key' must be 1-63 characters of a-z, 0-9, '_' or '-', starting with a letter or digit"
+        )
+    config = obj.get("config") or {}
+    if not isinstance(config, dict):
+        raise ValueError("'config' must be an object")
+    clash = sorted(set(config) & _RESERVED_CONFIG)
+    if clash:
+        raise ValueError(f"'config' may not set {', '.join(clash)}")
+    return JobSpec(input=value, model=model.strip(), config=config, key=key)
+
+
+def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
+    """Validate every line; return the jobs or raise JobsFileError naming each bad line."""
+    jobs: list[JobSpec] = []
+    problems: list[tuple[int, str]] = []
+    keys: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+            problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
+            continue
+        try:
+            job = _validate(json.loads(text), default_model)
+            idem = idempotency_key(job)
+            job.to_json().encode("utf-8")  # lone surrogates cannot be stored or sent
+        except (ValueError, RecursionError, UnicodeError) as exc:
+            problems.append((number, str(exc).splitlines()[0][:200]))
+            continue
+        if job.key is not None and idem in keys:
+            problems.append((number, f"key {idem!r} already used on line {keys[idem]}"))
+            continue
+        keys.setdefault(idem, number)
+        jobs.append(job)
+    if problems:
+        raise JobsFileError(source, problems)
+    return jobs

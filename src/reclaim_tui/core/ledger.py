@@ -1,0 +1,645 @@
+"""The durable reclaim ledger: SQLite through aiosqlite.
+
+Discipline (STYLE.md §5, DESIGN.md §2): WAL, `synchronous=FULL`,
+`busy_timeout`, autocommit connections with an explicit `BEGIN IMMEDIATE`
+for every transaction that writes; claims are single `UPDATE … RETURNING`
+statements; every later write is a compare-and-set on (idem, expected
+status, lease owner) checked inside the same write transaction, so a process
+that lost its lease changes nothing. Every transition appends to `events` in
+the transaction that makes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from reclaim_tui.core.clock import Clock, SystemClock
+from reclaim_tui.core.models import Event, RemoteInteraction, Row, Status, StoredResult
+from reclaim_tui.core.owner import holder_alive
+from reclaim_tui.errors import (
+    LedgerBusyError,
+    LedgerCorruptError,
+    LedgerError,
+    LedgerReadOnlyError,
+    LedgerVersionError,
+)
+
+__all__ = ["COLUMNS", "SCHEMA_VERSION", "Claim", "Ledger", "Transition"]
+
+COLUMNS = (
+    "idem, spec, model, status, handle, attempts, polls, inflight, held, duplicates, "
+    "error_streak, lease_owner, lease_until, next_at, last_error, created_at, state_since, "
+    "submitted_at, done_at, consumed_at, updated_at"
+)
+
+# Numbered migrations; PRAGMA user_version records how many have run.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE jobs (
+        idem         TEXT PRIMARY KEY,
+        spec         TEXT NOT NULL,
+        model        TEXT NOT NULL,
+        status       TEXT NOT NULL CHECK (status IN
+                       ('reserving','submitted','done','consumed','failed','cancelled')),
+        handle       TEXT UNIQUE,
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        polls        INTEGER NOT NULL DEFAULT 0,
+        inflight     INTEGER NOT NULL DEFAULT 0,
+        held         INTEGER NOT NULL DEFAULT 0,
+        duplicates   INTEGER NOT NULL DEFAULT 0,
+        error_streak INTEGER NOT NULL DEFAULT 0,
+        lease_owner  TEXT,
+        lease_until  REAL NOT NULL DEFAULT 0,
+        next_at      REAL NOT NULL DEFAULT 0,
+        last_error   TEXT,
+        created_at   REAL NOT NULL,
+        state_since  REAL NOT NULL,
+        submitted_at REAL,
+        done_at      REAL,
+        consumed_at  REAL,
+        updated_at   REAL NOT NULL
+    );
+    CREATE INDEX jobs_due ON jobs(status, next_at);
+    CREATE INDEX jobs_status_age ON jobs(status, state_since, idem);
+    CREATE INDEX jobs_updated ON jobs(updated_at, idem);
+    CREATE INDEX jobs_leased ON jobs(lease_owner) WHERE lease_owner IS NOT NULL;
+    CREATE TABLE results (
+        idem           TEXT PRIMARY KEY REFERENCES jobs(idem),
+        interaction_id TEXT NOT NULL,
+        output_text    TEXT NOT NULL,
+        usage          TEXT,
+        raw_json       TEXT NOT NULL,
+        stored_at      REAL NOT NULL
+    );
+    CREATE TABLE events (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        at          REAL NOT NULL,
+        idem        TEXT NOT NULL,
+        actor       TEXT NOT NULL,
+        from_status TEXT,
+        to_status   TEXT,
+        note        TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX events_idem ON events(idem, id);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_EVENT_SQL = (
+    "INSERT INTO events(at, idem, actor, from_status, to_status, note) VALUES (?,?,?,?,?,?)"
+)
+
+
+def _row(values: Sequence[Any]) -> Row:
+    """The one place a SELECT tuple becomes a Row (column order = COLUMNS)."""
+    v = list(values)
+    v[3] = Status(v[3])
+    v[7] = bool(v[7])
+    v[8] = bool(v[8])
+    return Row(*v)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Rows a process now holds, and under which owner."""
+
+    owner: str
+    rows: list[Row]
+
+
+@dataclass(slots=True)
+class Transition:
+    """One compare-and-set: applied only if the row still has `expect` status
+    and is held by the writer. `changes` are column → value; `release` drops
+    the lease in the same statement; `result` is stored in the same
+    transaction (rule 4: result before side effect)."""
+
+    idem: str
+    expect: Status
+    to: Status
+    note: str
+    changes: dict[str, Any] = field(default_factory=dict)
+    result: RemoteInteraction | None = None
+    release: bool = True
+
+
+def _map_sqlite_error(exc: sqlite3.Error, path: str) -> LedgerError:
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return LedgerBusyError(
+            f"{path}: the ledger stayed locked by another process past busy_timeout ({exc})"
+        )
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return LedgerReadOnlyError(f"{path}: the ledger cannot be written ({exc})")
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return LedgerCorruptError(f"{path}: not a usable SQLite ledger ({exc})")
+    return LedgerError(f"{path}: {exc}")
+
+
+class Ledger:
+    """One connection to a ledger file. Safe to share between tasks of one
+    event loop (writes are serialised by an asyncio lock); open one per
+    process or per client (engine, console)."""
+
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        path: str,
+        clock: Clock,
+        *,
+        readonly: bool,
+    ) -> None:
+        self._db = db
+        self.path = path
+        self.clock = clock
+        self.readonly = readonly
+        self._lock = asyncio.Lock()
+
+    # -- opening -----------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        busy_timeout: float = 10.0,
+        readonly: bool = False,
+        create: bool = True,
+    ) -> Ledger:
+        """Open (and migrate) a ledger. Raises a LedgerError subclass."""
+        spath = str(path)
+        if spath != ":memory:" and not create and not Path(spath).exists():
+            raise LedgerError(f"{spath}: no ledger here (run `tick` or `submit` first)")
+        uri = f"file:{spath}?mode=ro" if readonly else spath
+        try:
+            db = await aiosqlite.connect(uri, uri=readonly, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _map_sqlite_error(exc, spath) from exc
+        ledger = cls(db, spath, clock or SystemClock(), readonly=readonly)
+        try:
+            await ledger._configure(busy_timeout)
+            await ledger._migrate()
+        except sqlite3.Error as exc:
+            await db.close()
+            raise _map_sqlite_error(exc, spath) from exc
+        except LedgerError:
+            await db.close()
+            raise
+        return ledger
+
+    async def _configure(self, busy_timeout: float) -> None:
+        await self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        if not self.readonly:
+            # https://www.sqlite.org/wal.html — readers never block the writer.
+            await self._db.execute("PRAGMA journal_mode = WAL")
+        # FULL: a commit is on disk before COMMIT returns, also in WAL mode
+        # (https://www.sqlite.org/pragma.html#pragma_synchronous).
+        await self._db.execute("PRAGMA synchronous = FULL")
+        await self._db.execute("PRAGMA foreign_keys = ON")
+
+    async def _migrate(self) -> None:
+        version = await self.schema_version()
+        if version > SCHEMA_VERSION:
+            raise LedgerVersionError(
+                f"{self.path}: written by a newer reclaim-tui (schema {version}, this "
+                f"version knows up to {SCHEMA_VERSION}); upgrade reclaim-tui to open it"
+            )
+        if version == SCHEMA_VERSION or self.readonly:
+            if version < SCHEMA_VERSION:
+                raise LedgerError(f"{self.path}: ledger needs a migration; open it writable once")
+            return
+        async with self.write() as db:
+            # Re-read inside the write lock: another process may have migrated.
+            version = await self.schema_version()
+            for number in range(version, SCHEMA_VERSION):
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        await db.execute(statement)
+            await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    async def schema_version(self) -> int:
+        async with self._db.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def pragmas(self) -> dict[str, Any]:
+        """The durability settings this connection actually runs with."""
+        out: dict[str, Any] = {}
+        for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys"):
+            async with self._db.execute(f"PRAGMA {name}") as cur:
+                row = await cur.fetchone()
+            out[name] = row[0] if row else None
+        return out
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        return self._db
+
+    # -- transactions ----------------------------------------------------------------
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so a
+        busy ledger fails here (after busy_timeout), never half-way through."""
+        if self.readonly:
+            raise LedgerReadOnlyError(f"{self.path}: opened read-only")
+        async with self._lock:
+            try:
+                await self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _map_sqlite_error(exc, self.path) from exc
+            try:
+                yield self._db
+                await self._db.execute("COMMIT")
+            except BaseException as exc:
+                if self._db.in_transaction:
+                    await self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise _map_sqlite_error(exc, self.path) from exc
+                raise
+
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        async with self._lock:
+            try:
+                async with self._db.execute(sql, params) as cur:
+                    return list(await cur.fetchall())
+            except sqlite3.Error as exc:
+                raise _map_sqlite_error(exc, self.path) from exc
+
+    # -- inserting jobs --------------------------------------------------------------
+    async def insert_jobs(
+        self, jobs: Sequence[tuple[str, str, str]], actor: str
+    ) -> tuple[list[str], list[str]]:
+        """Reserve new rows (idem, spec_json, model) in one transaction.
+
+        Returns (inserted, already present). An existing key is never
+        overwritten: the ledger already owns that job (DESIGN §3 defect 1 is
+        about what happens next, and the engine's own passes handle it).
+        """
+        now = self.clock.now()
+        inserted: list[str] = []
+        async with self.write() as db:
+            for chunk in _chunks(jobs, 5000):
+                # Inside the write lock, "not present now" means "inserted below".
+                async with db.execute(
+                    "SELECT idem FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
+                    (json.dumps([j[0] for j in chunk]),),
+                ) as cur:
+                    existing = {r[0] for r in await cur.fetchall()}
+                fresh = {j[0]: j for j in chunk if j[0] not in existing}
+                await db.executemany(
+                    "INSERT INTO jobs(idem, spec, model, status, created_at, state_since,"
+                    " updated_at, next_at) VALUES (?,?,?,'reserving',?,?,?,?)",
+                    [(i, spec, model, now, now, now, now) for i, spec, model in fresh.values()],
+                )
+                inserted.extend(fresh)
+            await db.executemany(
+                _EVENT_SQL,
+                [(now, idem, actor, None, "reserving", "reserved") for idem in inserted],
+            )
+        present = set(inserted)
+        return inserted, [idem for idem, _, _ in jobs if idem not in present]
+
+    # -- claiming --------------------------------------------------------------------
+    async def dead_holders(self, me: str) -> list[str]:
+        """Owners of live-by-clock leases whose process is provably gone."""
+        now = self.clock.now()
+        rows = await self._fetchall(
+            "SELECT DISTINCT lease_owner FROM jobs WHERE lease_owner IS NOT NULL"
+            " AND lease_until > ? AND lease_owner != ?",
+            (now, me),
+        )
+        return [r[0] for r in rows if holder_alive(r[0]) is False]
+
+    async def claim(
+        self,
+        owner: str,
+        where: str,
+        params: Sequence[Any],
+        *,
+        limit: int,
+        lease_seconds: float,
+        set_sql: str = "",
+        order: str = "next_at, idem",
+        event: tuple[str, str] | None = None,
+    ) -> Claim:
+        """Claim up to `limit` due rows matching `where` in ONE `UPDATE … RETURNING`.
+
+        A lease is free when nobody holds it, it ran out, or its holder is
+        provably dead. `set_sql` adds assignments (e.g. the attempt count);
+        `event` = (actor, note) appends an event per claimed row.
+        """
+        now = self.clock.now()
+        dead = await self.dead_holders(owner)
+        free = "(lease_owner IS NULL OR lease_until <= ?"
+        free_params: list[Any] = [now]
+        if dead:
+            free += " OR lease_owner IN (SELECT value FROM json_each(?))"
+            free_params.append(json.dumps(dead))
+        free += ")"
+        extra = f", {set_sql}" if set_sql else ""
+        sql = (
+            f"UPDATE jobs SET lease_owner = ?, lease_until = ?, updated_at = ?{extra}"
+            f" WHERE idem IN (SELECT idem FROM jobs WHERE {where} AND {free}"
+            f" ORDER BY {order} LIMIT ?) RETURNING {COLUMNS}"
+        )
+        args = [owner, now + lease_seconds, now, *params, *free_params, limit]
+        async with self.write() as db:
+            async with db.execute(sql, args) as cur:
+                rows = [_row(r) for r in await cur.fetchall()]
+            if event and rows:
+                actor, note = event
+                await db.executemany(
+                    _EVENT_SQL,
+                    [
+                        (
+                            now,
+                            r.idem,
+                            actor,
+                            r.status.value,
+                            r.status.value,
+                            note.format(attempts=r.attempts),
+                        )
+                        for r in rows
+                    ],
+                )
+        return Claim(owner, rows)
+
+    async def renew(self, owner: str, idems: Iterable[str], lease_seconds: float) -> int:
+        """Extend the leases `owner` still holds; returns how many it holds."""
+        keys = list(idems)
+        if not keys:
+            return 0
+        now = self.clock.now()
+        async with self.write() as db:
+            cur = await db.execute(
+                "UPDATE jobs SET lease_until = ? WHERE lease_owner = ?"
+                " AND idem IN (SELECT value FROM json_each(?))",
+                (now + lease_seconds, owner, json.dumps(keys)),
+            )
+            return cur.rowcount
+
+    # -- compare-and-set writes -------------------------------------------------------
+    async def apply(self, owner: str, actor: str, transitions: Sequence[Transition]) -> list[str]:
+        """Apply transitions in ONE transaction, each only where `owner` still
+        holds the row in the expected status. Returns the idems applied."""
+        if not transitions:
+            return []
+        now = self.clock.now()
+        async with self.write() as db:
+            held = await self._held(db, owner, [t.idem for t in transitions])
+            todo = [t for t in transitions if held.get(t.idem) == t.expect.value]
+            await self._write_transitions(db, todo, now, owner)
+            await db.executemany(
+                _EVENT_SQL,
+                [(now, t.idem, actor, t.expect.value, t.to.value, t.note) for t in todo],
+            )
+        return [t.idem for t in todo]
+
+    async def _held(self, db: aiosqlite.Connection, owner: str, idems: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for chunk in _chunks(idems, 5000):
+            async with db.execute(
+                "SELECT idem, status FROM jobs WHERE lease_owner = ?"
+                " AND idem IN (SELECT value FROM json_each(?))",
+                (owner, json.dumps(chunk)),
+            ) as cur:
+                out.update({r[0]: r[1] for r in await cur.fetchall()})
+        return out
+
+    async def _write_transitions(
+        self, db: aiosqlite.Connection, todo: Sequence[Transition], now: float, owner: str
+    ) -> None:
+        # Group by the set of changed columns: one executemany per shape.
+        groups: dict[tuple[str, ...], list[Transition]] = defaultdict(list)
+        for t in todo:
+            cols = dict(t.changes)
+            cols["status"] = t.to.value
+            if t.to != t.expect:
+                cols["state_since"] = now
+            if t.release:
+                cols["lease_owner"] = None
+                cols["lease_until"] = 0.0
+            cols["updated_at"] = now
+            t.changes = cols
+            groups[tuple(sorted(cols))].append(t)
+        for names, group in groups.items():
+            assign = ", ".join(f"{n} = ?" for n in names)
+            await db.executemany(
+                f"UPDATE jobs SET {assign} WHERE idem = ? AND lease_owner = ?",
+                [[t.changes[n] for n in names] + [t.idem, owner] for t in group],
+            )
+        results = [t for t in todo if t.result is not None]
+        if results:
+            await db.executemany(
+                "INSERT INTO results(idem, interaction_id, output_text, usage, raw_json,"
+                " stored_at) VALUES (?,?,?,?,?,?) ON CONFLICT(idem) DO UPDATE SET"
+                " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
+                " usage = excluded.usage, raw_json = excluded.raw_json,"
+                " stored_at = excluded.stored_at",
+                [_result_params(t.idem, t.result, now) for t in results if t.result],
+            )
+
+    async def operator_update(
+        self,
+        idem: str,
+        expect: Sequence[Status],
+        to: Status,
+        actor: str,
+        note: str,
+        changes: Mapping[str, Any],
+        *,
+        me: str,
+    ) -> Row | None:
+        """An operator's compare-and-set on a row nobody live holds.
+
+        Returns the updated row, or None if the row was not in an expected
+        status or is leased by a live holder (the caller says why).
+        """
+        now = self.clock.now()
+        dead = await self.dead_holders(me)
+        cols = dict(changes)
+        cols.update(status=to.value, updated_at=now, lease_owner=None, lease_until=0.0)
+        names = sorted(cols)
+        assign = ", ".join(f"{n} = ?" for n in names)
+        marks = ",".join("?" for _ in expect)
+        state_since = ", state_since = CASE WHEN status != ? THEN ? ELSE state_since END"
+        async with self.write() as db:
+            async with db.execute("SELECT status FROM jobs WHERE idem = ?", (idem,)) as cur:
+                before = await cur.fetchone()
+            async with db.execute(
+                f"UPDATE jobs SET {assign}{state_since} WHERE idem = ? AND status IN ({marks})"
+                " AND (lease_owner IS NULL OR lease_until <= ? OR lease_owner = ?"
+                " OR lease_owner IN (SELECT value FROM json_each(?)))"
+                f" RETURNING {COLUMNS}",
+                [
+                    *(cols[n] for n in names),
+                    to.value,
+                    now,
+                    idem,
+                    *(s.value for s in expect),
+                    now,
+                    me,
+                    json.dumps(dead),
+                ],
+            ) as cur:
+                got = await cur.fetchone()
+            if got is None:
+                return None
+            await db.execute(
+                _EVENT_SQL, (now, idem, actor, before[0] if before else None, to.value, note)
+            )
+        return _row(got)
+
+    async def add_event(self, idem: str, actor: str, note: str, status: str | None) -> None:
+        now = self.clock.now()
+        async with self.write() as db:
+            await db.execute(_EVENT_SQL, (now, idem, actor, status, status, note))
+
+    # -- reading --------------------------------------------------------------------
+    async def get(self, idem: str) -> Row | None:
+        rows = await self._fetchall(f"SELECT {COLUMNS} FROM jobs WHERE idem = ?", (idem,))
+        return _row(rows[0]) if rows else None
+
+    async def get_many(self, idems: Sequence[str]) -> dict[str, Row]:
+        out: dict[str, Row] = {}
+        for chunk in _chunks(idems, 5000):
+            for values in await self._fetchall(
+                f"SELECT {COLUMNS} FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(chunk)),),
+            ):
+                out[values[0]] = _row(values)
+        return out
+
+    async def find(self, prefix: str) -> list[Row]:
+        """Rows whose key starts with `prefix` (operators type short keys)."""
+        rows = await self._fetchall(
+            f"SELECT {COLUMNS} FROM jobs WHERE idem >= ? AND idem < ? ORDER BY idem LIMIT 5",
+            (prefix, prefix + "\uffff"),
+        )
+        return [_row(r) for r in rows]
+
+    async def rows(
+        self,
+        *,
+        status: Status | None = None,
+        limit: int = 1000,
+        after: tuple[float, str] | None = None,
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> list[Row]:
+        """A keyset page ordered by (updated_at, idem)."""
+        clauses, args = [], []
+        if status is not None:
+            clauses.append("status = ?")
+            args.append(status.value)
+        if after is not None:
+            clauses.append("(updated_at, idem) > (?, ?)")
+            args.extend(after)
+        if where:
+            clauses.append(where)
+            args.extend(params)
+        sql = f"SELECT {COLUMNS} FROM jobs"
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += " ORDER BY updated_at, idem LIMIT ?"
+        return [_row(r) for r in await self._fetchall(sql, [*args, limit])]
+
+    async def iter_rows(self, batch: int = 2000) -> AsyncIterator[Row]:
+        """Every row, in key order, a page at a time (exports)."""
+        last = ""
+        while True:
+            page = await self._fetchall(
+                f"SELECT {COLUMNS} FROM jobs WHERE idem > ? ORDER BY idem LIMIT ?", (last, batch)
+            )
+            if not page:
+                return
+            for values in page:
+                yield _row(values)
+            last = page[-1][0]
+
+    async def result(self, idem: str) -> StoredResult | None:
+        rows = await self._fetchall(
+            "SELECT idem, interaction_id, output_text, usage, raw_json, stored_at"
+            " FROM results WHERE idem = ?",
+            (idem,),
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        return StoredResult(r[0], r[1], r[2], json.loads(r[3]) if r[3] else None, r[4], r[5])
+
+    async def results(self, idems: Sequence[str]) -> dict[str, StoredResult]:
+        out: dict[str, StoredResult] = {}
+        for chunk in _chunks(idems, 5000):
+            for r in await self._fetchall(
+                "SELECT idem, interaction_id, output_text, usage, raw_json, stored_at"
+                " FROM results WHERE idem IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(chunk)),),
+            ):
+                out[r[0]] = StoredResult(
+                    r[0], r[1], r[2], json.loads(r[3]) if r[3] else None, r[4], r[5]
+                )
+        return out
+
+    async def events(self, idem: str, limit: int = 500) -> list[Event]:
+        rows = await self._fetchall(
+            "SELECT id, at, idem, actor, from_status, to_status, note FROM events"
+            " WHERE idem = ? ORDER BY id LIMIT ?",
+            (idem, limit),
+        )
+        return [Event(*r) for r in rows]
+
+    async def counts(self) -> dict[str, tuple[int, float | None]]:
+        """Per status: (count, oldest state_since)."""
+        rows = await self._fetchall(
+            "SELECT status, COUNT(*), MIN(state_since) FROM jobs GROUP BY status"
+        )
+        return {r[0]: (int(r[1]), r[2]) for r in rows}
+
+    async def orphan_count(self, me: str) -> int:
+        """`reserving` rows whose create may have been sent and nobody live holds."""
+        now = self.clock.now()
+        dead = await self.dead_holders(me)
+        rows = await self._fetchall(
+            "SELECT COUNT(*) FROM jobs WHERE status = 'reserving' AND inflight = 1"
+            " AND (lease_owner IS NULL OR lease_until <= ?"
+            " OR lease_owner IN (SELECT value FROM json_each(?)))",
+            (now, json.dumps(dead)),
+        )
+        return int(rows[0][0])
+
+    async def next_due(self) -> float | None:
+        rows = await self._fetchall(
+            "SELECT MIN(next_at) FROM jobs WHERE status IN ('reserving','submitted','done')"
+            " AND held = 0"
+        )
+        return rows[0][0] if rows else None
+
+
+def _result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[Any, ...]:
+    return (
+        idem,
+        result.id,
+        result.output_text or "",
+        json.dumps(dict(result.usage), sort_keys=True) if result.usage is not None else None,
+        result.raw_json(),
+        now,
+    )
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,157 @@
+"""Value types shared by the ledger, the engine, the backends and the clients."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "TERMINAL_STATUSES",
+    "Event",
+    "JobSpec",
+    "RemoteInteraction",
+    "RemoteState",
+    "Row",
+    "Status",
+    "StoredResult",
+]
+
+
+class Status(StrEnum):
+    """A ledger row's status (see DESIGN.md §2)."""
+
+    RESERVING = "reserving"
+    SUBMITTED = "submitted"
+    DONE = "done"
+    CONSUMED = "consumed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = frozenset({Status.CONSUMED, Status.FAILED, Status.CANCELLED})
+ACTIVE_STATUSES = frozenset({Status.RESERVING, Status.SUBMITTED, Status.DONE})
+
+
+class RemoteState(StrEnum):
+    """What an API interaction status means to the ledger.
+
+    Every API status maps to one of these, unknown strings included
+    (`UNKNOWN`: keep polling, record it, let the poll cap decide).
+    """
+
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What to send: the input, the model and extra create parameters.
+
+    `config` holds further `interactions.create` keyword arguments
+    (`system_instruction`, `generation_config`, …); `key` is the caller's own
+    idempotency key, if it chose one.
+    """
+
+    input: Any
+    model: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    key: str | None = None
+
+    def to_json(self) -> str:
+        """Canonical JSON of what is sent (the key is not part of it)."""
+        body: dict[str, Any] = {"input": self.input, "model": self.model}
+        if self.config:
+            body["config"] = dict(self.config)
+        return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> JobSpec:
+        data = json.loads(text)
+        return cls(input=data["input"], model=data["model"], config=data.get("config") or {})
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteInteraction:
+    """The project's view of one API interaction; no SDK type crosses the port."""
+
+    id: str
+    state: RemoteState
+    api_status: str
+    output_text: str | None = None
+    usage: Mapping[str, Any] | None = None
+    error: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    def raw_json(self) -> str:
+        return json.dumps(self.raw, sort_keys=True, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One `jobs` row, as read from the ledger."""
+
+    idem: str
+    spec: str
+    model: str
+    status: Status
+    handle: str | None
+    attempts: int
+    polls: int
+    inflight: bool
+    held: bool
+    duplicates: int
+    error_streak: int
+    lease_owner: str | None
+    lease_until: float
+    next_at: float
+    last_error: str | None
+    created_at: float
+    state_since: float
+    submitted_at: float | None
+    done_at: float | None
+    consumed_at: float | None
+    updated_at: float
+
+    @property
+    def job(self) -> JobSpec:
+        return JobSpec.from_json(self.spec)
+
+    def lease_live(self, now: float) -> bool:
+        return self.lease_owner is not None and self.lease_until > now
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResult:
+    """A result stored in the same transaction that set the row `done`."""
+
+    idem: str
+    interaction_id: str
+    output_text: str
+    usage: Mapping[str, Any] | None
+    raw_json: str
+    stored_at: float
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.raw_json)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One line of a row's append-only timeline."""
+
+    id: int
+    at: float
+    idem: str
+    actor: str
+    from_status: str | None
+    to_status: str | None
+    note: str

@@ -1,0 +1,83 @@
+"""Lease owners: who holds a row, and whether that holder is provably dead.
+
+An owner string is `host|pid|start`, where `start` is the process's start
+time as the kernel reports it (field 22 of /proc/<pid>/stat, clock ticks
+since boot). A holder on this host whose pid is gone, or whose pid now
+belongs to a process that started at another time (a reused pid), is dead:
+its lease counts as expired at once. A holder on another host is never
+judged; its lease runs out by the clock.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = ["LeaseOwner", "holder_alive", "this_process"]
+
+
+def _start_ticks(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces and parentheses: split
+    # after its closing parenthesis, then field 22 is the 20th field there.
+    fields = stat.rsplit(")", 1)[-1].split()
+    if len(fields) <= 19 or fields[0] in ("Z", "X"):
+        # A zombie (killed, not yet reaped) holds nothing any more.
+        return None
+    return fields[19]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseOwner:
+    host: str
+    pid: int
+    start: str
+
+    def __str__(self) -> str:
+        return f"{self.host}|{self.pid}|{self.start}"
+
+    @classmethod
+    def parse(cls, text: str) -> LeaseOwner | None:
+        parts = text.split("|")
+        if len(parts) != 3 or not parts[1].isdigit():
+            return None
+        return cls(parts[0], int(parts[1]), parts[2])
+
+
+@lru_cache(maxsize=1)
+def _host() -> str:
+    return socket.gethostname()
+
+
+def this_process(tag: str = "") -> LeaseOwner:
+    """The owner identity of the running process.
+
+    Without /proc (not Linux), a random token stands in for the start time:
+    liveness then cannot be proven, so such leases only expire by the clock.
+    `tag` tells apart several engines inside one process (tests).
+    """
+    pid = os.getpid()
+    start = _start_ticks(pid) or f"u{uuid.uuid4().hex[:12]}"
+    return LeaseOwner(_host(), pid, start + (f"-{tag}" if tag else ""))
+
+
+def holder_alive(owner_text: str) -> bool | None:
+    """True/False when provable on this host; None when it cannot be known."""
+    owner = LeaseOwner.parse(owner_text)
+    if owner is None or owner.host != _host() or owner.start.startswith("u"):
+        return None
+    start = owner.start.split("-", 1)[0]
+    current = _start_ticks(owner.pid)
+    if current is None:
+        return False
+    if current != start:
+        return False
+    # Same process. An in-process tag (tests) cannot be judged further.
+    return True

@@ -1,0 +1,21 @@
+"""An emulator of the Gemini Interactions REST API (see DESIGN.md §4).
+
+The real google-genai SDK talks to it through `base_url`; tests, the demo
+and the benchmarks drive faults and read stats through `/_emulator/`.
+"""
+
+from reclaim_tui.emulator.app import make_app
+from reclaim_tui.emulator.config import DEFAULT_API_KEY, EmulatorConfig
+from reclaim_tui.emulator.faults import EndpointFaults, FaultConfig
+from reclaim_tui.emulator.server import EmulatorServer, run_forever, serve
+
+__all__ = [
+    "DEFAULT_API_KEY",
+    "EmulatorConfig",
+    "EmulatorServer",
+    "EndpointFaults",
+    "FaultConfig",
+    "make_app",
+    "run_forever",
+    "serve",
+]

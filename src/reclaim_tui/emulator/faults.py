@@ -1,0 +1,112 @@
+"""Fault settings of the emulator and the seeded dice that apply them.
+
+Every rate is a probability in [0, 1], rolled once per request on a
+`random.Random(seed)`, so a run with the same seed and the same request order
+injects the same faults.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["DROP_MODES", "EndpointFaults", "FaultConfig", "FaultDice"]
+
+#: How an accepted-then-dropped create is hidden from the client:
+#: "disconnect" closes the connection without any response (httpx sees
+#: RemoteProtocolError: the client cannot know); "503" stores the interaction
+#: and still answers 503, like a gateway that lost the backend's answer.
+DROP_MODES = ("disconnect", "503")
+_FIELDS = ("create", "get", "drop_rate", "drop_mode", "slow_rate", "slow_seconds", "fail_rate")
+_ERROR_RATES = ((429, "rate_429"), (500, "rate_500"), (503, "rate_503"))
+
+
+def _rate(value: Any, name: str) -> float:
+    rate = float(value)
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"{name} must be within [0, 1], got {rate}")
+    return rate
+
+
+@dataclass
+class EndpointFaults:
+    """Rates of injected error answers for one endpoint (create or get)."""
+
+    rate_429: float = 0.0
+    rate_500: float = 0.0
+    rate_503: float = 0.0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> EndpointFaults:
+        data = data or {}
+        return cls(**{k: _rate(data.get(k, 0.0), k) for k in ("rate_429", "rate_500", "rate_503")})
+
+
+@dataclass
+class FaultConfig:
+    """What goes wrong, and how often. Replaced whole by `POST /_emulator/faults`."""
+
+    create: EndpointFaults = field(default_factory=EndpointFaults)
+    get: EndpointFaults = field(default_factory=EndpointFaults)
+    drop_rate: float = 0.0
+    drop_mode: str = "disconnect"
+    slow_rate: float = 0.0
+    slow_seconds: float = 0.0
+    fail_rate: float = 0.0
+
+    @classmethod
+    def uniform(
+        cls,
+        *,
+        rate_429: float = 0.0,
+        rate_500: float = 0.0,
+        rate_503: float = 0.0,
+        **rest: Any,
+    ) -> FaultConfig:
+        """The same error rates on create and get (what the CLI flags set)."""
+        rates = {"rate_429": rate_429, "rate_500": rate_500, "rate_503": rate_503}
+        return cls.from_json({"create": rates, "get": rates, **rest})
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FaultConfig:
+        unknown = set(data) - set(_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown fault settings: {', '.join(sorted(unknown))}")
+        drop_mode = str(data.get("drop_mode", "disconnect"))
+        if drop_mode not in DROP_MODES:
+            raise ValueError(f"drop_mode must be one of {DROP_MODES}")
+        slow_seconds = float(data.get("slow_seconds", 0.0))
+        if slow_seconds < 0:
+            raise ValueError("slow_seconds must be >= 0")
+        return cls(
+            create=EndpointFaults.from_json(data.get("create")),
+            get=EndpointFaults.from_json(data.get("get")),
+            drop_rate=_rate(data.get("drop_rate", 0.0), "drop_rate"),
+            drop_mode=drop_mode,
+            slow_rate=_rate(data.get("slow_rate", 0.0), "slow_rate"),
+            slow_seconds=slow_seconds,
+            fail_rate=_rate(data.get("fail_rate", 0.0), "fail_rate"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class FaultDice:
+    """A seeded random source; `roll(rate)` is True with probability `rate`."""
+
+    def __init__(self, seed: int) -> None:
+        self._random = random.Random(seed)
+
+    def roll(self, rate: float) -> bool:
+        # Zero rates draw nothing, so turning one fault on does not shift the
+        # sequence seen by the others in a run that never used it.
+        return rate > 0.0 and self._random.random() < rate
+
+    def error_status(self, faults: EndpointFaults) -> int | None:
+        """The injected HTTP status for one request, or None to answer normally."""
+        for status, name in _ERROR_RATES:
+            if self.roll(getattr(faults, name)):
+                return status
+        return None

@@ -1,0 +1,127 @@
+"""The exception tree of reclaim-tui.
+
+    ReclaimError                    base of everything raised on purpose
+    ├── ConfigError                 bad flags/settings, missing API key (exit 2)
+    ├── JobsFileError               a jobs file with bad lines; nothing reserved (exit 3)
+    ├── LedgerError                 the ledger file cannot be used (exit 4)
+    │   ├── LedgerVersionError      written by a newer reclaim-tui
+    │   ├── LedgerCorruptError      not a SQLite database / malformed
+    │   ├── LedgerBusyError         locked by another process past busy_timeout
+    │   └── LedgerReadOnlyError     a write was needed but the file is read-only
+    ├── OperatorError               an operator action that does not apply (exit 5)
+    ├── SinkError                   a sink could not deliver a result (row stays `done`)
+    └── BackendError                the API could not be used for one call
+        ├── NotCreatedError         create was definitely not accepted
+        ├── MaybeCreatedError       create may have been accepted (timeout, 5xx, reset)
+        ├── TransientReadError      get/cancel failed for a reason worth retrying
+        ├── InteractionGoneError    get/cancel answered 404
+        └── PermanentReadError      get/cancel refused for good (other 4xx)
+
+Exit codes of the CLI are derived from this tree in `cli.EXIT_CODES`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "ConfigError",
+    "InteractionGoneError",
+    "JobsFileError",
+    "LedgerBusyError",
+    "LedgerCorruptError",
+    "LedgerError",
+    "LedgerReadOnlyError",
+    "LedgerVersionError",
+    "MaybeCreatedError",
+    "NotCreatedError",
+    "OperatorError",
+    "PermanentReadError",
+    "ReclaimError",
+    "SinkError",
+    "TransientReadError",
+]
+
+
+class ReclaimError(Exception):
+    """Base class of every error reclaim-tui raises on purpose."""
+
+
+class ConfigError(ReclaimError):
+    """Settings or flags that cannot work together, or a missing API key."""
+
+
+class JobsFileError(ReclaimError):
+    """A jobs file that failed validation; `problems` names every bad line."""
+
+    def __init__(self, source: str, problems: list[tuple[int, str]]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  line {n}: {why}" for n, why in problems[:50])
+        more = f"\n  … and {len(problems) - 50} more" if len(problems) > 50 else ""
+        super().__init__(
+            f"{source}: {len(problems)} bad line(s), nothing was reserved:\n{lines}{more}"
+        )
+
+
+class LedgerError(ReclaimError):
+    """The ledger file cannot be opened or written."""
+
+
+class LedgerVersionError(LedgerError):
+    """The ledger was written by a newer reclaim-tui (higher schema version)."""
+
+
+class LedgerCorruptError(LedgerError):
+    """The file is not a SQLite database or is malformed."""
+
+
+class LedgerBusyError(LedgerError):
+    """Another process held the write lock for longer than busy_timeout."""
+
+
+class LedgerReadOnlyError(LedgerError):
+    """The ledger file (or its directory) cannot be written."""
+
+
+class OperatorError(ReclaimError):
+    """An operator action that does not apply to the row (wrong status, unknown key)."""
+
+
+class SinkError(ReclaimError):
+    """A sink failed to deliver a result; the row stays `done` for replay."""
+
+
+class BackendError(ReclaimError):
+    """One API call failed. `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotCreatedError(BackendError):
+    """The create request was definitely not accepted.
+
+    `retryable` is False for requests the API will never accept (400 and the
+    like): the row goes to `failed` at once instead of burning attempts.
+    """
+
+    def __init__(self, message: str, status: int | None = None, *, retryable: bool) -> None:
+        super().__init__(message, status)
+        self.retryable = retryable
+
+
+class MaybeCreatedError(BackendError):
+    """The create may have been accepted: timeout, 5xx, reset after sending."""
+
+
+class TransientReadError(BackendError):
+    """A get or cancel failed in a way worth retrying later (timeout, 5xx, 429)."""
+
+
+class InteractionGoneError(BackendError):
+    """The API answered 404 for this interaction id."""
+
+
+class PermanentReadError(BackendError):
+    """A get or cancel was refused for good (a 4xx other than 404/408/409/429)."""
