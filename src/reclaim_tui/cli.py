@@ -161,11 +161,7 @@ def _report(report: PassReport, fail_on_errors: bool) -> None:
 def cli(ctx: click.Context) -> None:
     """reclaim-tui: fire background Gemini jobs, exit, and never lose a result."""
     if ctx.invoked_subcommand is None:
-        console_cmd = ctx.command.get_command(ctx, "console")  # type: ignore[attr-defined]
-        if console_cmd is None:
-            click.echo(ctx.get_help())
-            return
-        ctx.invoke(console_cmd)
+        ctx.invoke(console)
 
 
 @cli.command()
@@ -450,12 +446,18 @@ async def export(db: str, fmt: str, only: str | None, output: str | None) -> Non
 @click.option("--seed", default=0, type=int)
 def emulator(**kw: Any) -> None:
     """Run the Interactions API emulator (what tests, demo and benchmarks use)."""
-    from reclaim_tui.emulator.server import config_from_options, run_forever
+    from reclaim_tui.emulator import EmulatorConfig, run_forever
 
-    config = config_from_options(**kw)
-    click.echo(f"emulator on http://{kw['host']}:{kw['port']} (admin: /_emulator/stats)", err=True)
+    for name in ("fail_rate", "rate_429", "rate_500", "rate_503", "drop_rate", "slow_rate"):
+        if not 0.0 <= kw[name] <= 1.0:
+            raise click.BadParameter(f"must be between 0 and 1, got {kw[name]}", param_hint=name)
+    latency_max = kw.pop("latency_max")
+    latency_range = (kw["latency"], latency_max) if latency_max is not None else None
+    host, port = kw.pop("host"), kw.pop("port")
+    config = EmulatorConfig.from_flags(latency_range=latency_range, **kw)
     try:
-        run_forever(kw["host"], kw["port"], config)
+        run_forever(host, port, config, ready=lambda url: click.echo(
+            f"emulator on {url} (admin: {url}/_emulator/stats)", err=True))
     except KeyboardInterrupt:
         pass
 

@@ -32,6 +32,8 @@ class EmulatorServer:
         self.host = host
         self.port = port
         self.app = make_app(self.config)
+        #: How long stop() waits for requests still running (slow-fault sleeps).
+        self.shutdown_timeout = 1.0
         self._runner: web.AppRunner | None = None
 
     @property
@@ -50,11 +52,14 @@ class EmulatorServer:
     async def start(self) -> None:
         # access_log=None: one log line per request would dominate the CPU
         # cost when benchmarks poll thousands of interactions.
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(
+            self.app, access_log=None, handle_signals=False, shutdown_timeout=self.shutdown_timeout
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
         await site.start()
-        sockets = [s for s in (site._server.sockets if site._server else ()) if s]
+        # TCPSite does not expose the bound port; port=0 needs it from the socket.
+        sockets = getattr(site._server, "sockets", None) or ()
         if sockets:
             self.port = int(sockets[0].getsockname()[1])
 

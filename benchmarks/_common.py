@@ -1,0 +1,53 @@
+"""Helpers shared by the benchmark scripts: the baseline's location, medians, tables."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def baseline_path() -> Path:
+    """../shared/baseline/seed_ledger.py beside the checkout (or $RECLAIM_BASELINE)."""
+    env = os.environ.get("RECLAIM_BASELINE")
+    candidates = [Path(env)] if env else []
+    candidates += [ROOT.parent / "shared" / "baseline" / "seed_ledger.py",
+                   ROOT / "shared" / "baseline" / "seed_ledger.py"]
+    for path in candidates:
+        if path.exists():
+            return path
+    sys.exit("cannot find ../shared/baseline/seed_ledger.py (set RECLAIM_BASELINE)")
+
+
+def load_baseline() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("seed_ledger", baseline_path())
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    lines.insert(1, "-|-".join("-" * w for w in widths))
+    return "\n".join("| " + line + " |" for line in lines)
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        if value >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.3g}" if value < 10 else f"{value:.1f}"
+    return str(value)

@@ -1,0 +1,133 @@
+"""Benchmark 4: the ledger alone.
+
+N jobs through every state (reserving → submitted → done → consumed) with
+the in-memory fake backend and a no-op sink, `synchronous=FULL`, on a real
+file. Prints jobs/s and peak memory (tracemalloc + ru_maxrss), median of
+--runs. Side by side: the original design's ledger code (baseline
+seed_ledger.py) driven with a stub client, i.e. the same SQLite work it does
+per job, with no network either.
+
+    python benchmarks/ledger_only.py [--jobs 100000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import load_baseline, median, table
+
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import JobSpec, StoredResult
+from reclaim_tui.core.sinks import CallableSink
+
+
+async def _noop(idem: str, result: StoredResult) -> None:
+    return None
+
+
+async def run_ours(n: int, workdir: Path, batch: int) -> tuple[float, float]:
+    clock = ManualClock()
+    ledger = await Ledger.open(workdir / "ours.db", clock=clock)
+    fake = FakeBackend(clock=clock, latency=0.0)
+    engine = Engine(ledger, fake, CallableSink(_noop), owner="bench|1|x",
+                    config=EngineConfig(batch_size=batch, concurrency=64))
+    jobs = [JobSpec(input=f"job number {i}", model="m") for i in range(n)]
+    start = time.perf_counter()
+    await engine.submit(jobs)
+    clock.advance(5)
+    report = await engine.tick()
+    elapsed = time.perf_counter() - start
+    counts = await ledger.counts()
+    await ledger.close()
+    assert report.counts["consumed"] == n, report.summary()
+    assert counts == {"consumed": (n, counts["consumed"][1])}
+    return n / elapsed, _max_rss_mib()
+
+
+def run_baseline(n: int, workdir: Path) -> tuple[float, float]:
+    seed = load_baseline()
+    ids = iter(range(10**9))
+
+    class StubInteractions:
+        def create(self, **kw: object) -> SimpleNamespace:
+            return SimpleNamespace(id=f"i{next(ids)}", status="in_progress")
+
+        def get(self, handle: str) -> SimpleNamespace:
+            return SimpleNamespace(id=handle, status="completed",
+                                   model_dump_json=lambda: "{}")
+
+    seed.client = SimpleNamespace(interactions=StubInteractions())
+    jobs = [{"input": f"job number {i}"} for i in range(n)]
+    delivered = []
+    start = time.perf_counter()
+    seed.tick(str(workdir / "seed.db"), jobs, lambda idem, op: delivered.append(idem))
+    seed.tick(str(workdir / "seed.db"), [], lambda idem, op: delivered.append(idem))
+    elapsed = time.perf_counter() - start
+    assert len(delivered) == n
+    return n / elapsed, _max_rss_mib()
+
+
+def _max_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(which: str, n: int, batch: int) -> None:
+    """One measurement in a fresh process, so peak memory is this run's own."""
+    with tempfile.TemporaryDirectory() as d:
+        if which == "ours":
+            rate, rss = asyncio.run(run_ours(n, Path(d), batch))
+        else:
+            rate, rss = run_baseline(n, Path(d))
+    print(json.dumps({"rate": rate, "rss": rss}))
+
+
+def _measure(which: str, n: int, batch: int) -> tuple[float, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", which, "--jobs", str(n), "--batch", str(batch)],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    data = json.loads(out.strip().splitlines()[-1])
+    return data["rate"], data["rss"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=2000)
+    ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--child", choices=["ours", "baseline"], help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        _child(a.child, a.jobs, a.batch)
+        return
+    ours, base = [], []
+    for _ in range(a.runs):
+        ours.append(_measure("ours", a.jobs, a.batch))
+        if not a.skip_baseline:
+            base.append(_measure("baseline", a.jobs, a.batch))
+    rows = [["reclaim-tui", a.jobs, median([o[0] for o in ours]), median([o[1] for o in ours])]]
+    if base:
+        rows.append(["baseline (seed)", a.jobs, median([b[0] for b in base]),
+                     median([b[1] for b in base])])
+    print(f"Ledger alone, synchronous=FULL, {a.runs} runs each in a fresh process, medians")
+    print(table(["design", "jobs", "jobs/s", "peak RSS MiB"], rows))
+    if base:
+        print(f"ratio (reclaim-tui / baseline): {rows[0][2] / rows[1][2]:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""The emulator's faults and admin API, seen through GeminiBackend and the real SDK."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from reclaim_tui.core.gemini import GeminiBackend
+from reclaim_tui.core.models import JobSpec, RemoteState
+from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
+from reclaim_tui.emulator.faults import FaultDice
+from reclaim_tui.emulator.state import InteractionStore
+from reclaim_tui.errors import (
+    ConfigError,
+    InteractionGoneError,
+    MaybeCreatedError,
+    NotCreatedError,
+    TransientReadError,
+)
+
+SPEC = JobSpec(input="hello", model="gemini-3-flash")
+IDEM = "9" * 32
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[EmulatorServer]:
+    async with EmulatorServer(EmulatorConfig(latency=None, seed=7)) as server:
+        yield server
+
+
+@pytest.fixture
+async def backend(emu: EmulatorServer) -> AsyncIterator[GeminiBackend]:
+    client = GeminiBackend(emu.api_key, emu.base_url, emulator_lookup=True)
+    yield client
+    await client.aclose()
+
+
+async def admin(emu: EmulatorServer, method: str, path: str, body: Any = None) -> Any:
+    async with aiohttp.ClientSession() as session:
+        async with session.request(method, f"{emu.base_url}/_emulator/{path}", json=body) as r:
+            assert r.status == 200, await r.text()
+            return await r.json()
+
+
+async def set_faults(emu: EmulatorServer, **faults: Any) -> None:
+    await admin(emu, "POST", "faults", faults)
+
+
+# -- create faults -------------------------------------------------------------------------
+async def test_503_on_create_is_maybe_created_after_exactly_one_post(
+    emu: EmulatorServer, backend: GeminiBackend
+) -> None:
+    await set_faults(emu, create={"rate_503": 1.0})
+    with pytest.raises(MaybeCreatedError) as caught:
+        await backend.create(SPEC, IDEM)
+    assert caught.value.status == 503
+    stats = await admin(emu, "GET", "stats")
+    assert stats["calls"]["create_posts_received"] == 1  # no hidden SDK retry
+    assert stats["creates_total"] == 0
+
+
+async def test_500_on_create_is_maybe_created(emu: EmulatorServer, backend: GeminiBackend) -> None:
+    await set_faults(emu, create={"rate_500": 1.0})
+    with pytest.raises(MaybeCreatedError):
+        await backend.create(SPEC, IDEM)
+    assert emu.store.calls["create_posts_received"] == 1
+
+
+async def test_429_on_create_is_not_created_and_retryable(
+    emu: EmulatorServer, backend: GeminiBackend
+) -> None:
+    await set_faults(emu, create={"rate_429": 1.0})
+    with pytest.raises(NotCreatedError) as caught:
+        await backend.create(SPEC, IDEM)
+    assert caught.value.retryable and caught.value.status == 429
+    assert emu.store.calls["create_posts_received"] == 1
+
+
+async def test_missing_model_is_not_created_and_not_retryable(backend: GeminiBackend) -> None:
+    with pytest.raises(NotCreatedError) as caught:
+        await backend.create(JobSpec(input="hello", model=""), IDEM)
+    assert not caught.value.retryable
+    assert caught.value.status == 400
+
+
+async def test_unknown_create_parameter_is_not_created(
+    emu: EmulatorServer, backend: GeminiBackend
+) -> None:
+    spec = JobSpec(input="hello", model="m", config={"no_such_parameter": 1})
+    with pytest.raises(NotCreatedError) as caught:
+        await backend.create(spec, IDEM)
+    assert not caught.value.retryable
+    assert emu.store.calls["create_posts_received"] == 0
+
+
+@pytest.mark.parametrize("drop_mode", ["disconnect", "503"])
+async def test_dropped_create_hides_an_interaction_that_exists(
+    emu: EmulatorServer, backend: GeminiBackend, drop_mode: str
+) -> None:
+    await set_faults(emu, drop_rate=1.0, drop_mode=drop_mode)
+    with pytest.raises(MaybeCreatedError):
+        await backend.create(SPEC, IDEM)
+    stats = await admin(emu, "GET", "stats")
+    assert stats["creates_total"] == 1
+    assert stats["creates_per_label"] == {IDEM: 1}
+    log = await admin(emu, "GET", "creates")
+    assert [(e["idem"], e["dropped"]) for e in log] == [(IDEM, True)]
+    found = await backend.find_by_label(IDEM)
+    assert found is not None and found.id == log[0]["id"]
+
+
+async def test_wrong_api_key_is_not_created_but_retryable(emu: EmulatorServer) -> None:
+    client = GeminiBackend("not-the-key", emu.base_url)
+    try:
+        with pytest.raises(NotCreatedError) as caught:
+            await client.create(SPEC, IDEM)
+        assert caught.value.status == 401 and caught.value.retryable
+        assert "not-the-key" not in str(caught.value)
+        with pytest.raises(TransientReadError):
+            await client.get("anything")
+    finally:
+        await client.aclose()
+    assert emu.store.creates_log == []
+
+
+async def test_requests_without_a_key_are_refused(emu: EmulatorServer) -> None:
+    async with aiohttp.ClientSession() as session:
+        url = f"{emu.base_url}/v1beta/interactions"
+        async with session.post(url, json={"model": "m", "input": "x"}) as response:
+            assert response.status == 403
+            body = await response.json()
+        assert body["error"]["status"] == "PERMISSION_DENIED"
+        async with session.post(
+            url, params={"key": emu.api_key}, json={"model": "m", "input": "x"}
+        ) as response:
+            assert response.status == 200
+
+
+async def test_slow_create_with_client_timeout_is_maybe_created(emu: EmulatorServer) -> None:
+    await set_faults(emu, slow_rate=1.0, slow_seconds=0.5)
+    client = GeminiBackend(emu.api_key, emu.base_url, request_timeout=0.1)
+    try:
+        with pytest.raises(MaybeCreatedError):
+            await client.create(SPEC, IDEM)
+    finally:
+        await client.aclose()
+    assert emu.store.calls["create_posts_received"] == 1
+    assert len(emu.store.creates_log) == 1
+
+
+async def test_connection_refused_is_not_created() -> None:
+    from reclaim_tui.emulator.server import free_port
+
+    client = GeminiBackend(None, f"http://127.0.0.1:{free_port()}")
+    try:
+        with pytest.raises(NotCreatedError) as caught:
+            await client.create(SPEC, IDEM)
+        assert caught.value.retryable
+        with pytest.raises(TransientReadError):
+            await client.get("x")
+    finally:
+        await client.aclose()
+
+
+# -- get faults and statuses -----------------------------------------------------------------
+async def test_5xx_and_429_on_get_are_transient(
+    emu: EmulatorServer, backend: GeminiBackend
+) -> None:
+    handle = (await backend.create(SPEC, IDEM)).id
+    for rate in ("rate_500", "rate_503", "rate_429"):
+        await set_faults(emu, get={rate: 1.0})
+        with pytest.raises(TransientReadError):
+            await backend.get(handle)
+    await set_faults(emu)
+    assert (await backend.get(handle)).state is RemoteState.PENDING
+
+
+async def test_fail_rate_makes_interactions_end_failed() -> None:
+    config = EmulatorConfig(latency=0.0, faults=FaultConfig(fail_rate=1.0))
+    async with EmulatorServer(config) as server:
+        client = GeminiBackend(server.api_key, server.base_url)
+        try:
+            handle = (await client.create(SPEC, IDEM)).id
+            seen = await client.get(handle)
+        finally:
+            await client.aclose()
+    assert seen.state is RemoteState.FAILED and seen.error
+
+
+async def test_zero_latency_completes_on_the_next_get() -> None:
+    async with EmulatorServer(EmulatorConfig(latency=0.0)) as server:
+        client = GeminiBackend(server.api_key, server.base_url)
+        try:
+            created = await client.create(SPEC, IDEM)
+            assert created.state is RemoteState.PENDING
+            assert (await client.get(created.id)).state is RemoteState.COMPLETED
+        finally:
+            await client.aclose()
+
+
+async def test_delete_then_get_is_gone(emu: EmulatorServer, backend: GeminiBackend) -> None:
+    handle = (await backend.create(SPEC, IDEM)).id
+    await backend._client.aio.interactions.delete(handle)
+    with pytest.raises(InteractionGoneError):
+        await backend.get(handle)
+
+
+# -- admin API --------------------------------------------------------------------------------
+async def test_stats_count_creates_per_label_and_calls(
+    emu: EmulatorServer, backend: GeminiBackend
+) -> None:
+    first = (await backend.create(SPEC, IDEM)).id
+    await backend.create(SPEC, IDEM)
+    await backend.create(SPEC, "8" * 32)
+    await backend.get(first)
+    await backend.cancel(first)
+    stats = await admin(emu, "GET", "stats")
+    assert stats["creates_total"] == 3
+    assert stats["creates_per_label"] == {IDEM: 2, "8" * 32: 1}
+    assert stats["calls"] == {
+        "create": 3,
+        "get": 1,
+        "cancel": 1,
+        "delete": 0,
+        "create_posts_received": 3,
+    }
+    assert stats["interactions"] == 3
+    assert stats["by_status"] == {"cancelled": 1, "in_progress": 2}
+
+
+async def test_faults_round_trip_and_reject_bad_values(emu: EmulatorServer) -> None:
+    await set_faults(emu, create={"rate_429": 0.25}, fail_rate=0.5)
+    faults = await admin(emu, "GET", "faults")
+    assert faults["create"]["rate_429"] == 0.25 and faults["fail_rate"] == 0.5
+    assert faults["get"]["rate_429"] == 0.0
+    async with aiohttp.ClientSession() as session:
+        url = f"{emu.base_url}/_emulator/faults"
+        async with session.post(url, json={"drop_rate": 2}) as response:
+            assert response.status == 400
+
+
+async def test_find_accepts_label_and_idem_queries(
+    emu: EmulatorServer, backend: GeminiBackend
+) -> None:
+    handle = (await backend.create(SPEC, IDEM)).id
+    by_label = await admin(emu, "GET", f"find?label=idem:{IDEM}")
+    by_idem = await admin(emu, "GET", f"find?idem={IDEM}")
+    assert [i["id"] for i in by_label] == [i["id"] for i in by_idem] == [handle]
+    assert by_label[0]["labels"] == {"idem": IDEM}
+
+
+async def test_finish_sets_text_and_reset_clears(
+    emu: EmulatorServer, backend: GeminiBackend
+) -> None:
+    handle = (await backend.create(SPEC, IDEM)).id
+    await admin(emu, "POST", f"interactions/{handle}/finish", {"status": "completed", "text": "hi"})
+    assert (await backend.get(handle)).output_text == "hi"
+    await admin(emu, "POST", "reset")
+    stats = await admin(emu, "GET", "stats")
+    assert stats["creates_total"] == 0 and stats["interactions"] == 0
+
+
+def test_latency_range_is_drawn_per_interaction_from_the_seed() -> None:
+    def ready_times(seed: int) -> list[float | None]:
+        store = InteractionStore(
+            FaultConfig(), FaultDice(seed), latency_range=(1.0, 5.0), seed=seed, clock=lambda: 0.0
+        )
+        return [store.create("m", "x", {}, background=True).ready_at for _ in range(5)]
+
+    first = ready_times(3)
+    assert first == ready_times(3)
+    assert first != ready_times(4)
+    assert all(t is not None and 1.0 <= t <= 5.0 for t in first)
+
+
+def test_fault_rolls_are_reproducible_with_a_seed() -> None:
+    faults = FaultConfig.uniform(rate_503=0.5).create
+    dice_a, dice_b = FaultDice(11), FaultDice(11)
+    assert [dice_a.error_status(faults) for _ in range(50)] == [
+        dice_b.error_status(faults) for _ in range(50)
+    ]
+
+
+def test_real_api_without_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from reclaim_tui.core.gemini import resolve_api_key
+
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    assert resolve_api_key(None) is None
+    with pytest.raises(ConfigError, match="GEMINI_API_KEY"):
+        GeminiBackend(resolve_api_key(None))
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
+    assert resolve_api_key(None) == "g-key"
+    monkeypatch.setenv("GEMINI_API_KEY", "gem-key")
+    assert resolve_api_key(None) == "gem-key"
+    assert resolve_api_key("flag-key") == "flag-key"
+    assert "flag-key" not in repr(GeminiBackend("flag-key"))

@@ -1,0 +1,98 @@
+"""Jobs-file validation, keys, and the sinks' safety and idempotency."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reclaim_tui.core.jobsfile import parse_jobs
+from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.models import JobSpec, StoredResult
+from reclaim_tui.core.sinks import DirectorySink, load_sink
+from reclaim_tui.errors import ConfigError, JobsFileError, SinkError
+
+
+def test_every_bad_line_is_named() -> None:
+    lines = [
+        '{"input": "ok"}',
+        "not json",
+        '{"input": ""}',
+        '{"prompt": "x"}',
+        '{"input": "x", "key": "../../etc/passwd"}',
+        '{"input": "x", "model": 3}',
+        "",
+        "# a comment",
+        '{"input": "x", "config": {"background": false}}',
+        "[1, 2]",
+    ]
+    with pytest.raises(JobsFileError) as err:
+        parse_jobs(lines, source="jobs.jsonl", default_model="m")
+    assert [n for n, _ in err.value.problems] == [2, 3, 4, 5, 6, 9, 10]
+    assert "jobs.jsonl: 7 bad line(s), nothing was reserved" in str(err.value)
+
+
+def test_good_file_and_keys() -> None:
+    jobs = parse_jobs(
+        ['{"input": "a"}', '{"input": "b", "model": "x", "key": "job-1"}'],
+        source="f", default_model="m",
+    )
+    assert jobs[0] == JobSpec(input="a", model="m")
+    assert idempotency_key(jobs[0]) == idempotency_key(JobSpec(input="a", model="m"))
+    assert len(idempotency_key(jobs[0])) == 32
+    assert idempotency_key(jobs[1]) == "job-1"
+
+
+def test_duplicate_own_keys_are_refused() -> None:
+    with pytest.raises(JobsFileError, match="already used on line 1"):
+        parse_jobs(['{"input": "a", "key": "k"}', '{"input": "b", "key": "k"}'],
+                   source="f", default_model="m")
+
+
+def _result(text: str = "hello") -> StoredResult:
+    return StoredResult("k1", "i1", text, None, json.dumps({"id": "i1"}), 0.0)
+
+
+async def test_directory_sink_is_idempotent(tmp_path: Path) -> None:
+    sink = DirectorySink(tmp_path / "out")
+    await sink.deliver("k1", _result())
+    await sink.deliver("k1", _result())
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["k1.json", "k1.md"]
+    assert (tmp_path / "out" / "k1.md").read_text() == "hello"
+
+
+@pytest.mark.parametrize("key", ["../x", "a/b", ".hidden", "A", "x" * 64, ""])
+async def test_directory_sink_refuses_escaping_keys(tmp_path: Path, key: str) -> None:
+    with pytest.raises(SinkError):
+        await DirectorySink(tmp_path).deliver(key, _result())
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_directory_sink_disk_error_is_a_sink_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a dir")
+    with pytest.raises(SinkError, match="cannot write"):
+        await DirectorySink(blocker / "out").deliver("k1", _result())
+
+
+def test_load_sink_errors() -> None:
+    with pytest.raises(ConfigError, match="module:callable"):
+        load_sink("nocolon", "out")
+    with pytest.raises(ConfigError, match="cannot import"):
+        load_sink("no_such_module_xyz:fn", "out")
+    with pytest.raises(ConfigError, match="has no"):
+        load_sink("json:nope", "out")
+
+
+def test_core_does_not_import_textual() -> None:
+    code = (
+        "import sys, reclaim_tui.core.engine, reclaim_tui.core.gemini, reclaim_tui.cli;"
+        "bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')"
+        " or m.startswith('reclaim_tui.tui')];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

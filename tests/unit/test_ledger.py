@@ -1,0 +1,102 @@
+"""Ledger discipline: pragmas, migrations, version refusal, CAS under leases."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger import SCHEMA_VERSION, Ledger, Transition
+from reclaim_tui.core.models import Status
+from reclaim_tui.errors import (
+    LedgerCorruptError,
+    LedgerError,
+    LedgerReadOnlyError,
+    LedgerVersionError,
+)
+
+
+async def test_pragmas_are_durable(ledger: Ledger) -> None:
+    p = await ledger.pragmas()
+    assert p["journal_mode"] == "wal"
+    assert p["synchronous"] == 2  # FULL
+    assert p["busy_timeout"] == 10000
+    assert await ledger.schema_version() == SCHEMA_VERSION
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.close()
+    with pytest.raises(LedgerVersionError, match="newer reclaim-tui"):
+        await Ledger.open(path)
+
+
+async def test_corrupt_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(LedgerCorruptError):
+        await Ledger.open(path)
+    assert path.read_bytes() == b"this is not sqlite" * 100
+
+
+async def test_missing_ledger_readonly(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="no ledger"):
+        await Ledger.open(tmp_path / "none.db", readonly=True, create=False)
+
+
+async def test_readonly_refuses_writes(tmp_path: Path, clock: ManualClock) -> None:
+    led = await Ledger.open(tmp_path / "l.db", clock=clock)
+    await led.insert_jobs([("a1", "{}", "m")], "t")
+    await led.close()
+    ro = await Ledger.open(tmp_path / "l.db", readonly=True, create=False)
+    try:
+        with pytest.raises(LedgerReadOnlyError):
+            await ro.insert_jobs([("a2", "{}", "m")], "t")
+        assert (await ro.get("a1")) is not None
+    finally:
+        await ro.close()
+
+
+async def test_insert_is_idempotent(ledger: Ledger) -> None:
+    ins, present = await ledger.insert_jobs([("a", "{}", "m"), ("b", "{}", "m")], "t")
+    assert ins == ["a", "b"] and present == []
+    ins, present = await ledger.insert_jobs([("a", "{}", "m"), ("c", "{}", "m")], "t")
+    assert ins == ["c"] and present == ["a"]
+
+
+async def test_claim_is_exclusive_until_lease_expires(ledger: Ledger, clock: ManualClock) -> None:
+    await ledger.insert_jobs([("a", "{}", "m")], "t")
+    where, params = "status = 'reserving' AND next_at <= ?", [clock.now()]
+    first = await ledger.claim("p1", where, params, limit=10, lease_seconds=60)
+    second = await ledger.claim("p2", where, params, limit=10, lease_seconds=60)
+    assert [r.idem for r in first.rows] == ["a"] and second.rows == []
+    clock.advance(61)
+    third = await ledger.claim("p2", where, [clock.now()], limit=10, lease_seconds=60)
+    assert [r.idem for r in third.rows] == ["a"]
+    # p1 lost its lease: its compare-and-set changes nothing.
+    stale = Transition("a", Status.RESERVING, Status.FAILED, "zombie write")
+    assert await ledger.apply("p1", "t", [stale]) == []
+    row = await ledger.get("a")
+    assert row is not None and row.status == Status.RESERVING and row.lease_owner == "p2"
+    assert "zombie write" not in [e.note for e in await ledger.events("a")]
+
+
+async def test_dead_holder_lease_is_free_at_once(ledger: Ledger, clock: ManualClock) -> None:
+    import socket
+
+    await ledger.insert_jobs([("a", "{}", "m")], "t")
+    where = "status = 'reserving'"
+    # A pid that cannot exist on this host: provably dead.
+    dead = f"{socket.gethostname()}|4194304999|12345"
+    assert (await ledger.claim(dead, where, [], limit=1, lease_seconds=600)).rows
+    got = await ledger.claim("p2", where, [], limit=1, lease_seconds=600)
+    assert [r.idem for r in got.rows] == ["a"]
+    # Another host's holder is never judged: only the clock frees it.
+    await ledger.insert_jobs([("b", "{}", "m")], "t")
+    other = "elsewhere|1|1"
+    assert (await ledger.claim(other, "idem = 'b'", [], limit=1, lease_seconds=600)).rows
+    assert not (await ledger.claim("p3", "idem = 'b'", [], limit=1, lease_seconds=600)).rows
