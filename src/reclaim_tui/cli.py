@@ -462,6 +462,39 @@ def emulator(**kw: Any) -> None:
         pass
 
 
+@cli.command()
+@common
+@click.option("--readonly", is_flag=True, help="Watch only: every mutating action is hidden.")
+@click.option("--interval", default=2.0, show_default=True, type=float,
+              help="Seconds between the console's reclaim passes.")
+def console(readonly: bool, interval: float, **kw: Any) -> None:
+    """The operator console on a ledger (also: bare `reclaim-tui`)."""
+    from reclaim_tui.tui.launch import run_console
+
+    try:
+        settings = settings_from(kw)
+        run_console(settings, readonly=readonly, interval=interval)
+    except ReclaimError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(_exit_code(exc))
+
+
+@cli.command()
+@click.option("--db", default=None, help="Ledger for the demo (default: a fresh temp file).")
+@click.option("--jobs", "job_count", default=36, show_default=True, type=int,
+              help="Demo jobs to seed.")
+@click.option("--seed", default=7, show_default=True, type=int)
+def demo(db: str | None, job_count: int, seed: int) -> None:
+    """The console on the embedded emulator with seeded demo jobs; no key, no network."""
+    from reclaim_tui.tui.launch import run_demo
+
+    try:
+        run_demo(db_path=db, jobs=job_count, seed=seed)
+    except ReclaimError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(_exit_code(exc))
+
+
 def main() -> None:
     cli(prog_name="reclaim-tui")
 

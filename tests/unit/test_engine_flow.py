@@ -44,7 +44,9 @@ async def test_submit_reclaim_consume(
     assert notes[0] == "reserving" and notes[-2:] == ["done", "consumed"]
 
 
-async def test_adaptive_polling_doubles(engine: Engine, fake: FakeBackend, clock: ManualClock) -> None:
+async def test_adaptive_polling_doubles(
+    engine: Engine, fake: FakeBackend, clock: ManualClock
+) -> None:
     await engine.tick([job("slow")])
     polls_at = []
     for second in range(1, 70):
@@ -69,7 +71,8 @@ async def test_not_created_retries_with_backoff_then_fails(
         clock.advance(400)
         await engine.tick()
     row = await engine.ledger.get(idem)
-    assert row is not None and row.status == Status.FAILED and "5 attempts" in (row.last_error or "")
+    assert row is not None and row.status == Status.FAILED
+    assert "5 attempts" in (row.last_error or "")
     assert fake.calls["create"] == 5
 
 

@@ -46,7 +46,8 @@ COLUMNS = (
 MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE jobs (
-        idem         TEXT PRIMARY KEY,
+        id           INTEGER PRIMARY KEY,
+        idem         TEXT NOT NULL UNIQUE,
         spec         TEXT NOT NULL,
         model        TEXT NOT NULL,
         status       TEXT NOT NULL CHECK (status IN
@@ -74,7 +75,8 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX jobs_updated ON jobs(updated_at, idem);
     CREATE INDEX jobs_leased ON jobs(lease_owner) WHERE lease_owner IS NOT NULL;
     CREATE TABLE results (
-        idem           TEXT PRIMARY KEY REFERENCES jobs(idem),
+        job            INTEGER PRIMARY KEY REFERENCES jobs(id),
+        idem           TEXT NOT NULL,
         interaction_id TEXT NOT NULL,
         output_text    TEXT NOT NULL,
         usage          TEXT,
@@ -84,19 +86,24 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE events (
         id          INTEGER PRIMARY KEY AUTOINCREMENT,
         at          REAL NOT NULL,
+        job         INTEGER NOT NULL REFERENCES jobs(id),
         idem        TEXT NOT NULL,
         actor       TEXT NOT NULL,
         from_status TEXT,
         to_status   TEXT,
         note        TEXT NOT NULL DEFAULT ''
     );
-    CREATE INDEX events_idem ON events(idem, id);
+    CREATE INDEX events_job ON events(job, id);
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
+# Events and results hang off the job's integer id, not its (random) key:
+# rows of one batch were inserted together, so their ids — and the index
+# pages a batch writes — are contiguous instead of scattered over the tree.
 _EVENT_SQL = (
-    "INSERT INTO events(at, idem, actor, from_status, to_status, note) VALUES (?,?,?,?,?,?)"
+    "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
+    " SELECT ?1, id, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE idem = ?2"
 )
 
 
@@ -339,7 +346,7 @@ class Ledger:
         limit: int,
         lease_seconds: float,
         set_sql: str = "",
-        order: str = "next_at, idem",
+        order: str = "next_at",
         event: tuple[str, str] | None = None,
     ) -> Claim:
         """Claim up to `limit` due rows matching `where` in ONE `UPDATE … RETURNING`.
@@ -422,9 +429,9 @@ class Ledger:
         out: dict[str, str] = {}
         for chunk in _chunks(idems, 5000):
             async with db.execute(
-                "SELECT idem, status FROM jobs WHERE lease_owner = ?"
-                " AND idem IN (SELECT value FROM json_each(?))",
-                (owner, json.dumps(chunk)),
+                "SELECT j.idem, j.status FROM json_each(?) AS k"
+                " CROSS JOIN jobs AS j ON j.idem = k.value WHERE j.lease_owner = ?",
+                (json.dumps(chunk), owner),
             ) as cur:
                 out.update({r[0]: r[1] for r in await cur.fetchall()})
         return out
@@ -454,8 +461,9 @@ class Ledger:
         results = [t for t in todo if t.result is not None]
         if results:
             await db.executemany(
-                "INSERT INTO results(idem, interaction_id, output_text, usage, raw_json,"
-                " stored_at) VALUES (?,?,?,?,?,?) ON CONFLICT(idem) DO UPDATE SET"
+                "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
+                " stored_at) SELECT id, ?1, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE idem = ?1"
+                " ON CONFLICT(job) DO UPDATE SET"
                 " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
                 " usage = excluded.usage, raw_json = excluded.raw_json,"
                 " stored_at = excluded.stored_at",
@@ -551,7 +559,8 @@ class Ledger:
         params: Sequence[Any] = (),
     ) -> list[Row]:
         """A keyset page ordered by (updated_at, idem)."""
-        clauses, args = [], []
+        clauses: list[str] = []
+        args: list[Any] = []
         if status is not None:
             clauses.append("status = ?")
             args.append(status.value)
@@ -583,7 +592,7 @@ class Ledger:
     async def result(self, idem: str) -> StoredResult | None:
         rows = await self._fetchall(
             "SELECT idem, interaction_id, output_text, usage, raw_json, stored_at"
-            " FROM results WHERE idem = ?",
+            " FROM results WHERE job = (SELECT id FROM jobs WHERE idem = ?)",
             (idem,),
         )
         if not rows:
@@ -596,7 +605,8 @@ class Ledger:
         for chunk in _chunks(idems, 5000):
             for r in await self._fetchall(
                 "SELECT idem, interaction_id, output_text, usage, raw_json, stored_at"
-                " FROM results WHERE idem IN (SELECT value FROM json_each(?))",
+                " FROM results WHERE job IN"
+                " (SELECT id FROM jobs WHERE idem IN (SELECT value FROM json_each(?)))",
                 (json.dumps(list(chunk)),),
             ):
                 out[r[0]] = StoredResult(
@@ -604,10 +614,10 @@ class Ledger:
                 )
         return out
 
-    async def events(self, idem: str, limit: int = 500) -> list[Event]:
+    async def events(self, idem: str, limit: int = 10_000) -> list[Event]:
         rows = await self._fetchall(
             "SELECT id, at, idem, actor, from_status, to_status, note FROM events"
-            " WHERE idem = ? ORDER BY id LIMIT ?",
+            " WHERE job = (SELECT id FROM jobs WHERE idem = ?) ORDER BY id LIMIT ?",
             (idem, limit),
         )
         return [Event(*r) for r in rows]
