@@ -262,15 +262,21 @@ async def show(db: str, idem: str) -> None:
         result = await ledger.result(idem)
     assert row is not None
     for name, value in _row_dict(row).items():
-        click.echo(f"{name:>13}: {value}")
+        if name.endswith(("_at", "_until", "state_since")) and isinstance(value, float):
+            value = _when(value) if value else "-"
+        click.echo(f"{name:>13}: {value if value is not None else '-'}")
     click.echo("\ntimeline:")
     for ev in events:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ev.at))
+        when = _when(ev.at)
         arrow = f"{ev.from_status or '∅'} → {ev.to_status}"
         click.echo(f"  {when}  {ev.actor:<8} {arrow:<24} {ev.note}")
     if result is not None:
         click.echo(f"\nresult ({result.interaction_id}, usage {json.dumps(result.usage)}):")
         click.echo(result.output_text)
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
 
 
 def _row_dict(row: Row) -> dict[str, Any]:
