@@ -24,7 +24,14 @@ from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Ledger, Transition
-from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState, Row, Status
+from reclaim_tui.core.models import (
+    JobSpec,
+    RemoteInteraction,
+    RemoteState,
+    Row,
+    Status,
+    StoredResult,
+)
 from reclaim_tui.core.owner import holder_alive, this_process
 from reclaim_tui.core.sinks import Sink
 from reclaim_tui.errors import (
@@ -262,11 +269,18 @@ class Engine:
                 crashpoint("after_fetch_before_done")
                 transitions = [self._after_poll(row, out, report) for row, out in outcomes]
                 applied = set(await self.ledger.apply(self.owner, self.config.actor, transitions))
-                done_keys = {t.idem for t in transitions if t.to == Status.DONE} & applied
-                done = [row for row in claim.rows if row.idem in done_keys]
+                # Deliver exactly what was just committed with `done` (the same
+                # values, not a second read of them).
+                now = self.clock.now()
+                stored = {
+                    t.idem: _stored(t.idem, t.result, now)
+                    for t in transitions
+                    if t.to == Status.DONE and t.result is not None and t.idem in applied
+                }
+                done = [row for row in claim.rows if row.idem in stored]
                 crashpoint("after_done_before_sink")
                 if done:
-                    await self._deliver(done, report)
+                    await self._deliver(done, report, stored)
 
     async def _get_one(self, row: Row) -> RemoteInteraction:
         assert row.handle is not None, "submitted rows always have a handle"
@@ -379,12 +393,18 @@ class Engine:
             async with self._holding(claim.rows):
                 await self._deliver(claim.rows, report)
 
-    async def _deliver(self, rows: Sequence[Row], report: PassReport) -> None:
+    async def _deliver(
+        self,
+        rows: Sequence[Row],
+        report: PassReport,
+        stored: dict[str, StoredResult] | None = None,
+    ) -> None:
         """Run the sink from the STORED results (never the API), then commit
         `consumed`; a failing sink leaves its row `done` for a later replay."""
         idems = [r.idem for r in rows]
         streaks = {r.idem: r.error_streak for r in rows}
-        stored = await self.ledger.results(idems)
+        if stored is None:
+            stored = await self.ledger.results(idems)
 
         async def one(idem: str) -> None:
             result = stored.get(idem)
@@ -680,6 +700,12 @@ class Engine:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+def _stored(idem: str, result: RemoteInteraction, now: float) -> StoredResult:
+    return StoredResult(
+        idem, result.id, result.output_text or "", result.usage, result.raw_json(), now
+    )
 
 
 def _describe(exc: BaseException) -> str:
