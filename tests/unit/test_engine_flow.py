@@ -162,3 +162,30 @@ async def test_operator_retry_cancel_adopt(
     assert row.status == Status.CANCELLED
     events = await engine.ledger.events(idem)
     assert [e.actor for e in events].count("cli") >= 2
+
+
+async def test_unexpected_create_exception_counts_as_maybe_created(
+    engine: Engine, fake: FakeBackend
+) -> None:
+    fake.create_faults = [RuntimeError("bug after the request left")]  # type: ignore[list-item]
+    spec = job("x")
+    await engine.tick([spec])
+    row = await engine.ledger.get(idempotency_key(spec))
+    assert row is not None and row.status == Status.RESERVING and row.inflight
+
+
+async def test_orphans_stop_at_max_attempts(
+    engine: Engine, fake: FakeBackend, clock: ManualClock
+) -> None:
+    fake.supports_lookup = False
+    fake.create_faults = [MaybeCreatedError("timeout")] * 10
+    spec = job("x")
+    idem = idempotency_key(spec)
+    await engine.tick([spec])
+    for _ in range(8):
+        clock.advance(400)
+        await engine.tick()
+    row = await engine.ledger.get(idem)
+    assert row is not None and row.status == Status.FAILED
+    assert row.attempts == 5 and row.duplicates == 4
+    assert "attempts exhausted" in (row.last_error or "")

@@ -37,7 +37,6 @@ from reclaim_tui.core.sinks import Sink
 from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
-    MaybeCreatedError,
     NotCreatedError,
     OperatorError,
     SinkError,
@@ -216,7 +215,9 @@ class Engine:
             )
         message = _describe(out)
         report.error(row.idem, message)
-        if isinstance(out, MaybeCreatedError):
+        if not isinstance(out, NotCreatedError):
+            # MaybeCreatedError, or anything unexpected: the request may have
+            # left, so the outcome is unknown and the attempt stays in flight.
             report.counts["maybe_created"] += 1
             # Stays in flight: recovery adopts it by label or applies the policy.
             return Transition(
@@ -226,7 +227,7 @@ class Engine:
                 f"attempt {row.attempts}: outcome unknown ({message})",
                 {"next_at": now + self.config.backoff(row.attempts), "last_error": message},
             )
-        retryable = not isinstance(out, NotCreatedError) or out.retryable
+        retryable = out.retryable
         if not retryable or row.attempts >= self.config.max_attempts:
             report.counts["failed"] += 1
             why = "not retryable" if not retryable else f"{row.attempts} attempts"
@@ -531,6 +532,11 @@ class Engine:
                 "orphan held for an operator (policy=hold)",
                 {"held": 1, "last_error": "orphan: outcome of create unknown"},
             )
+        if row.attempts >= self.config.max_attempts and not force:
+            report.counts["failed"] += 1
+            why = f"outcome of {row.attempts} attempts unknown; attempts exhausted"
+            return Transition(row.idem, Status.RESERVING, Status.FAILED, why,
+                              {"inflight": 0, "held": 0, "last_error": why})
         report.counts["resubmitted"] += 1
         if self.backend.supports_lookup:
             # The backend searched and found nothing: the create never landed.
