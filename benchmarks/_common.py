@@ -17,8 +17,10 @@ def baseline_path() -> Path:
     """../shared/baseline/seed_ledger.py beside the checkout (or $RECLAIM_BASELINE)."""
     env = os.environ.get("RECLAIM_BASELINE")
     candidates = [Path(env)] if env else []
-    candidates += [ROOT.parent / "shared" / "baseline" / "seed_ledger.py",
-                   ROOT / "shared" / "baseline" / "seed_ledger.py"]
+    candidates += [
+        ROOT.parent / "shared" / "baseline" / "seed_ledger.py",
+        ROOT / "shared" / "baseline" / "seed_ledger.py",
+    ]
     for path in candidates:
         if path.exists():
             return path

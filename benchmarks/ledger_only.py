@@ -42,8 +42,13 @@ async def run_ours(n: int, workdir: Path, batch: int) -> tuple[float, float]:
     clock = ManualClock()
     ledger = await Ledger.open(workdir / "ours.db", clock=clock)
     fake = FakeBackend(clock=clock, latency=0.0)
-    engine = Engine(ledger, fake, CallableSink(_noop), owner="bench|1|x",
-                    config=EngineConfig(batch_size=batch, concurrency=64))
+    engine = Engine(
+        ledger,
+        fake,
+        CallableSink(_noop),
+        owner="bench|1|x",
+        config=EngineConfig(batch_size=batch, concurrency=64),
+    )
     jobs = [JobSpec(input=f"job number {i}", model="m") for i in range(n)]
     start = time.perf_counter()
     await engine.submit(jobs)
@@ -66,8 +71,7 @@ def run_baseline(n: int, workdir: Path) -> tuple[float, float]:
             return SimpleNamespace(id=f"i{next(ids)}", status="in_progress")
 
         def get(self, handle: str) -> SimpleNamespace:
-            return SimpleNamespace(id=handle, status="completed",
-                                   model_dump_json=lambda: "{}")
+            return SimpleNamespace(id=handle, status="completed", model_dump_json=lambda: "{}")
 
     seed.client = SimpleNamespace(interactions=StubInteractions())
     jobs = [{"input": f"job number {i}"} for i in range(n)]
@@ -97,7 +101,9 @@ def _child(which: str, n: int, batch: int) -> None:
 def _measure(which: str, n: int, batch: int) -> tuple[float, float]:
     out = subprocess.run(
         [sys.executable, __file__, "--child", which, "--jobs", str(n), "--batch", str(batch)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     data = json.loads(out.strip().splitlines()[-1])
     return data["rate"], data["rss"]
@@ -121,8 +127,9 @@ def main() -> None:
             base.append(_measure("baseline", a.jobs, a.batch))
     rows = [["reclaim-tui", a.jobs, median([o[0] for o in ours]), median([o[1] for o in ours])]]
     if base:
-        rows.append(["baseline (seed)", a.jobs, median([b[0] for b in base]),
-                     median([b[1] for b in base])])
+        rows.append(
+            ["baseline (seed)", a.jobs, median([b[0] for b in base]), median([b[1] for b in base])]
+        )
     print(f"Ledger alone, synchronous=FULL, {a.runs} runs each in a fresh process, medians")
     print(table(["design", "jobs", "jobs/s", "peak RSS MiB"], rows))
     if base:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -9,8 +10,9 @@ import pytest
 
 from reclaim_tui.core import gemini
 from reclaim_tui.core.gemini import GeminiBackend, install_fast_path
-from reclaim_tui.core.models import JobSpec
-from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
+from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
+from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
+from reclaim_tui.errors import BackendError
 
 SPEC = JobSpec(input="Tell me about lighthouses.", model="gemini-3-flash")
 
@@ -126,3 +128,196 @@ def test_memo_is_inert_outside_backend_calls() -> None:
         memo("U", body=([],))  # unhashable: stock every time
         memo("U", body=([],))
     assert calls == ["M", "M", "N", "U", "U"]
+
+
+# -- the fast get: same request out, same RemoteInteraction (or error) back ------------------
+async def _outcome(backend: GeminiBackend, handle: str) -> Any:
+    """What the engine sees from one get: the RemoteInteraction, or the error's shape."""
+    try:
+        return await backend.get(handle)
+    except BackendError as exc:
+        return (type(exc).__name__, exc.status, str(exc))
+
+
+@pytest.fixture
+async def pair(emu: EmulatorServer) -> AsyncIterator[tuple[GeminiBackend, GeminiBackend]]:
+    """(fast, stock): the same client settings, with and without the fast path."""
+    fast = GeminiBackend(emu.api_key, emu.base_url)
+    stock = GeminiBackend(emu.api_key, emu.base_url, fast_path=False)
+    assert fast._fast_get is not None and stock._fast_get is None
+    try:
+        yield fast, stock
+    finally:
+        await fast.aclose()
+        await stock.aclose()
+
+
+async def _same(pair: tuple[GeminiBackend, GeminiBackend], handle: str) -> Any:
+    fast, stock = pair
+    got = await _outcome(fast, handle)
+    assert got == await _outcome(stock, handle)
+    return got
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "state"),
+    [
+        ("in_progress", None, RemoteState.PENDING),
+        ("completed", None, RemoteState.COMPLETED),
+        ("failed", "quota of thoughts exceeded", RemoteState.FAILED),
+        ("cancelled", None, RemoteState.CANCELLED),
+        ("requires_action", None, RemoteState.FAILED),
+        ("weird_status", None, RemoteState.UNKNOWN),
+    ],
+)
+async def test_fast_get_gives_the_stock_interaction(
+    emu: EmulatorServer,
+    pair: tuple[GeminiBackend, GeminiBackend],
+    status: str,
+    error: str | None,
+    state: RemoteState,
+) -> None:
+    handle = (await pair[1].create(SPEC, "d" * 32)).id
+    emu.store.finish(emu.store.interactions[handle], status, None, error)
+    got = await _same(pair, handle)
+    assert isinstance(got, RemoteInteraction) and got.state is state
+    assert pair[0]._fast_get is not None and await pair[0]._fast_get.ready()
+
+
+@pytest.mark.parametrize(
+    ("faults", "expected"),
+    [
+        ({"get": {"rate_500": 1.0}}, ("TransientReadError", 500)),
+        ({"get": {"rate_503": 1.0}}, ("TransientReadError", 503)),
+        ({"get": {"rate_429": 1.0}}, ("TransientReadError", 429)),
+    ],
+)
+async def test_fast_get_gives_the_stock_errors(
+    emu: EmulatorServer,
+    pair: tuple[GeminiBackend, GeminiBackend],
+    faults: dict[str, Any],
+    expected: tuple[str, int],
+) -> None:
+    handle = (await pair[1].create(SPEC, "e" * 32)).id
+    emu.store.faults = FaultConfig.from_json(faults)
+    got = await _same(pair, handle)
+    assert got[:2] == expected
+
+
+async def test_fast_get_of_unknown_id_is_gone_like_stock(
+    pair: tuple[GeminiBackend, GeminiBackend],
+) -> None:
+    got = await _same(pair, "no-such-interaction")
+    assert got[:2] == ("InteractionGoneError", 404)
+
+
+async def test_fast_get_with_a_wrong_key_fails_like_stock(emu: EmulatorServer) -> None:
+    fast = GeminiBackend("wrong-key", emu.base_url)
+    stock = GeminiBackend("wrong-key", emu.base_url, fast_path=False)
+    try:
+        got = await _outcome(fast, "some-id")
+        assert got == await _outcome(stock, "some-id")
+        assert got[:2] == ("TransientReadError", 401) and "wrong-key" not in got[2]
+    finally:
+        await fast.aclose()
+        await stock.aclose()
+
+
+class _Recorder:
+    """Wraps the SDK's httpx client `send` to keep what goes on the wire."""
+
+    def __init__(self, backend: GeminiBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent: list[tuple[str, str, list[tuple[str, str]], Any]] = []
+        client = backend._interactions.sdk_configuration.async_client
+        send = client.send
+
+        async def recording(request: Any, **kw: Any) -> Any:
+            headers = sorted((k.lower(), v) for k, v in request.headers.items())
+            self.sent.append(
+                (request.method, str(request.url), headers, request.extensions.get("timeout"))
+            )
+            return await send(request, **kw)
+
+        monkeypatch.setattr(client, "send", recording)
+
+
+async def test_fast_get_sends_the_stock_request(
+    emu: EmulatorServer, pair: tuple[GeminiBackend, GeminiBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, stock = pair
+    handle = (await stock.create(SPEC, "f" * 32)).id
+    records = [_Recorder(fast, monkeypatch), _Recorder(stock, monkeypatch)]
+    await _same(pair, handle)
+    assert records[0].sent == records[1].sent and len(records[0].sent) == 1
+    method, url, headers, _ = records[0].sent[0]
+    assert method == "GET" and url.endswith(f"/interactions/{handle}?stream=false")
+    assert ("x-goog-api-key", emu.api_key) in headers
+
+
+async def test_fast_get_runs_a_callable_auth_source_on_every_call(
+    emu: EmulatorServer, pair: tuple[GeminiBackend, GeminiBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Vertex credentials: a token source the SDK's auth hook asks on each request.
+    from google.genai._gaos._hooks.google_genai_auth import GoogleGenAISecurityProvider
+
+    tokens = iter(f"token-{n}" for n in range(100))
+    for backend in pair:
+        provider = GoogleGenAISecurityProvider(access_token=lambda: next(tokens))
+        config = backend._interactions.sdk_configuration
+        monkeypatch.setattr(config, "security", provider)
+    fast, stock = pair
+    fast._fast_get = gemini._FastGet.attach(fast._interactions)  # re-read the config
+    records = [_Recorder(fast, monkeypatch), _Recorder(stock, monkeypatch)]
+    for backend in (fast, fast, stock):
+        got = await _outcome(backend, "any-id")
+        assert got[:2] == ("TransientReadError", 403)  # the emulator wants an API key
+    auth = [dict(r[2]).get("authorization") for r in records[0].sent + records[1].sent]
+    assert auth == ["Bearer token-0", "Bearer token-1", "Bearer token-2"]
+    assert [r[:2] for r in records[0].sent] == [records[1].sent[0][:2]] * 2
+
+
+async def test_fast_get_parses_other_shapes_like_stock(
+    pair: tuple[GeminiBackend, GeminiBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Answers the emulator never gives: legacy `outputs`, extra fields, a non-JSON 200,
+    # an HTML 502 and a JSON body that is not an interaction.
+    import httpx2
+
+    answers = {
+        "legacy": (200, "application/json", {"id": "legacy", "status": "completed",
+                   "outputs": [{"type": "text", "text": "old"}], "new_field": {"x": 1}}),
+        "html": (200, "text/html", "<html>hi</html>"),
+        "gateway": (502, "text/html", "<html>bad gateway</html>"),
+        "list": (200, "application/json", [1, 2]),
+        "broken": (200, "application/json", "{not json"),
+    }
+
+    def answer(request: Any) -> Any:
+        status, kind, body = answers[request.url.path.rsplit("/", 1)[-1]]
+        text = body if isinstance(body, str) else json.dumps(body)
+        return httpx2.Response(status, headers={"content-type": kind}, text=text)
+
+    for backend in pair:
+        client = backend._interactions.sdk_configuration.async_client
+        monkeypatch.setattr(client, "_transport", httpx2.MockTransport(answer))
+    for handle in answers:
+        await _same(pair, handle)
+
+
+async def test_unsafe_ids_and_changed_hooks_use_the_stock_get(
+    pair: tuple[GeminiBackend, GeminiBackend],
+) -> None:
+    fast, _ = pair
+    assert fast._fast_get is not None
+    assert not fast._fast_get.accepts("a/b") and not fast._fast_get.accepts("a?b")
+    assert (await _same(pair, "a/b"))[:2] == ("InteractionGoneError", 404)
+    hooks = fast._interactions.sdk_configuration.__dict__["_async_hooks"]
+    hooks.after_success_hooks.append(object())
+    try:
+        assert gemini._FastGet.attach(fast._interactions) is None
+    finally:
+        hooks.after_success_hooks.pop()
+    retrying = GeminiBackend("k", "http://127.0.0.1:9")
+    retrying._interactions.sdk_configuration.retry_config.max_retries = 2
+    assert gemini._FastGet.attach(retrying._interactions) is None
+    await retrying.aclose()

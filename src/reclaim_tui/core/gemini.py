@@ -28,10 +28,12 @@ rows go on instead of having failed for good.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import inspect
 import os
+import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
@@ -327,6 +329,203 @@ def _fast_path(enabled: bool) -> Iterator[None]:
         _FAST.reset(token)
 
 
+# -- fast get ---------------------------------------------------------------------------
+# A poll is the hot call (a job is polled several times, created once). Even memoized,
+# the stock `interactions.get` spends ~1.2 ms of CPU on work that is the same for every
+# poll: speakeasy rebuilds the URL, query and headers from the request model, runs the
+# auth hook in a worker thread (`SyncToAsyncBeforeRequestAdapter` → asyncio.to_thread,
+# ~0.2 ms alone) and wraps the send in its retry loop. `_FastGet` asks the stock builder
+# once, for a placeholder id, and keeps the URL, headers and timeout it produced; each
+# poll then sends that request through the SDK's own httpx client and parses the answer
+# with the SDK's own parser and error mapping. What is sent and what comes back are
+# the stock path's (tests/unit/test_gemini_fastpath.py compares both).
+_PLACEHOLDER_ID = "reclaimtuiplaceholderid0"
+_SAFE_ID = re.compile(r"[A-Za-z0-9._~-]{1,512}")  # spliced verbatim into the URL
+_GAOS = "google.genai._gaos"
+
+
+class _FastGet:
+    """`interactions.get(id)` of google-genai 3.3.0 with the per-call overhead removed.
+
+    Use `_FastGet.attach(interactions)`: None when the SDK's layout is not the one this
+    was written against (then the stock call is used). `get` returns what the stock
+    call returns (an SDK `Interaction`) and raises what it raises (the SDK's
+    `APIError` classes), so the backend maps both the same way.
+    """
+
+    def __init__(self, interactions: Any, parts: dict[str, Any]) -> None:
+        self._sdk = interactions
+        self._p = parts
+        self._config = interactions.sdk_configuration
+        self._head = ""
+        self._tail = ""
+        self._headers: dict[str, str] = {}
+        self._timeout: Any = None
+        self._hook_context: Any = None
+        self._auth_per_call = True
+        self._state: bool | None = None  # None: not prepared yet; False: unusable
+        self._preparing = asyncio.Lock()
+
+    @classmethod
+    def attach(cls, interactions: Any) -> _FastGet | None:
+        """The fast get for this SDK resource, or None to keep the stock call."""
+        try:
+            parts = _sdk_parts()
+            config = interactions.sdk_configuration
+            hooks = config.__dict__["_async_hooks"]
+            adapters = parts["adapters"]
+            retry = config.retry_config
+            # Exactly the stock hooks: the auth hook before, the error mapper after.
+            before = [type(h) for h in hooks.before_request_hooks]
+            after_error = [type(h) for h in hooks.after_error_hooks]
+            if (
+                before != [adapters.SyncToAsyncBeforeRequestAdapter]
+                or not isinstance(
+                    hooks.before_request_hooks[0]._sync_hook, parts["GoogleGenAIAuthHook"]
+                )
+                or after_error != [adapters.SyncToAsyncAfterErrorAdapter]
+                or hooks.after_success_hooks
+                # The backend turns SDK retries off; anything else keeps the stock loop.
+                or not isinstance(retry, parts["RetryConfig"])
+                or retry.max_retries != 0
+                or not callable(getattr(interactions, "_build_request_async", None))
+                or not callable(getattr(interactions, "_get_url", None))
+            ):
+                return None
+        except Exception:  # a changed SDK layout: use the stock path
+            return None
+        return cls(interactions, parts)
+
+    async def ready(self) -> bool:
+        """Prepare on first use; False (for good) when the template surprised us."""
+        if self._state is None:
+            async with self._preparing:  # concurrent first polls prepare once
+                if self._state is None:
+                    try:
+                        await self._prepare()
+                        self._state = True
+                    except Exception:
+                        self._state = False
+        return bool(self._state)
+
+    async def _prepare(self) -> None:
+        """Build the request template the stock way (URL, headers, timeout)."""
+        p, config = self._p, self._config
+        base_url = self._sdk._get_url(None, None)
+        request = self._sdk._build_request_async(
+            method="GET",
+            path="/{api_version}/interactions/{interactionsId}",
+            base_url=base_url,
+            url_variables=None,
+            # stream=False: what the public `get` passes (`_optional_bool(False)`).
+            request=p["models"].GetInteractionByIDRequest(id=_PLACEHOLDER_ID, stream=False),
+            request_body_required=False,
+            request_has_path_params=True,
+            request_has_query_params=True,
+            user_agent_header="user-agent",
+            accept_header_value="application/json",
+            http_headers=None,
+            extra_query_params=None,
+            _globals=p["models"].GetInteractionByIDGlobals(api_version=config.globals.api_version),
+            security=config.security,
+            allow_empty_value=None,
+            timeout_ms=config.timeout_ms,
+        )
+        url = str(request.url)
+        if url.count(_PLACEHOLDER_ID) != 1:
+            raise ValueError("unexpected URL layout")
+        self._head, self._tail = url.split(_PLACEHOLDER_ID)
+        self._timeout = request.extensions.get("timeout")
+        self._hook_context = p["HookContext"](
+            config=config,
+            base_url=base_url or "",
+            operation_id="getInteractionById",
+            oauth2_scopes=None,
+            security_source=p["get_security_from_env"](config.security, p["Security"]),
+            tags=["interactions"],
+            extensions=None,
+            response=p["ResponseContext"](mode="parsed", execution="async"),
+        )
+        # An API key (or no auth) gives the same headers on every call: run the auth
+        # hook once. A callable source (Vertex credentials) refreshes tokens: per call.
+        self._auth_per_call = callable(config.security)
+        if not self._auth_per_call:
+            request = await self._authorise(request)
+        # Per-call auth: the template keeps no credential, the hook adds a fresh one.
+        dropped = {"host", "authorization", "x-goog-api-key"} if self._auth_per_call else {"host"}
+        self._headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
+
+    async def _authorise(self, request: Any) -> Any:
+        hooks = self._config.__dict__["_async_hooks"]
+        context = self._p["BeforeRequestContext"](self._hook_context)
+        return await hooks.before_request(context, request)
+
+    def accepts(self, handle: str) -> bool:
+        return _SAFE_ID.fullmatch(handle) is not None
+
+    async def get(self, handle: str) -> Any:
+        """Call only after `ready()` returned True and `accepts(handle)`."""
+        p = self._p
+        client = self._config.async_client
+        request = client.build_request(
+            "GET",
+            self._head + handle + self._tail,
+            headers=self._headers,
+            extensions={"timeout": self._timeout} if self._timeout is not None else None,
+        )
+        try:
+            if self._auth_per_call:
+                request = await self._authorise(request)
+            response = await client.send(request)
+        except p["WRAP_EXCEPTIONS"] as exc:
+            raise p["wrap_sdk_error"](exc) from exc
+        return self._parse(response)
+
+    def _parse(self, response: Any) -> Any:
+        # The stock `_speakeasy_parse_response` + `CompatErrorHook` of getInteractionById:
+        # a 200 JSON body is unmarshalled unvalidated into `Interaction`; every other
+        # answer becomes the `APIError` subclass `APIError.generate` picks from the
+        # status and the body (its message is built from those two alone).
+        p = self._p
+        text = response.text
+        if p["match_response"](response, "200", "application/json"):
+            try:
+                parsed = p["unmarshal_json_response"](p["Interaction"], response, text, False)
+            except Exception as exc:
+                raise p["wrap_sdk_error"](exc) from exc
+            return p["add_output_properties"](parsed)
+        error = p["GenAiDefaultError"]("Unexpected response received", response, text)
+        raise p["wrap_sdk_error"](error) from error
+
+
+def _sdk_parts() -> dict[str, Any]:
+    """The SDK internals the fast get uses, by name (any import error: stock path)."""
+    import importlib
+
+    def mod(name: str) -> Any:
+        return importlib.import_module(f"{_GAOS}.{name}")
+
+    hooks, compat = mod("_hooks"), mod("lib.compat_errors")
+    return {
+        "adapters": mod("_hooks.adapters"),
+        "GoogleGenAIAuthHook": mod("_hooks.google_genai_auth").GoogleGenAIAuthHook,
+        "HookContext": hooks.HookContext,
+        "BeforeRequestContext": hooks.BeforeRequestContext,
+        "ResponseContext": hooks.ResponseContext,
+        "RetryConfig": mod("utils").RetryConfig,
+        "get_security_from_env": mod("utils").get_security_from_env,
+        "match_response": mod("utils").match_response,
+        "Security": mod("types").Security,
+        "models": mod("models"),
+        "Interaction": mod("types.interactions").Interaction,
+        "unmarshal_json_response": mod("utils.unmarshal_json_response").unmarshal_json_response,
+        "add_output_properties": mod("google_genai")._add_output_properties_if_interaction,
+        "GenAiDefaultError": mod("errors").GenAiDefaultError,
+        "wrap_sdk_error": compat.wrap_sdk_error,
+        "WRAP_EXCEPTIONS": compat._WRAP_EXCEPTIONS,
+    }
+
+
 # -- the backend ------------------------------------------------------------------------
 class GeminiBackend:
     """The Backend port on google-genai (real API, or the emulator via `base_url`).
@@ -371,6 +570,7 @@ class GeminiBackend:
         )
         self._client = genai.Client(api_key=api_key, http_options=options)
         self._interactions = self._client.aio.interactions
+        self._fast_get = _FastGet.attach(self._interactions) if self.fast_path else None
 
     def __repr__(self) -> str:
         target = self.base_url or "Gemini API"
@@ -398,12 +598,20 @@ class GeminiBackend:
         try:
             with _fast_path(self.fast_path):
                 if what == "get":
-                    interaction = await self._interactions.get(handle)
+                    interaction = await self._get(handle)
                 else:
                     interaction = await self._interactions.cancel(handle)
             return _to_remote(interaction)
         except Exception as exc:
             raise _read_error(f"{what} {handle}", exc, self._say) from exc
+
+    async def _get(self, handle: str) -> Any:
+        fast = self._fast_get
+        if fast is not None and fast.accepts(handle):
+            if await fast.ready():
+                return await fast.get(handle)
+            self._fast_get = None
+        return await self._interactions.get(handle)
 
     async def find_by_label(self, idem: str) -> RemoteInteraction | None:
         if self._lookup is not None:
