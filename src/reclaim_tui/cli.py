@@ -108,6 +108,8 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
             help="Lease length; at least 3 × (request + busy timeout).",
         ),
         click.option("--max-attempts", default=5, show_default=True, type=int),
+        click.option("--first-poll", default=2.0, show_default=True, type=float,
+                     help="Age of a job at its first poll; later polls at 2x, 4x, 8x … that."),
         click.option(
             "--orphan-policy",
             type=click.Choice([p.value for p in OrphanPolicy]),

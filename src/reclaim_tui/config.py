@@ -29,6 +29,7 @@ class Settings:
     busy_timeout: float = 10.0
     lease_seconds: float | None = None
     max_attempts: int = 5
+    first_poll: float = 2.0
     orphan_policy: OrphanPolicy = OrphanPolicy.RESUBMIT
     emulator_lookup: bool = False
     actor: str = "cli"
@@ -54,6 +55,8 @@ class Settings:
                 f"--lease-seconds {self.lease:g} is shorter than 3 × (request timeout + busy"
                 f" timeout) = {minimum:g}: a slow call could outlive its lease"
             )
+        if self.first_poll < 0:
+            raise ConfigError("--first-poll must not be negative")
         if not self.model.strip():
             raise ConfigError("--model must not be empty")
         return self
@@ -64,6 +67,7 @@ class Settings:
             batch_size=self.batch_size,
             lease_seconds=self.lease,
             max_attempts=self.max_attempts,
+            first_poll=self.first_poll,
             orphan_policy=self.orphan_policy,
             actor=actor or self.actor,
         )

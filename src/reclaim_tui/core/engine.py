@@ -72,13 +72,19 @@ class EngineConfig:
         """Delay before the n-th retry (n ≥ 1): exponential, capped."""
         return float(min(self.backoff_cap, self.backoff_base * 2 ** max(0, n - 1)))
 
-    def poll_interval(self, age: float) -> float:
-        """Next poll after `age` seconds in flight: doubles the age, capped.
+    def next_poll(self, submitted_at: float, polls: int, now: float) -> float:
+        """When to poll next, after `polls` polls of a job submitted at `submitted_at`.
 
-        Polls then land at 2, 4, 8, 16 … s, so a job of duration d costs
-        ⌈log2(d / 2 s)⌉ + 1 polls until the cap.
+        Polls sit on a fixed grid of ages — first_poll · 2^k (2, 4, 8, 16 … s) —
+        rather than "now + age", so a late tick does not push every later poll
+        further out: a job of duration d is seen done by age 2·d at most, after
+        ⌈log2(d / first_poll)⌉ + 1 polls. Past the cap, polls come every poll_cap.
         """
-        return float(min(self.poll_cap, max(self.first_poll, age)))
+        if self.first_poll <= 0:
+            return now
+        exponent = min(polls, 40)  # 2**40 · first_poll is far beyond any cap
+        target = submitted_at + self.first_poll * 2.0**exponent
+        return min(max(target, now), now + self.poll_cap)
 
 
 @dataclass
@@ -366,8 +372,8 @@ class Engine:
             return Transition(
                 row.idem, Status.SUBMITTED, to, reason, {**base, "last_error": reason}
             )
-        age = now - (row.submitted_at or now)
-        changes = {**base, "error_streak": 0, "next_at": now + self.config.poll_interval(age)}
+        next_at = self.config.next_poll(row.submitted_at or now, row.polls + 1, now)
+        changes = {**base, "error_streak": 0, "next_at": next_at}
         if out.state == RemoteState.UNKNOWN:
             note = f"unknown API status {out.api_status!r}; still polling"
             changes["last_error"] = note

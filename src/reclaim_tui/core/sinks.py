@@ -41,8 +41,9 @@ class Sink(Protocol):
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    # temp file in the same directory, fsync, rename, fsync the directory:
-    # a reader sees the old file or the whole new one, never a torn write.
+    # temp file in the same directory, fsync, rename: a reader sees the old
+    # file or the whole new one, never a torn write. The caller fsyncs the
+    # directory once for all its renames (_fsync_dir) before reporting success.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -56,7 +57,12 @@ def _atomic_write(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the renames durable: until the directory is synced, a power cut
+    may forget them (the row is not `consumed` before this returns)."""
+    dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
@@ -90,6 +96,7 @@ class DirectorySink:
             crashpoint("inside_sink")
             pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
             _atomic_write(js, pretty.encode("utf-8") + b"\n")
+            _fsync_dir(js.parent)
         except OSError as exc:
             raise SinkError(f"cannot write result for {idem} in {self.directory}: {exc}") from exc
 
