@@ -1,0 +1,393 @@
+"""Read-only, windowed queries for the operator console.
+
+The console never loads the ledger: it shows one keyset page at a time,
+ordered by an index (DESIGN.md §5 — the ledger may hold millions of rows):
+
+    sort by age in state   jobs(status, state_since, idem), one range per status,
+                           merged by a UNION ALL of per-status LIMITed scans
+    sort by updated time   jobs(updated_at, idem); a single small status is
+                           read through its status range and sorted instead
+
+Every query runs on read-only connections of their own, so the console's
+reads never wait for the engine's write lock (WAL: readers never block the
+writer, https://www.sqlite.org/wal.html). Interactive page reads and the
+slower background reads (counts, change detection) use separate connections
+so a count over a million rows never delays a key press.
+
+This module is part of the core: it must not import Textual.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.ledger import COLUMNS, Ledger, _row
+from reclaim_tui.core.models import Event, Row, Status, StoredResult
+from reclaim_tui.core.owner import holder_alive
+
+__all__ = [
+    "SORTS",
+    "ConsoleReader",
+    "Detail",
+    "Page",
+    "RowFilter",
+    "Sort",
+    "View",
+    "is_orphan",
+]
+
+Key = tuple[float, str]
+Direction = Literal["from", "after", "before", "last"]
+
+#: Below this many rows, a status range sorted in memory by SQLite beats a
+#: walk of the updated_at index that skips every row of other statuses.
+SMALL_STATUS = 20_000
+#: "Mark all" and similar bulk reads stop here (an operator batch, not a dump).
+MATCH_CAP = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Sort:
+    """A display order: `column` ascending or descending, ties broken by idem."""
+
+    column: Literal["state_since", "updated_at"]
+    descending: bool
+    label: str
+
+
+SORTS: tuple[Sort, ...] = (
+    Sort("state_since", False, "age in state ↓ (oldest first)"),
+    Sort("state_since", True, "age in state ↑ (newest first)"),
+    Sort("updated_at", True, "updated ↓ (latest first)"),
+    Sort("updated_at", False, "updated ↑ (earliest first)"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """A parsed filter: free text over idem, handle and input, plus tokens
+    `status:NAME`, `model:TEXT` and `error:TEXT` (substring, case-insensitive)."""
+
+    text: str = ""
+    statuses: frozenset[Status] = frozenset()
+    models: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, query: str) -> RowFilter:
+        """Parse the filter line; ValueError names an unknown status."""
+        words: list[str] = []
+        statuses: set[Status] = set()
+        models: list[str] = []
+        errors: list[str] = []
+        for token in query.split():
+            name, sep, value = token.partition(":")
+            if sep and name.lower() == "status" and value:
+                try:
+                    statuses.add(Status(value.lower()))
+                except ValueError:
+                    known = ", ".join(s.value for s in Status)
+                    raise ValueError(f"unknown status {value!r} (one of {known})") from None
+            elif sep and name.lower() == "model" and value:
+                models.append(value)
+            elif sep and name.lower() == "error" and value:
+                errors.append(value)
+            else:
+                words.append(token)
+        return cls(" ".join(words), frozenset(statuses), tuple(models), tuple(errors))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.text or self.statuses or self.models or self.errors)
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What the table shows: a tab (statuses, or the derived orphans), a filter, a sort."""
+
+    statuses: frozenset[Status] | None = None
+    orphans: bool = False
+    filter: RowFilter = field(default_factory=RowFilter)
+    sort: Sort = SORTS[0]
+
+    def effective_statuses(self) -> list[Status] | None:
+        """The statuses this view can contain (None: all), in enum order."""
+        allowed: set[Status] | None = None
+        if self.orphans:
+            allowed = {Status.RESERVING}
+        if self.statuses is not None:
+            allowed = set(self.statuses) if allowed is None else allowed & self.statuses
+        if self.filter.statuses:
+            wanted = set(self.filter.statuses)
+            allowed = wanted if allowed is None else allowed & wanted
+        return None if allowed is None else [s for s in Status if s in allowed]
+
+    def key_of(self, row: Row) -> Key:
+        return (getattr(row, self.sort.column), row.idem)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One window of rows and whether more lie before or after it."""
+
+    rows: list[Row]
+    has_before: bool
+    has_after: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Detail:
+    """Everything the detail pane shows about one row."""
+
+    row: Row
+    result: StoredResult | None
+    events: list[Event]
+    holder_alive: bool | None
+
+
+def is_orphan(row: Row, now: float, dead: Collection[str]) -> bool:
+    """The console's derived status (the same rule as the orphans tab's SQL):
+    a `reserving` row whose create may have been sent and nobody live holds,
+    or one held for an operator."""
+    if row.status != Status.RESERVING:
+        return False
+    if row.held:
+        return True
+    free = row.lease_owner is None or row.lease_until <= now or row.lease_owner in dead
+    return row.inflight and free
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _predicates(view: View, now: float, dead: Sequence[str]) -> tuple[list[str], list[Any]]:
+    """WHERE clauses (besides status and the keyset) and their parameters."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if view.orphans:
+        clauses.append(
+            "((inflight = 1 AND (lease_owner IS NULL OR lease_until <= ?"
+            " OR lease_owner IN (SELECT value FROM json_each(?)))) OR held = 1)"
+        )
+        params += [now, json.dumps(list(dead))]
+    flt = view.filter
+    if flt.text:
+        pattern = _like(flt.text)
+        clauses.append(
+            "(idem LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\' OR spec LIKE ? ESCAPE '\\')"
+        )
+        params += [pattern, pattern, pattern]
+    for column, values in (("model", flt.models), ("last_error", flt.errors)):
+        for value in values:
+            clauses.append(f"{column} LIKE ? ESCAPE '\\'")
+            params.append(_like(value))
+    return clauses, params
+
+
+def _keyset(column: str, descending: bool, direction: Direction) -> tuple[str, bool]:
+    """(comparison operator, scan descending?) for a page in `direction`."""
+    backwards = direction in ("before", "last")
+    scan_desc = descending != backwards
+    if direction == "from":
+        op = "<=" if descending else ">="
+    else:
+        op = "<" if scan_desc else ">"
+    return op, scan_desc
+
+
+def _page_sql(
+    view: View,
+    now: float,
+    dead: Sequence[str],
+    sizes: Mapping[str, int],
+    start: Key | None,
+    direction: Direction,
+    limit: int,
+) -> tuple[str, list[Any]]:
+    col = view.sort.column
+    op, scan_desc = _keyset(col, view.sort.descending, direction)
+    order = f"{col} {'DESC' if scan_desc else 'ASC'}, idem {'DESC' if scan_desc else 'ASC'}"
+    extra, extra_params = _predicates(view, now, dead)
+    keyset, keyset_params = [], []
+    if start is not None and direction != "last":
+        keyset, keyset_params = [f"({col}, idem) {op} (?, ?)"], [start[0], start[1]]
+    statuses = view.effective_statuses()
+    if statuses is not None and not statuses:
+        return "SELECT " + COLUMNS + " FROM jobs WHERE 0", []
+    by_status = col == "state_since" or (
+        statuses is not None and sum(sizes.get(s.value, 0) for s in statuses) <= SMALL_STATUS
+    )
+    if by_status:
+        subs, params = [], []
+        for status in statuses if statuses is not None else list(Status):
+            where = " AND ".join(["status = ?", *extra, *keyset])
+            subs.append(
+                f"SELECT * FROM (SELECT {COLUMNS} FROM jobs INDEXED BY jobs_status_age"
+                f" WHERE {where} ORDER BY {order} LIMIT ?)"
+            )
+            params += [status.value, *extra_params, *keyset_params, limit]
+        return " UNION ALL ".join(subs) + f" ORDER BY {order} LIMIT ?", [*params, limit]
+    clauses = list(extra)
+    params = list(extra_params)
+    if statuses is not None:
+        clauses.insert(0, "status IN (SELECT value FROM json_each(?))")
+        params.insert(0, json.dumps([s.value for s in statuses]))
+    where = " AND ".join([*clauses, *keyset]) or "1"
+    sql = f"SELECT {COLUMNS} FROM jobs INDEXED BY jobs_updated WHERE {where} ORDER BY {order}"
+    return sql + " LIMIT ?", [*params, *keyset_params, limit]
+
+
+class ConsoleReader:
+    """The console's read side: two read-only connections on one ledger file."""
+
+    def __init__(self, interactive: Ledger, background: Ledger, clock: Clock) -> None:
+        self._fast = interactive
+        self._slow = background
+        self.clock = clock
+        self.sizes: dict[str, int] = {}
+        self._dead: list[str] = []
+
+    @classmethod
+    async def open(
+        cls, path: str | Path, *, clock: Clock, busy_timeout: float = 10.0
+    ) -> ConsoleReader:
+        """Open both connections read-only; the ledger must exist."""
+        fast = await Ledger.open(
+            path, clock=clock, busy_timeout=busy_timeout, readonly=True, create=False
+        )
+        try:
+            slow = await Ledger.open(
+                path, clock=clock, busy_timeout=busy_timeout, readonly=True, create=False
+            )
+        except BaseException:
+            await fast.close()
+            raise
+        return cls(fast, slow, clock)
+
+    async def close(self) -> None:
+        await self._fast.close()
+        await self._slow.close()
+
+    async def interrupt(self) -> None:
+        """Abort a page query still running (a filter scan the operator replaced)."""
+        await self._fast.connection.interrupt()
+
+    # -- pages -------------------------------------------------------------------------
+    async def page(
+        self, view: View, start: Key | None = None, direction: Direction = "from", limit: int = 100
+    ) -> Page:
+        """A window of `limit` rows in display order, starting at `start`.
+
+        "from": at or after start (a refresh keeps its place); "after"/"before":
+        the next/previous window; "last": the final window.
+        """
+        now = self.clock.now()
+        sql, params = _page_sql(view, now, self._dead, self.sizes, start, direction, limit + 1)
+        rows = [_row(r) for r in await _fetch(self._fast, sql, params)]
+        more = len(rows) > limit
+        rows = rows[:limit]
+        if direction in ("before", "last"):
+            rows.reverse()
+            return Page(rows, has_before=more, has_after=direction == "before")
+        if start is None:
+            return Page(rows, has_before=False, has_after=more)
+        if direction == "after":
+            return Page(rows, has_before=True, has_after=more)
+        sql, params = _page_sql(view, now, self._dead, self.sizes, start, "before", 1)
+        before = bool(await _fetch(self._fast, sql, params))
+        return Page(rows, has_before=before, has_after=more)
+
+    async def iter_view(self, view: View, batch: int = 2000) -> AsyncIterator[list[Row]]:
+        """Every row of the view in display order, a page at a time (exports)."""
+        start: Key | None = None
+        direction: Direction = "from"
+        while True:
+            sql, params = _page_sql(
+                view, self.clock.now(), self._dead, self.sizes, start, direction, batch
+            )
+            rows = [_row(r) for r in await _fetch(self._slow, sql, params)]
+            if not rows:
+                return
+            yield rows
+            start, direction = view.key_of(rows[-1]), "after"
+
+    async def matching_idems(self, view: View, cap: int = MATCH_CAP) -> tuple[list[str], bool]:
+        """Keys of the view's rows, at most `cap`; True if the cap cut the list."""
+        out: list[str] = []
+        async for rows in self.iter_view(view, batch=min(cap + 1, 5000)):
+            out.extend(r.idem for r in rows)
+            if len(out) > cap:
+                return out[:cap], True
+        return out, False
+
+    # -- the background refresh ----------------------------------------------------------
+    async def refresh_liveness(self) -> list[str]:
+        """Lease holders provably dead (their leases count as expired)."""
+        self._dead = await self._slow.dead_holders(me="")
+        return self._dead
+
+    @property
+    def dead(self) -> list[str]:
+        return list(self._dead)
+
+    async def counts(self) -> tuple[dict[str, int], int]:
+        """Rows per status and the number of orphans (reserving, create maybe
+        sent, nobody live holding it — or held for an operator)."""
+        counts = await self._slow.counts()
+        self.sizes = {status: n for status, (n, _) in counts.items()}
+        view = View(orphans=True)
+        clauses, params = _predicates(view, self.clock.now(), self._dead)
+        sql = "SELECT COUNT(*) FROM jobs WHERE status = 'reserving' AND " + " AND ".join(clauses)
+        orphans = await _fetch(self._slow, sql, params)
+        return dict(self.sizes), int(orphans[0][0])
+
+    async def changed_since(self, since: float) -> tuple[int, float]:
+        """(rows updated after `since`, up to 10,000; the latest updated_at seen)."""
+        rows = await _fetch(
+            self._slow,
+            "SELECT COUNT(*), MAX(updated_at) FROM (SELECT updated_at FROM jobs"
+            " INDEXED BY jobs_updated WHERE updated_at > ? LIMIT 10000)",
+            [since],
+        )
+        count, latest = rows[0]
+        return int(count), float(latest) if latest is not None else since
+
+    async def completions_since(self, event_id: int | None) -> tuple[list[float], int]:
+        """Times of submitted → done events after `event_id` (None: the recent
+        tail of the log), and the newest event id."""
+        if event_id is None:
+            top = await _fetch(self._slow, "SELECT COALESCE(MAX(id), 0) FROM events", [])
+            event_id = max(0, int(top[0][0]) - 50_000)
+        rows = await _fetch(
+            self._slow,
+            "SELECT id, at, to_status, from_status FROM events"
+            " WHERE id > ? ORDER BY id LIMIT 50000",
+            [event_id],
+        )
+        times = [r[1] for r in rows if r[2] == "done" and r[3] != "done"]
+        return times, int(rows[-1][0]) if rows else event_id
+
+    # -- one row ----------------------------------------------------------------------
+    async def detail(self, idem: str) -> Detail | None:
+        row = await self._fast.get(idem)
+        if row is None:
+            return None
+        result = await self._fast.result(idem)
+        events = await self._fast.events(idem)
+        alive = holder_alive(row.lease_owner) if row.lease_owner else None
+        return Detail(row, result, events, alive)
+
+    async def rows_by_idem(self, idems: Sequence[str]) -> dict[str, Row]:
+        return await self._fast.get_many(idems)
+
+
+async def _fetch(ledger: Ledger, sql: str, params: Sequence[Any]) -> list[Any]:
+    async with ledger.connection.execute(sql, params) as cur:
+        return list(await cur.fetchall())

@@ -1,0 +1,27 @@
+"""What a console is started with (built by `launch.make_app`, the CLI's and tests' factory)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reclaim_tui.config import Settings
+from reclaim_tui.core.clock import Clock, SystemClock
+from reclaim_tui.tui.engine_host import EngineSetup
+
+__all__ = ["ConsoleConfig"]
+
+
+@dataclass
+class ConsoleConfig:
+    settings: Settings
+    #: None means no engine: a read-only console (it never writes, never calls the API).
+    engine_setup: EngineSetup | None = None
+    readonly: bool = False
+    interval: float = 2.0
+    paused: bool = False
+    clock: Clock = field(default_factory=SystemClock)
+    models: list[str] = field(default_factory=list)
+    page_size: int = 100
+    #: How often the console looks for changes made by anyone (cron ticks too).
+    watch_every: float = 1.0
+    subtitle: str = ""

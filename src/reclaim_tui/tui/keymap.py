@@ -1,0 +1,133 @@
+"""Every key of the console, in one table: the app's BINDINGS, the help
+screen and the command palette are all built from it, so none can drift."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+__all__ = ["KEYS", "MUTATING", "TABS", "KeySpec", "TabSpec", "app_bindings"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    key: str  # Textual key name(s), comma separated
+    shown: str  # how the help screen prints the key
+    action: str
+    title: str  # footer / palette title
+    help: str  # one line for the help screen and the palette
+    group: str
+    mutating: bool = False
+    footer: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TabSpec:
+    id: str
+    label: str
+    status: str | None  # a Status value; None for "all" and the derived orphans
+    orphans: bool = False
+
+
+TABS: tuple[TabSpec, ...] = (
+    TabSpec("all", "All", None),
+    TabSpec("reserving", "reserving", "reserving"),
+    TabSpec("orphans", "orphans", None, orphans=True),
+    TabSpec("submitted", "submitted", "submitted"),
+    TabSpec("done", "done (unconsumed)", "done"),
+    TabSpec("consumed", "consumed", "consumed"),
+    TabSpec("failed", "failed", "failed"),
+    TabSpec("cancelled", "cancelled", "cancelled"),
+)
+
+_NAV = "Navigate"
+_VIEW = "View"
+_OPS = "Operate (through the engine, actor 'console')"
+_LOOP = "Reclaim loop"
+
+KEYS: tuple[KeySpec, ...] = (
+    KeySpec("question_mark", "?", "help", "Help", "Show every key", _NAV),
+    KeySpec("slash", "/", "filter", "Filter", "Filter: text, status:NAME, model:TEXT", _VIEW),
+    *(
+        KeySpec(
+            str(n),
+            str(n),
+            f"show_tab('{tab.id}')",
+            f"Tab {tab.label}",
+            f"Show the {tab.label} tab",
+            _VIEW,
+            footer=False,
+        )
+        for n, tab in enumerate(TABS, start=1)
+    ),
+    KeySpec("t", "t", "cycle_sort", "Sort", "Cycle sort: age in state / updated", _VIEW),
+    KeySpec(
+        "enter",
+        "enter",
+        "toggle_detail",
+        "Detail",
+        "Open / close the row's detail",
+        _NAV,
+        footer=False,
+    ),
+    KeySpec(
+        "pagedown,pageup", "pgup/pgdn", "noop", "Page", "Next / previous window", _NAV, footer=False
+    ),
+    KeySpec("g", "g / G", "first_page", "First", "First / last window (G)", _NAV, footer=False),
+    KeySpec("G", "G", "last_page", "Last", "Last window", _NAV, footer=False),
+    KeySpec("space", "space", "toggle_mark", "Mark", "Mark / unmark the row", _OPS),
+    KeySpec("A", "A", "mark_all", "Mark all", "Mark every row matching tab + filter", _OPS),
+    KeySpec(
+        "escape", "esc", "clear", "Clear", "Clear marks, close filter / detail", _NAV, footer=False
+    ),
+    KeySpec("s", "s", "submit", "Submit", "Submit a prompt or a JSONL file", _OPS, True),
+    KeySpec("r", "r", "retry", "Retry", "Retry failed / cancelled rows", _OPS, True),
+    KeySpec("c", "c", "cancel_jobs", "Cancel", "Cancel reserving / submitted rows", _OPS, True),
+    KeySpec("o", "o", "recover", "Recover", "Force orphan recovery (resubmit)", _OPS, True),
+    KeySpec("a", "a", "adopt", "Adopt", "Adopt an interaction id for the row", _OPS, True),
+    KeySpec("R", "R", "replay", "Replay", "Replay done-but-unconsumed results", _OPS, True),
+    KeySpec("ctrl+e", "ctrl+e", "export", "Export", "Export the filtered rows (JSONL/CSV)", _OPS),
+    KeySpec("P", "P", "toggle_pause", "Pause", "Pause / resume the reclaim loop", _LOOP, True),
+    KeySpec(
+        "plus",
+        "+",
+        "slower",
+        "Interval+",
+        "Longer interval between passes",
+        _LOOP,
+        True,
+        footer=False,
+    ),
+    KeySpec(
+        "minus",
+        "-",
+        "faster",
+        "Interval-",
+        "Shorter interval between passes",
+        _LOOP,
+        True,
+        footer=False,
+    ),
+    KeySpec("ctrl+r", "ctrl+r", "refresh", "Refresh", "Re-read the ledger now", _NAV, footer=False),
+    KeySpec(
+        "ctrl+p", "ctrl+p", "command_palette", "Palette", "Command palette", _NAV, footer=False
+    ),
+    KeySpec("q", "q", "quit", "Quit", "Quit (the ledger keeps everything)", _NAV),
+)
+
+MUTATING = frozenset(k.action for k in KEYS if k.mutating)
+
+
+def app_bindings() -> list[Binding]:
+    """The app's bindings. Each mutating key gets a hidden twin bound to
+    `refuse`: in read-only mode `check_action` disables the real one (hidden
+    from the footer) and the key falls through to the twin, which says why."""
+    out: list[Binding] = []
+    for spec in KEYS:
+        if spec.action in ("noop", "command_palette", "toggle_detail"):
+            continue  # handled by the table / the app's defaults
+        out.append(Binding(spec.key, spec.action, spec.title, show=spec.footer))
+        if spec.mutating:
+            out.append(Binding(spec.key, f"refuse('{spec.title}')", spec.title, show=False))
+    return out

@@ -1,0 +1,87 @@
+"""Past-tense messages: workers post them, widgets and the app react."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from reclaim_tui.core.engine import PassReport
+from reclaim_tui.core.queries import Detail, Page, View
+
+__all__ = [
+    "ActionFinished",
+    "CompletionsRecorded",
+    "CountsChanged",
+    "DetailLoaded",
+    "RowsChanged",
+    "SubmitFailed",
+    "SubmitFinished",
+    "SubmitProgressed",
+    "TickFailed",
+    "TickFinished",
+]
+
+
+@dataclass
+class RowsChanged(Message):
+    """A window of the view was read from the ledger."""
+
+    page: Page
+    view: View
+    offset: int
+    cursor: str  # "keep", "top" or "bottom": where the cursor goes
+
+
+@dataclass
+class CountsChanged(Message):
+    counts: dict[str, int]
+    orphans: int
+
+
+@dataclass
+class DetailLoaded(Message):
+    idem: str
+    detail: Detail | None
+
+
+@dataclass
+class TickFinished(Message):
+    report: PassReport
+    seconds: float
+    at: float
+
+
+@dataclass
+class TickFailed(Message):
+    error: str
+    at: float
+
+
+@dataclass
+class CompletionsRecorded(Message):
+    times: list[float]
+
+
+@dataclass
+class ActionFinished(Message):
+    """An operator action went through the engine (or was refused)."""
+
+    text: str
+    severity: str = "information"
+
+
+@dataclass
+class SubmitProgressed(Message):
+    done: int
+    total: int
+
+
+@dataclass
+class SubmitFinished(Message):
+    text: str
+
+
+@dataclass
+class SubmitFailed(Message):
+    error: str

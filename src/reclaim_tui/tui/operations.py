@@ -1,0 +1,288 @@
+"""The operator's actions, mixed into the app.
+
+Each one goes through the engine (actor "console", so the engine writes the
+row's event), runs in a worker, and ends in an `ActionFinished` message. An
+OperatorError is the engine saying no: it becomes a notification and the
+ledger is unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+
+from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.jobsfile import parse_jobs
+from reclaim_tui.core.models import JobSpec, Status
+from reclaim_tui.core.queries import View
+from reclaim_tui.errors import JobsFileError, OperatorError, ReclaimError
+from reclaim_tui.tui.messages import (
+    ActionFinished,
+    SubmitFailed,
+    SubmitFinished,
+    SubmitProgressed,
+)
+from reclaim_tui.tui.screens.adopt import AdoptScreen
+from reclaim_tui.tui.screens.confirm import ConfirmScreen
+from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
+from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
+
+if TYPE_CHECKING:
+    from reclaim_tui.tui.app import ReclaimApp
+
+__all__ = ["OperatorActions"]
+
+ACTOR = "console"
+SUBMIT_CHUNK = 500
+RowAction = Callable[[Engine, str], Awaitable[Any]]
+
+
+async def _each(engine: Engine, idems: Sequence[str], fn: RowAction) -> tuple[int, list[str]]:
+    """Apply fn to every key on the engine's loop: (applied, refusals)."""
+    applied, refused = 0, []
+    for idem in idems:
+        try:
+            await fn(engine, idem)
+            applied += 1
+        except OperatorError as exc:
+            refused.append(str(exc))
+    return applied, refused
+
+
+def _outcome(verb: str, applied: int, refused: list[str]) -> ActionFinished:
+    if not refused:
+        return ActionFinished(f"{verb}: {applied} row{'s' if applied != 1 else ''}")
+    if not applied and len(refused) == 1:
+        return ActionFinished(refused[0], "error")
+    more = f" (first: {refused[0]})"
+    return ActionFinished(f"{verb}: {applied} applied, {len(refused)} refused{more}", "warning")
+
+
+class OperatorActions:
+    """Mixin for ReclaimApp: the actions bound to s, r, c, o, a, R, ctrl+e, space, A."""
+
+    # -- targets ---------------------------------------------------------------------
+    def _targets(self: ReclaimApp) -> list[str]:
+        if self.state.marks:
+            return sorted(self.state.marks)
+        current = self.table.current_idem()
+        return [current] if current else []
+
+    def action_refuse(self: ReclaimApp, what: str) -> None:
+        self.notify(f"read-only console: {what} is disabled", severity="warning")
+
+    # -- retry / cancel ------------------------------------------------------------------
+    def action_retry(self: ReclaimApp) -> None:
+        targets = self._targets()
+        if not targets:
+            self.notify("no row to retry", severity="warning")
+            return
+        self.run_rows("retried", targets, lambda e, i: e.retry(i, actor=ACTOR))
+
+    def action_cancel_jobs(self: ReclaimApp) -> None:
+        targets = self._targets()
+        if not targets:
+            self.notify("no row to cancel", severity="warning")
+            return
+        which = targets[0] if len(targets) == 1 else f"{len(targets):,} marked rows"
+        question = f"Cancel {which}? Submitted jobs are cancelled at the API too."
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_rows("cancelled", targets, lambda e, i: e.cancel(i, actor=ACTOR))
+
+        self.push_screen(ConfirmScreen("cancel", question, "Cancel jobs"), answered)
+
+    @work(group="ops")
+    async def run_rows(self: ReclaimApp, verb: str, idems: list[str], fn: RowAction) -> None:
+        assert self.host is not None
+        try:
+            applied, refused = await self.host.call(lambda e: _each(e, idems, fn))
+        except ReclaimError as exc:
+            self.post_message(ActionFinished(str(exc), "error"))
+            return
+        if applied:
+            self.state.marks.difference_update(idems)
+        self.post_message(_outcome(verb, applied, refused))
+
+    # -- orphans / replay --------------------------------------------------------------------
+    @work(group="ops")
+    async def action_recover(self: ReclaimApp) -> None:
+        assert self.reader is not None
+        marked = sorted(self.state.marks)
+        idems = marked or (await self.reader.matching_idems(View(orphans=True)))[0]
+        if not idems:
+            self.notify("no orphans to recover", severity="warning")
+            return
+        what = "marked" if marked else "orphan"
+        question = (
+            f"Force recovery of {len(idems):,} {what} row{'s' if len(idems) != 1 else ''}?"
+            "\nEach is looked up by label where the backend can, else sent again"
+            " (a possible duplicate spend, recorded on the row)."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.recover_rows(idems)
+
+        self.push_screen(ConfirmScreen("recover orphans", question, "Recover"), answered)
+
+    @work(group="ops")
+    async def recover_rows(self: ReclaimApp, idems: list[str]) -> None:
+        assert self.host is not None
+        report = await self.host.call(lambda e: e.recover_orphans(force=True, idems=idems))
+        self.state.marks.difference_update(idems)
+        self.post_message(ActionFinished(f"orphan recovery: {report.summary()}"))
+
+    def action_replay(self: ReclaimApp) -> None:
+        waiting = self.state.counts.get(Status.DONE.value, 0)
+        if not waiting:
+            self.notify("no done-but-unconsumed rows to replay", severity="warning")
+            return
+        question = (
+            f"Replay {waiting:,} done row{'s' if waiting != 1 else ''} from their stored"
+            " results? The sink runs again (idempotent by key); the API is not called."
+            "\nRows still in their sink back-off wait for it."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.replay_rows()
+
+        self.push_screen(ConfirmScreen("replay", question, "Replay"), answered)
+
+    @work(group="ops")
+    async def replay_rows(self: ReclaimApp) -> None:
+        assert self.host is not None
+        report = await self.host.call(lambda e: e.replay())
+        self.post_message(ActionFinished(f"replay: {report.summary()}"))
+
+    # -- adopt --------------------------------------------------------------------------------
+    def action_adopt(self: ReclaimApp) -> None:
+        row = self.table.current_row()
+        if row is None:
+            self.notify("no row to adopt for", severity="warning")
+            return
+        if row.status not in (Status.RESERVING, Status.FAILED):
+            self.notify(
+                f"{row.idem} is {row.status}; adopt applies to reserving/failed rows",
+                severity="error",
+            )
+            return
+
+        def answered(interaction_id: str | None) -> None:
+            if interaction_id:
+                self.run_rows(
+                    f"adopted {interaction_id} for",
+                    [row.idem],
+                    lambda e, i: e.adopt(i, interaction_id, actor=ACTOR),
+                )
+
+        self.push_screen(AdoptScreen(row.idem, row.status.value), answered)
+
+    # -- submit -------------------------------------------------------------------------------
+    def action_submit(self: ReclaimApp) -> None:
+        models = sorted({self.config.settings.model, *self.config.models})
+        screen = SubmitScreen(self.config.settings.model, models)
+
+        def finished(text: str | None) -> None:
+            if text:
+                self.post_message(ActionFinished(text))
+
+        self.push_screen(screen, finished)
+
+    def on_submit_screen_requested(self: ReclaimApp, event: SubmitScreen.Requested) -> None:
+        self.submit_jobs(event.request, self.screen)
+
+    @work(group="ops")
+    async def submit_jobs(self: ReclaimApp, request: SubmitRequest, screen: Any) -> None:
+        assert self.host is not None
+        try:
+            if request.path:
+                text = await asyncio.to_thread(Path(request.path).expanduser().read_text, "utf-8")
+                jobs = parse_jobs(
+                    text.splitlines(), source=request.path, default_model=self.config.settings.model
+                )
+            else:
+                jobs = [JobSpec(input=request.prompt, model=request.model)]
+        except (OSError, UnicodeDecodeError) as exc:
+            screen.post_message(SubmitFailed(f"cannot read {request.path}: {exc}"))
+            return
+        except JobsFileError as exc:
+            screen.post_message(SubmitFailed(str(exc)))
+            return
+        send = not request.path  # one prompt goes out now; a file is left to the loop
+        inserted = present = 0
+        for start in range(0, len(jobs), SUBMIT_CHUNK):
+            chunk = jobs[start : start + SUBMIT_CHUNK]
+            report = await self.host.call(lambda e, c=chunk: e.submit(c, send=send))
+            inserted += report.counts["inserted"]
+            present += report.counts["already_present"]
+            screen.post_message(SubmitProgressed(start + len(chunk), len(jobs)))
+        self.kick_loop()
+        tail = f", {present} already in the ledger" if present else ""
+        screen.post_message(SubmitFinished(f"submitted: {inserted} reserved{tail}"))
+
+    # -- export -------------------------------------------------------------------------------
+    def action_export(self: ReclaimApp) -> None:
+        view = self.state.view()
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.config.clock.now()))
+        summary = f"Rows of tab '{self.state.tab_spec.label}'"
+        summary += f" matching '{self.state.filter_text}'" if self.state.filter_text else ""
+
+        def chosen(request: ExportRequest | None) -> None:
+            if request:
+                self.export_rows(view, request)
+
+        self.push_screen(ExportScreen(summary, f"reclaim-export-{stamp}.jsonl"), chosen)
+
+    @work(group="ops")
+    async def export_rows(self: ReclaimApp, view: View, request: ExportRequest) -> None:
+        from reclaim_tui.cli import write_export
+
+        assert self.reader is not None
+        path = Path(request.path).expanduser()
+        written = 0
+        try:
+            out = await asyncio.to_thread(path.open, "w", encoding="utf-8", newline="")
+            try:
+                async for rows in self.reader.iter_view(view):
+                    buffer = io.StringIO()
+                    write_export(rows, request.fmt, buffer)
+                    chunk = buffer.getvalue()
+                    if request.fmt == "csv" and written:
+                        chunk = chunk.split("\n", 1)[1]  # one header, at the top
+                    await asyncio.to_thread(out.write, chunk)
+                    written += len(rows)
+            finally:
+                await asyncio.to_thread(out.close)
+        except OSError as exc:
+            self.post_message(ActionFinished(f"export failed: {exc}", "error"))
+            return
+        self.post_message(ActionFinished(f"exported {written:,} rows to {path}"))
+
+    # -- marks --------------------------------------------------------------------------------
+    def action_toggle_mark(self: ReclaimApp) -> None:
+        idem = self.table.current_idem()
+        if idem is None:
+            return
+        self.table.set_mark(idem, self.state.toggle_mark(idem))
+        self.show_bar()
+        self.table.action_cursor_down()
+
+    @work(group="ops")
+    async def action_mark_all(self: ReclaimApp) -> None:
+        assert self.reader is not None
+        idems, capped = await self.reader.matching_idems(self.state.view())
+        self.state.marks = set(idems)
+        self.rerender()
+        note = " (capped: narrow the filter)" if capped else ""
+        self.notify(
+            f"marked {len(idems):,} rows{note}", severity="warning" if capped else "information"
+        )

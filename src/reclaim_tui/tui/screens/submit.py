@@ -1,0 +1,134 @@
+"""`s`: submit one prompt, or a JSON Lines file with a progress bar.
+
+The screen does no I/O: it posts `Requested`; the app's worker validates the
+file (core/jobsfile), reserves the jobs through the engine and answers with
+`SubmitProgressed` / `SubmitFinished` / `SubmitFailed`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import (
+    Button,
+    Input,
+    Label,
+    ProgressBar,
+    Static,
+    TabbedContent,
+    TabPane,
+    TextArea,
+)
+
+from reclaim_tui.tui.messages import SubmitFailed, SubmitFinished, SubmitProgressed
+
+__all__ = ["SubmitRequest", "SubmitScreen"]
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    prompt: str = ""
+    model: str = ""
+    path: str = ""  # a JSONL file instead of a prompt
+
+
+class SubmitScreen(ModalScreen[str | None]):
+    DEFAULT_CSS = """
+    SubmitScreen { align: center middle; }
+    SubmitScreen > Vertical {
+        width: 84; height: auto; border: round $accent; background: $surface; padding: 0 1;
+    }
+    SubmitScreen TextArea { height: 6; }
+    SubmitScreen Label { margin-top: 1; color: $text-muted; }
+    SubmitScreen ProgressBar { margin-top: 1; }
+    SubmitScreen #submit-error { color: $error; height: auto; }
+    SubmitScreen Horizontal { height: auto; align: right middle; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss(None)", "Cancel"),
+        Binding("ctrl+s", "go", "Submit"),
+    ]
+
+    @dataclass
+    class Requested(Message):
+        request: SubmitRequest
+
+    def __init__(self, default_model: str, models: list[str]) -> None:
+        super().__init__()
+        self.default_model = default_model
+        self.models = models
+        self.busy = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = "submit"
+            box.border_subtitle = "ctrl+s submits · esc cancels"
+            with TabbedContent(id="submit-mode"):
+                with TabPane("Prompt", id="prompt-pane"):
+                    yield Label("prompt")
+                    yield TextArea(id="prompt")
+                    yield Label("model")
+                    yield Input(
+                        self.default_model,
+                        id="model",
+                        suggester=SuggestFromList(self.models, case_sensitive=False),
+                    )
+                with TabPane("JSONL file", id="file-pane"):
+                    yield Label("jobs file (one JSON object per line: input, model, key, config)")
+                    yield Input(placeholder="path/to/jobs.jsonl", id="path")
+                    yield ProgressBar(id="progress", show_eta=False)
+            yield Static("", id="submit-error")
+            with Horizontal():
+                yield Button("Submit", id="go", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#prompt", TextArea).focus()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # Focus follows the tab, or the focused widget would pull its pane back.
+        target = "#path" if event.pane.id == "file-pane" else "#prompt"
+        self.query_one(target).focus()
+
+    def _request(self) -> SubmitRequest | None:
+        mode = self.query_one(TabbedContent).active
+        if mode == "file-pane":
+            path = self.query_one("#path", Input).value.strip()
+            return SubmitRequest(path=path) if path else None
+        prompt = self.query_one("#prompt", TextArea).text.strip()
+        model = self.query_one("#model", Input).value.strip() or self.default_model
+        return SubmitRequest(prompt=prompt, model=model) if prompt else None
+
+    def action_go(self) -> None:
+        if self.busy:
+            return
+        request = self._request()
+        if request is None:
+            self.query_one("#submit-error", Static).update("Nothing to submit.")
+            return
+        self.busy = True
+        self.query_one("#submit-error", Static).update("")
+        self.post_message(self.Requested(request))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_go()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_go()
+
+    def on_submit_progressed(self, event: SubmitProgressed) -> None:
+        self.query_one(ProgressBar).update(total=event.total, progress=event.done)
+
+    def on_submit_failed(self, event: SubmitFailed) -> None:
+        self.busy = False
+        self.query_one("#submit-error", Static).update(event.error)
+
+    def on_submit_finished(self, event: SubmitFinished) -> None:
+        self.dismiss(event.text)

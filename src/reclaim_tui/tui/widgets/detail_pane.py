@@ -1,0 +1,131 @@
+"""The highlighted row in full: spec, handle, lease, timestamps, result, timeline."""
+
+from __future__ import annotations
+
+import json
+
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
+from reclaim_tui.core.queries import Detail
+from reclaim_tui.tui.format import age, next_poll, timestamp
+
+__all__ = ["DetailPane"]
+
+_PREVIEW = 600
+EMPTY_HINT = Content.assemble(
+    ("Nothing to show here.\n\n", "bold"),
+    "Press ",
+    ("s", "bold $accent"),
+    " to submit a prompt or a JSONL file, ",
+    ("/", "bold $accent"),
+    " to change the filter, ",
+    ("1", "bold $accent"),
+    " for every status.\nFrom a shell: ",
+    ("reclaim-tui submit jobs.jsonl", "bold"),
+    " or a cron ",
+    ("reclaim-tui tick --jobs jobs.jsonl", "bold"),
+    " — this console shows their rows as they change.",
+)
+
+
+def _pair(name: str, value: object, style: str = "") -> Content:
+    return Content.assemble((f"{name:>13} ", "bold $text-muted"), (str(value), style), "\n")
+
+
+def _heading(text: str) -> Content:
+    return Content.assemble("\n", (text, "bold $accent"), "\n")
+
+
+def _spec_text(spec: str) -> str:
+    try:
+        data = json.loads(spec)
+    except ValueError:
+        return spec
+    value = data.get("input")
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    config = data.get("config")
+    return text + (f"\nconfig: {json.dumps(config, ensure_ascii=False)}" if config else "")
+
+
+def render_detail(detail: Detail, now: float) -> Content:
+    row = detail.row
+    alive = {True: "alive", False: "dead", None: "unknown"}[detail.holder_alive]
+    lease = "—"
+    if row.lease_owner:
+        left = row.lease_until - now
+        until = f"expires in {age(left)}" if left > 0 else "expired"
+        lease = f"{row.lease_owner} ({alive}, {until})"
+    status_style = "bold $error" if row.status.value == "failed" else "bold"
+    parts = [
+        _pair("key", row.idem, "bold"),
+        _pair("status", f"{row.status.value} for {age(now - row.state_since)}", status_style),
+        _pair("model", row.model),
+        _pair("handle", row.handle or "—"),
+        _pair("attempts", f"{row.attempts} (polls {row.polls}, duplicates {row.duplicates})"),
+        _pair("in flight", f"{'yes' if row.inflight else 'no'}{' · held' if row.held else ''}"),
+        _pair("lease", lease),
+        _pair("next poll", next_poll(row, now) or "—"),
+        _pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
+        _heading("input"),
+        Content(_spec_text(row.spec)[:2000] + "\n"),
+        _heading("timestamps (UTC)"),
+    ]
+    for name in (
+        "created_at",
+        "state_since",
+        "submitted_at",
+        "done_at",
+        "consumed_at",
+        "updated_at",
+    ):
+        parts.append(_pair(name.removesuffix("_at"), timestamp(getattr(row, name))))
+    if detail.result is not None:
+        text = detail.result.output_text
+        more = f" … ({len(text):,} chars)" if len(text) > _PREVIEW else ""
+        parts += [
+            _heading(f"result of {detail.result.interaction_id}"),
+            Content(text[:_PREVIEW] + more + "\n"),
+        ]
+    parts.append(_heading(f"timeline ({len(detail.events)} events)"))
+    for event in detail.events:
+        arrow = f"{event.from_status or '∅'} → {event.to_status or '∅'}"
+        parts.append(
+            Content.assemble(
+                (timestamp(event.at), "$text-muted"),
+                f"  {event.actor:<8} ",
+                (f"{arrow:<24}", "$accent"),
+                f" {event.note}\n",
+            )
+        )
+    return Content("").join(parts)
+
+
+class DetailPane(VerticalScroll):
+    """Scrollable; `show` renders a Detail (no I/O here: the app loads it)."""
+
+    ALLOW_MAXIMIZE = True
+    shown_idem: str | None = None
+    #: Details drawn so far (benchmarks wait on it).
+    shows = 0
+
+    DEFAULT_CSS = """
+    DetailPane { border: round $border-blurred; padding: 0 1; }
+    DetailPane:focus-within { border: round $border; }
+    DetailPane > Static { width: 1fr; }
+    """
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static("Highlight a row to see its detail.", id="detail-body")
+
+    def show(self, detail: Detail | None, now: float, empty: bool = False) -> None:
+        body = self.query_one("#detail-body", Static)
+        self.shown_idem = detail.row.idem if detail is not None else None
+        self.shows += 1
+        if detail is None:
+            body.update(EMPTY_HINT if empty else "The row is gone (or nothing is highlighted).")
+            self.border_title = "detail"
+            return
+        self.border_title = f"detail · {detail.row.idem}"
+        body.update(render_detail(detail, now))

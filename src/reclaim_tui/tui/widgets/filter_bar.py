@@ -1,0 +1,30 @@
+"""The `/` filter line: free text over key, handle and input; status:, model:, error:."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+__all__ = ["FilterBar"]
+
+
+class FilterBar(Input):
+    DEFAULT_CSS = """
+    FilterBar { display: none; border: tall $accent; }
+    FilterBar.-open { display: block; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            placeholder="filter: text · status:failed · model:flash · error:429 (enter applies,"
+            " empty clears, esc closes)",
+            id="filter",
+        )
+
+    def open(self, current: str) -> None:
+        self.value = current
+        self.add_class("-open")
+        self.focus()
+        self.cursor_position = len(current)
+
+    def close(self) -> None:
+        self.remove_class("-open")

@@ -1,0 +1,36 @@
+"""What the reclaim loop did: one line per pass, errors and operator actions."""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import RichLog
+
+from reclaim_tui.core.engine import PassReport
+from reclaim_tui.tui.format import clock_time
+
+__all__ = ["LoopLog"]
+
+
+class LoopLog(RichLog):
+    DEFAULT_CSS = """
+    LoopLog { border: round $border-blurred; height: 1fr; background: $surface;
+              overflow-y: auto; overflow-x: hidden; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(max_lines=500, wrap=True, markup=False, **kwargs)  # type: ignore[arg-type]
+        self.border_title = "loop log"
+        self.can_focus = False
+
+    def tick(self, report: PassReport, seconds: float, at: float) -> None:
+        self.line(at, f"pass {seconds:.2f}s: {report.summary()}")
+        for idem, message in report.errors[:5]:
+            self.line(at, f"  {idem[:12]}: {message[:160]}", error=True)
+        if len(report.errors) > 5:
+            self.line(at, f"  … {len(report.errors) - 5} more errors in their rows", error=True)
+
+    def line(self, at: float, text: str, *, error: bool = False) -> None:
+        # RichLog renders Rich text, so the theme's colour is looked up here.
+        style = Style.parse(self.app.theme_variables.get("error", "")) if error else Style()
+        self.write(Text.assemble((clock_time(at), "dim"), " ", (text, style)))

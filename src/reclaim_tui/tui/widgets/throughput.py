@@ -1,0 +1,50 @@
+"""Completions per minute over the last half hour, as a sparkline."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+__all__ = ["Throughput"]
+
+MINUTES = 30
+
+
+class Throughput(Vertical):
+    """Buckets completion times by minute; `now` decides the last bucket."""
+
+    DEFAULT_CSS = """
+    Throughput { height: 4; border: round $border-blurred; padding: 0 1; }
+    Throughput Sparkline { height: 1; }
+    Throughput Static { height: 1; color: $text-muted; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.border_title = "completions / min"
+        self._minutes: Counter[int] = Counter()
+
+    def compose(self) -> ComposeResult:
+        yield Sparkline([0.0] * MINUTES, summary_function=max)
+        yield Static("", id="throughput-caption")
+
+    def record(self, times: Iterable[float], now: float) -> None:
+        for at in times:
+            self._minutes[int(at // 60)] += 1
+        self.show(now)
+
+    def show(self, now: float) -> None:
+        current = int(now // 60)
+        for old in [m for m in self._minutes if m <= current - MINUTES]:
+            del self._minutes[old]
+        data = [float(self._minutes.get(m, 0)) for m in range(current - MINUTES + 1, current + 1)]
+        self.query_one(Sparkline).data = data
+        total = int(sum(data))
+        last = int(data[-1])
+        self.query_one("#throughput-caption", Static).update(
+            f"{last}/min now · {total} in {MINUTES} min · peak {int(max(data))}/min"
+        )

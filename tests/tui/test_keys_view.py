@@ -1,0 +1,178 @@
+"""Pilot tests of the keys that change what the console shows (no ledger writes)."""
+
+from __future__ import annotations
+
+from reclaim_tui.core.models import Status
+from reclaim_tui.tui.keymap import KEYS, TABS
+from reclaim_tui.tui.screens.help import HelpScreen
+from reclaim_tui.tui.widgets.detail_pane import DetailPane
+
+from .conftest import Seeded
+from .pilot_helpers import SIZE, press, select, settle, shown
+
+
+async def test_first_paint_counts_and_every_status(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        statuses = {r.status for r in app.table.rows_shown}
+        assert statuses == set(Status)
+        assert app.state.counts == {
+            "consumed": 1,
+            "done": 1,
+            "submitted": 2,
+            "failed": 1,
+            "cancelled": 1,
+            "reserving": 2,
+        }
+        assert app.state.orphans == 1
+        assert app.table.current_idem() is not None
+
+
+async def test_number_keys_switch_status_tabs(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        expected = {
+            "all": 8,
+            "reserving": 2,
+            "orphans": 1,
+            "submitted": 2,
+            "done": 1,
+            "consumed": 1,
+            "failed": 1,
+            "cancelled": 1,
+        }
+        for number, tab in enumerate(TABS, start=1):
+            await press(pilot, str(number))
+            assert app.state.tab == tab.id
+            assert len(shown(pilot)) == expected[tab.id], tab.id
+            if tab.status:
+                assert {r.status.value for r in app.table.rows_shown} == {tab.status}
+        await press(pilot, "3")
+        assert shown(pilot) == [seeded.keys["orphan"]]
+
+
+async def test_slash_filters_by_text_and_tokens(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")
+        await pilot.press(*"solar", "enter")
+        await settle(pilot)
+        assert shown(pilot) == [seeded.keys["submitted"]]
+        await press(pilot, "slash")
+        app.query_one("#filter").value = ""  # type: ignore[attr-defined]
+        await pilot.press(*"model:pro", "enter")
+        await settle(pilot)
+        assert set(shown(pilot)) == {seeded.keys["done"], seeded.keys["submitted2"]}
+        await press(pilot, "slash")
+        app.query_one("#filter").value = ""  # type: ignore[attr-defined]
+        await pilot.press(*"status:failed", "enter")
+        await settle(pilot)
+        assert shown(pilot) == [seeded.keys["failed"]]
+        await press(pilot, "escape")  # clears the filter
+        assert len(shown(pilot)) == 8
+
+
+async def test_bad_status_token_is_refused(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")
+        await pilot.press(*"status:lost", "enter")
+        await settle(pilot)
+        assert app.state.filter_text == ""
+        assert len(shown(pilot)) == 8
+
+
+async def test_enter_opens_detail_and_escape_closes(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, seeded.keys["consumed"])
+        await press(pilot, "enter")
+        pane = app.query_one(DetailPane)
+        assert app.screen.maximized is pane
+        text = str(pane.query_one("#detail-body").render())
+        assert seeded.keys["consumed"] in text and "Result" in text and "sink delivered" in text
+        await press(pilot, "escape")
+        assert app.screen.maximized is None
+
+
+async def test_question_mark_lists_every_key(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("Static").render())
+        for spec in KEYS:
+            assert spec.help in text, spec.help
+        await press(pilot, "escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_t_cycles_sort_and_order_follows(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        oldest_first = shown(pilot)
+        await press(pilot, "t")
+        assert app.state.sort_index == 1
+        assert shown(pilot) == list(reversed(oldest_first))
+        await press(pilot, "t")
+        rows = app.table.rows_shown
+        assert [r.updated_at for r in rows] == sorted((r.updated_at for r in rows), reverse=True)
+        await press(pilot, "t", "t")
+        assert app.state.sort_index == 0
+
+
+async def test_ctrl_r_shows_changes_made_elsewhere(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        from reclaim_tui.core.engine import Engine
+        from reclaim_tui.core.ledger import Ledger
+        from reclaim_tui.core.sinks import DirectorySink
+
+        # A cron tick in another "process" cancels a row.
+        ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+        other = Engine(ledger, seeded.fake, DirectorySink(seeded.out), owner="cron|2|x")
+        await other.cancel(seeded.keys["submitted2"], actor="cli")
+        await ledger.close()
+        await press(pilot, "ctrl+r")
+        row = next(r for r in app.table.rows_shown if r.idem == seeded.keys["submitted2"])
+        assert row.status == Status.CANCELLED
+        assert app.state.counts["cancelled"] == 2
+
+
+async def test_plus_minus_change_the_interval(seeded: Seeded) -> None:
+    app = seeded.app(interval=2.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "plus")
+        assert app.state.interval == 5.0
+        await press(pilot, "minus", "minus")
+        assert app.state.interval == 1.0
+
+
+async def test_q_quits(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+
+
+async def test_command_palette_runs_actions(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "ctrl+p")
+        await pilot.press(*"Tab failed")
+        await pilot.pause(0.3)
+        await press(pilot, "enter")
+        assert app.state.tab == "failed"
+        assert shown(pilot) == [seeded.keys["failed"]]
