@@ -383,19 +383,35 @@ class Engine:
         return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, "", changes)
 
     # -- replay and delivery ------------------------------------------------------------
-    async def replay(self) -> PassReport:
-        """Deliver stored results of `done` rows whose side effect did not finish."""
+    async def replay(
+        self, *, force: bool = False, idems: Sequence[str] | None = None
+    ) -> PassReport:
+        """Deliver stored results of `done` rows whose side effect did not finish.
+
+        `force` also takes rows whose sink back-off has not run out (an
+        operator's "replay now"); each row is tried at most once per call.
+        """
         report = PassReport()
+        where = "status = 'done'"
+        params: list[Any] = []
+        if not force:
+            where += " AND next_at <= ?"
+            params.append(self.clock.now())
+        if idems is not None:
+            where += " AND idem IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(idems)))
+        seen: list[str] = []
         while True:
             claim = await self.ledger.claim(
                 self.owner,
-                "status = 'done' AND next_at <= ?",
-                [self.clock.now()],
+                where + " AND idem NOT IN (SELECT value FROM json_each(?))",
+                [*params, json.dumps(seen)],
                 limit=self.config.batch_size,
                 lease_seconds=self.config.lease_seconds,
             )
             if not claim.rows:
                 return report
+            seen.extend(r.idem for r in claim.rows)
             report.counts["replayed"] += len(claim.rows)
             async with self._holding(claim.rows):
                 await self._deliver(claim.rows, report)

@@ -34,7 +34,7 @@ from reclaim_tui.errors import (
     LedgerVersionError,
 )
 
-__all__ = ["COLUMNS", "SCHEMA_VERSION", "Claim", "Ledger", "Transition"]
+__all__ = ["COLUMNS", "SCHEMA_VERSION", "Claim", "Ledger", "Transition", "row_from_tuple"]
 
 COLUMNS = (
     "idem, spec, model, status, handle, attempts, polls, inflight, held, duplicates, "
@@ -107,7 +107,7 @@ _EVENT_SQL = (
 )
 
 
-def _row(values: Sequence[Any]) -> Row:
+def row_from_tuple(values: Sequence[Any]) -> Row:
     """The one place a SELECT tuple becomes a Row (column order = COLUMNS)."""
     v = list(values)
     v[3] = Status(v[3])
@@ -375,7 +375,7 @@ class Ledger:
         args = [owner, now + lease_seconds, *params, *free_params, limit]
         async with self.write() as db:
             async with db.execute(sql, args) as cur:
-                rows = [_row(r) for r in await cur.fetchall()]
+                rows = [row_from_tuple(r) for r in await cur.fetchall()]
             if event and rows:
                 actor, note = event
                 await db.executemany(
@@ -519,7 +519,7 @@ class Ledger:
             await db.execute(
                 _EVENT_SQL, (now, idem, actor, before[0] if before else None, to.value, note)
             )
-        return _row(got)
+        return row_from_tuple(got)
 
     async def add_event(self, idem: str, actor: str, note: str, status: str | None) -> None:
         now = self.clock.now()
@@ -529,7 +529,7 @@ class Ledger:
     # -- reading --------------------------------------------------------------------
     async def get(self, idem: str) -> Row | None:
         rows = await self._fetchall(f"SELECT {COLUMNS} FROM jobs WHERE idem = ?", (idem,))
-        return _row(rows[0]) if rows else None
+        return row_from_tuple(rows[0]) if rows else None
 
     async def get_many(self, idems: Sequence[str]) -> dict[str, Row]:
         out: dict[str, Row] = {}
@@ -538,7 +538,7 @@ class Ledger:
                 f"SELECT {COLUMNS} FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
                 (json.dumps(list(chunk)),),
             ):
-                out[values[0]] = _row(values)
+                out[values[0]] = row_from_tuple(values)
         return out
 
     async def find(self, prefix: str) -> list[Row]:
@@ -547,7 +547,7 @@ class Ledger:
             f"SELECT {COLUMNS} FROM jobs WHERE idem >= ? AND idem < ? ORDER BY idem LIMIT 5",
             (prefix, prefix + "\uffff"),
         )
-        return [_row(r) for r in rows]
+        return [row_from_tuple(r) for r in rows]
 
     async def rows(
         self,
@@ -574,7 +574,7 @@ class Ledger:
         if clauses:
             sql += " WHERE " + " AND ".join(clauses)
         sql += " ORDER BY updated_at, idem LIMIT ?"
-        return [_row(r) for r in await self._fetchall(sql, [*args, limit])]
+        return [row_from_tuple(r) for r in await self._fetchall(sql, [*args, limit])]
 
     async def iter_rows(self, batch: int = 2000) -> AsyncIterator[Row]:
         """Every row, in key order, a page at a time (exports)."""
@@ -586,7 +586,7 @@ class Ledger:
             if not page:
                 return
             for values in page:
-                yield _row(values)
+                yield row_from_tuple(values)
             last = page[-1][0]
 
     async def result(self, idem: str) -> StoredResult | None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger import COLUMNS, Ledger, _row
+from reclaim_tui.core.ledger import COLUMNS, Ledger, row_from_tuple
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
 
@@ -290,7 +290,7 @@ class ConsoleReader:
         """
         now = self.clock.now()
         sql, params = _page_sql(view, now, self._dead, self.sizes, start, direction, limit + 1)
-        rows = [_row(r) for r in await _fetch(self._fast, sql, params)]
+        rows = [row_from_tuple(r) for r in await _fetch(self._fast, sql, params)]
         more = len(rows) > limit
         rows = rows[:limit]
         if direction in ("before", "last"):
@@ -312,7 +312,7 @@ class ConsoleReader:
             sql, params = _page_sql(
                 view, self.clock.now(), self._dead, self.sizes, start, direction, batch
             )
-            rows = [_row(r) for r in await _fetch(self._slow, sql, params)]
+            rows = [row_from_tuple(r) for r in await _fetch(self._slow, sql, params)]
             if not rows:
                 return
             yield rows
