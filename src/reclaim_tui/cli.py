@@ -146,7 +146,10 @@ def _read_jobs(path: str, settings: Settings) -> list[Any]:
                 text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise JobsFileError(source, [(0, f"cannot read: {exc}")]) from exc
-    return parse_jobs(text.splitlines(), source=source, default_model=settings.model)
+    # split("\n"), not splitlines(): U+2028/U+2029/U+0085 are legal inside a
+    # JSON string and must not end a line.
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    return parse_jobs(lines, source=source, default_model=settings.model)
 
 
 def _report(report: PassReport, fail_on_errors: bool) -> None:

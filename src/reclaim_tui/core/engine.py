@@ -193,8 +193,9 @@ class Engine:
                 outcomes = await self._each(claim.rows, self._create_one)
             crashpoint("after_create_before_handle")
             transitions = [self._after_create(row, out, report) for row, out in outcomes]
-            await self.ledger.apply(self.owner, self.config.actor, transitions)
+            applied = await self._apply(transitions, report)
             crashpoint("after_handle_commit")
+            await self._disown_late_creates(transitions, applied)
 
     async def _create_one(self, row: Row) -> RemoteInteraction:
         return await self.backend.create(row.job, row.idem)
@@ -204,7 +205,6 @@ class Engine:
     ) -> Transition:
         now = self.clock.now()
         if isinstance(out, RemoteInteraction):
-            report.counts["sent"] += 1
             return Transition(
                 row.idem,
                 Status.RESERVING,
@@ -218,13 +218,13 @@ class Engine:
                     "next_at": now + self.config.first_poll,
                     "last_error": None,
                 },
+                tally="sent",
             )
         message = _describe(out)
         report.error(row.idem, message)
         if not isinstance(out, NotCreatedError):
             # MaybeCreatedError, or anything unexpected: the request may have
             # left, so the outcome is unknown and the attempt stays in flight.
-            report.counts["maybe_created"] += 1
             # Stays in flight: recovery adopts it by label or applies the policy.
             return Transition(
                 row.idem,
@@ -232,10 +232,10 @@ class Engine:
                 Status.RESERVING,
                 f"attempt {row.attempts}: outcome unknown ({message})",
                 {"next_at": now + self.config.backoff(row.attempts), "last_error": message},
+                tally="maybe_created",
             )
         retryable = out.retryable
         if not retryable or row.attempts >= self.config.max_attempts:
-            report.counts["failed"] += 1
             why = "not retryable" if not retryable else f"{row.attempts} attempts"
             return Transition(
                 row.idem,
@@ -243,6 +243,7 @@ class Engine:
                 Status.FAILED,
                 f"create failed ({why}): {message}",
                 {"inflight": 0, "last_error": f"create failed ({why}): {message}"},
+                tally="failed",
             )
         return Transition(
             row.idem,
@@ -275,7 +276,7 @@ class Engine:
                 report.counts["polled"] += len(outcomes)
                 crashpoint("after_fetch_before_done")
                 transitions = [self._after_poll(row, out, report) for row, out in outcomes]
-                applied = set(await self.ledger.apply(self.owner, self.config.actor, transitions))
+                applied = await self._apply(transitions, report)
                 # Deliver exactly what was just committed with `done` (the same
                 # values, not a second read of them).
                 now = self.clock.now()
@@ -303,15 +304,14 @@ class Engine:
         message = _describe(out)
         report.error(row.idem, message)
         if isinstance(out, InteractionGoneError):
-            report.counts["gone"] += 1
             if row.attempts >= self.config.max_attempts:
-                report.counts["failed"] += 1
                 return Transition(
                     row.idem,
                     Status.SUBMITTED,
                     Status.FAILED,
                     f"interaction {row.handle} gone (404) and attempts exhausted",
                     {**base, "last_error": f"interaction {row.handle} gone (404)"},
+                    tally="failed",
                 )
             # The provider dropped it before we stored a result: send it again.
             return Transition(
@@ -326,16 +326,17 @@ class Engine:
                     "next_at": now,
                     "last_error": f"interaction {row.handle} gone (404)",
                 },
+                tally="gone",
             )
         streak = row.error_streak + 1
         if streak >= self.config.max_read_errors:
-            report.counts["failed"] += 1
             return Transition(
                 row.idem,
                 Status.SUBMITTED,
                 Status.FAILED,
                 f"gave up after {streak} read errors: {message}",
                 {**base, "error_streak": streak, "last_error": message},
+                tally="failed",
             )
         return Transition(
             row.idem,
@@ -355,7 +356,6 @@ class Engine:
     ) -> Transition:
         now = self.clock.now()
         if out.state == RemoteState.COMPLETED:
-            report.counts["completed"] += 1
             return Transition(
                 row.idem,
                 Status.SUBMITTED,
@@ -364,13 +364,18 @@ class Engine:
                 {**base, "done_at": now, "last_error": None, "error_streak": 0, "next_at": now},
                 result=out,
                 release=False,
+                tally="completed",
             )
         if out.state in (RemoteState.FAILED, RemoteState.CANCELLED):
             to = Status.CANCELLED if out.state == RemoteState.CANCELLED else Status.FAILED
-            report.counts[to.value] += 1
             reason = f"API status {out.api_status}" + (f": {out.error}" if out.error else "")
             return Transition(
-                row.idem, Status.SUBMITTED, to, reason, {**base, "last_error": reason}
+                row.idem,
+                Status.SUBMITTED,
+                to,
+                reason,
+                {**base, "last_error": reason},
+                tally=to.value,
             )
         next_at = self.config.next_poll(row.submitted_at or now, row.polls + 1, now)
         changes = {**base, "error_streak": 0, "next_at": next_at}
@@ -459,7 +464,6 @@ class Engine:
                     )
                 )
             else:
-                report.counts["consumed"] += 1
                 transitions.append(
                     Transition(
                         idem,
@@ -467,9 +471,10 @@ class Engine:
                         Status.CONSUMED,
                         "sink delivered",
                         {"consumed_at": now, "last_error": None, "error_streak": 0},
+                        tally="consumed",
                     )
                 )
-        await self.ledger.apply(self.owner, self.config.actor, transitions)
+        await self._apply(transitions, report)
 
     # -- orphans --------------------------------------------------------------------------
     async def recover_orphans(
@@ -502,7 +507,7 @@ class Engine:
             async with self._holding(claim.rows):
                 found = await self._each(claim.rows, self._lookup_one)
             transitions = [self._settle_orphan(r, f, force, report) for r, f in found]
-            await self.ledger.apply(self.owner, self.config.actor, transitions)
+            await self._apply(transitions, report)
 
     async def _lookup_one(self, row: Row) -> RemoteInteraction | None:
         if not self.backend.supports_lookup:
@@ -528,7 +533,6 @@ class Engine:
                 {"last_error": message, "next_at": now + self.config.backoff(1)},
             )
         if found is not None:
-            report.counts["adopted"] += 1
             return Transition(
                 row.idem,
                 Status.RESERVING,
@@ -542,26 +546,33 @@ class Engine:
                     "next_at": now,
                     "last_error": None,
                 },
+                tally="adopted",
             )
         if self.config.orphan_policy == OrphanPolicy.HOLD and not force:
             if row.held:
                 return Transition(row.idem, Status.RESERVING, Status.RESERVING, "", {})
-            report.counts["held"] += 1
             return Transition(
                 row.idem,
                 Status.RESERVING,
                 Status.RESERVING,
                 "orphan held for an operator (policy=hold)",
                 {"held": 1, "last_error": "orphan: outcome of create unknown"},
+                tally="held",
             )
         if row.attempts >= self.config.max_attempts and not force:
-            report.counts["failed"] += 1
             why = f"outcome of {row.attempts} attempts unknown; attempts exhausted"
-            return Transition(row.idem, Status.RESERVING, Status.FAILED, why,
-                              {"inflight": 0, "held": 0, "last_error": why})
-        report.counts["resubmitted"] += 1
-        if self.backend.supports_lookup:
-            # The backend searched and found nothing: the create never landed.
+            return Transition(
+                row.idem,
+                Status.RESERVING,
+                Status.FAILED,
+                why,
+                {"inflight": 0, "held": 0, "last_error": why},
+                tally="failed",
+            )
+        if self.backend.supports_lookup and _holder_gone(row.prev_owner):
+            # The backend searched and found nothing, and nobody can still be
+            # sending that attempt (its holder released it or is provably
+            # dead): the create never landed.
             note = f"orphan: attempt {row.attempts} not found by label; sending again"
             changes: dict[str, Any] = {"inflight": 0, "held": 0, "next_at": now}
         else:
@@ -570,7 +581,9 @@ class Engine:
                 " — possible duplicate spend"
             )
             changes = {"inflight": 0, "held": 0, "next_at": now, "duplicates": row.duplicates + 1}
-        return Transition(row.idem, Status.RESERVING, Status.RESERVING, note, changes)
+        return Transition(
+            row.idem, Status.RESERVING, Status.RESERVING, note, changes, tally="resubmitted"
+        )
 
     # -- operator actions --------------------------------------------------------------------
     async def retry(self, idem: str, *, actor: str = "cli") -> Row:
@@ -598,23 +611,39 @@ class Engine:
         )
 
     async def cancel(self, idem: str, *, actor: str = "cli") -> Row:
-        """Cancel a job that has not finished; asks the API to cancel too."""
+        """Cancel a job that has not finished; asks the API to cancel too.
+
+        An orphan (a create whose outcome is unknown) may have an interaction
+        running: it is looked up by label and cancelled where the backend can
+        search; elsewhere the row records the possible spend.
+        """
         before = await self._require(idem)
+        orphan = before.status == Status.RESERVING and before.inflight
+        changes: dict[str, Any] = {"held": 0}
+        note = "operator cancel"
+        if orphan and not self.backend.supports_lookup:
+            changes["duplicates"] = before.duplicates + 1
+            note += f"; outcome of attempt {before.attempts} unknown — possible duplicate spend"
         row = await self._operator(
-            idem,
-            (Status.RESERVING, Status.SUBMITTED),
-            Status.CANCELLED,
-            actor,
-            "operator cancel",
-            {"held": 0},
+            idem, (Status.RESERVING, Status.SUBMITTED), Status.CANCELLED, actor, note, changes
         )
-        if before.handle:
+        handle = before.handle
+        if handle is None and orphan and self.backend.supports_lookup:
             try:
-                remote = await self.backend.cancel(before.handle)
-                note = f"remote {before.handle} is {remote.api_status}"
+                found = await self.backend.find_by_label(idem)
             except BackendError as exc:
-                note = f"remote cancel of {before.handle} failed: {_describe(exc)}"
-            await self.ledger.add_event(idem, actor, note, Status.CANCELLED.value)
+                found = None
+                await self.ledger.add_event(
+                    idem, actor, f"orphan lookup failed: {_describe(exc)}", Status.CANCELLED.value
+                )
+            handle = found.id if found is not None else None
+        if handle:
+            try:
+                remote = await self.backend.cancel(handle)
+                remote_note = f"remote {handle} is {remote.api_status}"
+            except BackendError as exc:
+                remote_note = f"remote cancel of {handle} failed: {_describe(exc)}"
+            await self.ledger.add_event(idem, actor, remote_note, Status.CANCELLED.value)
         return row
 
     async def adopt(self, idem: str, interaction_id: str, *, actor: str = "cli") -> Row:
@@ -689,6 +718,41 @@ class Engine:
         )
 
     # -- helpers ----------------------------------------------------------------------------
+    async def _apply(self, transitions: Sequence[Transition], report: PassReport) -> set[str]:
+        """Write back a batch; count only what applied (a pass that lost a
+        row's lease reports nothing it did not write)."""
+        applied = set(await self.ledger.apply(self.owner, self.config.actor, transitions))
+        for t in transitions:
+            if t.idem not in applied:
+                report.counts["lease_lost"] += 1
+            elif t.tally:
+                report.counts[t.tally] += 1
+        return applied
+
+    async def _disown_late_creates(
+        self, transitions: Sequence[Transition], applied: set[str]
+    ) -> None:
+        """A create that succeeded after this process lost the row's lease
+        (it was paused or slow past the lease) belongs to nobody: write it into
+        the row's history and ask the API to cancel it."""
+        for t in transitions:
+            handle = t.changes.get("handle")
+            if t.to != Status.SUBMITTED or t.idem in applied or not handle:
+                continue
+            try:
+                remote = await self.backend.cancel(handle)
+                outcome = f"cancel asked: {remote.api_status}"
+            except BackendError as exc:
+                outcome = f"cancel failed: {_describe(exc)}"
+            note = (
+                f"late create {handle} by {self.owner} after its lease was lost"
+                f" — possible duplicate spend; {outcome}"
+            )
+            try:
+                await self.ledger.add_event(t.idem, self.config.actor, note, None)
+            except Exception as exc:  # the ledger may be what failed us
+                log.warning("%s: %s (could not record: %s)", t.idem, note, exc)
+
     async def _each(
         self, items: Sequence[Any], fn: Callable[[Any], Awaitable[Any]]
     ) -> list[tuple[Any, Any]]:
@@ -728,6 +792,12 @@ class Engine:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+def _holder_gone(owner: str | None) -> bool:
+    """True when no process can still act on a row this owner held: it let go
+    (None), or it is provably dead. A stopped or remote holder may yet send."""
+    return owner is None or holder_alive(owner) is False
 
 
 def _stored(idem: str, result: RemoteInteraction, now: float) -> StoredResult:

@@ -38,8 +38,8 @@ __all__ = ["COLUMNS", "SCHEMA_VERSION", "Claim", "Ledger", "Transition", "row_fr
 
 COLUMNS = (
     "idem, spec, model, status, handle, attempts, polls, inflight, held, duplicates, "
-    "error_streak, lease_owner, lease_until, next_at, last_error, created_at, state_since, "
-    "submitted_at, done_at, consumed_at, updated_at"
+    "error_streak, prev_owner, lease_owner, lease_until, next_at, last_error, created_at, "
+    "state_since, submitted_at, done_at, consumed_at, updated_at"
 )
 
 # Numbered migrations; PRAGMA user_version records how many have run.
@@ -95,6 +95,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX events_job ON events(job, id);
     """,
+    # 2: who held a row before the current claim, so recovery can tell a dead
+    # holder's orphan from one whose holder is merely late (and may still send).
+    """
+    ALTER TABLE jobs ADD COLUMN prev_owner TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -138,6 +143,8 @@ class Transition:
     changes: dict[str, Any] = field(default_factory=dict)
     result: RemoteInteraction | None = None
     release: bool = True
+    #: the PassReport counter this transition adds to — only once it applied.
+    tally: str | None = None
 
 
 def _map_sqlite_error(exc: sqlite3.Error, path: str) -> LedgerError:
@@ -272,17 +279,24 @@ class Ledger:
         async with self._lock:
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise _map_sqlite_error(exc, self.path) from exc
-            try:
                 yield self._db
                 await self._db.execute("COMMIT")
             except BaseException as exc:
-                if self._db.in_transaction:
-                    await self._db.execute("ROLLBACK")
+                # Also on cancellation: a statement already handed to
+                # aiosqlite's thread runs anyway (a BEGIN cancelled while it
+                # waited for the lock still opens the transaction), so queue a
+                # ROLLBACK behind it — shielded, so a second cancel cannot
+                # skip it — instead of trusting in_transaction right now.
+                await asyncio.shield(self._abandon())
                 if isinstance(exc, sqlite3.Error):
                     raise _map_sqlite_error(exc, self.path) from exc
                 raise
+
+    async def _abandon(self) -> None:
+        try:
+            await self._db.execute("ROLLBACK")
+        except sqlite3.OperationalError:
+            pass  # no transaction was open: BEGIN failed, or COMMIT went through
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         async with self._lock:
@@ -365,7 +379,7 @@ class Ledger:
         free += ")"
         extra = f", {set_sql}" if set_sql else ""
         sql = (
-            f"UPDATE jobs SET lease_owner = ?, lease_until = ?{extra}"
+            f"UPDATE jobs SET prev_owner = lease_owner, lease_owner = ?, lease_until = ?{extra}"
             f" WHERE idem IN (SELECT idem FROM jobs WHERE {where} AND {free}"
             f" ORDER BY {order} LIMIT ?) RETURNING {COLUMNS}"
         )

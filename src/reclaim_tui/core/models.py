@@ -108,6 +108,7 @@ class Row:
     held: bool
     duplicates: int
     error_streak: int
+    prev_owner: str | None
     lease_owner: str | None
     lease_until: float
     next_at: float

@@ -92,6 +92,9 @@ class DirectorySink:
             self.directory.mkdir(parents=True, exist_ok=True)
             md = self.path_for(idem, ".md")
             js = self.path_for(idem, ".json")
+            # A delivery killed half-way left its temp file; this one replaces it.
+            for stale in self.directory.glob(f".{idem}.*.tmp"):
+                stale.unlink(missing_ok=True)
             _atomic_write(md, result.output_text.encode("utf-8"))
             crashpoint("inside_sink")
             pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
