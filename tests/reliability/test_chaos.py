@@ -1,0 +1,160 @@
+"""Chaos soak (bounded): workers SIGKILLed at random while the emulator fails 5% of
+requests with 500 and drops 5% of creates after accepting them.
+
+    RECLAIM_SOAK_SECONDS   length of the chaos phase (default 60)
+    RECLAIM_SOAK_JOBS      jobs (default 1000)
+    RECLAIM_SOAK_WORKERS   concurrent `tick` loops (default 4)
+    RECLAIM_SOAK_LOOKUP    1 (default): orphans adopted through the emulator's
+                           find-by-label; 0: the resubmit policy (duplicates
+                           recorded instead)
+    RECLAIM_SOAK_SEED      seed of the kill schedule and the emulator (default 7)
+
+After the chaos phase the faults are switched off and clean ticks run until
+every row is terminal. Then: every job consumed exactly once; creates ≤ jobs +
+ambiguous create failures counted by the emulator (dropped creates and
+injected 5xx on create) — plus, without lookup, the orphans the kills left,
+each of which the ledger records as a possible duplicate; and every
+interaction the emulator created is accounted for by the ledger.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from reclaim_tui.core.fakes import fake_output_text
+from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.models import JobSpec
+from tests.helpers import EmulatorProcess, Workspace, record_figures
+from tests.helpers.ledgerdb import account_for_creates
+from tests.helpers.procs import known_cancel_bug, write_jobs
+
+pytestmark = pytest.mark.slow
+
+SECONDS = float(os.environ.get("RECLAIM_SOAK_SECONDS", "60"))
+JOBS = int(os.environ.get("RECLAIM_SOAK_JOBS", "1000"))
+WORKERS = int(os.environ.get("RECLAIM_SOAK_WORKERS", "4"))
+LOOKUP = os.environ.get("RECLAIM_SOAK_LOOKUP", "1") != "0"
+SEED = int(os.environ.get("RECLAIM_SOAK_SEED", "7"))
+
+
+class WorkerSlot:
+    """One `tick` loop: restarts its process whenever it exits or is killed."""
+
+    def __init__(self, ws: Workspace, jobs: Path, index: int, stop: threading.Event) -> None:
+        self.ws, self.jobs, self.index, self.stop = ws, jobs, index, stop
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.lock = threading.Lock()
+        self.runs = 0
+        self.killed = 0
+        self.failures: list[str] = []
+        self.known_bug_exits = 0
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self) -> None:
+        while not self.stop.is_set():
+            with self.lock:
+                self.runs += 1
+                self.proc = self.ws.popen_tick(
+                    jobs=self.jobs, log_name=f"w{self.index}-{self.runs}.log"
+                )
+            code = self.proc.wait()
+            log = self.proc.log_path.read_text()  # type: ignore[attr-defined]
+            if code == -signal.SIGKILL:
+                self.killed += 1
+            elif known_cancel_bug(code, log):
+                self.known_bug_exits += 1
+            elif code != 0 or "locked" in log or "Traceback" in log:
+                self.failures.append(f"exit {code}: {log[-1500:]}")
+
+    def kill(self) -> bool:
+        with self.lock:
+            proc = self.proc
+            if proc is None or proc.poll() is not None:
+                return False
+            proc.send_signal(signal.SIGKILL)
+            return True
+
+
+def test_chaos_soak_loses_nothing(tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    flags = ("--rate-500", "0.05", "--drop-rate", "0.05", "--latency-max", "2")
+    with EmulatorProcess(tmp_path, latency=0.2, seed=SEED, flags=flags) as emu:
+        ws = Workspace(tmp_path / "chaos", emulator=emu, lookup=LOOKUP)
+        texts = [f"chaos job {i} of {JOBS}" for i in range(JOBS)]
+        keys = {idempotency_key(JobSpec(input=t, model="gemini-flash-latest")): t for t in texts}
+        jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": t} for t in texts])
+
+        stop = threading.Event()
+        slots = [WorkerSlot(ws, jobs, i, stop) for i in range(WORKERS)]
+        for slot in slots:
+            slot.thread.start()
+        deadline = time.monotonic() + SECONDS
+        kills_sent = 0
+        while time.monotonic() < deadline:
+            time.sleep(rng.uniform(0.5, 2.0))
+            kills_sent += rng.choice(slots).kill()
+        stop.set()
+        for slot in slots:
+            slot.thread.join(180)
+        failures = [f for slot in slots for f in slot.failures]
+        assert failures == [], failures[:3]
+        chaos_counts = ws.view().status_counts()
+
+        emu.set_faults()  # chaos over: clean ticks until everything is terminal
+        for run in ws.settle(max_ticks=40):
+            assert run.returncode == 0 or known_cancel_bug(run.returncode, run.stderr), run.stderr
+            assert "locked" not in run.stderr and "Traceback" not in run.stderr
+
+        stats = emu.stats()
+        view = ws.view()
+        rows = view.rows()
+        creates = emu.creates_by_idem()
+        assert set(rows) == set(keys)
+        assert Counter(r["status"] for r in rows.values()) == Counter(consumed=JOBS)
+        assert view.bad_transitions() == [] and view.consumed_without_done() == []
+        consumed_events = Counter(
+            e.idem for e in view.events() if (e.from_status, e.to_status) == ("done", "consumed")
+        )
+        assert set(consumed_events.values()) == {1} and len(consumed_events) == JOBS
+        for key, text in keys.items():
+            assert (ws.out / f"{key}.md").read_text(encoding="utf-8") == fake_output_text(text)
+        delivered = Counter(d["idem"] for d in ws.deliveries())
+        assert set(delivered) == set(keys)
+
+        total_creates = sum(len(v) for v in creates.values())
+        dropped = stats["dropped_total"]
+        create_5xx = stats["calls"]["create"] - stats["creates_total"]
+        duplicates = sum(r["duplicates"] for r in rows.values())
+        bound = JOBS + dropped + create_5xx + (0 if LOOKUP else duplicates)
+        assert total_creates <= bound, (total_creates, JOBS, dropped, create_5xx, duplicates)
+        assert account_for_creates(view, creates) == []
+        kills = sum(slot.killed for slot in slots)
+        record_figures(
+            "chaos_soak",
+            seconds=SECONDS,
+            workers=WORKERS,
+            lookup=LOOKUP,
+            jobs=JOBS,
+            tick_runs=sum(slot.runs for slot in slots),
+            kills_sent=kills_sent,
+            kills_survived=kills,
+            consumed_at_chaos_end=chaos_counts.get("consumed", 0),
+            creates=total_creates,
+            dropped_creates=dropped,
+            create_5xx=create_5xx,
+            duplicates_recorded=duplicates,
+            adopted=sum(1 for e in view.events() if e.note.startswith("orphan adopted")),
+            deliveries=sum(delivered.values()),
+            redeliveries=sum(delivered.values()) - JOBS,
+            lost=JOBS - sum(1 for r in rows.values() if r["status"] == "consumed"),
+            known_bug_exit4=sum(slot.known_bug_exits for slot in slots),
+        )
