@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reclaim_tui.core import gemini
 from reclaim_tui.core.gemini import GeminiBackend, install_fast_path
@@ -227,15 +231,14 @@ class _Recorder:
     """Wraps the SDK's httpx client `send` to keep what goes on the wire."""
 
     def __init__(self, backend: GeminiBackend, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.sent: list[tuple[str, str, list[tuple[str, str]], Any]] = []
+        self.sent: list[tuple[str, str, list[tuple[str, str]], Any, bytes]] = []
         client = backend._interactions.sdk_configuration.async_client
         send = client.send
 
         async def recording(request: Any, **kw: Any) -> Any:
             headers = sorted((k.lower(), v) for k, v in request.headers.items())
-            self.sent.append(
-                (request.method, str(request.url), headers, request.extensions.get("timeout"))
-            )
+            timeout = request.extensions.get("timeout")
+            self.sent.append((request.method, str(request.url), headers, timeout, request.content))
             return await send(request, **kw)
 
         monkeypatch.setattr(client, "send", recording)
@@ -249,7 +252,7 @@ async def test_fast_get_sends_the_stock_request(
     records = [_Recorder(fast, monkeypatch), _Recorder(stock, monkeypatch)]
     await _same(pair, handle)
     assert records[0].sent == records[1].sent and len(records[0].sent) == 1
-    method, url, headers, _ = records[0].sent[0]
+    method, url, headers, _, _ = records[0].sent[0]
     assert method == "GET" and url.endswith(f"/interactions/{handle}?stream=false")
     assert ("x-goog-api-key", emu.api_key) in headers
 
@@ -284,8 +287,16 @@ async def test_fast_get_parses_other_shapes_like_stock(
     import httpx2
 
     answers = {
-        "legacy": (200, "application/json", {"id": "legacy", "status": "completed",
-                   "outputs": [{"type": "text", "text": "old"}], "new_field": {"x": 1}}),
+        "legacy": (
+            200,
+            "application/json",
+            {
+                "id": "legacy",
+                "status": "completed",
+                "outputs": [{"type": "text", "text": "old"}],
+                "new_field": {"x": 1},
+            },
+        ),
         "html": (200, "text/html", "<html>hi</html>"),
         "gateway": (502, "text/html", "<html>bad gateway</html>"),
         "list": (200, "application/json", [1, 2]),
@@ -321,3 +332,340 @@ async def test_unsafe_ids_and_changed_hooks_use_the_stock_get(
     retrying._interactions.sdk_configuration.retry_config.max_retries = 2
     assert gemini._FastGet.attach(retrying._interactions) is None
     await retrying.aclose()
+
+
+# -- the fast create: same body out, same RemoteInteraction (or error) back, one POST --------
+IDEM = "0123456789abcdef" * 2
+SPECS = {
+    "plain": SPEC,
+    "escapes": JobSpec(input='é "q" \\ \n\t\x00 \u2028 😀 \ud800', model="gemini-3-flash"),
+    "labels": JobSpec(input="x", model="m", config={"labels": {"team": "a-b", "run": "7"}}),
+    "extras": JobSpec(
+        input="Tell me about lighthouses.",
+        model="gemini-3-flash",
+        config={
+            "system_instruction": "Be brief.",
+            "generation_config": {"temperature": 0.5, "max_output_tokens": 64},
+            "labels": {"team": "ops"},
+        },
+    ),
+    "text_blocks": JobSpec(input=[{"type": "text", "text": "a"}, {"text": "b"}], model="m"),
+    "steps": JobSpec(
+        input=[{"type": "user_input", "content": [{"type": "text", "text": "hi"}]}], model="m"
+    ),
+}
+
+
+async def _create_outcome(backend: GeminiBackend, spec: JobSpec) -> Any:
+    """What the engine sees from one create, ids aside (two creates differ only there)."""
+    try:
+        got = await backend.create(spec, IDEM)
+    except BackendError as exc:
+        return (type(exc).__name__, exc.status, str(exc), getattr(exc, "retryable", None))
+    raw = {k: v for k, v in got.raw.items() if k != "id"}
+    return dataclasses.replace(got, id="", raw=raw)
+
+
+def _stock_create_forbidden(backend: GeminiBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def refuse(**kwargs: Any) -> Any:
+        raise AssertionError("the stock create was used")
+
+    monkeypatch.setattr(backend._interactions, "create", refuse)
+
+
+async def _same_create(
+    pair: tuple[GeminiBackend, GeminiBackend],
+    spec: JobSpec,
+    posts: Any = None,
+    *,
+    fast_only: bool = True,
+) -> Any:
+    """Both backends' outcomes for `spec`, asserted equal; `posts()` must rise by one each.
+
+    `fast_only`: the fast backend must not fall back to the stock create.
+    """
+    outcomes = []
+    if fast_only:
+        with pytest.MonkeyPatch.context() as patch:
+            _stock_create_forbidden(pair[0], patch)
+            outcomes.append(await _one_create(pair[0], spec, posts))
+    else:
+        outcomes.append(await _one_create(pair[0], spec, posts))
+    outcomes.append(await _one_create(pair[1], spec, posts))
+    assert outcomes[0] == outcomes[1]
+    return outcomes[0]
+
+
+async def _one_create(backend: GeminiBackend, spec: JobSpec, posts: Any) -> Any:
+    before = posts() if posts else 0
+    outcome = await _create_outcome(backend, spec)
+    if posts:
+        assert posts() - before == 1, "exactly one POST per create"
+    return outcome
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+async def test_fast_create_sends_the_stock_request(
+    name: str, pair: tuple[GeminiBackend, GeminiBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, stock = pair
+    records = [_Recorder(fast, monkeypatch), _Recorder(stock, monkeypatch)]
+    got = await _same_create(pair, SPECS[name])
+    assert isinstance(got, RemoteInteraction) and got.state is RemoteState.PENDING
+    assert records[0].sent == records[1].sent and len(records[0].sent) == 1
+    method, url, headers, _, body = records[0].sent[0]
+    assert method == "POST" and url.endswith("/interactions")
+    assert json.loads(body)["labels"]["idem"] == IDEM
+    assert ("content-type", "application/json") in headers
+
+
+async def test_fast_create_gives_the_stock_interaction_after_completion(
+    emu: EmulatorServer, pair: tuple[GeminiBackend, GeminiBackend]
+) -> None:
+    done = []
+    for backend in pair:
+        created = await backend.create(SPECS["extras"], IDEM)
+        emu.store.finish(emu.store.interactions[created.id], "completed", "done", None)
+        got = await backend.get(created.id)
+        done.append(dataclasses.replace(got, id="", raw={"id": None, **got.raw} | {"id": ""}))
+    assert done[0] == done[1] and done[0].output_text == "done"
+
+
+def _posts(emu: EmulatorServer) -> Any:
+    return lambda: emu.store.calls["create_posts_received"]
+
+
+@pytest.mark.parametrize(
+    ("faults", "spec", "expected"),
+    [
+        ({"create": {"rate_429": 1.0}}, SPEC, ("NotCreatedError", 429, True)),
+        ({"create": {"rate_500": 1.0}}, SPEC, ("MaybeCreatedError", 500, None)),
+        ({"create": {"rate_503": 1.0}}, SPEC, ("MaybeCreatedError", 503, None)),
+        ({"drop_rate": 1.0, "drop_mode": "503"}, SPEC, ("MaybeCreatedError", 503, None)),
+        ({"drop_rate": 1.0}, SPEC, ("MaybeCreatedError", None, None)),  # connection dropped
+        ({}, JobSpec(input=None, model="m"), ("NotCreatedError", 400, False)),
+        ({}, JobSpec(input="x", model=None), ("NotCreatedError", 400, False)),  # type: ignore[arg-type]
+        ({}, JobSpec(input="x", model=""), ("NotCreatedError", 400, False)),
+        (
+            {},
+            JobSpec(input="x", model="m", config={"labels": {"Bad": "x"}}),
+            ("NotCreatedError", 400, False),
+        ),
+    ],
+)
+async def test_fast_create_gives_the_stock_errors(
+    emu: EmulatorServer,
+    pair: tuple[GeminiBackend, GeminiBackend],
+    faults: dict[str, Any],
+    spec: JobSpec,
+    expected: tuple[str, int | None, bool | None],
+) -> None:
+    emu.store.faults = FaultConfig.from_json(faults)
+    got = await _same_create(pair, spec, _posts(emu))
+    assert (got[0], got[1], got[3]) == expected
+
+
+async def test_fast_create_with_a_wrong_key_fails_like_stock(emu: EmulatorServer) -> None:
+    pair = (
+        GeminiBackend("wrong-key", emu.base_url),
+        GeminiBackend("wrong-key", emu.base_url, fast_path=False),
+    )
+    try:
+        got = await _same_create(pair, SPEC, _posts(emu))
+    finally:
+        for backend in pair:
+            await backend.aclose()
+    assert got[:2] == ("NotCreatedError", 401) and got[3] is True and "wrong-key" not in got[2]
+    assert emu.store.creates_log == []
+
+
+async def test_fast_create_without_an_api_key_fails_like_stock(
+    emu: EmulatorServer, pair: tuple[GeminiBackend, GeminiBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A callable token source (Vertex): asked on every request; the emulator wants a key (403).
+    from google.genai._gaos._hooks.google_genai_auth import GoogleGenAISecurityProvider
+
+    tokens = iter(f"token-{n}" for n in range(100))
+    for backend in pair:
+        provider = GoogleGenAISecurityProvider(access_token=lambda: next(tokens))
+        monkeypatch.setattr(backend._interactions.sdk_configuration, "security", provider)
+    fast, stock = pair
+    fast._fast_create = gemini._FastCreate.attach(fast._interactions)  # re-read the config
+    records = [_Recorder(fast, monkeypatch), _Recorder(stock, monkeypatch)]
+    got = await _same_create(pair, SPEC, _posts(emu))
+    assert got[:2] == ("NotCreatedError", 403) and got[3] is True
+    await _create_outcome(fast, SPEC)
+    auth = [dict(r[2]).get("authorization") for r in records[0].sent + records[1].sent]
+    assert auth == ["Bearer token-0", "Bearer token-2", "Bearer token-1"]
+    assert [r[:2] + r[4:] for r in records[0].sent] == [
+        records[1].sent[0][:2] + records[1].sent[0][4:]
+    ] * 2
+
+
+async def test_fast_create_timeout_and_refused_connection_like_stock(emu: EmulatorServer) -> None:
+    from reclaim_tui.emulator.server import free_port
+
+    emu.store.faults = FaultConfig.from_json({"slow_rate": 1.0, "slow_seconds": 0.5})
+    slow = (
+        GeminiBackend(emu.api_key, emu.base_url, request_timeout=0.1),
+        GeminiBackend(emu.api_key, emu.base_url, request_timeout=0.1, fast_path=False),
+    )
+    closed = f"http://127.0.0.1:{free_port()}"
+    refused = (GeminiBackend(None, closed), GeminiBackend(None, closed, fast_path=False))
+    try:
+        got = await _same_create(slow, SPEC, _posts(emu))
+        assert got[:2] == ("MaybeCreatedError", None) and "create sent" in got[2]
+        got = await _same_create(refused, SPEC)
+        assert got[:2] == ("NotCreatedError", None) and got[3] is True
+    finally:
+        for backend in (*slow, *refused):
+            await backend.aclose()
+    assert len(emu.store.creates_log) == 2
+
+
+@pytest.mark.parametrize(
+    ("spec", "fast_only"),
+    [
+        (JobSpec(input="x", model="m", config={"no_such_parameter": 1}), True),  # TypeError
+        (JobSpec(input="x", model="m", config={"generation_config": {"temperature": "hot"}}), True),
+        (JobSpec(input="x", model="m", config={"labels": {"n": 1}}), True),  # ValidationError
+        (JobSpec(input=[{"role": "user", "content": "hi"}], model="m"), True),  # not in SDK 3.3
+        # A second `model`: a TypeError of the call itself, left to the stock create.
+        (JobSpec(input="x", model="m", config={"model": "other"}), False),
+    ],
+)
+async def test_fast_create_rejects_bad_requests_like_stock_without_sending(
+    emu: EmulatorServer,
+    pair: tuple[GeminiBackend, GeminiBackend],
+    spec: JobSpec,
+    fast_only: bool,
+) -> None:
+    got = await _same_create(pair, spec, fast_only=fast_only)
+    assert got[0] == "NotCreatedError" and got[3] is False
+    assert emu.store.calls["create_posts_received"] == 0
+
+
+async def test_fast_create_parses_other_shapes_like_stock(
+    pair: tuple[GeminiBackend, GeminiBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx2
+
+    answers = [
+        (
+            200,
+            "application/json",
+            {
+                "id": "legacy",
+                "status": "in_progress",
+                "outputs": [{"type": "text", "text": "old"}],
+                "new_field": {"x": 1},
+            },
+        ),
+        (
+            200,
+            "application/json",
+            {
+                "id": "x",
+                "status": "completed",
+                "steps": [{"type": "model_output", "content": [{"type": "text", "text": "hi"}]}],
+            },
+        ),
+        (200, "application/json", {"status": "in_progress"}),  # no id
+        (200, "text/html", "<html>hi</html>"),
+        (200, "text/event-stream", "data: {}\n\n"),
+        (201, "application/json", {"id": "x", "status": "in_progress"}),
+        (502, "text/html", "<html>bad gateway</html>"),
+        (400, "application/json", {"unexpected": True}),
+        (
+            400,
+            "application/json",
+            {
+                "error": {
+                    "code": "INVALID_ARGUMENT",
+                    "message": "API key not valid. Please pass a valid API key.",
+                    "status": "INVALID_ARGUMENT",
+                }
+            },
+        ),
+        (409, "application/json", {"error": {"message": "conflict"}}),
+        (503, "application/json", [1, 2]),
+        (200, "application/json", [1, 2]),
+        (200, "application/json", "{not json"),
+    ]
+    current: list[Any] = []
+
+    def answer(request: Any) -> Any:
+        status, kind, body = current[0]
+        text = body if isinstance(body, str) else json.dumps(body)
+        return httpx2.Response(status, headers={"content-type": kind}, text=text)
+
+    for backend in pair:
+        client = backend._interactions.sdk_configuration.async_client
+        monkeypatch.setattr(client, "_transport", httpx2.MockTransport(answer))
+    for shape in answers:
+        current[:] = [shape]
+        await _same_create(pair, SPEC)
+
+
+def _backend_without_server(**kwargs: Any) -> GeminiBackend:
+    return GeminiBackend("k", "http://127.0.0.1:9", **kwargs)
+
+
+async def test_fast_create_steps_aside_when_unsure(
+    emu: EmulatorServer, pair: tuple[GeminiBackend, GeminiBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, _ = pair
+    assert fast._fast_create is not None
+    # Agent and stream requests keep the stock create (other checks, headers, parsers).
+    for extra in ({"agent": "a"}, {"stream": True}, {"agent_config": {}}):
+        assert fast._fast_create.body("m", "x", {"idem": IDEM}, extra) is None
+    # A template that surprises us: the stock create from then on, same results.
+    broken = gemini._FastCreate.attach(fast._interactions)
+
+    async def fail() -> None:
+        raise ValueError("surprise")
+
+    monkeypatch.setattr(broken, "_prepare", fail)
+    fast._fast_create = broken
+    await _same_create(pair, SPEC, _posts(emu), fast_only=False)
+    assert fast._fast_create is None
+    # Changed hooks or SDK retries switched on: no fast create at all.
+    other = _backend_without_server()
+    hooks = other._interactions.sdk_configuration.__dict__["_async_hooks"]
+    hooks.after_parse_error_hooks.append(object())
+    assert gemini._FastCreate.attach(other._interactions) is None
+    assert gemini._FastGet.attach(other._interactions) is None
+    hooks.after_parse_error_hooks.pop()
+    other._interactions.sdk_configuration.retry_config.max_retries = 2
+    assert gemini._FastCreate.attach(other._interactions) is None
+    await other.aclose()
+    assert _backend_without_server(fast_path=False)._fast_create is None
+
+
+async def test_hand_built_body_is_checked_against_the_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _backend_without_server()
+    fast = backend._fast_create
+    assert fast is not None and await fast.ready() and fast._plain
+    monkeypatch.setattr(gemini._FastCreate, "_plain_body", staticmethod(lambda *a: "{}"))
+    other = gemini._FastCreate.attach(backend._interactions)
+    assert await other.ready() and not other._plain  # the SDK builds every body
+    assert other.body("m", "x", {"idem": IDEM}, {}) == fast._sdk_body("m", "x", {"idem": IDEM}, {})
+    await backend.aclose()
+
+
+@functools.cache
+def _body_builder() -> Any:
+    # Never sends: only the SDK's body functions are used.
+    return gemini._FastCreate.attach(_backend_without_server()._interactions)
+
+
+@given(
+    model=st.text(max_size=20),
+    text=st.text(max_size=60),
+    labels=st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=3),
+)
+@settings(max_examples=200, deadline=None)
+def test_hand_built_body_equals_the_sdk_body(model: str, text: str, labels: dict[str, str]) -> None:
+    fast = _body_builder()
+    with gemini._fast_path(True):
+        assert fast._plain_body(model, text, labels) == fast._sdk_body(model, text, labels, {})

@@ -32,10 +32,11 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn, Self
 
 from reclaim_tui.core.backend import map_api_status
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
@@ -329,36 +330,51 @@ def _fast_path(enabled: bool) -> Iterator[None]:
         _FAST.reset(token)
 
 
-# -- fast get ---------------------------------------------------------------------------
-# A poll is the hot call (a job is polled several times, created once). Even memoized,
-# the stock `interactions.get` spends ~1.2 ms of CPU on work that is the same for every
-# poll: speakeasy rebuilds the URL, query and headers from the request model, runs the
-# auth hook in a worker thread (`SyncToAsyncBeforeRequestAdapter` → asyncio.to_thread,
-# ~0.2 ms alone) and wraps the send in its retry loop. `_FastGet` asks the stock builder
-# once, for a placeholder id, and keeps the URL, headers and timeout it produced; each
-# poll then sends that request through the SDK's own httpx client and parses the answer
-# with the SDK's own parser and error mapping. What is sent and what comes back are
-# the stock path's (tests/unit/test_gemini_fastpath.py compares both).
+# -- fast get and fast create ----------------------------------------------------------
+# Even memoized, the stock `interactions.get` spends ~1.2 ms of CPU and `create` ~1 ms on
+# work that is the same for every call: speakeasy rebuilds the URL, query and headers from
+# the request model, runs the auth hook in a worker thread (`SyncToAsyncBeforeRequestAdapter`
+# → asyncio.to_thread, ~0.2 ms alone) and wraps the send in its retry loop; create also
+# validates the body into a pydantic model and dumps it again (~0.2 ms). `_FastGet` and
+# `_FastCreate` ask the stock builder once (a placeholder id, a probe body) and keep the
+# URL, headers and timeout it produced; each call then sends through the SDK's own httpx
+# client and parses the answer with the SDK's own parser and error mapping. What is sent
+# and what comes back are the stock path's (tests/unit/test_gemini_fastpath.py compares
+# both). Neither retries: one call, one request (create: exactly one POST per attempt).
 _PLACEHOLDER_ID = "reclaimtuiplaceholderid0"
 _SAFE_ID = re.compile(r"[A-Za-z0-9._~-]{1,512}")  # spliced verbatim into the URL
 _GAOS = "google.genai._gaos"
+_JSON_SEPARATORS = (",", ":")
+# A probe body for the create template; also checks the hand-built JSON against the SDK's.
+_PROBE_CREATE: dict[str, Any] = {
+    "model": "reclaim-probe-model",
+    "input": 'probe "é" \\ \n\t\x00 \u2028 😀',
+    "labels": {"team": "a-b_c", "idem": "0" * 32},
+}
+# Keys that change what the stock create does beyond its body (a second `model`/`input`/
+# `background` is a TypeError of the call itself; agent and stream requests take other
+# checks, headers and parsers): those calls keep the stock create.
+_STOCK_CREATE_KEYS = frozenset({"model", "input", "background", "agent", "agent_config", "stream"})
 
 
-class _FastGet:
-    """`interactions.get(id)` of google-genai 3.3.0 with the per-call overhead removed.
+def _str_map(value: Mapping[str, Any]) -> bool:
+    return all(type(k) is str and type(v) is str for k, v in value.items())
 
-    Use `_FastGet.attach(interactions)`: None when the SDK's layout is not the one this
-    was written against (then the stock call is used). `get` returns what the stock
-    call returns (an SDK `Interaction`) and raises what it raises (the SDK's
-    `APIError` classes), so the backend maps both the same way.
+
+class _FastCall:
+    """What `_FastGet` and `_FastCreate` share: the layout check, the request template,
+    auth, the send and the SDK's error wrapping. Use `attach(interactions)`: None when
+    the SDK's layout is not the one this was written against (then the stock call is
+    used). Calls return what the stock calls return (SDK objects) and raise what they
+    raise (the SDK's `APIError` classes), so the backend maps both the same way.
     """
+
+    operation_id = ""
 
     def __init__(self, interactions: Any, parts: dict[str, Any]) -> None:
         self._sdk = interactions
         self._p = parts
         self._config = interactions.sdk_configuration
-        self._head = ""
-        self._tail = ""
         self._headers: dict[str, str] = {}
         self._timeout: Any = None
         self._hook_context: Any = None
@@ -367,23 +383,34 @@ class _FastGet:
         self._preparing = asyncio.Lock()
 
     @classmethod
-    def attach(cls, interactions: Any) -> _FastGet | None:
-        """The fast get for this SDK resource, or None to keep the stock call."""
+    def attach(cls, interactions: Any) -> Self | None:
+        """An instance of `cls` for this SDK resource, or None to keep the stock call."""
         try:
             parts = _sdk_parts()
             config = interactions.sdk_configuration
             hooks = config.__dict__["_async_hooks"]
             adapters = parts["adapters"]
+            compat = parts["CompatErrorHook"]
             retry = config.retry_config
-            # Exactly the stock hooks: the auth hook before, the error mapper after.
-            before = [type(h) for h in hooks.before_request_hooks]
-            after_error = [type(h) for h in hooks.after_error_hooks]
-            if (
-                before != [adapters.SyncToAsyncBeforeRequestAdapter]
-                or not isinstance(
-                    hooks.before_request_hooks[0]._sync_hook, parts["GoogleGenAIAuthHook"]
+
+            def wraps(found: list[Any], adapter: type, hook: type) -> bool:
+                return [type(h) for h in found] == [adapter] and isinstance(
+                    found[0]._sync_hook, hook
                 )
-                or after_error != [adapters.SyncToAsyncAfterErrorAdapter]
+
+            # Exactly the stock hooks: the auth hook before, the error mapper after.
+            if (
+                not wraps(
+                    hooks.before_request_hooks,
+                    adapters.SyncToAsyncBeforeRequestAdapter,
+                    parts["GoogleGenAIAuthHook"],
+                )
+                or not wraps(hooks.after_error_hooks, adapters.SyncToAsyncAfterErrorAdapter, compat)
+                or not wraps(
+                    hooks.after_parse_error_hooks,
+                    adapters.SyncToAsyncAfterParseErrorAdapter,
+                    compat,
+                )
                 or hooks.after_success_hooks
                 # The backend turns SDK retries off; anything else keeps the stock loop.
                 or not isinstance(retry, parts["RetryConfig"])
@@ -399,7 +426,7 @@ class _FastGet:
     async def ready(self) -> bool:
         """Prepare on first use; False (for good) when the template surprised us."""
         if self._state is None:
-            async with self._preparing:  # concurrent first polls prepare once
+            async with self._preparing:  # concurrent first calls prepare once
                 if self._state is None:
                     try:
                         await self._prepare()
@@ -407,6 +434,79 @@ class _FastGet:
                     except Exception:
                         self._state = False
         return bool(self._state)
+
+    async def _prepare(self) -> None:
+        raise NotImplementedError
+
+    async def _keep_template(self, request: Any, base_url: str | None) -> None:
+        """Keep the timeout and headers of a request the stock builder made (nothing sent)."""
+        p, config = self._p, self._config
+        self._timeout = request.extensions.get("timeout")
+        self._hook_context = p["HookContext"](
+            config=config,
+            base_url=base_url or "",
+            operation_id=self.operation_id,
+            oauth2_scopes=None,
+            security_source=p["get_security_from_env"](config.security, p["Security"]),
+            tags=["interactions"],
+            extensions=None,
+            response=p["ResponseContext"](mode="parsed", execution="async"),
+        )
+        # An API key (or no auth) gives the same headers on every call: run the auth
+        # hook once. A callable source (Vertex credentials) refreshes tokens: per call.
+        self._auth_per_call = callable(config.security)
+        if not self._auth_per_call:
+            request = await self._authorise(request)
+        # Per-call auth: the template keeps no credential, the hook adds a fresh one.
+        # httpx sets host and content-length for each request.
+        dropped = {"host", "content-length"}
+        if self._auth_per_call:
+            dropped |= {"authorization", "x-goog-api-key"}
+        self._headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
+
+    async def _authorise(self, request: Any) -> Any:
+        hooks = self._config.__dict__["_async_hooks"]
+        context = self._p["BeforeRequestContext"](self._hook_context)
+        return await hooks.before_request(context, request)
+
+    async def _send(self, method: str, url: str, content: str | None = None) -> Any:
+        """One request through the SDK's httpx client; transport errors as the SDK's."""
+        p = self._p
+        client = self._config.async_client
+        request = client.build_request(
+            method,
+            url,
+            content=content,
+            headers=self._headers,
+            extensions={"timeout": self._timeout} if self._timeout is not None else None,
+        )
+        try:
+            if self._auth_per_call:
+                request = await self._authorise(request)
+            return await client.send(request)
+        except p["WRAP_EXCEPTIONS"] as exc:
+            raise p["wrap_sdk_error"](exc) from exc
+
+    def _raise_parse_error(self, exc: Exception) -> NoReturn:
+        """Raise what the stock `raise_parse_error_async` raises through `CompatErrorHook`.
+
+        Call inside the `except` block that caught `exc`.
+        """
+        wrapped = self._p["wrap_sdk_error"](exc)
+        if wrapped is exc:
+            raise exc
+        raise wrapped from exc
+
+
+class _FastGet(_FastCall):
+    """`interactions.get(id)` of google-genai 3.3.0 with the per-call overhead removed."""
+
+    operation_id = "getInteractionById"
+
+    def __init__(self, interactions: Any, parts: dict[str, Any]) -> None:
+        super().__init__(interactions, parts)
+        self._head = ""
+        self._tail = ""
 
     async def _prepare(self) -> None:
         """Build the request template the stock way (URL, headers, timeout)."""
@@ -435,50 +535,14 @@ class _FastGet:
         if url.count(_PLACEHOLDER_ID) != 1:
             raise ValueError("unexpected URL layout")
         self._head, self._tail = url.split(_PLACEHOLDER_ID)
-        self._timeout = request.extensions.get("timeout")
-        self._hook_context = p["HookContext"](
-            config=config,
-            base_url=base_url or "",
-            operation_id="getInteractionById",
-            oauth2_scopes=None,
-            security_source=p["get_security_from_env"](config.security, p["Security"]),
-            tags=["interactions"],
-            extensions=None,
-            response=p["ResponseContext"](mode="parsed", execution="async"),
-        )
-        # An API key (or no auth) gives the same headers on every call: run the auth
-        # hook once. A callable source (Vertex credentials) refreshes tokens: per call.
-        self._auth_per_call = callable(config.security)
-        if not self._auth_per_call:
-            request = await self._authorise(request)
-        # Per-call auth: the template keeps no credential, the hook adds a fresh one.
-        dropped = {"host", "authorization", "x-goog-api-key"} if self._auth_per_call else {"host"}
-        self._headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
-
-    async def _authorise(self, request: Any) -> Any:
-        hooks = self._config.__dict__["_async_hooks"]
-        context = self._p["BeforeRequestContext"](self._hook_context)
-        return await hooks.before_request(context, request)
+        await self._keep_template(request, base_url)
 
     def accepts(self, handle: str) -> bool:
         return _SAFE_ID.fullmatch(handle) is not None
 
     async def get(self, handle: str) -> Any:
         """Call only after `ready()` returned True and `accepts(handle)`."""
-        p = self._p
-        client = self._config.async_client
-        request = client.build_request(
-            "GET",
-            self._head + handle + self._tail,
-            headers=self._headers,
-            extensions={"timeout": self._timeout} if self._timeout is not None else None,
-        )
-        try:
-            if self._auth_per_call:
-                request = await self._authorise(request)
-            response = await client.send(request)
-        except p["WRAP_EXCEPTIONS"] as exc:
-            raise p["wrap_sdk_error"](exc) from exc
+        response = await self._send("GET", self._head + handle + self._tail)
         return self._parse(response)
 
     def _parse(self, response: Any) -> Any:
@@ -492,35 +556,192 @@ class _FastGet:
             try:
                 parsed = p["unmarshal_json_response"](p["Interaction"], response, text, False)
             except Exception as exc:
-                raise p["wrap_sdk_error"](exc) from exc
+                self._raise_parse_error(exc)
             return p["add_output_properties"](parsed)
         error = p["GenAiDefaultError"]("Unexpected response received", response, text)
         raise p["wrap_sdk_error"](error) from error
 
 
+class _FastCreate(_FastCall):
+    """`interactions.create(model=, input=, background=True, labels=, **config)` of
+    google-genai 3.3.0 with the per-call overhead removed.
+
+    `body(...)` gives the JSON the stock create would send (None: use the stock create
+    for this call); `create(body)` sends it once and parses the answer the stock way.
+    A body of plain strings (str model and input, str labels, no other parameters) is
+    dumped directly, in the SDK's field order and JSON settings (checked against the
+    SDK's own dump of a probe when preparing); any other body goes through the SDK's
+    own normalising, validation and serialisation, so it raises what the stock create
+    raises before sending.
+    """
+
+    operation_id = "CreateInteraction"
+
+    def __init__(self, interactions: Any, parts: dict[str, Any]) -> None:
+        super().__init__(interactions, parts)
+        self._url = ""
+        self._plain = False
+
+    async def _prepare(self) -> None:
+        """Build the request template the stock way for a probe body (nothing is sent)."""
+        p, config = self._p, self._config
+        models = p["models"]
+        base_url = self._sdk._get_url(None, None)
+        probe = _PROBE_CREATE
+        sdk_body = self._sdk_body(probe["model"], probe["input"], probe["labels"], {})
+        request_model = p["unmarshal"](
+            {"api_version": None, "body": {**probe, "background": True}},
+            models.CreateInteractionRequest,
+        )
+        request = self._sdk._build_request_async(
+            method="POST",
+            path="/{api_version}/interactions",
+            base_url=base_url,
+            url_variables=None,
+            request=request_model,
+            request_body_required=True,
+            request_has_path_params=True,
+            request_has_query_params=True,
+            user_agent_header="user-agent",
+            accept_header_value="application/json",
+            http_headers=None,
+            extra_query_params=None,
+            _globals=models.CreateInteractionGlobals(api_version=config.globals.api_version),
+            security=config.security,
+            get_serialized_body=lambda: p["serialize_request_body"](
+                request_model.body,
+                False,
+                False,
+                "json",
+                models.CreateInteractionRequestBody,
+                extra_body=None,
+            ),
+            allow_empty_value=None,
+            timeout_ms=config.timeout_ms,
+        )
+        if request.method != "POST" or request.content != sdk_body.encode():
+            raise ValueError("unexpected request layout")
+        self._url = str(request.url)
+        plain = self._plain_body(probe["model"], probe["input"], probe["labels"])
+        self._plain = plain == sdk_body
+        await self._keep_template(request, base_url)
+
+    def body(self, model: Any, input_: Any, labels: dict[str, Any], extra: dict[str, Any]) -> Any:
+        """The body the stock create sends for these arguments; None: use the stock create.
+
+        Raises what the stock create raises before sending (TypeError for an unknown
+        parameter, pydantic's ValidationError for a bad value). Call after `ready()`.
+        """
+        if extra.keys() & _STOCK_CREATE_KEYS:
+            return None
+        if (
+            self._plain
+            and not extra
+            and type(model) is str
+            and type(input_) is str
+            and _str_map(labels)
+        ):
+            return self._plain_body(model, input_, labels)
+        return self._sdk_body(model, input_, labels, extra)
+
+    @staticmethod
+    def _plain_body(model: str, input_: str, labels: Mapping[str, str]) -> str:
+        # `CreateModelInteraction`'s field order, `marshal_json`'s json.dumps settings.
+        body = {"model": model, "background": True, "input": input_, "labels": labels}
+        return json.dumps(body, separators=_JSON_SEPARATORS)
+
+    def _sdk_body(
+        self, model: Any, input_: Any, labels: dict[str, Any], extra: dict[str, Any]
+    ) -> Any:
+        # What the stock create does with its keyword arguments, in its order:
+        # `_normalize_create_body` (from_create_args), `unmarshal` into the request
+        # model (with `api_version=None`, as `_send_create_once` passes it), and
+        # `serialize_request_body` (in `_build_request_async`).
+        p = self._p
+        models = p["models"]
+        body = p["normalize_create_body"](
+            {"model": model, "input": input_, "background": True, "labels": labels, **extra}
+        )
+        request = p["unmarshal"](
+            {"api_version": None, "body": body}, models.CreateInteractionRequest
+        )
+        serialized = p["serialize_request_body"](
+            request.body, False, False, "json", models.CreateInteractionRequestBody, extra_body=None
+        )
+        return serialized.content
+
+    async def create(self, body: Any) -> Any:
+        """Send one POST (never repeated) and parse the answer the stock way."""
+        response = await self._send("POST", self._url, body)
+        try:
+            parsed = self._parse(response)
+        except Exception as exc:
+            self._raise_parse_error(exc)
+        return self._p["add_output_properties"](parsed)
+
+    def _parse(self, response: Any) -> Any:
+        # The stock `_speakeasy_parse_response` of CreateInteraction, line by line.
+        p = self._p
+        match, unmarshal = p["match_response"], p["unmarshal_json_response"]
+        default_error = p["GenAiDefaultError"]
+        if match(response, "200", "application/json"):
+            return unmarshal(p["Interaction"], response, response.text, False)
+        if match(response, "200", "text/event-stream"):
+            stream_event = p["InteractionSSEStreamEvent"]
+            return p["AsyncStream"](
+                response,
+                lambda raw: unmarshal(stream_event, response, raw, validate=False).data,
+                sentinel="[DONE]",
+                client_ref=self._sdk,
+            )
+        for pattern, data_cls, error_cls in p["create_errors"]:
+            if match(response, pattern, "application/json"):
+                text = response.text
+                try:
+                    data = unmarshal(data_cls, response, text)
+                    raise error_cls(data, response, text)
+                except p["ResponseValidationError"] as exc:
+                    raise default_error(
+                        "Error response body did not match expected schema", response, text
+                    ) from exc
+        raise default_error("Unexpected response received", response, response.text)
+
+
 def _sdk_parts() -> dict[str, Any]:
-    """The SDK internals the fast get uses, by name (any import error: stock path)."""
+    """The SDK internals the fast calls use, by name (any import error: stock path)."""
     import importlib
 
     def mod(name: str) -> Any:
         return importlib.import_module(f"{_GAOS}.{name}")
 
-    hooks, compat = mod("_hooks"), mod("lib.compat_errors")
+    hooks, compat, utils = mod("_hooks"), mod("lib.compat_errors"), mod("utils")
+    bridge, errors = mod("google_genai"), mod("errors")
     return {
         "adapters": mod("_hooks.adapters"),
         "GoogleGenAIAuthHook": mod("_hooks.google_genai_auth").GoogleGenAIAuthHook,
+        "CompatErrorHook": compat.CompatErrorHook,
         "HookContext": hooks.HookContext,
         "BeforeRequestContext": hooks.BeforeRequestContext,
         "ResponseContext": hooks.ResponseContext,
-        "RetryConfig": mod("utils").RetryConfig,
-        "get_security_from_env": mod("utils").get_security_from_env,
-        "match_response": mod("utils").match_response,
+        "RetryConfig": utils.RetryConfig,
+        "get_security_from_env": utils.get_security_from_env,
+        "match_response": utils.match_response,
+        "unmarshal": utils.unmarshal,
+        "serialize_request_body": utils.serialize_request_body,
+        "AsyncStream": mod("utils.eventstreaming").AsyncStream,
         "Security": mod("types").Security,
         "models": mod("models"),
+        "create_errors": (
+            ("4XX", errors.CreateInteractionClientErrorData, errors.CreateInteractionClientError),
+            ("5XX", errors.CreateInteractionServerErrorData, errors.CreateInteractionServerError),
+        ),
+        "ResponseValidationError": errors.ResponseValidationError,
         "Interaction": mod("types.interactions").Interaction,
+        "InteractionSSEStreamEvent": mod("types.interactions").InteractionSSEStreamEvent,
         "unmarshal_json_response": mod("utils.unmarshal_json_response").unmarshal_json_response,
-        "add_output_properties": mod("google_genai")._add_output_properties_if_interaction,
-        "GenAiDefaultError": mod("errors").GenAiDefaultError,
+        "add_output_properties": bridge._add_output_properties_if_interaction,
+        "normalize_create_body": bridge._normalize_create_body,
+        "GenAiDefaultError": errors.GenAiDefaultError,
         "wrap_sdk_error": compat.wrap_sdk_error,
         "WRAP_EXCEPTIONS": compat._WRAP_EXCEPTIONS,
     }
@@ -533,7 +754,9 @@ class GeminiBackend:
     `emulator_lookup=True` (with an emulator `base_url`) makes `find_by_label`
     ask `/_emulator/find`; `lookup` plugs in any other search (a webhook
     inbox). Without either, `supports_lookup` is False: the real API cannot
-    be searched. `fast_path=False` keeps the stock SDK unmarshal (benchmarks).
+    be searched. `fast_path=False` keeps the stock SDK calls (benchmarks,
+    tests); the default memoizes the SDK's helpers and sends get and create through
+    `_FastGet` / `_FastCreate`.
     """
 
     def __init__(
@@ -570,7 +793,11 @@ class GeminiBackend:
         )
         self._client = genai.Client(api_key=api_key, http_options=options)
         self._interactions = self._client.aio.interactions
-        self._fast_get = _FastGet.attach(self._interactions) if self.fast_path else None
+        self._fast_get: _FastGet | None = None
+        self._fast_create: _FastCreate | None = None
+        if self.fast_path:
+            self._fast_get = _FastGet.attach(self._interactions)
+            self._fast_create = _FastCreate.attach(self._interactions)
 
     def __repr__(self) -> str:
         target = self.base_url or "Gemini API"
@@ -581,12 +808,26 @@ class GeminiBackend:
         labels = {**(extra.pop("labels", None) or {}), "idem": idem}
         try:
             with _fast_path(self.fast_path):
-                interaction = await self._interactions.create(
-                    model=spec.model, input=spec.input, background=True, labels=labels, **extra
-                )
+                interaction = await self._create(spec.model, spec.input, labels, extra)
             return _to_remote(interaction)
         except Exception as exc:
             raise _create_error(exc, self._say) from exc
+
+    async def _create(
+        self, model: Any, input_: Any, labels: dict[str, Any], extra: dict[str, Any]
+    ) -> Any:
+        # Exactly one POST either way: the fast create is chosen before anything is sent.
+        fast = self._fast_create
+        if fast is not None:
+            if await fast.ready():
+                body = fast.body(model, input_, labels, extra)
+                if body is not None:
+                    return await fast.create(body)
+            else:
+                self._fast_create = None
+        return await self._interactions.create(
+            model=model, input=input_, background=True, labels=labels, **extra
+        )
 
     async def get(self, handle: str) -> RemoteInteraction:
         return await self._read("get", handle)
