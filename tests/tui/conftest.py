@@ -50,10 +50,16 @@ class Seeded:
     def app(self, **kwargs: object) -> ReclaimApp:
         kwargs.setdefault("paused", True)
         kwargs.setdefault("interval", 3600.0)
-        app = make_app(self.settings(), backend=self.fake, clock=self.clock, **kwargs)  # type: ignore[arg-type]
+        if kwargs.get("readonly"):
+            app = make_app(self.settings(), clock=self.clock, **kwargs)  # type: ignore[arg-type]
+        else:
+            app = make_app(self.settings(), backend=self.fake, clock=self.clock, **kwargs)  # type: ignore[arg-type]
         # Pilot waits for animations after each key; the tab underline's would
         # cost 0.3 s a press and show nothing a test checks.
         app.animation_level = "none"
+        # Toasts expire by the wall clock (5 s): on a loaded machine one could
+        # vanish before a test (or a snapshot) looks. Here they stay.
+        app.NOTIFICATION_TIMEOUT = 3600.0  # type: ignore[misc]
         return app
 
     async def get(self, role: str) -> Row:

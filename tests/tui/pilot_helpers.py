@@ -1,30 +1,78 @@
-"""Small steps every console test takes: wait for the workers, pick a row."""
+"""Small steps every console test takes: wait for the console to be quiet, pick a row,
+wait for an effect.
+
+Nothing here waits on time. `settle` waits until no worker (but the loop) runs
+and every message queue of the screen is drained, twice in a row: a message
+may start a worker, a worker may post a message. `until` waits for the effect
+a test asserts — a widget's state or a ledger row — with a generous limit
+that only matters when the effect never comes (a CI box under load is slow,
+not wrong).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+
 from textual.pilot import Pilot
+from textual.worker import WorkerState
 
 from reclaim_tui.tui.app import ReclaimApp
+from reclaim_tui.tui.widgets.detail_pane import DetailPane
 
 SIZE = (140, 40)
+#: How long an effect may take before a test gives up on it.
+EFFECT_LIMIT = 30.0
+
+Predicate = Callable[[], bool | Awaitable[bool]]
 
 
-async def settle(pilot: Pilot[None]) -> None:
-    """Let workers finish and their messages land (twice: a message may start a worker)."""
+def _app(pilot: Pilot[None]) -> ReclaimApp:
     app = pilot.app
     assert isinstance(app, ReclaimApp)
-    for _ in range(3):
+    return app
+
+
+def _busy(app: ReclaimApp) -> list[object]:
+    return [
+        w
+        for w in app.workers
+        if w.group != "loop" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+    ]
+
+
+def _queued(app: ReclaimApp) -> bool:
+    """Any message still waiting in the app's, the screen's or a widget's queue."""
+    nodes = [app, *app.screen.walk_children(with_self=True)]
+    return any(not node._message_queue.empty() for node in nodes)
+
+
+async def settle(pilot: Pilot[None], limit: float = EFFECT_LIMIT) -> None:
+    """Wait until the console is quiet: no worker busy, no message queued."""
+    app = _app(pilot)
+    deadline = time.monotonic() + limit
+    quiet = 0
+    while quiet < 2:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the console never settled: {_busy(app)}")
         await app.settle()
-        await pilot.pause()
+        await pilot._wait_for_screen()
+        await asyncio.sleep(0)
+        quiet = 0 if _busy(app) or _queued(app) else quiet + 1
 
 
 async def select(pilot: Pilot[None], idem: str) -> None:
-    """Put the cursor on the row with this key (it must be in the window)."""
-    app = pilot.app
-    assert isinstance(app, ReclaimApp)
+    """Put the cursor on the row with this key (it must be in the window) and
+    wait until its detail is shown."""
+    app = _app(pilot)
     keys = [r.idem for r in app.table.rows_shown]
     app.table.move_cursor(row=keys.index(idem), animate=False)
     await settle(pilot)
+    assert app.table.current_idem() == idem
+    pane = app.query_one(DetailPane)
+    assert await until(pilot, lambda: pane.shown_idem == idem)
 
 
 async def press(pilot: Pilot[None], *keys: str) -> None:
@@ -33,18 +81,22 @@ async def press(pilot: Pilot[None], *keys: str) -> None:
 
 
 def shown(pilot: Pilot[None]) -> list[str]:
-    app = pilot.app
-    assert isinstance(app, ReclaimApp)
-    return [r.idem for r in app.table.rows_shown]
+    return [r.idem for r in _app(pilot).table.rows_shown]
 
 
-async def until(pilot: Pilot[None], predicate: object, limit: float = 3.0) -> bool:
-    """Poll `predicate()` while the app runs (for effects that cross threads)."""
-    import time
-
+async def until(pilot: Pilot[None], predicate: Predicate, limit: float = EFFECT_LIMIT) -> bool:
+    """Wait for `predicate()` (sync or async) to hold while the app runs."""
     deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
+    while True:
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
+        if value or time.monotonic() > deadline:
+            return bool(value)
         await pilot.pause(0.02)
-    return bool(predicate())  # type: ignore[operator]
+
+
+def notified(pilot: Pilot[None], text: str) -> Callable[[], bool]:
+    """A predicate: some notification contains `text`."""
+    app = _app(pilot)
+    return lambda: any(text in n.message for n in app._notifications)

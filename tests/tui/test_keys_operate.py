@@ -8,23 +8,39 @@ from __future__ import annotations
 
 import csv
 import json
+import sqlite3
 from pathlib import Path
 
 from textual.widgets import Input, TabbedContent, TextArea
 
+from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.models import JobSpec, Status
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import JobSpec, Status, StoredResult
+from reclaim_tui.core.sinks import CallableSink
+from reclaim_tui.errors import SinkError
 from reclaim_tui.tui.screens.adopt import AdoptScreen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.export import ExportScreen
 from reclaim_tui.tui.screens.submit import SubmitScreen
 
 from .conftest import Seeded
-from .pilot_helpers import SIZE, press, select, settle, shown, until
+from .pilot_helpers import SIZE, notified, press, select, settle, shown, until
 
 
 async def actors(seeded: Seeded, role: str) -> list[str]:
     return [e.actor for e in await seeded.events(role)]
+
+
+def status_of(seeded: Seeded, role: str, status: Status):  # type: ignore[no-untyped-def]
+    """A predicate for `until`: the ledger has the row in `status`."""
+
+    async def check() -> bool:
+        rows = await seeded.snapshot()
+        row = rows.get(seeded.keys.get(role, role))
+        return row is not None and row.status == status
+
+    return check
 
 
 async def test_r_retries_the_failed_row(seeded: Seeded) -> None:
@@ -33,6 +49,7 @@ async def test_r_retries_the_failed_row(seeded: Seeded) -> None:
         await settle(pilot)
         await select(pilot, seeded.keys["failed"])
         await press(pilot, "r")
+        assert await until(pilot, status_of(seeded, "failed", Status.RESERVING))
     row = await seeded.get("failed")
     assert row.status == Status.RESERVING and row.attempts == 0 and row.last_error is None
     assert (await actors(seeded, "failed"))[-1] == "console"
@@ -45,7 +62,7 @@ async def test_r_on_a_consumed_row_is_refused_and_changes_nothing(seeded: Seeded
         await settle(pilot)
         await select(pilot, seeded.keys["consumed"])
         await press(pilot, "r")
-        assert any("consumed" in n.message for n in app._notifications)
+        assert await until(pilot, notified(pilot, "is consumed; this applies to"))
     assert await seeded.snapshot() == before
 
 
@@ -58,7 +75,9 @@ async def test_space_marks_and_r_retries_every_marked_row(seeded: Seeded) -> Non
             await press(pilot, "space")
         assert app.state.marks == {seeded.keys["failed"], seeded.keys["cancelled"]}
         await press(pilot, "r")
-        assert app.state.marks == set()
+        assert await until(pilot, status_of(seeded, "cancelled", Status.RESERVING))
+        assert await until(pilot, status_of(seeded, "failed", Status.RESERVING))
+        assert await until(pilot, lambda: app.state.marks == set())
     assert (await seeded.get("failed")).status == Status.RESERVING
     assert (await seeded.get("cancelled")).status == Status.RESERVING
 
@@ -69,7 +88,8 @@ async def test_A_marks_every_row_matching_tab_and_filter(seeded: Seeded) -> None
         await settle(pilot)
         await press(pilot, "2")  # reserving
         await press(pilot, "A")
-        assert app.state.marks == {seeded.keys["orphan"], seeded.keys["reserving"]}
+        marked = {seeded.keys["orphan"], seeded.keys["reserving"]}
+        assert await until(pilot, lambda: app.state.marks == marked)
         await press(pilot, "escape")
         assert app.state.marks == set()
 
@@ -82,6 +102,11 @@ async def test_c_cancels_after_confirmation(seeded: Seeded) -> None:
         await press(pilot, "c")
         assert isinstance(app.screen, ConfirmScreen)
         await press(pilot, "y")
+        handle = (await seeded.get("submitted")).handle or ""
+        assert await until(pilot, status_of(seeded, "submitted", Status.CANCELLED))
+        # The remote cancel comes after the ledger's; its note is the last event.
+        assert await until(pilot, lambda: seeded.fake.remotes[handle].status == "cancelled")
+        assert await until(pilot, notified(pilot, "cancelled: 1 row"))
     row = await seeded.get("submitted")
     assert row.status == Status.CANCELLED
     assert seeded.fake.remotes[row.handle or ""].status == "cancelled"
@@ -95,7 +120,10 @@ async def test_c_declined_changes_nothing(seeded: Seeded) -> None:
         await settle(pilot)
         await select(pilot, seeded.keys["submitted"])
         await press(pilot, "c")
+        assert isinstance(app.screen, ConfirmScreen)
         await press(pilot, "n")
+        assert await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        await settle(pilot)
     assert await seeded.snapshot() == before
 
 
@@ -107,6 +135,8 @@ async def test_o_recovers_orphans_after_showing_how_many(seeded: Seeded) -> None
         assert isinstance(app.screen, ConfirmScreen)
         assert "1 orphan row" in app.screen.question
         await press(pilot, "y")
+        assert await until(pilot, status_of(seeded, "orphan", Status.SUBMITTED))
+        assert await until(pilot, notified(pilot, "orphan recovery: adopted=1"))
     row = await seeded.get("orphan")
     # The fake can search by label and the dropped create did land: adopted.
     assert row.status == Status.SUBMITTED and not row.inflight
@@ -121,22 +151,83 @@ async def test_o_without_lookup_resubmits_and_counts_a_possible_duplicate(
     app = seeded.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await press(pilot, "o", "y")
-        await settle(pilot)
+        await press(pilot, "o")
+        assert await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await press(pilot, "y")
+        assert await until(pilot, notified(pilot, "orphan recovery: resubmitted=1"))
     row = await seeded.get("orphan")
     assert row.status == Status.RESERVING and not row.inflight and row.duplicates == 1
 
 
-async def test_R_replays_done_rows_from_the_stored_result(seeded: Seeded) -> None:
+async def backoff_until(seeded: Seeded, idem: str, at: float) -> None:
+    """Push a done row's sink back-off out to `at` (as a failing sink would)."""
+    con = sqlite3.connect(seeded.db)
+    with con:
+        con.execute("UPDATE jobs SET next_at = ? WHERE idem = ?", (at, idem))
+    con.close()
+
+
+async def another_done_row(seeded: Seeded, prompt: str) -> str:
+    """A second done-but-unconsumed row: completed, and its sink refused it."""
+
+    async def refuse(idem: str, result: StoredResult) -> None:
+        raise SinkError("disk full (test)")
+
+    ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+    engine = Engine(ledger, seeded.fake, CallableSink(refuse, "refuse"), owner="cron|3|x")
+    spec = JobSpec(prompt, "gemini-flash-latest")
+    await engine.submit([spec])
+    seeded.fake.finish(seeded.fake.handle_for(idempotency_key(spec)))
+    seeded.clock.advance(5)  # past the first poll
+    await engine.reclaim()
+    await ledger.close()
+    return idempotency_key(spec)
+
+
+async def test_R_replays_done_rows_now_even_inside_their_sink_backoff(seeded: Seeded) -> None:
+    # The sink back-off has an hour left: only a forced replay takes the row.
+    await backoff_until(seeded, seeded.keys["done"], seeded.clock.now() + 3600)
     app = seeded.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await press(pilot, "R")
         assert isinstance(app.screen, ConfirmScreen)
+        question = app.screen.question
+        assert "Replay 1 done row now" in question and "back-off go now too" in question
         await press(pilot, "y")
-    assert (await seeded.get("done")).status == Status.CONSUMED
+        assert await until(pilot, status_of(seeded, "done", Status.CONSUMED))
+        assert await until(pilot, notified(pilot, "replay: consumed=1"))
     assert (seeded.out / f"{seeded.keys['done']}.md").exists()
     assert (await actors(seeded, "done"))[-1] == "console"
+
+
+async def test_R_with_marks_replays_only_the_marked_rows(seeded: Seeded) -> None:
+    other = await another_done_row(seeded, "Summarise the second incident")
+    assert (await seeded.get(other)).status == Status.DONE
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "5")  # done (unconsumed)
+        assert await until(pilot, lambda: set(shown(pilot)) == {other, seeded.keys["done"]})
+        await select(pilot, other)
+        await press(pilot, "space")
+        await press(pilot, "R")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Replay 1 marked row now" in app.screen.question
+        await press(pilot, "y")
+        assert await until(pilot, status_of(seeded, other, Status.CONSUMED))
+        assert await until(pilot, lambda: app.state.marks == set())
+    assert (await seeded.get("done")).status == Status.DONE  # not marked: left alone
+    assert (await actors(seeded, other))[-1] == "console"
+
+
+async def test_R_with_nothing_done_says_so(empty: Seeded) -> None:
+    app = empty.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "R")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert await until(pilot, notified(pilot, "no done-but-unconsumed rows"))
 
 
 async def test_a_adopts_the_interaction_that_landed(seeded: Seeded) -> None:
@@ -149,6 +240,7 @@ async def test_a_adopts_the_interaction_that_landed(seeded: Seeded) -> None:
         assert isinstance(app.screen, AdoptScreen)
         app.screen.query_one(Input).value = handle
         await press(pilot, "enter")
+        assert await until(pilot, status_of(seeded, "orphan", Status.SUBMITTED))
     row = await seeded.get("orphan")
     assert row.status == Status.SUBMITTED and row.handle == handle
     events = await seeded.events("orphan")
@@ -165,7 +257,7 @@ async def test_a_refuses_an_interaction_labelled_for_another_job(seeded: Seeded)
         await press(pilot, "a")
         app.screen.query_one(Input).value = other
         await press(pilot, "enter")
-        assert any("labelled for job" in n.message for n in app._notifications)
+        assert await until(pilot, notified(pilot, "labelled for job"))
     assert await seeded.snapshot() == before
 
 
@@ -177,8 +269,11 @@ async def test_s_submits_a_prompt_through_the_engine(seeded: Seeded) -> None:
         assert isinstance(app.screen, SubmitScreen)
         app.screen.query_one(TextArea).text = "Write a haiku about durable ledgers"
         await press(pilot, "ctrl+s")
-        assert not isinstance(app.screen, SubmitScreen)
-    idem = idempotency_key(JobSpec("Write a haiku about durable ledgers", "gemini-flash-latest"))
+        assert await until(pilot, lambda: not isinstance(app.screen, SubmitScreen))
+        idem = idempotency_key(
+            JobSpec("Write a haiku about durable ledgers", "gemini-flash-latest")
+        )
+        assert await until(pilot, status_of(seeded, idem, Status.SUBMITTED))
     row = (await seeded.snapshot())[idem]
     assert row.status == Status.SUBMITTED and row.handle
     assert (await actors(seeded, idem))[0] == "console"
@@ -196,8 +291,9 @@ async def test_s_submits_a_jsonl_file_with_progress(seeded: Seeded, tmp_path: Pa
         screen.query_one("#path", Input).value = str(jobs)
         bar = screen.query_one("ProgressBar")
         await press(pilot, "ctrl+s")
-        assert not isinstance(app.screen, SubmitScreen)
+        assert await until(pilot, lambda: not isinstance(app.screen, SubmitScreen))
         assert bar.total == 7 and bar.progress == 7  # type: ignore[attr-defined]
+        assert await until(pilot, notified(pilot, "submitted: 7 reserved"))
     rows = await seeded.snapshot()
     new = [r for r in rows.values() if r.job.input.startswith("job ")]
     assert len(new) == 7 and {r.status for r in new} == {Status.RESERVING}
@@ -230,6 +326,7 @@ async def test_ctrl_e_exports_the_filtered_rows(seeded: Seeded, tmp_path: Path) 
         assert isinstance(app.screen, ExportScreen)
         app.screen.query_one("#export-path", Input).value = str(target)
         await press(pilot, "enter")
+        assert await until(pilot, notified(pilot, "exported 2 rows"))
     lines = [json.loads(line) for line in target.read_text().splitlines()]
     assert {d["idem"] for d in lines} == {seeded.keys["submitted"], seeded.keys["submitted2"]}
 
@@ -244,6 +341,7 @@ async def test_ctrl_e_exports_csv(seeded: Seeded, tmp_path: Path) -> None:
         await settle(pilot)
         app.screen.query_one("#export-path", Input).value = str(target)
         await press(pilot, "enter")
+        assert await until(pilot, notified(pilot, "exported 8 rows"))
     with target.open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 8 and rows[0]["idem"]
@@ -256,10 +354,7 @@ async def test_P_resumes_the_loop_which_sends_the_reserved_row(seeded: Seeded) -
         assert (await seeded.get("reserving")).status == Status.RESERVING
         await press(pilot, "P")
         assert not app.state.paused
-        for _ in range(50):
-            if (await seeded.get("reserving")).status == Status.SUBMITTED:
-                break
-            await pilot.pause(0.05)
+        assert await until(pilot, status_of(seeded, "reserving", Status.SUBMITTED))
         await press(pilot, "P")
         assert app.state.paused
     row = await seeded.get("reserving")
@@ -275,13 +370,16 @@ async def test_paging_past_the_window_edge(seeded: Seeded) -> None:
         first = shown(pilot)
         assert len(first) == 3 and app.table.has_after and not app.table.has_before
         await press(pilot, "down", "down", "down")
+        assert await until(pilot, lambda: shown(pilot) != first)
         second = shown(pilot)
         assert len(second) == 3 and not set(first) & set(second)
         assert app.table.cursor_row == 0
         await press(pilot, "up")
-        assert shown(pilot) == first and app.table.cursor_row == 2
+        assert await until(pilot, lambda: shown(pilot) == first)
+        assert app.table.cursor_row == 2
         await press(pilot, "G")
+        assert await until(pilot, lambda: not app.table.has_after)
         last = shown(pilot)
         assert len(last) == 3 and not app.table.has_after
         await press(pilot, "g")
-        assert shown(pilot) == first
+        assert await until(pilot, lambda: shown(pilot) == first)

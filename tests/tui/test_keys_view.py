@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
+from textual.command import CommandList
+
 from reclaim_tui.core.models import Status
 from reclaim_tui.tui.keymap import KEYS, TABS
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 
 from .conftest import Seeded
-from .pilot_helpers import SIZE, press, select, settle, shown, until
+from .pilot_helpers import SIZE, notified, press, select, settle, shown, until
 
 
 async def test_first_paint_counts_and_every_status(seeded: Seeded) -> None:
@@ -17,7 +21,7 @@ async def test_first_paint_counts_and_every_status(seeded: Seeded) -> None:
         await settle(pilot)
         statuses = {r.status for r in app.table.rows_shown}
         assert statuses == set(Status)
-        assert app.state.counts == {
+        counts = {
             "consumed": 1,
             "done": 1,
             "submitted": 2,
@@ -25,6 +29,7 @@ async def test_first_paint_counts_and_every_status(seeded: Seeded) -> None:
             "cancelled": 1,
             "reserving": 2,
         }
+        assert await until(pilot, lambda: app.state.counts == counts)
         assert app.state.orphans == 1
         assert app.table.current_idem() is not None
 
@@ -46,11 +51,12 @@ async def test_number_keys_switch_status_tabs(seeded: Seeded) -> None:
         for number, tab in enumerate(TABS, start=1):
             await press(pilot, str(number))
             assert app.state.tab == tab.id
+            assert await until(pilot, lambda: app.state.window.view == app.state.view())
             assert len(shown(pilot)) == expected[tab.id], tab.id
             if tab.status:
                 assert {r.status.value for r in app.table.rows_shown} == {tab.status}
         await press(pilot, "3")
-        assert shown(pilot) == [seeded.keys["orphan"]]
+        assert await until(pilot, lambda: shown(pilot) == [seeded.keys["orphan"]])
 
 
 async def test_slash_filters_by_text_and_tokens(seeded: Seeded) -> None:
@@ -59,20 +65,18 @@ async def test_slash_filters_by_text_and_tokens(seeded: Seeded) -> None:
         await settle(pilot)
         await press(pilot, "slash")
         await pilot.press(*"solar", "enter")
-        await settle(pilot)
-        assert shown(pilot) == [seeded.keys["submitted"]]
+        assert await until(pilot, lambda: shown(pilot) == [seeded.keys["submitted"]])
         await press(pilot, "slash")
         app.query_one("#filter").value = ""  # type: ignore[attr-defined]
         await pilot.press(*"model:pro", "enter")
-        await settle(pilot)
-        assert set(shown(pilot)) == {seeded.keys["done"], seeded.keys["submitted2"]}
+        pro = {seeded.keys["done"], seeded.keys["submitted2"]}
+        assert await until(pilot, lambda: set(shown(pilot)) == pro)
         await press(pilot, "slash")
         app.query_one("#filter").value = ""  # type: ignore[attr-defined]
         await pilot.press(*"status:failed", "enter")
-        await settle(pilot)
-        assert shown(pilot) == [seeded.keys["failed"]]
+        assert await until(pilot, lambda: shown(pilot) == [seeded.keys["failed"]])
         await press(pilot, "escape")  # clears the filter
-        assert len(shown(pilot)) == 8
+        assert await until(pilot, lambda: len(shown(pilot)) == 8)
 
 
 async def test_bad_status_token_is_refused(seeded: Seeded) -> None:
@@ -81,6 +85,7 @@ async def test_bad_status_token_is_refused(seeded: Seeded) -> None:
         await settle(pilot)
         await press(pilot, "slash")
         await pilot.press(*"status:lost", "enter")
+        assert await until(pilot, notified(pilot, "unknown status 'lost'"))
         await settle(pilot)
         assert app.state.filter_text == ""
         assert len(shown(pilot)) == 8
@@ -120,8 +125,9 @@ async def test_t_cycles_sort_and_order_follows(seeded: Seeded) -> None:
         oldest_first = shown(pilot)
         await press(pilot, "t")
         assert app.state.sort_index == 1
-        assert shown(pilot) == list(reversed(oldest_first))
+        assert await until(pilot, lambda: shown(pilot) == list(reversed(oldest_first)))
         await press(pilot, "t")
+        assert await until(pilot, lambda: app.state.window.view == app.state.view())
         rows = app.table.rows_shown
         assert [r.updated_at for r in rows] == sorted((r.updated_at for r in rows), reverse=True)
         await press(pilot, "t", "t")
@@ -168,7 +174,10 @@ async def test_q_quits(seeded: Seeded) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("q")
-        await pilot.pause()
+        for _ in range(1500):  # the effect, not a time: the app stops running
+            if not app.is_running:
+                break
+            await asyncio.sleep(0.02)
         assert not app.is_running
 
 
@@ -178,7 +187,17 @@ async def test_command_palette_runs_actions(seeded: Seeded) -> None:
         await settle(pilot)
         await press(pilot, "ctrl+p")
         await pilot.press(*"Tab failed")
-        await pilot.pause(0.3)
+        commands = app.screen.query_one(CommandList)
+
+        def tab_failed_on_top() -> bool:
+            if not commands.option_count or commands.highlighted != 0:
+                return False
+            return "Tab failed" in str(commands.get_option_at_index(0).prompt)
+
+        # The palette gathers its hits in a worker, in batches: wait for them.
+        assert await until(pilot, tab_failed_on_top)
+        await settle(pilot)
+        assert tab_failed_on_top()
         await press(pilot, "enter")
         assert app.state.tab == "failed"
-        assert shown(pilot) == [seeded.keys["failed"]]
+        assert await until(pilot, lambda: shown(pilot) == [seeded.keys["failed"]])

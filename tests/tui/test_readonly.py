@@ -10,14 +10,13 @@ from reclaim_tui.tui.launch import make_app
 from reclaim_tui.tui.screens.help import HelpScreen
 
 from .conftest import Seeded
-from .pilot_helpers import SIZE, press, select, settle
+from .pilot_helpers import SIZE, press, select, settle, until
 
 
 async def test_readonly_refuses_every_mutating_key(seeded: Seeded) -> None:
     before = await seeded.snapshot()
     events_before = await seeded.events("failed")
-    app = make_app(seeded.settings(), readonly=True, clock=seeded.clock)
-    app.animation_level = "none"
+    app = seeded.app(readonly=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert len(app.table.rows_shown) == 8
@@ -28,8 +27,11 @@ async def test_readonly_refuses_every_mutating_key(seeded: Seeded) -> None:
         for spec in mutating:
             await press(pilot, spec.key.split(",")[0])
             assert app.screen is app.screen_stack[0], f"{spec.key} opened a screen"
-        refusals = [n.message for n in app._notifications if "read-only" in n.message]
-        assert len(refusals) == len(mutating)
+
+        def refusals() -> list[str]:
+            return [n.message for n in app._notifications if "read-only" in n.message]
+
+        assert await until(pilot, lambda: len(refusals()) == len(mutating)), refusals()
         await press(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
         text = str(app.screen.query_one("Static").render())

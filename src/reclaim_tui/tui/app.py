@@ -2,8 +2,10 @@
 
 Workers and what they post:
     boot           start the engine host, open the read side, first page
-    loop           engine.tick() every `interval` s on the engine's own loop → TickFinished
-    watch          every second: what changed since the last look → CountsChanged, RowsChanged
+    loop           a tick every `interval` s, run by the engine host (a worker
+                   process for real backends, engine_host.py) → TickFinished
+    watch          every second and after every change (watching.py): what changed
+                   since the last look → CountsChanged, RowsChanged
     page / detail  one keyset window / one row's detail → RowsChanged, DetailLoaded
     ops            operator actions (operations.py) → ActionFinished
 """
@@ -16,6 +18,7 @@ import functools
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import ClassVar, TypeVar
 
 from textual import on, work
@@ -29,7 +32,7 @@ from textual.worker import WorkerState
 
 from reclaim_tui.core.models import Row
 from reclaim_tui.core.queries import ConsoleReader
-from reclaim_tui.errors import ReclaimError
+from reclaim_tui.errors import LedgerError, ReclaimError
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.engine_host import EngineHost
 from reclaim_tui.tui.keymap import KEYS, MUTATING, TABS, app_bindings
@@ -45,6 +48,7 @@ from reclaim_tui.tui.messages import (
 from reclaim_tui.tui.navigation import ViewActions
 from reclaim_tui.tui.operations import OperatorActions
 from reclaim_tui.tui.state import ConsoleState, Window
+from reclaim_tui.tui.watching import LedgerWatch
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
@@ -73,7 +77,7 @@ def while_shown(handler: F) -> F:
     return guarded  # type: ignore[return-value]
 
 
-class ReclaimApp(OperatorActions, ViewActions, App[None]):
+class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "reclaim-tui"
     BINDINGS: ClassVar[list[BindingType]] = app_bindings()
@@ -82,13 +86,11 @@ class ReclaimApp(OperatorActions, ViewActions, App[None]):
         super().__init__()
         self.config = config
         self.state = ConsoleState(interval=config.interval, paused=config.paused)
-        self.host = EngineHost(config.engine_setup) if config.engine_setup else None
+        self.host: EngineHost | None = config.host
         self.reader: ConsoleReader | None = None
         self.bar = LoopBarState(mode="read-only" if self.host is None else "starting")
         self._kick = asyncio.Event()
-        self._seen_update = 0.0
-        self._seen_event: int | None = None
-        self._counted_at = float("-inf")
+        self.init_watch()
         self.sub_title = config.subtitle or config.settings.db
 
     # -- layout ----------------------------------------------------------------------
@@ -150,10 +152,11 @@ class ReclaimApp(OperatorActions, ViewActions, App[None]):
     # -- workers --------------------------------------------------------------------------
     @work(group="boot")
     async def boot(self) -> None:
+        if self.host is not None:
+            starting = self.start_engine()
+            if not Path(self.config.settings.db).exists():
+                await starting.wait()  # the engine creates the ledger (the demo's)
         try:
-            if self.host is not None:
-                await self.host.start()
-                self.bar.mode = "paused" if self.state.paused else "running"
             self.reader = await ConsoleReader.open(
                 self.config.settings.db,
                 clock=self.config.clock,
@@ -165,8 +168,19 @@ class ReclaimApp(OperatorActions, ViewActions, App[None]):
         await self.load_page("first", cursor="top").wait()
         self.watch_ledger(force=True)
         self.set_interval(self.config.watch_every, self.watch_ledger)
-        if self.host is not None:
-            self.reclaim_loop()
+
+    @work(group="boot")
+    async def start_engine(self) -> None:
+        """Start the engine host beside the first paint, then the loop."""
+        assert self.host is not None
+        try:
+            await self.host.start()
+        except ReclaimError as exc:
+            self.exit(return_code=4, message=f"error: {exc}")
+            return
+        self.bar.mode = "paused" if self.state.paused else "running"
+        self.show_bar()
+        self.reclaim_loop()
 
     @work(exclusive=True, group="loop")
     async def reclaim_loop(self) -> None:
@@ -177,7 +191,7 @@ class ReclaimApp(OperatorActions, ViewActions, App[None]):
                 self.bar.mode = "ticking"
                 self.show_bar()
                 try:
-                    report = await self.host.call(lambda e: e.tick())
+                    report = await self.host.tick()
                 except ReclaimError as exc:
                     self.post_message(TickFailed(str(exc), self.config.clock.now()))
                 else:
@@ -191,25 +205,6 @@ class ReclaimApp(OperatorActions, ViewActions, App[None]):
 
     def kick_loop(self) -> None:
         self._kick.set()
-
-    @work(exclusive=True, group="watch")
-    async def watch_ledger(self, force: bool = False) -> None:
-        reader = self.reader
-        if reader is None:
-            return
-        changed, latest = await reader.changed_since(self._seen_update - 5.0)
-        self._seen_update = max(self._seen_update, latest)
-        now = self.config.clock.now()
-        if force or (changed and now - self._counted_at >= 2.0) or now - self._counted_at > 15:
-            self._counted_at = now
-            await reader.refresh_liveness()
-            self.post_message(CountsChanged(*await reader.counts()))
-        if changed or force:
-            self.load_page("from", cursor="keep")
-        else:
-            self.rerender()
-        times, self._seen_event = await reader.completions_since(self._seen_event)
-        self.post_message(CompletionsRecorded(times))
 
     @work(exclusive=True, group="page")
     async def load_page(self, direction: str, cursor: str = "keep") -> None:
@@ -244,7 +239,17 @@ class ReclaimApp(OperatorActions, ViewActions, App[None]):
     @work(exclusive=True, group="detail")
     async def load_detail(self, idem: str) -> None:
         assert self.reader is not None
-        self.post_message(DetailLoaded(idem, await self.reader.detail(idem)))
+        for attempt in range(2):
+            try:
+                detail = await self.reader.detail(idem)
+                break
+            except (LedgerError, sqlite3.OperationalError) as exc:
+                # A replaced filter scan interrupts the whole page connection,
+                # and with it a detail read that shared it: read it again.
+                if "interrupt" not in str(exc) or attempt:
+                    self.notify(f"ledger read failed: {exc}", severity="error")
+                    return
+        self.post_message(DetailLoaded(idem, detail))
 
     # -- reacting -------------------------------------------------------------------------
     @while_shown

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.tui.engine_host import EngineSetup
+from reclaim_tui.tui.engine_host import EngineHost
 
 __all__ = ["ConsoleConfig"]
 
@@ -14,8 +14,9 @@ __all__ = ["ConsoleConfig"]
 @dataclass
 class ConsoleConfig:
     settings: Settings
-    #: None means no engine: a read-only console (it never writes, never calls the API).
-    engine_setup: EngineSetup | None = None
+    #: Where the engine runs (not started yet). None: a read-only console, which
+    #: never writes and never calls the API.
+    host: EngineHost | None = None
     readonly: bool = False
     interval: float = 2.0
     paused: bool = False

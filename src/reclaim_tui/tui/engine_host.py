@@ -1,15 +1,16 @@
-"""The engine on an event loop of its own, in a thread.
+"""Where the console's engine runs: the interface, and the in-thread host.
 
-Why a thread: a reclaim pass over thousands of in-flight rows spends real CPU
-in the SDK (DESIGN.md §1: several ms per call to build pydantic models) and,
-in the demo, in the embedded emulator. On the console's loop that work would
-sit between a key press and its repaint. On its own loop the UI only shares
-the GIL with it (switched every few ms), never waits for a whole batch.
+The console never holds the engine itself. It asks an `EngineHost` for a
+pass or an operator action (engine_commands.py) and awaits the answer from
+a Textual worker, so a reclaim pass never runs on the UI's event loop:
 
-The console's Textual workers await `EngineHost.call(...)`: the coroutine runs
-on the engine's loop and the worker resumes when it is done, so the UI code
-keeps the worker/message idiom and never touches the engine's objects from
-the wrong loop.
+    ProcessHost (engine_process.py)   real backends (console, demo): the engine
+                                      in a child process. Its CPU — the SDK's
+                                      pydantic models, in the demo the emulator —
+                                      no longer shares the UI's GIL.
+    ThreadHost (here)                 an injected backend (tests' FakeBackend,
+                                      which cannot cross a process): the engine
+                                      on an event loop of its own, in a thread.
 """
 
 from __future__ import annotations
@@ -17,59 +18,135 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TypeVar
 
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine import Engine, PassReport
+from reclaim_tui.core.models import JobSpec
+from reclaim_tui.errors import ReclaimError
+from reclaim_tui.tui.engine_commands import (
+    Command,
+    Reply,
+    RowsOutcome,
+    execute,
+    jobs_to_wire,
+    raise_for,
+    report_from_wire,
+)
 
-__all__ = ["EngineHost", "EngineSetup"]
+__all__ = ["EngineHost", "EngineOpener", "ThreadHost"]
 
 T = TypeVar("T")
-#: Builds the engine on the host's loop; returns it and a teardown coroutine function.
-EngineSetup = Callable[[], Awaitable[tuple[Engine, Callable[[], Awaitable[None]]]]]
+#: Opens the engine (and closes what it opened on exit) on the host's loop.
+EngineOpener = Callable[[], AbstractAsyncContextManager[Engine]]
 
 
-class EngineHost:
-    """Owns a thread running an asyncio loop on which the engine lives."""
+class EngineHost(ABC):
+    """Runs engine commands somewhere other than the UI's loop.
 
-    def __init__(self, setup: EngineSetup) -> None:
-        self._setup = setup
+    The console paints before the engine is up (a worker process takes a
+    second to import the SDK): a command sent meanwhile waits for the start.
+    """
+
+    def __init__(self) -> None:
+        self._started = asyncio.Event()
+        self._start_error: BaseException | None = None
+
+    async def start(self) -> None:
+        """Build the engine; a ReclaimError (bad key, unusable ledger) propagates."""
+        try:
+            await self._start()
+        except BaseException as exc:
+            self._start_error = exc
+            raise
+        finally:
+            self._started.set()
+
+    async def request(self, command: Command) -> Reply:
+        """Run one command and return its reply (engine_commands.py)."""
+        await self._started.wait()
+        if self._start_error is not None:
+            raise ReclaimError(f"the engine did not start: {self._start_error}")
+        return await self._request(command)
+
+    @abstractmethod
+    async def _start(self) -> None: ...
+
+    @abstractmethod
+    async def _request(self, command: Command) -> Reply: ...
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Cancel what still runs, close the engine; idempotent."""
+
+    # -- typed helpers over `request` -----------------------------------------------------
+    async def _report(self, command: Command) -> PassReport:
+        return report_from_wire(raise_for(await self.request(command))["report"])
+
+    async def tick(self) -> PassReport:
+        return await self._report({"op": "tick"})
+
+    async def rows(
+        self, op: str, idems: Sequence[str], interaction_id: str | None = None
+    ) -> RowsOutcome:
+        """retry / cancel / adopt over `idems`; refusals come back per row."""
+        command: Command = {"op": op, "idems": list(idems)}
+        if interaction_id is not None:
+            command["interaction_id"] = interaction_id
+        reply = raise_for(await self.request(command))
+        return RowsOutcome(int(reply["applied"]), [str(r) for r in reply["refused"]])
+
+    async def recover(self, idems: Sequence[str]) -> PassReport:
+        return await self._report({"op": "recover", "idems": list(idems)})
+
+    async def replay(self, idems: Sequence[str] | None) -> PassReport:
+        """Replay now (force): the given done rows, or every done row."""
+        return await self._report({"op": "replay", "idems": None if idems is None else [*idems]})
+
+    async def submit(self, jobs: Sequence[JobSpec], *, send: bool) -> PassReport:
+        return await self._report({"op": "submit", "jobs": jobs_to_wire(jobs), "send": send})
+
+
+class ThreadHost(EngineHost):
+    """The engine on an asyncio loop of its own, in a daemon thread.
+
+    Commands run there with `run_coroutine_threadsafe`; cancelling the
+    awaiting worker cancels the command's task on the engine loop too.
+    """
+
+    def __init__(self, opener: EngineOpener) -> None:
+        super().__init__()
+        self._opener = opener
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="reclaim-engine", daemon=True)
         self._engine: Engine | None = None
-        self._teardown: Callable[[], Awaitable[None]] | None = None
+        self._context: AbstractAsyncContextManager[Engine] | None = None
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
         self._loop.close()
 
-    @property
-    def engine(self) -> Engine:
-        if self._engine is None:
-            raise RuntimeError("the engine host is not started")
-        return self._engine
-
-    async def start(self) -> Engine:
-        """Start the thread and build the engine there (errors propagate)."""
+    async def _start(self) -> None:
         self._thread.start()
-        self._engine, self._teardown = await self._submit(self._setup())
-        return self._engine
+        context = self._opener()
+        self._engine = await self._submit(context.__aenter__())
+        self._context = context
 
-    async def call(self, fn: Callable[[Engine], Awaitable[T]]) -> T:
-        """Run `fn(engine)` on the engine's loop and await its result here."""
-        return await self._submit(fn(self.engine))
+    async def _request(self, command: Command) -> Reply:
+        assert self._engine is not None
+        return await self._submit(execute(self._engine, command))
 
-    async def _submit(self, coro: Awaitable[T]) -> T:
-        async def wrapped() -> T:
+    async def _submit(self, coro: Any) -> Any:
+        async def wrapped() -> Any:
             return await coro
 
         future = asyncio.run_coroutine_threadsafe(wrapped(), self._loop)
-        # Cancelling the awaiting worker cancels the task on the engine loop too.
         return await asyncio.wrap_future(future)
 
     async def stop(self) -> None:
-        """Cancel what still runs there, tear the engine down, end the thread."""
         if not self._thread.is_alive():
             return
 
@@ -79,8 +156,8 @@ class EngineHost:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            if self._teardown is not None:
-                await self._teardown()
+            if self._context is not None:
+                await self._context.__aexit__(None, None, None)
 
         with contextlib.suppress(Exception):
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(shutdown(), self._loop))

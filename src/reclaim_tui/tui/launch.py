@@ -3,38 +3,53 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.gemini import resolve_api_key
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.sinks import Sink, load_sink
-from reclaim_tui.services import make_backend
+from reclaim_tui.errors import ConfigError
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.context import ConsoleConfig
-from reclaim_tui.tui.engine_host import EngineSetup
+from reclaim_tui.tui.engine_commands import ACTOR
+from reclaim_tui.tui.engine_host import EngineHost, EngineOpener, ThreadHost
+from reclaim_tui.tui.engine_process import ProcessHost
 
-__all__ = ["engine_setup", "make_app", "run_console", "run_demo"]
-
-ACTOR = "console"
+__all__ = ["engine_opener", "make_app", "make_host", "run_console", "run_demo"]
 
 
-def engine_setup(settings: Settings, backend: Backend, sink: Sink, clock: Clock) -> EngineSetup:
-    """Opens the writable ledger and the engine on the engine host's loop."""
+def engine_opener(settings: Settings, backend: Backend, sink: Sink, clock: Clock) -> EngineOpener:
+    """Opens the writable ledger and the engine (on the thread host's loop)."""
 
-    async def setup() -> tuple[Engine, Callable[[], Awaitable[None]]]:
+    @asynccontextmanager
+    async def opened() -> AsyncIterator[Engine]:
         ledger = await Ledger.open(settings.db, clock=clock, busy_timeout=settings.busy_timeout)
-        engine = Engine(ledger, backend, sink, config=settings.engine_config(ACTOR))
-
-        async def teardown() -> None:
+        try:
+            yield Engine(ledger, backend, sink, config=settings.engine_config(ACTOR))
+        finally:
             await ledger.close()
             await backend.aclose()
 
-        return engine, teardown
+    return opened
 
-    return setup
+
+def make_host(settings: Settings, backend: Backend | None, clock: Clock) -> EngineHost:
+    """A worker process for the settings' Gemini backend; a thread for an
+    injected one (a test's fake lives in this process and cannot cross)."""
+    sink = load_sink(settings.sink, settings.out)  # a bad --sink fails here, not in the child
+    if backend is not None:
+        return ThreadHost(engine_opener(settings, backend, sink, clock))
+    if not resolve_api_key(settings.api_key) and settings.base_url is None:
+        # The child would say the same, but only after the screen opened.
+        raise ConfigError(
+            "no Gemini API key: pass --api-key or set GEMINI_API_KEY (or GOOGLE_API_KEY)"
+        )
+    return ProcessHost(settings)
 
 
 def make_app(
@@ -46,17 +61,14 @@ def make_app(
     clock: Clock | None = None,
     paused: bool = False,
 ) -> ReclaimApp:
-    """The console on `settings.db`. Without `backend` the settings' Gemini
-    backend is built here, so a missing key fails before the screen opens.
+    """The console on `settings.db`. Without `backend` the engine runs in a
+    worker process on the settings' Gemini backend (a missing key fails here,
+    before the screen opens); `clock` then only drives what the console shows.
     `readonly` builds no engine at all: nothing is written, nothing called."""
     clock = clock or SystemClock()
-    setup = None
-    if not readonly:
-        sink = load_sink(settings.sink, settings.out)
-        setup = engine_setup(settings, backend or make_backend(settings), sink, clock)
     config = ConsoleConfig(
         settings=settings,
-        engine_setup=setup,
+        host=None if readonly else make_host(settings, backend, clock),
         readonly=readonly,
         interval=interval,
         paused=paused,

@@ -1,9 +1,10 @@
 """The operator's actions, mixed into the app.
 
-Each one goes through the engine (actor "console", so the engine writes the
-row's event), runs in a worker, and ends in an `ActionFinished` message. An
-OperatorError is the engine saying no: it becomes a notification and the
-ledger is unchanged.
+Each one goes through the engine host (actor "console", so the engine writes
+the row's event; for real backends in the engine's worker process), runs in
+a Textual worker, and ends in an `ActionFinished` message. An OperatorError
+is the engine saying no: it becomes a notification and the ledger is
+unchanged.
 """
 
 from __future__ import annotations
@@ -11,17 +12,16 @@ from __future__ import annotations
 import asyncio
 import io
 import time
-from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
 
-from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.queries import View
-from reclaim_tui.errors import JobsFileError, OperatorError, ReclaimError
+from reclaim_tui.errors import JobsFileError, ReclaimError
+from reclaim_tui.tui.engine_commands import RowsOutcome
 from reclaim_tui.tui.messages import (
     ActionFinished,
     SubmitFailed,
@@ -38,24 +38,11 @@ if TYPE_CHECKING:
 
 __all__ = ["OperatorActions"]
 
-ACTOR = "console"
 SUBMIT_CHUNK = 500
-RowAction = Callable[[Engine, str], Awaitable[Any]]
 
 
-async def _each(engine: Engine, idems: Sequence[str], fn: RowAction) -> tuple[int, list[str]]:
-    """Apply fn to every key on the engine's loop: (applied, refusals)."""
-    applied, refused = 0, []
-    for idem in idems:
-        try:
-            await fn(engine, idem)
-            applied += 1
-        except OperatorError as exc:
-            refused.append(str(exc))
-    return applied, refused
-
-
-def _outcome(verb: str, applied: int, refused: list[str]) -> ActionFinished:
+def _outcome(verb: str, outcome: RowsOutcome) -> ActionFinished:
+    applied, refused = outcome.applied, outcome.refused
     if not refused:
         return ActionFinished(f"{verb}: {applied} row{'s' if applied != 1 else ''}")
     if not applied and len(refused) == 1:
@@ -83,7 +70,7 @@ class OperatorActions:
         if not targets:
             self.notify("no row to retry", severity="warning")
             return
-        self.run_rows("retried", targets, lambda e, i: e.retry(i, actor=ACTOR))
+        self.run_rows("retried", "retry", targets)
 
     def action_cancel_jobs(self: ReclaimApp) -> None:
         targets = self._targets()
@@ -95,21 +82,23 @@ class OperatorActions:
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.run_rows("cancelled", targets, lambda e, i: e.cancel(i, actor=ACTOR))
+                self.run_rows("cancelled", "cancel", targets)
 
         self.push_screen(ConfirmScreen("cancel", question, "Cancel jobs"), answered)
 
     @work(group="ops")
-    async def run_rows(self: ReclaimApp, verb: str, idems: list[str], fn: RowAction) -> None:
+    async def run_rows(
+        self: ReclaimApp, verb: str, op: str, idems: list[str], interaction_id: str | None = None
+    ) -> None:
         assert self.host is not None
         try:
-            applied, refused = await self.host.call(lambda e: _each(e, idems, fn))
+            outcome = await self.host.rows(op, idems, interaction_id)
         except ReclaimError as exc:
             self.post_message(ActionFinished(str(exc), "error"))
             return
-        if applied:
+        if outcome.applied:
             self.state.marks.difference_update(idems)
-        self.post_message(_outcome(verb, applied, refused))
+        self.post_message(_outcome(verb, outcome))
 
     # -- orphans / replay --------------------------------------------------------------------
     @work(group="ops")
@@ -136,32 +125,48 @@ class OperatorActions:
     @work(group="ops")
     async def recover_rows(self: ReclaimApp, idems: list[str]) -> None:
         assert self.host is not None
-        report = await self.host.call(lambda e: e.recover_orphans(force=True, idems=idems))
+        try:
+            report = await self.host.recover(idems)
+        except ReclaimError as exc:
+            self.post_message(ActionFinished(f"orphan recovery failed: {exc}", "error"))
+            return
         self.state.marks.difference_update(idems)
         self.post_message(ActionFinished(f"orphan recovery: {report.summary()}"))
 
     def action_replay(self: ReclaimApp) -> None:
+        marked = sorted(self.state.marks)
         waiting = self.state.counts.get(Status.DONE.value, 0)
-        if not waiting:
+        if not marked and not waiting:
             self.notify("no done-but-unconsumed rows to replay", severity="warning")
             return
+        count = len(marked) or waiting
+        rows = f"{count:,} {'marked' if marked else 'done'} row{'s' if count != 1 else ''}"
         question = (
-            f"Replay {waiting:,} done row{'s' if waiting != 1 else ''} from their stored"
-            " results? The sink runs again (idempotent by key); the API is not called."
-            "\nRows still in their sink back-off wait for it."
+            f"Replay {rows} now from the stored results?"
+            + (" Marked rows that are not done are left alone." if marked else "")
+            + "\nThe sink runs again (idempotent by key); the API is not called."
+            " Rows waiting out a sink back-off go now too, each tried once."
         )
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.replay_rows()
+                self.replay_rows(marked or None)
 
         self.push_screen(ConfirmScreen("replay", question, "Replay"), answered)
 
     @work(group="ops")
-    async def replay_rows(self: ReclaimApp) -> None:
+    async def replay_rows(self: ReclaimApp, idems: list[str] | None) -> None:
         assert self.host is not None
-        report = await self.host.call(lambda e: e.replay())
-        self.post_message(ActionFinished(f"replay: {report.summary()}"))
+        try:
+            report = await self.host.replay(idems)
+        except ReclaimError as exc:
+            self.post_message(ActionFinished(f"replay failed: {exc}", "error"))
+            return
+        if idems:
+            self.state.marks.difference_update(idems)
+        what = report.summary() if report.counts["replayed"] else "no done row to replay"
+        severity = "warning" if report.counts["errors"] else "information"
+        self.post_message(ActionFinished(f"replay: {what}", severity))
 
     # -- adopt --------------------------------------------------------------------------------
     def action_adopt(self: ReclaimApp) -> None:
@@ -178,11 +183,7 @@ class OperatorActions:
 
         def answered(interaction_id: str | None) -> None:
             if interaction_id:
-                self.run_rows(
-                    f"adopted {interaction_id} for",
-                    [row.idem],
-                    lambda e, i: e.adopt(i, interaction_id, actor=ACTOR),
-                )
+                self.run_rows(f"adopted {interaction_id} for", "adopt", [row.idem], interaction_id)
 
         self.push_screen(AdoptScreen(row.idem, row.status.value), answered)
 
@@ -221,7 +222,11 @@ class OperatorActions:
         inserted = present = 0
         for start in range(0, len(jobs), SUBMIT_CHUNK):
             chunk = jobs[start : start + SUBMIT_CHUNK]
-            report = await self.host.call(lambda e, c=chunk: e.submit(c, send=send))
+            try:
+                report = await self.host.submit(chunk, send=send)
+            except ReclaimError as exc:
+                screen.post_message(SubmitFailed(f"submit stopped after {start:,} jobs: {exc}"))
+                return
             inserted += report.counts["inserted"]
             present += report.counts["already_present"]
             screen.post_message(SubmitProgressed(start + len(chunk), len(jobs)))
@@ -284,5 +289,6 @@ class OperatorActions:
         self.rerender()
         note = " (capped: narrow the filter)" if capped else ""
         self.notify(
-            f"marked {len(idems):,} rows{note}", severity="warning" if capped else "information"
+            f"marked {len(idems):,} row{'s' if len(idems) != 1 else ''}{note}",
+            severity="warning" if capped else "information",
         )

@@ -111,7 +111,10 @@ class DetailPane(VerticalScroll):
     shows = 0
 
     DEFAULT_CSS = """
-    DetailPane { border: round $border-blurred; padding: 0 1; }
+    DetailPane {
+        border: round $panel-lighten-2; padding: 0 1;
+        border-title-color: $foreground-muted; border-title-style: bold;
+    }
     DetailPane:focus-within { border: round $border; }
     DetailPane > Static { width: 1fr; }
     """

@@ -14,12 +14,15 @@ __all__ = ["LoopLog"]
 
 class LoopLog(RichLog):
     DEFAULT_CSS = """
-    LoopLog { border: round $border-blurred; height: 1fr; background: $surface;
-              overflow-y: auto; overflow-x: hidden; }
+    LoopLog { border: round $panel-lighten-2; height: 1fr; background: $surface;
+              overflow-y: auto; overflow-x: hidden;
+              border-title-color: $foreground-muted; border-title-style: bold; }
     """
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__(max_lines=500, wrap=True, markup=False, **kwargs)  # type: ignore[arg-type]
+        # min_width: RichLog renders every line at least that wide (78 by
+        # default) and the narrow pane clipped the rest instead of wrapping.
+        super().__init__(max_lines=500, min_width=20, wrap=True, markup=False, **kwargs)  # type: ignore[arg-type]
         self.border_title = "loop log"
         self.can_focus = False
 

@@ -18,7 +18,8 @@ class Throughput(Vertical):
     """Buckets completion times by minute; `now` decides the last bucket."""
 
     DEFAULT_CSS = """
-    Throughput { height: 4; border: round $border-blurred; padding: 0 1; }
+    Throughput { height: 4; border: round $panel-lighten-2; padding: 0 1;
+                 border-title-color: $foreground-muted; border-title-style: bold; }
     Throughput Sparkline { height: 1; }
     Throughput Static { height: 1; color: $text-muted; }
     """

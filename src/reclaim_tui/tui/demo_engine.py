@@ -1,0 +1,118 @@
+"""The demo's world, engine side: seeded jobs, light faults, a flaky sink and
+the embedded emulator. No Textual here: the demo's engine worker process
+builds it (`open_demo_engine`), so the emulator's CPU is not the console's.
+
+Jobs take 3–40 s, some answers are slow, a few creates are rate limited,
+~8 % of jobs end `failed`, and a couple of creates are accepted and then
+dropped, so orphans appear. Lookup by label is off and orphans are held for
+the operator (`o` recovers, `a` adopts). A sink that now and then refuses
+leaves some rows `done` for `R`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from reclaim_tui.config import Settings
+from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.gemini import GeminiBackend
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import JobSpec, StoredResult
+from reclaim_tui.core.sinks import DirectorySink
+from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
+from reclaim_tui.errors import SinkError
+
+__all__ = ["DEMO_MODELS", "FlakySink", "demo_faults", "demo_jobs", "open_demo_engine"]
+
+DEMO_MODELS = ("gemini-flash-latest", "gemini-pro-latest")
+_TASKS = (
+    "Summarise the attached incident report in five bullet points: {}",
+    "Translate into French, keeping the tone: {}",
+    "Write a product description for {}",
+    "List the risks and mitigations of {}",
+    "Draft a polite follow-up email about {}",
+    "Explain to a new engineer how {} works",
+    "Classify the sentiment of customer feedback about {}",
+    "Extract every date and amount mentioned in the contract for {}",
+)
+_TOPICS = (
+    "the Q3 billing migration",
+    "our on-call rotation",
+    "the warehouse robot fleet",
+    "a solar-powered water pump",
+    "the March outage of the EU region",
+    "the new onboarding checklist",
+    "the loyalty programme renewal",
+    "a Postgres major-version upgrade",
+    "the mobile app's offline mode",
+    "the supplier contract with Nordlicht GmbH",
+)
+
+
+def demo_jobs(count: int, seed: int) -> list[JobSpec]:
+    rng = random.Random(seed)
+    jobs = []
+    for n in range(count):
+        prompt = rng.choice(_TASKS).format(rng.choice(_TOPICS)) + f" (#{n + 1})"
+        jobs.append(JobSpec(input=prompt, model=DEMO_MODELS[n % 3 == 2]))
+    return jobs
+
+
+def demo_faults(jobs: int) -> FaultConfig:
+    return FaultConfig.from_json(
+        {
+            "create": {"rate_429": 0.04},
+            "get": {"rate_503": 0.02},
+            "slow_rate": 0.05,
+            "slow_seconds": 1.5,
+            "fail_rate": 0.08,
+            # About two accepted-then-dropped creates per demo.
+            "drop_rate": min(0.5, 2.0 / max(jobs, 1)),
+        }
+    )
+
+
+class FlakySink:
+    """The default directory sink, except that a seeded ~12 % of first
+    deliveries fail: those rows wait `done` (unconsumed) for a replay."""
+
+    def __init__(self, directory: str, seed: int) -> None:
+        self.inner = DirectorySink(directory)
+        self.rng = random.Random(seed)
+        self.refused: set[str] = set()
+
+    async def deliver(self, idem: str, result: StoredResult) -> None:
+        if idem not in self.refused and self.rng.random() < 0.12:
+            self.refused.add(idem)
+            raise SinkError(f"demo sink: {idem[:8]}.md not written (disk quota, emulated)")
+        await self.inner.deliver(idem, result)
+
+
+@asynccontextmanager
+async def open_demo_engine(
+    settings: Settings, jobs: int, seed: int, latency: tuple[float, float]
+) -> AsyncIterator[Engine]:
+    """The emulator on a loopback port, the engine on it, `jobs` seeded jobs reserved."""
+    emulator = EmulatorServer(
+        EmulatorConfig(latency_range=latency, seed=seed, faults=demo_faults(jobs))
+    )
+    await emulator.start()
+    try:
+        backend = GeminiBackend(
+            api_key=emulator.api_key, base_url=emulator.base_url, emulator_lookup=False
+        )
+        try:
+            ledger = await Ledger.open(settings.db, busy_timeout=settings.busy_timeout)
+            try:
+                sink = FlakySink(settings.out, seed)
+                engine = Engine(ledger, backend, sink, config=settings.engine_config("console"))
+                await engine.submit(demo_jobs(jobs, seed), send=False)
+                yield engine
+            finally:
+                await ledger.close()
+        finally:
+            await backend.aclose()
+    finally:
+        await emulator.stop()
