@@ -189,3 +189,17 @@ async def test_orphans_stop_at_max_attempts(
     assert row is not None and row.status == Status.FAILED
     assert row.attempts == 5 and row.duplicates == 4
     assert "attempts exhausted" in (row.last_error or "")
+
+
+def test_late_polls_move_to_the_next_grid_point() -> None:
+    from reclaim_tui.core.engine import EngineConfig
+
+    config = EngineConfig(first_poll=2.0, poll_cap=300.0)
+    # On time: poll 1 at age 2 → next at age 4.
+    assert config.next_poll(100.0, 1, 102.0) == 104.0
+    # Late: poll 1 happened at age 9 → next grid point after now is age 16.
+    assert config.next_poll(100.0, 1, 109.0) == 116.0
+    # Never due at once, even exactly on a grid point.
+    assert config.next_poll(100.0, 1, 108.0) == 116.0
+    # Capped.
+    assert config.next_poll(100.0, 12, 100.0 + 5000.0) == 100.0 + 5000.0 + 300.0

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -82,9 +83,14 @@ class EngineConfig:
         """
         if self.first_poll <= 0:
             return now
-        exponent = min(polls, 40)  # 2**40 · first_poll is far beyond any cap
-        target = submitted_at + self.first_poll * 2.0**exponent
-        return min(max(target, now), now + self.poll_cap)
+        age = now - submitted_at
+        exponent = polls
+        if age >= self.first_poll * 2.0 ** min(exponent, 40):
+            # That grid point has passed (a late tick): take the first one
+            # after now, never "due at once", or a late row is polled twice.
+            exponent = math.floor(math.log2(age / self.first_poll)) + 1
+        target = submitted_at + self.first_poll * 2.0 ** min(exponent, 40)
+        return min(target, now + self.poll_cap)
 
 
 @dataclass

@@ -433,9 +433,15 @@ class Ledger:
             held = await self._held(db, owner, [t.idem for t in transitions])
             todo = [t for t in transitions if held.get(t.idem) == t.expect.value]
             await self._write_transitions(db, todo, now, owner)
+            # A poll that found the job still running changes no state and
+            # says nothing: it is counted in `polls`, not written as an event.
             await db.executemany(
                 _EVENT_SQL,
-                [(now, t.idem, actor, t.expect.value, t.to.value, t.note) for t in todo],
+                [
+                    (now, t.idem, actor, t.expect.value, t.to.value, t.note)
+                    for t in todo
+                    if t.note or t.expect != t.to
+                ],
             )
         return [t.idem for t in todo]
 
