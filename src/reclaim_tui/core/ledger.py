@@ -569,33 +569,6 @@ class Ledger:
         )
         return [row_from_tuple(r) for r in rows]
 
-    async def rows(
-        self,
-        *,
-        status: Status | None = None,
-        limit: int = 1000,
-        after: tuple[float, str] | None = None,
-        where: str = "",
-        params: Sequence[Any] = (),
-    ) -> list[Row]:
-        """A keyset page ordered by (updated_at, idem)."""
-        clauses: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            clauses.append("status = ?")
-            args.append(status.value)
-        if after is not None:
-            clauses.append("(updated_at, idem) > (?, ?)")
-            args.extend(after)
-        if where:
-            clauses.append(where)
-            args.extend(params)
-        sql = f"SELECT {COLUMNS} FROM jobs"
-        if clauses:
-            sql += " WHERE " + " AND ".join(clauses)
-        sql += " ORDER BY updated_at, idem LIMIT ?"
-        return [row_from_tuple(r) for r in await self._fetchall(sql, [*args, limit])]
-
     async def iter_rows(self, batch: int = 2000) -> AsyncIterator[Row]:
         """Every row, in key order, a page at a time (exports)."""
         last = ""
@@ -660,13 +633,6 @@ class Ledger:
             (now, json.dumps(dead)),
         )
         return int(rows[0][0])
-
-    async def next_due(self) -> float | None:
-        rows = await self._fetchall(
-            "SELECT MIN(next_at) FROM jobs WHERE status IN ('reserving','submitted','done')"
-            " AND held = 0"
-        )
-        return rows[0][0] if rows else None
 
 
 def _result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[Any, ...]:
