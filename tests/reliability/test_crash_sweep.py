@@ -32,7 +32,7 @@ from reclaim_tui.core.crash import CRASH_POINTS
 from reclaim_tui.core.fakes import fake_output_text
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.models import JobSpec, StoredResult
-from reclaim_tui.core.sinks import DirectorySink
+from reclaim_tui.core.sinks import TEMP_DIR, DirectorySink
 from tests.helpers import EmulatorProcess, Workspace, record_figures
 from tests.helpers.ledgerdb import account_for_creates
 from tests.helpers.procs import write_jobs
@@ -147,7 +147,8 @@ def check_scenario(sc: Scenario, ws: Workspace, emu: EmulatorProcess) -> dict[st
         assert f'"id": "{rows[key]["handle"]}"' in (ws.out / f"{key}.json").read_text()
     # A delivery killed mid-write leaves its hidden temp file (see
     # test_stale_temp_files_of_a_killed_delivery_are_removed); counted here.
-    litter = sorted(p.name for p in ws.out.iterdir() if p.name.startswith("."))
+    temp_dir = ws.out / TEMP_DIR
+    litter = sorted(p.name for p in temp_dir.iterdir()) if temp_dir.exists() else []
 
     # Delivery: at least once per key; twice only once the sink had run.
     delivered = Counter(d["idem"] for d in ws.deliveries())
@@ -279,7 +280,8 @@ async def test_stale_temp_files_of_a_killed_delivery_are_removed(tmp_path: Path)
     sink = DirectorySink(tmp_path)
     idem = "a" * 32
     # What a SIGKILL between mkstemp and os.replace leaves (sinks._atomic_write).
-    stale = tmp_path / f".{idem}.json.k1ll3d.tmp"
+    (tmp_path / TEMP_DIR).mkdir()
+    stale = tmp_path / TEMP_DIR / f"{idem}.json.k1ll3d.tmp"
     stale.write_bytes(b'{"half": ')
     result = StoredResult(idem, "emu-1", "text", None, '{"id": "emu-1"}', 0.0)
     await sink.deliver(idem, result)

@@ -60,7 +60,9 @@ async def test_directory_sink_is_idempotent(tmp_path: Path) -> None:
     sink = DirectorySink(tmp_path / "out")
     await sink.deliver("k1", _result())
     await sink.deliver("k1", _result())
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["k1.json", "k1.md"]
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == [".reclaim-tmp", "k1.json", "k1.md"]
+    assert list((tmp_path / "out" / ".reclaim-tmp").iterdir()) == []  # no temp left
     assert (tmp_path / "out" / "k1.md").read_text() == "hello"
 
 

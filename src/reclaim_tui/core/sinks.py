@@ -40,11 +40,14 @@ class Sink(Protocol):
         ...
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    # temp file in the same directory, fsync, rename: a reader sees the old
+TEMP_DIR = ".reclaim-tmp"
+
+
+def _atomic_write(path: Path, data: bytes, temp_dir: Path) -> None:
+    # Temp file on the same filesystem, fsync, rename: a reader sees the old
     # file or the whole new one, never a torn write. The caller fsyncs the
     # directory once for all its renames (_fsync_dir) before reporting success.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=temp_dir, prefix=f"{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -71,8 +74,9 @@ def _fsync_dir(directory: Path) -> None:
 
 class DirectorySink:
     """Writes `<idem>.md` (the output text) and `<idem>.json` (the full
-    interaction) into one directory, atomically. Idempotent: a second
-    delivery of the same key rewrites the same bytes."""
+    interaction) into one directory, atomically (temp files in its
+    `.reclaim-tmp/` subdirectory). Idempotent: a second delivery of the same
+    key rewrites the same bytes."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -89,16 +93,21 @@ class DirectorySink:
 
     def _write(self, idem: str, result: StoredResult) -> None:
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
             md = self.path_for(idem, ".md")
             js = self.path_for(idem, ".json")
-            # A delivery killed half-way left its temp file; this one replaces it.
-            for stale in self.directory.glob(f".{idem}.*.tmp"):
-                stale.unlink(missing_ok=True)
-            _atomic_write(md, result.output_text.encode("utf-8"))
+            # Temp files live in their own small directory, so sweeping a
+            # killed delivery's leftovers for this key is a scan of the
+            # deliveries in flight, not of every article ever written.
+            temp_dir = self.directory / TEMP_DIR
+            temp_dir.mkdir(parents=True, exist_ok=True)
+            with os.scandir(temp_dir) as entries:
+                for entry in entries:
+                    if entry.name.startswith((f"{idem}.md.", f"{idem}.json.")):
+                        Path(entry.path).unlink(missing_ok=True)
+            _atomic_write(md, result.output_text.encode("utf-8"), temp_dir)
             crashpoint("inside_sink")
             pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
-            _atomic_write(js, pretty.encode("utf-8") + b"\n")
+            _atomic_write(js, pretty.encode("utf-8") + b"\n", temp_dir)
             _fsync_dir(js.parent)
         except OSError as exc:
             raise SinkError(f"cannot write result for {idem} in {self.directory}: {exc}") from exc
