@@ -45,6 +45,10 @@ ALLOWED_TRANSITIONS = frozenset(
         ("failed", "submitted"),
         ("cancelled", "reserving"),
         ("cancelled", "cancelled"),
+        # Notes on a settled row: a late create of a holder that lost its
+        # lease is recorded (and cancelled) whatever the row became since.
+        ("failed", "failed"),
+        ("consumed", "consumed"),
     }
 )
 

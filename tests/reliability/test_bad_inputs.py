@@ -340,7 +340,9 @@ def test_real_full_disk_for_the_directory_sink(
     ok(proc)
     (row,) = ws.view().rows().values()
     assert row["status"] == "done" and "No space left" in (row["last_error"] or "")
-    assert [p for p in ws.out.iterdir()] == []  # no torn file, no temp left behind
+    # No torn file, no temp left behind (temp files live in .reclaim-tmp/).
+    assert [p.name for p in ws.out.iterdir() if p.name != ".reclaim-tmp"] == []
+    assert not any((ws.out / ".reclaim-tmp").glob("*"))
     filler.unlink()
     ws.settle(confirm=False)
     (row,) = ws.view().rows().values()

@@ -755,7 +755,11 @@ class Engine:
                 f" — possible duplicate spend; {outcome}"
             )
             try:
-                await self.ledger.add_event(t.idem, self.config.actor, note, None)
+                # A note, not a transition: recorded as a self-loop on the
+                # status the row has now (another holder moved it on).
+                current = await self.ledger.get(t.idem)
+                status = current.status.value if current else None
+                await self.ledger.add_event(t.idem, self.config.actor, note, status)
             except Exception as exc:  # the ledger may be what failed us
                 log.warning("%s: %s (could not record: %s)", t.idem, note, exc)
 
