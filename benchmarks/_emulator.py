@@ -12,18 +12,19 @@ from __future__ import annotations
 import json
 import os
 import resource
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from _common import ROOT, baseline_path
+
+from reclaim_tui.emulator.admin import AdminClient
+from reclaim_tui.emulator.server import free_port
 
 __all__ = [
     "EmulatorProcess",
@@ -38,19 +39,14 @@ __all__ = [
 API_KEY = "emulator-key"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class EmulatorProcess:
     """`reclaim-tui emulator FLAGS` on a free loopback port, for the `with` block."""
 
     def __init__(self, *flags: str) -> None:
         self.flags = flags
-        self.port = _free_port()
+        self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
+        self.admin = AdminClient(self.base_url, timeout=30.0)
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> EmulatorProcess:
@@ -86,26 +82,15 @@ class EmulatorProcess:
             self._proc.terminate()
             self._proc.wait(timeout=10)
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"{self.base_url}/_emulator/{path}",
-            data=data,
-            method=method,
-            headers={"content-type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
-
     def stats(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "stats")
+        result: dict[str, Any] = self.admin.stats()
         return result
 
     def reset(self) -> None:
-        self._call("POST", "reset")
+        self.admin.reset()
 
     def set_faults(self, faults: dict[str, Any]) -> None:
-        self._call("POST", "faults", faults)
+        self.admin.set_faults(faults)
 
 
 def write_jobs(path: Path, n: int, tag: str = "") -> None:

@@ -3,18 +3,17 @@ outlives every worker a test kills, plus a small sync client of its admin API.""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 import urllib.error
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from reclaim_tui.emulator.admin import AdminClient
 from reclaim_tui.emulator.server import free_port
 
 __all__ = ["EmulatorProcess"]
@@ -39,6 +38,7 @@ class EmulatorProcess:
         self.api_key = api_key
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
+        self.admin = AdminClient(self.base_url)
         self.log_path = log_dir / f"emulator-{self.port}.log"
         self._args = [
             sys.executable,
@@ -92,27 +92,14 @@ class EmulatorProcess:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # -- admin API ---------------------------------------------------------------------
-    def _admin(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"{self.base_url}/_emulator/{path}",
-            data=data,
-            method=method,
-            headers={"content-type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read())
-
+    # -- admin API (reclaim_tui.emulator.admin) ---------------------------------------
     def stats(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._admin("GET", "stats")
-        return result
+        return self.admin.stats()
 
     def creates(self) -> list[dict[str, Any]]:
         """The emulator's own log of every interaction it created (the
         independent record the ledger is checked against)."""
-        result: list[dict[str, Any]] = self._admin("GET", "creates")
-        return result
+        return self.admin.creates()
 
     def creates_by_idem(self) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
@@ -124,18 +111,13 @@ class EmulatorProcess:
         return Counter(entry["idem"] for entry in self.creates())
 
     def set_faults(self, **faults: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self._admin("POST", "faults", faults)
-        return result
+        return self.admin.set_faults(faults)
 
     def find(self, idem: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._admin("GET", f"find?idem={idem}")
-        return result
+        return self.admin.find(idem)
 
     def finish(self, interaction_id: str, status: str, text: str | None = None) -> Any:
-        body: dict[str, Any] = {"status": status}
-        if text is not None:
-            body["text"] = text
-        return self._admin("POST", f"interactions/{interaction_id}/finish", body)
+        return self.admin.finish(interaction_id, status, text)
 
     def alive(self) -> bool:
         try:
