@@ -13,22 +13,21 @@ Exit codes (see README):
 from __future__ import annotations
 
 import asyncio
-import csv
 import json
 import logging
 import sys
 import time
 from collections.abc import Callable, Coroutine
 from functools import wraps
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT, Settings
-from reclaim_tui.core.engine import OrphanPolicy, PassReport
+from reclaim_tui.core.export import row_dict, write_export
 from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import Row, Status
+from reclaim_tui.core.models import Actor, OrphanPolicy, PassReport, Status
 from reclaim_tui.errors import (
     ConfigError,
     JobsFileError,
@@ -180,7 +179,7 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, **kw: Any) -> None:
     """One headless pass for cron: recover, submit, send, reclaim, replay."""
     settings = settings_from(kw)
     jobs = _read_jobs(jobs_path, settings) if jobs_path else []
-    async with open_engine(settings, actor="tick") as engine:
+    async with open_engine(settings, actor=Actor.TICK) as engine:
         report = await engine.tick(jobs)
     _report(report, fail_on_errors)
 
@@ -193,7 +192,7 @@ async def submit(jobs_path: str, **kw: Any) -> None:
     """Validate FILE (JSON Lines), reserve its jobs and send them."""
     settings = settings_from(kw)
     jobs = _read_jobs(jobs_path, settings)
-    async with open_engine(settings, actor="cli") as engine:
+    async with open_engine(settings, actor=Actor.CLI) as engine:
         report = await engine.submit(jobs)
     click.echo(
         f"{report.counts['inserted']} reserved, {report.counts['already_present']} "
@@ -266,7 +265,7 @@ async def show(db: str, idem: str) -> None:
         events = await ledger.events(idem)
         result = await ledger.result(idem)
     assert row is not None
-    for name, value in _row_dict(row).items():
+    for name, value in row_dict(row).items():
         if name.endswith(("_at", "_until", "state_since")) and isinstance(value, float):
             value = _when(value) if value else "-"
         click.echo(f"{name:>13}: {value if value is not None else '-'}")
@@ -284,38 +283,13 @@ def _when(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
 
 
-def _row_dict(row: Row) -> dict[str, Any]:
-    return {
-        "idem": row.idem,
-        "status": row.status.value,
-        "model": row.model,
-        "handle": row.handle,
-        "attempts": row.attempts,
-        "polls": row.polls,
-        "inflight": row.inflight,
-        "held": row.held,
-        "duplicates": row.duplicates,
-        "lease_owner": row.lease_owner,
-        "lease_until": row.lease_until,
-        "next_at": row.next_at,
-        "last_error": row.last_error,
-        "created_at": row.created_at,
-        "state_since": row.state_since,
-        "submitted_at": row.submitted_at,
-        "done_at": row.done_at,
-        "consumed_at": row.consumed_at,
-        "updated_at": row.updated_at,
-        "spec": row.spec,
-    }
-
-
 @cli.command()
 @common
 @run
 async def replay(**kw: Any) -> None:
     """Deliver stored results of done-but-unconsumed rows (never calls the API)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor="cli") as engine:
+    async with open_engine(settings, actor=Actor.CLI) as engine:
         report = await engine.replay()
     _report(report, False)
 
@@ -328,7 +302,7 @@ async def replay(**kw: Any) -> None:
 async def recover(force: bool, idems: tuple[str, ...], **kw: Any) -> None:
     """Settle orphans: adopt by label where possible, else the orphan policy."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor="cli") as engine:
+    async with open_engine(settings, actor=Actor.CLI) as engine:
         keys = [await _resolve(engine.ledger, i) for i in idems] if idems else None
         report = await engine.recover_orphans(force=force, idems=keys)
     _report(report, False)
@@ -341,8 +315,8 @@ async def recover(force: bool, idems: tuple[str, ...], **kw: Any) -> None:
 async def retry(idem: str, **kw: Any) -> None:
     """Send a failed or cancelled job again (fresh attempt budget)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor="cli") as engine:
-        row = await engine.retry(await _resolve(engine.ledger, idem), actor="cli")
+    async with open_engine(settings, actor=Actor.CLI) as engine:
+        row = await engine.retry(await _resolve(engine.ledger, idem), actor=Actor.CLI)
     click.echo(f"{row.idem}: {row.status.value}")
 
 
@@ -353,8 +327,8 @@ async def retry(idem: str, **kw: Any) -> None:
 async def cancel(idem: str, **kw: Any) -> None:
     """Cancel a reserving or submitted job (and ask the API to cancel it)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor="cli") as engine:
-        row = await engine.cancel(await _resolve(engine.ledger, idem), actor="cli")
+    async with open_engine(settings, actor=Actor.CLI) as engine:
+        row = await engine.cancel(await _resolve(engine.ledger, idem), actor=Actor.CLI)
     click.echo(f"{row.idem}: {row.status.value}")
 
 
@@ -366,41 +340,10 @@ async def cancel(idem: str, **kw: Any) -> None:
 async def adopt(idem: str, interaction_id: str, **kw: Any) -> None:
     """Attach an existing INTERACTION_ID to an orphaned or failed job."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor="cli") as engine:
+    async with open_engine(settings, actor=Actor.CLI) as engine:
         key = await _resolve(engine.ledger, idem)
-        row = await engine.adopt(key, interaction_id, actor="cli")
+        row = await engine.adopt(key, interaction_id, actor=Actor.CLI)
     click.echo(f"{row.idem}: {row.status.value} ({row.handle})")
-
-
-EXPORT_FIELDS = (
-    "idem",
-    "status",
-    "model",
-    "handle",
-    "attempts",
-    "polls",
-    "duplicates",
-    "last_error",
-    "created_at",
-    "submitted_at",
-    "done_at",
-    "consumed_at",
-    "updated_at",
-    "spec",
-)
-
-
-def write_export(rows: list[Row], fmt: str, out: TextIO) -> None:
-    """Rows as JSONL or CSV (shared with the console's export)."""
-    if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=EXPORT_FIELDS)
-        writer.writeheader()
-    for row in rows:
-        data = {k: v for k, v in _row_dict(row).items() if k in EXPORT_FIELDS}
-        if fmt == "csv":
-            writer.writerow(data)
-        else:
-            out.write(json.dumps(data, ensure_ascii=False) + "\n")
 
 
 @cli.command()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from reclaim_tui.core.engine import EngineConfig, OrphanPolicy
+from reclaim_tui.core.engine import EngineConfig
+from reclaim_tui.core.models import Actor, OrphanPolicy
 from reclaim_tui.errors import ConfigError
 
 __all__ = ["DEFAULT_DB", "DEFAULT_MODEL", "DEFAULT_OUT", "Settings"]
@@ -32,7 +33,7 @@ class Settings:
     first_poll: float = 2.0
     orphan_policy: OrphanPolicy = OrphanPolicy.RESUBMIT
     emulator_lookup: bool = False
-    actor: str = "cli"
+    actor: Actor = Actor.CLI
 
     @property
     def lease(self) -> float:
@@ -61,7 +62,7 @@ class Settings:
             raise ConfigError("--model must not be empty")
         return self
 
-    def engine_config(self, actor: str | None = None) -> EngineConfig:
+    def engine_config(self, actor: Actor | None = None) -> EngineConfig:
         return EngineConfig(
             concurrency=self.concurrency,
             batch_size=self.batch_size,

@@ -10,6 +10,7 @@ from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import Actor
 from reclaim_tui.core.sinks import load_sink
 
 __all__ = ["make_backend", "open_engine", "open_ledger"]
@@ -48,7 +49,7 @@ async def open_ledger(
 async def open_engine(
     settings: Settings,
     *,
-    actor: str | None = None,
+    actor: Actor | None = None,
     backend: Backend | None = None,
     clock: Clock | None = None,
 ) -> AsyncIterator[Engine]:

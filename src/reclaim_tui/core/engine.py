@@ -14,10 +14,8 @@ import contextlib
 import json
 import logging
 import math
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any
 
 from reclaim_tui.core.backend import Backend
@@ -26,7 +24,10 @@ from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Ledger, Transition
 from reclaim_tui.core.models import (
+    Actor,
     JobSpec,
+    OrphanPolicy,
+    PassReport,
     RemoteInteraction,
     RemoteState,
     Row,
@@ -43,16 +44,10 @@ from reclaim_tui.errors import (
     SinkError,
 )
 
+# OrphanPolicy and PassReport live in models; re-exported for existing imports.
 __all__ = ["Engine", "EngineConfig", "OrphanPolicy", "PassReport"]
 
 log = logging.getLogger("reclaim_tui.engine")
-
-
-class OrphanPolicy(StrEnum):
-    """What to do with an orphan nobody can find by label."""
-
-    RESUBMIT = "resubmit"  # send again; recorded as a possible duplicate spend
-    HOLD = "hold"  # leave it for an operator (adopt, or recover --force)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +62,7 @@ class EngineConfig:
     poll_cap: float = 300.0
     max_read_errors: int = 100
     orphan_policy: OrphanPolicy = OrphanPolicy.RESUBMIT
-    actor: str = "tick"
+    actor: Actor = Actor.TICK
 
     def backoff(self, n: int) -> float:
         """Delay before the n-th retry (n ≥ 1): exponential, capped."""
@@ -91,39 +86,6 @@ class EngineConfig:
             exponent = math.floor(math.log2(age / self.first_poll)) + 1
         target = submitted_at + self.first_poll * 2.0 ** min(exponent, 40)
         return min(target, now + self.poll_cap)
-
-
-@dataclass
-class PassReport:
-    """What one pass (or a tick of several) did, for logs, the CLI and the console."""
-
-    counts: Counter[str] = field(default_factory=Counter)
-    errors: list[tuple[str, str]] = field(default_factory=list)
-
-    def error(self, idem: str, message: str) -> None:
-        self.counts["errors"] += 1
-        if len(self.errors) < 200:
-            self.errors.append((idem, message))
-
-    def merge(self, other: PassReport) -> None:
-        self.counts.update(other.counts)
-        self.errors.extend(other.errors[: max(0, 200 - len(self.errors))])
-
-    def summary(self) -> str:
-        keys = (
-            "inserted",
-            "sent",
-            "adopted",
-            "resubmitted",
-            "held",
-            "polled",
-            "completed",
-            "consumed",
-            "failed",
-            "cancelled",
-            "errors",
-        )
-        return " ".join(f"{k}={self.counts[k]}" for k in keys if self.counts[k]) or "idle"
 
 
 class Engine:
@@ -592,7 +554,7 @@ class Engine:
         )
 
     # -- operator actions --------------------------------------------------------------------
-    async def retry(self, idem: str, *, actor: str = "cli") -> Row:
+    async def retry(self, idem: str, *, actor: Actor = Actor.CLI) -> Row:
         """Send a failed or cancelled job again, with a fresh attempt budget."""
         before = await self._require(idem)
         note = f"operator retry (was {before.status}"
@@ -616,7 +578,7 @@ class Engine:
             },
         )
 
-    async def cancel(self, idem: str, *, actor: str = "cli") -> Row:
+    async def cancel(self, idem: str, *, actor: Actor = Actor.CLI) -> Row:
         """Cancel a job that has not finished; asks the API to cancel too.
 
         An orphan (a create whose outcome is unknown) may have an interaction
@@ -652,7 +614,7 @@ class Engine:
             await self.ledger.add_event(idem, actor, remote_note, Status.CANCELLED.value)
         return row
 
-    async def adopt(self, idem: str, interaction_id: str, *, actor: str = "cli") -> Row:
+    async def adopt(self, idem: str, interaction_id: str, *, actor: Actor = Actor.CLI) -> Row:
         """Attach an existing interaction to a `reserving` or `failed` row."""
         interaction_id = interaction_id.strip()
         if not interaction_id or len(interaction_id) > 256 or not interaction_id.isprintable():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -11,8 +12,11 @@ from typing import Any
 __all__ = [
     "ACTIVE_STATUSES",
     "TERMINAL_STATUSES",
+    "Actor",
     "Event",
     "JobSpec",
+    "OrphanPolicy",
+    "PassReport",
     "RemoteInteraction",
     "RemoteState",
     "Row",
@@ -34,6 +38,21 @@ class Status(StrEnum):
 
 TERMINAL_STATUSES = frozenset({Status.CONSUMED, Status.FAILED, Status.CANCELLED})
 ACTIVE_STATUSES = frozenset({Status.RESERVING, Status.SUBMITTED, Status.DONE})
+
+
+class Actor(StrEnum):
+    """Who wrote an event: the history names the kind of process behind it."""
+
+    TICK = "tick"  # a cron tick (or any automatic pass run from the CLI)
+    CLI = "cli"  # an operator's CLI command
+    CONSOLE = "console"  # the operator console
+
+
+class OrphanPolicy(StrEnum):
+    """What to do with an orphan nobody can find by label."""
+
+    RESUBMIT = "resubmit"  # send again; recorded as a possible duplicate spend
+    HOLD = "hold"  # leave it for an operator (adopt, or recover --force)
 
 
 class RemoteState(StrEnum):
@@ -156,3 +175,36 @@ class Event:
     from_status: str | None
     to_status: str | None
     note: str
+
+
+@dataclass
+class PassReport:
+    """What one pass (or a tick of several) did, for logs, the CLI and the console."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+
+    def error(self, idem: str, message: str) -> None:
+        self.counts["errors"] += 1
+        if len(self.errors) < 200:
+            self.errors.append((idem, message))
+
+    def merge(self, other: PassReport) -> None:
+        self.counts.update(other.counts)
+        self.errors.extend(other.errors[: max(0, 200 - len(self.errors))])
+
+    def summary(self) -> str:
+        keys = (
+            "inserted",
+            "sent",
+            "adopted",
+            "resubmitted",
+            "held",
+            "polled",
+            "completed",
+            "consumed",
+            "failed",
+            "cancelled",
+            "errors",
+        )
+        return " ".join(f"{k}={self.counts[k]}" for k in keys if self.counts[k]) or "idle"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.engine import OrphanPolicy
+from reclaim_tui.core.models import Actor, OrphanPolicy
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.demo_engine import DEMO_MODELS
@@ -36,7 +36,7 @@ def make_demo_app(
         model=DEMO_MODELS[0],
         orphan_policy=OrphanPolicy.HOLD,
         emulator_lookup=False,
-        actor="console",
+        actor=Actor.CONSOLE,
     )
     config = ConsoleConfig(
         settings=settings,

@@ -19,7 +19,7 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import JobSpec, StoredResult
+from reclaim_tui.core.models import Actor, JobSpec, StoredResult
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.errors import SinkError
@@ -107,7 +107,7 @@ async def open_demo_engine(
             ledger = await Ledger.open(settings.db, busy_timeout=settings.busy_timeout)
             try:
                 sink = FlakySink(settings.out, seed)
-                engine = Engine(ledger, backend, sink, config=settings.engine_config("console"))
+                engine = Engine(ledger, backend, sink, config=settings.engine_config(Actor.CONSOLE))
                 await engine.submit(demo_jobs(jobs, seed), send=False)
                 yield engine
             finally:

@@ -24,7 +24,7 @@ from typing import Any
 
 from reclaim_tui import errors
 from reclaim_tui.core.engine import Engine, PassReport
-from reclaim_tui.core.models import JobSpec
+from reclaim_tui.core.models import Actor, JobSpec
 from reclaim_tui.errors import OperatorError, ReclaimError
 
 __all__ = [
@@ -42,7 +42,7 @@ __all__ = [
     "report_to_wire",
 ]
 
-ACTOR = "console"
+ACTOR = Actor.CONSOLE
 ROW_OPS = frozenset({"retry", "cancel", "adopt"})
 Command = dict[str, Any]
 Reply = dict[str, Any]

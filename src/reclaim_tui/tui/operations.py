@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 
+from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.queries import View
@@ -249,8 +250,6 @@ class OperatorActions:
 
     @work(group="ops")
     async def export_rows(self: ReclaimApp, view: View, request: ExportRequest) -> None:
-        from reclaim_tui.cli import write_export
-
         assert self.reader is not None
         path = Path(request.path).expanduser()
         written = 0
