@@ -316,7 +316,7 @@ async def retry(idem: str, **kw: Any) -> None:
     """Send a failed or cancelled job again (fresh attempt budget)."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
-        row = await engine.retry(await _resolve(engine.ledger, idem), actor=Actor.CLI)
+        row = await engine.operator.retry(await _resolve(engine.ledger, idem), actor=Actor.CLI)
     click.echo(f"{row.idem}: {row.status.value}")
 
 
@@ -328,7 +328,7 @@ async def cancel(idem: str, **kw: Any) -> None:
     """Cancel a reserving or submitted job (and ask the API to cancel it)."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
-        row = await engine.cancel(await _resolve(engine.ledger, idem), actor=Actor.CLI)
+        row = await engine.operator.cancel(await _resolve(engine.ledger, idem), actor=Actor.CLI)
     click.echo(f"{row.idem}: {row.status.value}")
 
 
@@ -342,7 +342,7 @@ async def adopt(idem: str, interaction_id: str, **kw: Any) -> None:
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         key = await _resolve(engine.ledger, idem)
-        row = await engine.adopt(key, interaction_id, actor=Actor.CLI)
+        row = await engine.operator.adopt(key, interaction_id, actor=Actor.CLI)
     click.echo(f"{row.idem}: {row.status.value} ({row.handle})")
 
 

@@ -7,6 +7,7 @@
     │   ├── LedgerVersionError      written by a newer reclaim-tui
     │   ├── LedgerCorruptError      not a SQLite database / malformed
     │   ├── LedgerBusyError         locked by another process past busy_timeout
+    │   ├── LedgerConflictError     a write a uniqueness rule refused (e.g. a handle already used)
     │   └── LedgerReadOnlyError     a write was needed but the file is read-only
     ├── OperatorError               an operator action that does not apply (exit 5)
     ├── SinkError                   a sink could not deliver a result (row stays `done`)
@@ -28,6 +29,7 @@ __all__ = [
     "InteractionGoneError",
     "JobsFileError",
     "LedgerBusyError",
+    "LedgerConflictError",
     "LedgerCorruptError",
     "LedgerError",
     "LedgerReadOnlyError",
@@ -77,6 +79,10 @@ class LedgerCorruptError(LedgerError):
 
 class LedgerBusyError(LedgerError):
     """Another process held the write lock for longer than busy_timeout."""
+
+
+class LedgerConflictError(LedgerError):
+    """A write that a uniqueness rule of the ledger refused (a handle already used)."""
 
 
 class LedgerReadOnlyError(LedgerError):

@@ -22,7 +22,7 @@ from reclaim_tui.core.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import JobSpec, Status
+from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from reclaim_tui.errors import MaybeCreatedError
 from tests.helpers import EmulatorProcess, Workspace, record_figures
@@ -133,8 +133,8 @@ async def test_no_write_outside_begin_immediate(tmp_path: Path) -> None:
         await engine.tick()  # orphan resubmitted, replay consumes
         clock.advance(3)
         await engine.tick([specs[5]])
-        await engine.cancel(keys[5])
-        await engine.retry(keys[5])
+        await engine.operator.cancel(keys[5], actor=Actor.CLI)
+        await engine.operator.retry(keys[5], actor=Actor.CLI)
         clock.advance(3)
         await engine.tick()
         clock.advance(3)

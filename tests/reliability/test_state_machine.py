@@ -54,7 +54,7 @@ from reclaim_tui.core.engine import Engine, EngineConfig, OrphanPolicy
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import JobSpec
+from reclaim_tui.core.models import Actor, JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import MaybeCreatedError, NotCreatedError, OperatorError
 from tests.helpers import LedgerView, record_figures
@@ -370,9 +370,9 @@ class LedgerMachine(RuleBasedStateMachine):
             self.cancel_gap.update(h for h, r in self.fake.remotes.items() if r.idem == idem)
         try:
             if action == "retry":
-                self.pass_(self.engine.retry(idem, actor="prop-op"))
+                self.pass_(self.engine.operator.retry(idem, actor="prop-op"))
             elif action == "cancel":
-                self.pass_(self.engine.cancel(idem, actor="prop-op"))
+                self.pass_(self.engine.operator.cancel(idem, actor="prop-op"))
             else:
                 self.pass_(self.engine.recover_orphans(force=True, idems=[idem]))
         except OperatorError:
@@ -387,7 +387,7 @@ class LedgerMachine(RuleBasedStateMachine):
         if handle is None:
             return
         try:
-            self.pass_(self.engine.adopt(idem, handle, actor="prop-op"))
+            self.pass_(self.engine.operator.adopt(idem, handle, actor="prop-op"))
         except OperatorError:
             _stats["operator_refusals"] += 1
 
@@ -484,7 +484,7 @@ async def test_cancel_of_an_orphan_keeps_its_possible_interaction(tmp_path: Path
         await engine.tick([spec])
         row = await ledger.get(idem)
         assert row is not None and row.inflight and row.handle is None
-        await engine.cancel(idem)
+        await engine.operator.cancel(idem, actor=Actor.CLI)
         creates = {idem: [{"id": h} for h in fake.remotes]}
         problems = account_for_creates(LedgerView(tmp_path / "ledger.db"), creates)
         remote_status = [r.status for r in fake.remotes.values()]

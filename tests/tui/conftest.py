@@ -19,7 +19,7 @@ from reclaim_tui.core.engine import Engine, EngineConfig, OrphanPolicy
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import Event, JobSpec, Row, StoredResult
+from reclaim_tui.core.models import Actor, Event, JobSpec, Row, StoredResult
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from reclaim_tui.errors import MaybeCreatedError, NotCreatedError, SinkError
 from reclaim_tui.tui.app import ReclaimApp
@@ -127,7 +127,7 @@ async def _seed(seeded: Seeded) -> None:
         fake.finish(fake.handle_for(seeded.keys[role]))
     clock.advance(30)
     await engine.reclaim()
-    await engine.cancel(seeded.keys["cancelled"], actor="cli")
+    await engine.operator.cancel(seeded.keys["cancelled"], actor=Actor.CLI)
     clock.advance(45)
     await engine.submit([roles["reserving"]], send=False)
     clock.advance(20)

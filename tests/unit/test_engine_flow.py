@@ -9,7 +9,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.models import JobSpec, Status
+from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.errors import InteractionGoneError, MaybeCreatedError, NotCreatedError
 
 
@@ -155,10 +155,10 @@ async def test_operator_retry_cancel_adopt(
     clock.advance(2)
     await engine.tick()
     assert (await engine.ledger.get(idem)).status == Status.FAILED  # type: ignore[union-attr]
-    row = await engine.retry(idem)
+    row = await engine.operator.retry(idem, actor=Actor.CLI)
     assert row.status == Status.RESERVING and row.attempts == 0
     await engine.tick()
-    row = await engine.cancel(idem)
+    row = await engine.operator.cancel(idem, actor=Actor.CLI)
     assert row.status == Status.CANCELLED
     events = await engine.ledger.events(idem)
     assert [e.actor for e in events].count("cli") >= 2

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger import SCHEMA_VERSION, Ledger, Transition
-from reclaim_tui.core.models import Status
+from reclaim_tui.core.ledger import SCHEMA_VERSION, Ledger
+from reclaim_tui.core.models import Actor, Status
+from reclaim_tui.core.transitions import Transition
 from reclaim_tui.errors import (
     LedgerCorruptError,
     LedgerError,
@@ -70,12 +71,12 @@ async def test_insert_is_idempotent(ledger: Ledger) -> None:
 
 async def test_claim_is_exclusive_until_lease_expires(ledger: Ledger, clock: ManualClock) -> None:
     await ledger.insert_jobs([("a", "{}", "m")], "t")
-    where, params = "status = 'reserving' AND next_at <= ?", [clock.now()]
-    first = await ledger.claim("p1", where, params, limit=10, lease_seconds=60)
-    second = await ledger.claim("p2", where, params, limit=10, lease_seconds=60)
+    first = await ledger.claim_sendable("p1", Actor.TICK, limit=10, lease_seconds=60)
+    second = await ledger.claim_sendable("p2", Actor.TICK, limit=10, lease_seconds=60)
     assert [r.idem for r in first.rows] == ["a"] and second.rows == []
     clock.advance(61)
-    third = await ledger.claim("p2", where, [clock.now()], limit=10, lease_seconds=60)
+    # p1's claim sent nothing: its attempt is still in flight, an orphan now.
+    third = await ledger.claim_orphans("p2", limit=10, lease_seconds=60, force=True)
     assert [r.idem for r in third.rows] == ["a"]
     # p1 lost its lease: its compare-and-set changes nothing.
     stale = Transition("a", Status.RESERVING, Status.FAILED, "zombie write")
@@ -89,14 +90,14 @@ async def test_dead_holder_lease_is_free_at_once(ledger: Ledger, clock: ManualCl
     import socket
 
     await ledger.insert_jobs([("a", "{}", "m")], "t")
-    where = "status = 'reserving'"
     # A pid that cannot exist on this host: provably dead.
     dead = f"{socket.gethostname()}|4194304999|12345"
-    assert (await ledger.claim(dead, where, [], limit=1, lease_seconds=600)).rows
-    got = await ledger.claim("p2", where, [], limit=1, lease_seconds=600)
+    assert (await ledger.claim_sendable(dead, Actor.TICK, limit=1, lease_seconds=600)).rows
+    got = await ledger.claim_orphans("p2", limit=1, lease_seconds=600, force=True)
     assert [r.idem for r in got.rows] == ["a"]
     # Another host's holder is never judged: only the clock frees it.
     await ledger.insert_jobs([("b", "{}", "m")], "t")
     other = "elsewhere|1|1"
-    assert (await ledger.claim(other, "idem = 'b'", [], limit=1, lease_seconds=600)).rows
-    assert not (await ledger.claim("p3", "idem = 'b'", [], limit=1, lease_seconds=600)).rows
+    claimed = await ledger.claim_sendable(other, Actor.TICK, limit=1, lease_seconds=600)
+    assert [r.idem for r in claimed.rows] == ["b"]
+    assert not (await ledger.claim_orphans("p3", limit=1, lease_seconds=600, force=True)).rows

@@ -16,7 +16,7 @@ from reclaim_tui.core.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import JobSpec, RemoteInteraction, Status, StoredResult
+from reclaim_tui.core.models import Actor, JobSpec, RemoteInteraction, Status, StoredResult
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from reclaim_tui.errors import InteractionGoneError, NotCreatedError, TransientReadError
 
@@ -172,7 +172,7 @@ async def test_defect_09_failed_keeps_its_reason_and_can_be_retried(
     row = await engine.ledger.get(idem)
     assert row is not None and row.status == Status.FAILED
     assert row.last_error == "API status failed: safety block"
-    await engine.retry(idem)
+    await engine.operator.retry(idem, actor=Actor.CLI)
     await engine.tick()
     row = await engine.ledger.get(idem)
     assert row is not None and row.status == Status.SUBMITTED and fake.creates_per_label[idem] == 2

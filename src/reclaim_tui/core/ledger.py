@@ -15,26 +15,44 @@ import asyncio
 import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.models import Event, RemoteInteraction, Row, Status, StoredResult
+from reclaim_tui.core.models import (
+    Actor,
+    Event,
+    RemoteInteraction,
+    Row,
+    Status,
+    StoredResult,
+)
 from reclaim_tui.core.owner import holder_alive
+from reclaim_tui.core.transitions import Transition
 from reclaim_tui.errors import (
     LedgerBusyError,
+    LedgerConflictError,
     LedgerCorruptError,
     LedgerError,
     LedgerReadOnlyError,
     LedgerVersionError,
 )
 
-__all__ = ["COLUMNS", "SCHEMA_VERSION", "Claim", "Ledger", "Transition", "row_from_tuple"]
+__all__ = [
+    "COLUMNS",
+    "ORPHAN_SQL",
+    "SCHEMA_VERSION",
+    "Claim",
+    "Ledger",
+    "lease_free_sql",
+    "orphan_sql",
+    "row_from_tuple",
+]
 
 COLUMNS = (
     "idem, spec, model, status, handle, attempts, polls, inflight, held, duplicates, "
@@ -112,6 +130,25 @@ _EVENT_SQL = (
 )
 
 
+# The one spelling in SQL of "nobody can act on this row" and of "orphan"
+# (Row.lease_free / Row.is_orphan are the same rules in Python; a test checks
+# that they agree). `?1`-style numbering is avoided: callers splice these in.
+_FREE = (
+    "(lease_owner IS NULL OR lease_until <= ? OR lease_owner IN (SELECT value FROM json_each(?)))"
+)
+ORPHAN_SQL = f"(status = 'reserving' AND (held = 1 OR (inflight = 1 AND {_FREE})))"
+
+
+def lease_free_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
+    """The lease-free rule as a WHERE fragment and its parameters."""
+    return _FREE, [now, json.dumps(list(dead))]
+
+
+def orphan_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
+    """The orphan rule as a WHERE fragment and its parameters."""
+    return ORPHAN_SQL, [now, json.dumps(list(dead))]
+
+
 def row_from_tuple(values: Sequence[Any]) -> Row:
     """The one place a SELECT tuple becomes a Row (column order = COLUMNS)."""
     v = list(values)
@@ -129,25 +166,9 @@ class Claim:
     rows: list[Row]
 
 
-@dataclass(slots=True)
-class Transition:
-    """One compare-and-set: applied only if the row still has `expect` status
-    and is held by the writer. `changes` are column → value; `release` drops
-    the lease in the same statement; `result` is stored in the same
-    transaction (rule 4: result before side effect)."""
-
-    idem: str
-    expect: Status
-    to: Status
-    note: str
-    changes: dict[str, Any] = field(default_factory=dict)
-    result: RemoteInteraction | None = None
-    release: bool = True
-    #: the PassReport counter this transition adds to — only once it applied.
-    tally: str | None = None
-
-
 def _map_sqlite_error(exc: sqlite3.Error, path: str) -> LedgerError:
+    if isinstance(exc, sqlite3.IntegrityError):
+        return LedgerConflictError(f"{path}: the write conflicts with another row ({exc})")
     text = str(exc).lower()
     if "locked" in text or "busy" in text:
         return LedgerBusyError(
@@ -265,6 +286,11 @@ class Ledger:
     async def close(self) -> None:
         await self._db.close()
 
+    async def interrupt(self) -> None:
+        """Abort the query now running on this connection (a console scan the
+        operator replaced); it takes no lock, or it would wait for that query."""
+        await self._db.interrupt()
+
     @property
     def connection(self) -> aiosqlite.Connection:
         return self._db
@@ -351,7 +377,88 @@ class Ledger:
         )
         return [r[0] for r in rows if holder_alive(r[0]) is False]
 
-    async def claim(
+    async def claim_sendable(
+        self, owner: str, actor: Actor, *, limit: int, lease_seconds: float
+    ) -> Claim:
+        """Due `reserving` rows not in flight. Rule 3, attempt before call: the
+        attempt count and `inflight` are committed here, before create is sent."""
+        return await self._claim(
+            owner,
+            "status = 'reserving' AND inflight = 0 AND held = 0 AND next_at <= ?",
+            [self.clock.now()],
+            limit=limit,
+            lease_seconds=lease_seconds,
+            set_sql="attempts = attempts + 1, inflight = 1",
+            event=(actor, "attempt {attempts}: sending create"),
+        )
+
+    async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
+        """`submitted` rows whose next poll is due."""
+        return await self._claim(
+            owner,
+            "status = 'submitted' AND next_at <= ?",
+            [self.clock.now()],
+            limit=limit,
+            lease_seconds=lease_seconds,
+        )
+
+    async def claim_undelivered(
+        self,
+        owner: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        force: bool = False,
+        idems: Sequence[str] | None = None,
+        exclude: Collection[str] = (),
+    ) -> Claim:
+        """`done` rows whose sink has to run (again). `force` also takes rows
+        whose sink backoff has not run out; `exclude` skips rows already tried."""
+        where, params = self._scoped("status = 'done'", force, idems, exclude, "next_at <= ?")
+        return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
+
+    async def claim_orphans(
+        self,
+        owner: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        force: bool = False,
+        idems: Sequence[str] | None = None,
+        exclude: Collection[str] = (),
+    ) -> Claim:
+        """`reserving` rows whose create may have been sent (in flight) and whose
+        lease is free. Without `force`, held and not-yet-due rows are left."""
+        where, params = self._scoped(
+            "status = 'reserving' AND inflight = 1",
+            force,
+            idems,
+            exclude,
+            "held = 0 AND next_at <= ?",
+        )
+        return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
+
+    def _scoped(
+        self,
+        where: str,
+        force: bool,
+        idems: Sequence[str] | None,
+        exclude: Collection[str],
+        due: str,
+    ) -> tuple[str, list[Any]]:
+        params: list[Any] = []
+        if not force:
+            where += f" AND {due}"
+            params.append(self.clock.now())
+        if idems is not None:
+            where += " AND idem IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(idems)))
+        if exclude:
+            where += " AND idem NOT IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(sorted(exclude)))
+        return where, params
+
+    async def _claim(
         self,
         owner: str,
         where: str,
@@ -360,28 +467,18 @@ class Ledger:
         limit: int,
         lease_seconds: float,
         set_sql: str = "",
-        order: str = "next_at",
         event: tuple[str, str] | None = None,
     ) -> Claim:
-        """Claim up to `limit` due rows matching `where` in ONE `UPDATE … RETURNING`.
-
-        A lease is free when nobody holds it, it ran out, or its holder is
-        provably dead. `set_sql` adds assignments (e.g. the attempt count);
-        `event` = (actor, note) appends an event per claimed row.
-        """
+        """Claim up to `limit` rows matching `where` whose lease is free, in ONE
+        `UPDATE … RETURNING`. `set_sql` adds assignments; `event` = (actor,
+        note) appends an event per claimed row."""
         now = self.clock.now()
-        dead = await self.dead_holders(owner)
-        free = "(lease_owner IS NULL OR lease_until <= ?"
-        free_params: list[Any] = [now]
-        if dead:
-            free += " OR lease_owner IN (SELECT value FROM json_each(?))"
-            free_params.append(json.dumps(dead))
-        free += ")"
+        free, free_params = lease_free_sql(now, await self.dead_holders(owner))
         extra = f", {set_sql}" if set_sql else ""
         sql = (
             f"UPDATE jobs SET prev_owner = lease_owner, lease_owner = ?, lease_until = ?{extra}"
             f" WHERE idem IN (SELECT idem FROM jobs WHERE {where} AND {free}"
-            f" ORDER BY {order} LIMIT ?) RETURNING {COLUMNS}"
+            f" ORDER BY next_at LIMIT ?) RETURNING {COLUMNS}"
         )
         # updated_at is left alone: a claim is not a state change, and not
         # touching its index keeps a claim cheap (the console shows leases
@@ -423,7 +520,7 @@ class Ledger:
             return cur.rowcount
 
     # -- compare-and-set writes -------------------------------------------------------
-    async def apply(self, owner: str, actor: str, transitions: Sequence[Transition]) -> list[str]:
+    async def apply(self, owner: str, actor: Actor, transitions: Sequence[Transition]) -> list[str]:
         """Apply transitions in ONE transaction, each only where `owner` still
         holds the row in the expected status. Returns the idems applied."""
         if not transitions:
@@ -460,7 +557,9 @@ class Ledger:
         self, db: aiosqlite.Connection, todo: Sequence[Transition], now: float, owner: str
     ) -> None:
         # Group by the set of changed columns: one executemany per shape.
-        groups: dict[tuple[str, ...], list[Transition]] = defaultdict(list)
+        # The caller's Transition is left as it was: the columns written are
+        # its changes plus the bookkeeping below.
+        groups: dict[tuple[str, ...], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
         for t in todo:
             cols = dict(t.changes)
             cols["status"] = t.to.value
@@ -470,13 +569,12 @@ class Ledger:
                 cols["lease_owner"] = None
                 cols["lease_until"] = 0.0
             cols["updated_at"] = now
-            t.changes = cols
-            groups[tuple(sorted(cols))].append(t)
+            groups[tuple(sorted(cols))].append((t.idem, cols))
         for names, group in groups.items():
             assign = ", ".join(f"{n} = ?" for n in names)
             await db.executemany(
                 f"UPDATE jobs SET {assign} WHERE idem = ? AND lease_owner = ?",
-                [[t.changes[n] for n in names] + [t.idem, owner] for t in group],
+                [[cols[n] for n in names] + [idem, owner] for idem, cols in group],
             )
         results = [t for t in todo if t.result is not None]
         if results:
@@ -514,23 +612,21 @@ class Ledger:
         assign = ", ".join(f"{n} = ?" for n in names)
         marks = ",".join("?" for _ in expect)
         state_since = ", state_since = CASE WHEN status != ? THEN ? ELSE state_since END"
+        free, free_params = lease_free_sql(now, dead)
         async with self.write() as db:
             async with db.execute("SELECT status FROM jobs WHERE idem = ?", (idem,)) as cur:
                 before = await cur.fetchone()
             async with db.execute(
                 f"UPDATE jobs SET {assign}{state_since} WHERE idem = ? AND status IN ({marks})"
-                " AND (lease_owner IS NULL OR lease_until <= ? OR lease_owner = ?"
-                " OR lease_owner IN (SELECT value FROM json_each(?)))"
-                f" RETURNING {COLUMNS}",
+                f" AND (lease_owner = ? OR {free}) RETURNING {COLUMNS}",
                 [
                     *(cols[n] for n in names),
                     to.value,
                     now,
                     idem,
                     *(s.value for s in expect),
-                    now,
                     me,
-                    json.dumps(dead),
+                    *free_params,
                 ],
             ) as cur:
                 got = await cur.fetchone()
@@ -547,6 +643,11 @@ class Ledger:
             await db.execute(_EVENT_SQL, (now, idem, actor, status, status, note))
 
     # -- reading --------------------------------------------------------------------
+    async def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """A read for the console's windowed queries (core/queries.py); tuples
+        in the SELECT's column order."""
+        return await self._fetchall(sql, params)
+
     async def get(self, idem: str) -> Row | None:
         rows = await self._fetchall(f"SELECT {COLUMNS} FROM jobs WHERE idem = ?", (idem,))
         return row_from_tuple(rows[0]) if rows else None
@@ -622,16 +723,13 @@ class Ledger:
         )
         return {r[0]: (int(r[1]), r[2]) for r in rows}
 
-    async def orphan_count(self, me: str) -> int:
-        """`reserving` rows whose create may have been sent and nobody live holds."""
-        now = self.clock.now()
-        dead = await self.dead_holders(me)
-        rows = await self._fetchall(
-            "SELECT COUNT(*) FROM jobs WHERE status = 'reserving' AND inflight = 1"
-            " AND (lease_owner IS NULL OR lease_until <= ?"
-            " OR lease_owner IN (SELECT value FROM json_each(?)))",
-            (now, json.dumps(dead)),
-        )
+    async def orphan_count(self, me: str = "", *, dead: Sequence[str] | None = None) -> int:
+        """Orphans (ORPHAN_SQL): what `status` and the console's orphans tab
+        count. `dead`: the holders known dead (looked up when None)."""
+        if dead is None:
+            dead = await self.dead_holders(me)
+        where, params = orphan_sql(self.clock.now(), dead)
+        rows = await self._fetchall(f"SELECT COUNT(*) FROM jobs WHERE {where}", params)
         return int(rows[0][0])
 
 

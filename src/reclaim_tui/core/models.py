@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -145,6 +145,19 @@ class Row:
 
     def lease_live(self, now: float) -> bool:
         return self.lease_owner is not None and self.lease_until > now
+
+    def lease_free(self, now: float, dead: Collection[str]) -> bool:
+        """Nobody can act on the row: no holder, its lease ran out, or its
+        holder is provably dead. (The ledger's `_FREE` SQL is the same rule.)"""
+        return self.lease_owner is None or self.lease_until <= now or self.lease_owner in dead
+
+    def is_orphan(self, now: float, dead: Collection[str]) -> bool:
+        """A `reserving` row whose create may have been sent and that nobody
+        can act on, or one held for an operator. (The ledger's `_ORPHAN` SQL
+        is the same rule; a test checks that they agree.)"""
+        if self.status != Status.RESERVING:
+            return False
+        return self.held or (self.inflight and self.lease_free(now, dead))
 
 
 @dataclass(frozen=True, slots=True)

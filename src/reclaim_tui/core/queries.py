@@ -20,13 +20,13 @@ This module is part of the core: it must not import Textual.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger import COLUMNS, Ledger, row_from_tuple
+from reclaim_tui.core.ledger import COLUMNS, Ledger, orphan_sql, row_from_tuple
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
 
@@ -38,7 +38,6 @@ __all__ = [
     "RowFilter",
     "Sort",
     "View",
-    "is_orphan",
 ]
 
 Key = tuple[float, str]
@@ -150,18 +149,6 @@ class Detail:
     holder_alive: bool | None
 
 
-def is_orphan(row: Row, now: float, dead: Collection[str]) -> bool:
-    """The console's derived status (the same rule as the orphans tab's SQL):
-    a `reserving` row whose create may have been sent and nobody live holds,
-    or one held for an operator."""
-    if row.status != Status.RESERVING:
-        return False
-    if row.held:
-        return True
-    free = row.lease_owner is None or row.lease_until <= now or row.lease_owner in dead
-    return row.inflight and free
-
-
 def _like(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
@@ -172,11 +159,9 @@ def _predicates(view: View, now: float, dead: Sequence[str]) -> tuple[list[str],
     clauses: list[str] = []
     params: list[Any] = []
     if view.orphans:
-        clauses.append(
-            "((inflight = 1 AND (lease_owner IS NULL OR lease_until <= ?"
-            " OR lease_owner IN (SELECT value FROM json_each(?)))) OR held = 1)"
-        )
-        params += [now, json.dumps(list(dead))]
+        where, orphan_params = orphan_sql(now, dead)
+        clauses.append(where)
+        params += orphan_params
     flt = view.filter
     if flt.text:
         pattern = _like(flt.text)
@@ -277,7 +262,7 @@ class ConsoleReader:
 
     async def interrupt(self) -> None:
         """Abort a page query still running (a filter scan the operator replaced)."""
-        await self._fast.connection.interrupt()
+        await self._fast.interrupt()
 
     # -- pages -------------------------------------------------------------------------
     async def page(
@@ -342,11 +327,8 @@ class ConsoleReader:
         sent, nobody live holding it — or held for an operator)."""
         counts = await self._slow.counts()
         self.sizes = {status: n for status, (n, _) in counts.items()}
-        view = View(orphans=True)
-        clauses, params = _predicates(view, self.clock.now(), self._dead)
-        sql = "SELECT COUNT(*) FROM jobs WHERE status = 'reserving' AND " + " AND ".join(clauses)
-        orphans = await _fetch(self._slow, sql, params)
-        return dict(self.sizes), int(orphans[0][0])
+        orphans = await self._slow.orphan_count(dead=self._dead)
+        return dict(self.sizes), orphans
 
     async def changed_since(self, since: float) -> tuple[int, float]:
         """(rows updated after `since`, up to 10,000; the latest updated_at seen)."""
@@ -389,5 +371,4 @@ class ConsoleReader:
 
 
 async def _fetch(ledger: Ledger, sql: str, params: Sequence[Any]) -> list[Any]:
-    async with ledger.connection.execute(sql, params) as cur:
-        return list(await cur.fetchall())
+    return await ledger.select(sql, params)

@@ -145,11 +145,13 @@ async def _each_row(engine: Engine, op: str, idems: list[str], command: Command)
     for idem in idems:
         try:
             if op == "retry":
-                await engine.retry(idem, actor=ACTOR)
+                await engine.operator.retry(idem, actor=ACTOR)
             elif op == "cancel":
-                await engine.cancel(idem, actor=ACTOR)
+                await engine.operator.cancel(idem, actor=ACTOR)
             else:
-                await engine.adopt(idem, str(command.get("interaction_id", "")), actor=ACTOR)
+                await engine.operator.adopt(
+                    idem, str(command.get("interaction_id", "")), actor=ACTOR
+                )
             outcome.applied += 1
         except OperatorError as exc:
             outcome.refused.append(str(exc))

@@ -12,7 +12,6 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from reclaim_tui.core.models import Row, Status
-from reclaim_tui.core.queries import is_orphan
 from reclaim_tui.tui.format import age, next_poll, short
 
 __all__ = ["COLUMNS", "LedgerTable"]
@@ -133,7 +132,7 @@ class LedgerTable(DataTable[Text]):
     def _cells(
         self, row: Row, now: float, marks: set[str], dead: set[str], styles: dict[Status, Style]
     ) -> list[Text]:
-        orphan = is_orphan(row, now, dead)
+        orphan = row.is_orphan(now, dead)
         when = "orphan" if orphan and not row.held else next_poll(row, now)
         error = (row.last_error or "").splitlines()[0][:120] if row.last_error else ""
         return [

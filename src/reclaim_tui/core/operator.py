@@ -1,0 +1,160 @@
+"""Operator actions on single rows: retry, cancel, adopt, replay by key.
+
+Each is one compare-and-set on a row nobody live holds (the ledger's
+`operator_update`), with the operator's actor in the row's history; a row in
+the wrong status, or held by a live process, is refused with an
+`OperatorError` that says which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from reclaim_tui.core.models import Actor, PassReport, Row, Status
+from reclaim_tui.core.owner import holder_alive
+from reclaim_tui.core.transitions import describe
+from reclaim_tui.errors import (
+    BackendError,
+    InteractionGoneError,
+    LedgerConflictError,
+    OperatorError,
+)
+
+if TYPE_CHECKING:
+    from reclaim_tui.core.engine import Engine
+
+__all__ = ["Operator"]
+
+
+class Operator:
+    """Operator actions over an engine's ledger, backend and owner identity."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.ledger = engine.ledger
+        self.backend = engine.backend
+
+    async def retry(self, idem: str, *, actor: Actor) -> Row:
+        """Send a failed or cancelled job again, with a fresh attempt budget."""
+        before = await self._require(idem)
+        note = f"operator retry (was {before.status}"
+        note += f": {before.last_error})" if before.last_error else ")"
+        if before.handle:
+            note += f"; previous interaction {before.handle}"
+        changes = {
+            "attempts": 0,
+            "inflight": 0,
+            "held": 0,
+            "error_streak": 0,
+            "handle": None,
+            "next_at": self.ledger.clock.now(),
+            "last_error": None,
+        }
+        expect = (Status.FAILED, Status.CANCELLED)
+        return await self._update(idem, expect, Status.RESERVING, actor, note, changes)
+
+    async def cancel(self, idem: str, *, actor: Actor) -> Row:
+        """Cancel a job that has not finished; asks the API to cancel too.
+
+        An orphan (a create whose outcome is unknown) may have an interaction
+        running: it is looked up by label and cancelled where the backend can
+        search; elsewhere the row records the possible spend.
+        """
+        before = await self._require(idem)
+        orphan = before.status == Status.RESERVING and before.inflight
+        changes: dict[str, Any] = {"held": 0}
+        note = "operator cancel"
+        if orphan and not self.backend.supports_lookup:
+            changes["duplicates"] = before.duplicates + 1
+            note += f"; outcome of attempt {before.attempts} unknown — possible duplicate spend"
+        expect = (Status.RESERVING, Status.SUBMITTED)
+        row = await self._update(idem, expect, Status.CANCELLED, actor, note, changes)
+        handle = before.handle
+        if handle is None and orphan and self.backend.supports_lookup:
+            handle = await self._find_orphan(idem, actor)
+        if handle:
+            try:
+                remote = await self.backend.cancel(handle)
+                remote_note = f"remote {handle} is {remote.api_status}"
+            except BackendError as exc:
+                remote_note = f"remote cancel of {handle} failed: {describe(exc)}"
+            await self.ledger.add_event(idem, actor, remote_note, Status.CANCELLED.value)
+        return row
+
+    async def _find_orphan(self, idem: str, actor: Actor) -> str | None:
+        try:
+            found = await self.backend.find_by_label(idem)
+        except BackendError as exc:
+            note = f"orphan lookup failed: {describe(exc)}"
+            await self.ledger.add_event(idem, actor, note, Status.CANCELLED.value)
+            return None
+        return found.id if found is not None else None
+
+    async def adopt(self, idem: str, interaction_id: str, *, actor: Actor) -> Row:
+        """Attach an existing interaction to a `reserving` or `failed` row."""
+        interaction_id = interaction_id.strip()
+        if not interaction_id or len(interaction_id) > 256 or not interaction_id.isprintable():
+            raise OperatorError(f"{interaction_id!r} is not an interaction id")
+        await self._require(idem)
+        try:
+            remote = await self.backend.get(interaction_id)
+        except InteractionGoneError as exc:
+            raise OperatorError(f"interaction {interaction_id} does not exist (404)") from exc
+        except BackendError as exc:
+            raise OperatorError(f"cannot verify {interaction_id}: {describe(exc)}") from exc
+        label = (remote.raw.get("labels") or {}).get("idem")
+        if label is not None and label != idem:
+            raise OperatorError(f"interaction {interaction_id} is labelled for job {label}")
+        now = self.ledger.clock.now()
+        changes = {
+            "handle": interaction_id,
+            "inflight": 0,
+            "held": 0,
+            "submitted_at": now,
+            "next_at": now,
+            "last_error": None,
+            "error_streak": 0,
+        }
+        note = f"operator adopted {interaction_id}"
+        expect = (Status.RESERVING, Status.FAILED)
+        try:
+            return await self._update(idem, expect, Status.SUBMITTED, actor, note, changes)
+        except LedgerConflictError as exc:  # jobs.handle is UNIQUE
+            raise OperatorError(f"{interaction_id} is already the handle of another job") from exc
+
+    async def replay(self, idems: Sequence[str] | None = None) -> PassReport:
+        """Deliver the stored results of these `done` rows now (all when None),
+        whatever their sink backoff says; never calls the API."""
+        return await self.engine.replay(force=True, idems=idems)
+
+    async def _require(self, idem: str) -> Row:
+        row = await self.ledger.get(idem)
+        if row is None:
+            raise OperatorError(f"no job with key {idem}")
+        return row
+
+    async def _update(
+        self,
+        idem: str,
+        expect: tuple[Status, ...],
+        to: Status,
+        actor: Actor,
+        note: str,
+        changes: dict[str, Any],
+    ) -> Row:
+        row = await self.ledger.operator_update(
+            idem, expect, to, actor, note, changes, me=self.engine.owner
+        )
+        if row is not None:
+            return row
+        current = await self._require(idem)
+        if current.status not in expect:
+            allowed = "/".join(s.value for s in expect)
+            raise OperatorError(f"{idem} is {current.status}; this applies to {allowed} rows")
+        holder = current.lease_owner or "?"
+        alive = holder_alive(holder)
+        raise OperatorError(
+            f"{idem} is being worked on by {holder}"
+            f"{' (alive)' if alive else ''}; try again when its lease ends"
+        )

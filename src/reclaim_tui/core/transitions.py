@@ -1,0 +1,372 @@
+"""The state machine: one pure function per edge (docs/design.md §2).
+
+Each function takes the row as the ledger handed it, the outcome of the one
+API call or sink run made for it, the engine's configuration and the time,
+and returns the `Transition` to write: a compare-and-set from the status the
+row was claimed in. Nothing here reads a clock, the ledger or the network,
+so every edge is tested by calling it.
+
+    reserving ──created──────────▶ submitted ──completed──▶ done ──delivered──▶ consumed
+        │ ▲  not_created (retry)      │ ▲ still running          │ ▲ sink_failed
+        │ └─ maybe_created (orphan)   │ └ read error (backoff)   │ └ (backoff)
+        ├──── not retryable/exhausted ┼─▶ failed ◀── API failed ──┘
+        └── orphan: adopted ──────────┘   gone (404) → reserving (resubmit)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from reclaim_tui.core.models import (
+    Actor,
+    OrphanPolicy,
+    RemoteInteraction,
+    RemoteState,
+    Row,
+    Status,
+)
+from reclaim_tui.errors import InteractionGoneError, NotCreatedError
+
+__all__ = [
+    "EngineConfig",
+    "Transition",
+    "after_create",
+    "after_poll",
+    "delivered",
+    "describe",
+    "settle_orphan",
+    "sink_failed",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """How the engine paces its work: concurrency, leases, attempts, backoff, polls."""
+
+    concurrency: int = 16
+    batch_size: int = 500
+    lease_seconds: float = 120.0
+    max_attempts: int = 5
+    backoff_base: float = 2.0
+    backoff_cap: float = 300.0
+    first_poll: float = 2.0
+    poll_cap: float = 300.0
+    max_read_errors: int = 100
+    orphan_policy: OrphanPolicy = OrphanPolicy.RESUBMIT
+    actor: Actor = Actor.TICK
+
+    def backoff(self, n: int) -> float:
+        """Delay before the n-th retry (n ≥ 1): exponential, capped."""
+        return float(min(self.backoff_cap, self.backoff_base * 2 ** max(0, n - 1)))
+
+    def next_poll(self, submitted_at: float, polls: int, now: float) -> float:
+        """When to poll next, after `polls` polls of a job submitted at `submitted_at`.
+
+        Polls sit on a fixed grid of ages — first_poll · 2^k (2, 4, 8, 16 … s) —
+        rather than "now + age", so a late tick does not push every later poll
+        further out: a job of duration d is seen done by age 2·d at most, after
+        ⌈log2(d / first_poll)⌉ + 1 polls. Past the cap, polls come every poll_cap.
+        """
+        if self.first_poll <= 0:
+            return now
+        age = now - submitted_at
+        exponent = polls
+        if age >= self.first_poll * 2.0 ** min(exponent, 40):
+            # That grid point has passed (a late tick): take the first one
+            # after now, never "due at once", or a late row is polled twice.
+            exponent = math.floor(math.log2(age / self.first_poll)) + 1
+        target = submitted_at + self.first_poll * 2.0 ** min(exponent, 40)
+        return min(target, now + self.poll_cap)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One compare-and-set: applied only if the row still has `expect` status
+    and is held by the writer. `changes` are column → value; `release` drops
+    the lease in the same statement; `result` is stored in the same
+    transaction (rule 4: result before side effect)."""
+
+    idem: str
+    expect: Status
+    to: Status
+    note: str
+    changes: dict[str, Any] = field(default_factory=dict)
+    result: RemoteInteraction | None = None
+    release: bool = True
+    #: the PassReport counter this transition adds to — only once it applied.
+    tally: str | None = None
+    #: an error to report for this row (recorded whether or not it applied).
+    error: str | None = None
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a row's `last_error`: the class, the HTTP status, the text."""
+    status = getattr(exc, "status", None)
+    name = type(exc).__name__
+    text = str(exc) or name
+    return f"{name}[{status}]: {text}" if status else f"{name}: {text}"
+
+
+# -- reserving → … (after a create) -------------------------------------------------------
+def after_create(
+    row: Row, out: RemoteInteraction | BaseException, config: EngineConfig, now: float
+) -> Transition:
+    """The edge a create's outcome takes from `reserving`."""
+    if isinstance(out, RemoteInteraction):
+        return Transition(
+            row.idem,
+            Status.RESERVING,
+            Status.SUBMITTED,
+            f"created {out.id} (attempt {row.attempts})",
+            {
+                "handle": out.id,
+                "inflight": 0,
+                "submitted_at": now,
+                "error_streak": 0,
+                "next_at": now + config.first_poll,
+                "last_error": None,
+            },
+            tally="sent",
+        )
+    message = describe(out)
+    if not isinstance(out, NotCreatedError):
+        # MaybeCreatedError, or anything unexpected: the request may have
+        # left, so the outcome is unknown and the attempt stays in flight:
+        # recovery adopts it by label or applies the orphan policy.
+        return Transition(
+            row.idem,
+            Status.RESERVING,
+            Status.RESERVING,
+            f"attempt {row.attempts}: outcome unknown ({message})",
+            {"next_at": now + config.backoff(row.attempts), "last_error": message},
+            tally="maybe_created",
+            error=message,
+        )
+    if not out.retryable or row.attempts >= config.max_attempts:
+        why = "not retryable" if not out.retryable else f"{row.attempts} attempts"
+        return Transition(
+            row.idem,
+            Status.RESERVING,
+            Status.FAILED,
+            f"create failed ({why}): {message}",
+            {"inflight": 0, "last_error": f"create failed ({why}): {message}"},
+            tally="failed",
+            error=message,
+        )
+    return Transition(
+        row.idem,
+        Status.RESERVING,
+        Status.RESERVING,
+        f"attempt {row.attempts} not created: {message}; retry later",
+        {"inflight": 0, "next_at": now + config.backoff(row.attempts), "last_error": message},
+        error=message,
+    )
+
+
+# -- submitted → … (after a poll) --------------------------------------------------------
+def after_poll(
+    row: Row, out: RemoteInteraction | BaseException, config: EngineConfig, now: float
+) -> Transition:
+    """The edge a poll's outcome takes from `submitted`."""
+    if isinstance(out, RemoteInteraction):
+        return _after_state(row, out, config, now)
+    if isinstance(out, InteractionGoneError):
+        return _gone(row, describe(out), config, now)
+    return _read_error(row, describe(out), config, now)
+
+
+def _gone(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
+    base = {"polls": row.polls + 1}
+    if row.attempts >= config.max_attempts:
+        return Transition(
+            row.idem,
+            Status.SUBMITTED,
+            Status.FAILED,
+            f"interaction {row.handle} gone (404) and attempts exhausted",
+            {**base, "last_error": f"interaction {row.handle} gone (404)"},
+            tally="failed",
+            error=message,
+        )
+    # The provider dropped it before we stored a result: send it again.
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.RESERVING,
+        f"interaction {row.handle} gone (404) before its result was stored; resubmitting",
+        {
+            **base,
+            "handle": None,
+            "inflight": 0,
+            "next_at": now,
+            "last_error": f"interaction {row.handle} gone (404)",
+        },
+        tally="gone",
+        error=message,
+    )
+
+
+def _read_error(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
+    base = {"polls": row.polls + 1}
+    streak = row.error_streak + 1
+    if streak >= config.max_read_errors:
+        return Transition(
+            row.idem,
+            Status.SUBMITTED,
+            Status.FAILED,
+            f"gave up after {streak} read errors: {message}",
+            {**base, "error_streak": streak, "last_error": message},
+            tally="failed",
+            error=message,
+        )
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.SUBMITTED,
+        f"poll error: {message}",
+        {
+            **base,
+            "error_streak": streak,
+            "last_error": message,
+            "next_at": now + config.backoff(streak),
+        },
+        error=message,
+    )
+
+
+def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
+    base: dict[str, Any] = {"polls": row.polls + 1}
+    if out.state == RemoteState.COMPLETED:
+        return Transition(
+            row.idem,
+            Status.SUBMITTED,
+            Status.DONE,
+            f"completed; result of {out.id} stored",
+            {**base, "done_at": now, "last_error": None, "error_streak": 0, "next_at": now},
+            result=out,
+            release=False,
+            tally="completed",
+        )
+    if out.state in (RemoteState.FAILED, RemoteState.CANCELLED):
+        to = Status.CANCELLED if out.state == RemoteState.CANCELLED else Status.FAILED
+        reason = f"API status {out.api_status}" + (f": {out.error}" if out.error else "")
+        return Transition(
+            row.idem, Status.SUBMITTED, to, reason, {**base, "last_error": reason}, tally=to.value
+        )
+    next_at = config.next_poll(row.submitted_at or now, row.polls + 1, now)
+    changes = {**base, "error_streak": 0, "next_at": next_at}
+    if out.state == RemoteState.UNKNOWN:
+        note = f"unknown API status {out.api_status!r}; still polling"
+        changes["last_error"] = note
+        return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes)
+    if row.last_error:
+        changes["last_error"] = None
+    # Still running: no state change and no event (counted in `polls`).
+    return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, "", changes)
+
+
+# -- done → … (after the sink) -----------------------------------------------------------
+def delivered(idem: str, now: float) -> Transition:
+    """The sink ran to the end: the side effect is done."""
+    return Transition(
+        idem,
+        Status.DONE,
+        Status.CONSUMED,
+        "sink delivered",
+        {"consumed_at": now, "last_error": None, "error_streak": 0},
+        tally="consumed",
+    )
+
+
+def sink_failed(
+    idem: str, streak: int, exc: BaseException, config: EngineConfig, now: float
+) -> Transition:
+    """The sink raised: the row stays `done` and is replayed after a backoff."""
+    message = describe(exc)
+    streak += 1
+    return Transition(
+        idem,
+        Status.DONE,
+        Status.DONE,
+        f"sink failed: {message}",
+        {"last_error": message, "error_streak": streak, "next_at": now + config.backoff(streak)},
+        error=message,
+    )
+
+
+# -- orphans (reserving, create maybe sent) ----------------------------------------------
+def settle_orphan(
+    row: Row,
+    found: RemoteInteraction | BaseException | None,
+    config: EngineConfig,
+    now: float,
+    *,
+    force: bool,
+    lookup_proves_absence: bool,
+) -> Transition:
+    """What recovery does with an orphan, given what a label lookup found.
+
+    `lookup_proves_absence` is True only when the backend really searched and
+    nobody can still be sending the attempt (its holder let go or is provably
+    dead): then "not found" means the create never landed.
+    """
+    if isinstance(found, BaseException):
+        message = describe(found)
+        return Transition(
+            row.idem,
+            Status.RESERVING,
+            Status.RESERVING,
+            f"orphan lookup failed: {message}",
+            {"last_error": message, "next_at": now + config.backoff(1)},
+            error=message,
+        )
+    if found is not None:
+        return Transition(
+            row.idem,
+            Status.RESERVING,
+            Status.SUBMITTED,
+            f"orphan adopted: {found.id} found by label",
+            {
+                "handle": found.id,
+                "inflight": 0,
+                "held": 0,
+                "submitted_at": now,
+                "next_at": now,
+                "last_error": None,
+            },
+            tally="adopted",
+        )
+    if config.orphan_policy == OrphanPolicy.HOLD and not force:
+        if row.held:
+            return Transition(row.idem, Status.RESERVING, Status.RESERVING, "", {})
+        return Transition(
+            row.idem,
+            Status.RESERVING,
+            Status.RESERVING,
+            "orphan held for an operator (policy=hold)",
+            {"held": 1, "last_error": "orphan: outcome of create unknown"},
+            tally="held",
+        )
+    if row.attempts >= config.max_attempts and not force:
+        why = f"outcome of {row.attempts} attempts unknown; attempts exhausted"
+        return Transition(
+            row.idem,
+            Status.RESERVING,
+            Status.FAILED,
+            why,
+            {"inflight": 0, "held": 0, "last_error": why},
+            tally="failed",
+        )
+    changes: dict[str, Any] = {"inflight": 0, "held": 0, "next_at": now}
+    if lookup_proves_absence:
+        note = f"orphan: attempt {row.attempts} not found by label; sending again"
+    else:
+        note = (
+            f"orphan: outcome of attempt {row.attempts} unknown; resubmitting"
+            " — possible duplicate spend"
+        )
+        changes["duplicates"] = row.duplicates + 1
+    return Transition(
+        row.idem, Status.RESERVING, Status.RESERVING, note, changes, tally="resubmitted"
+    )
