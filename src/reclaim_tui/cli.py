@@ -25,9 +25,9 @@ import click
 
 from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT, Settings
 from reclaim_tui.core.export import row_dict, write_export
-from reclaim_tui.core.jobsfile import parse_jobs
+from reclaim_tui.core.jobsfile import parse_jobs_bytes, read_jobs_file
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import Actor, OrphanPolicy, PassReport, Status
+from reclaim_tui.core.models import Actor, JobSpec, OrphanPolicy, PassReport, Status
 from reclaim_tui.errors import (
     ConfigError,
     JobsFileError,
@@ -135,20 +135,11 @@ def settings_from(kw: dict[str, Any]) -> Settings:
     return Settings(orphan_policy=policy, **kw).validate()
 
 
-def _read_jobs(path: str, settings: Settings) -> list[Any]:
-    source = "<stdin>" if path == "-" else path
-    try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise JobsFileError(source, [(0, f"cannot read: {exc}")]) from exc
-    # split("\n"), not splitlines(): U+2028/U+2029/U+0085 are legal inside a
-    # JSON string and must not end a line.
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    return parse_jobs(lines, source=source, default_model=settings.model)
+def _read_jobs(path: str, settings: Settings) -> list[JobSpec]:
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        return parse_jobs_bytes(data, source="<stdin>", default_model=settings.model)
+    return read_jobs_file(path, default_model=settings.model)
 
 
 def _report(report: PassReport, fail_on_errors: bool) -> None:

@@ -58,7 +58,10 @@ class JobsFileError(ReclaimError):
     def __init__(self, source: str, problems: list[tuple[int, str]]) -> None:
         self.source = source
         self.problems = problems
-        lines = "\n".join(f"  line {n}: {why}" for n, why in problems[:50])
+        # Line 0 stands for the file as a whole (it could not be read).
+        lines = "\n".join(
+            f"  line {n}: {why}" if n else f"  {why}" for n, why in problems[:50]
+        )
         more = f"\n  … and {len(problems) - 50} more" if len(problems) > 50 else ""
         super().__init__(
             f"{source}: {len(problems)} bad line(s), nothing was reserved:\n{lines}{more}"

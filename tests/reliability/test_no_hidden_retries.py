@@ -62,10 +62,8 @@ def test_one_post_per_attempt_when_the_answer_is_lost_or_late(tmp_path: Path) ->
         text = "answer too late"
         key = idempotency_key(JobSpec(input=text, model=MODEL))
         before = posts(emu)
-        started = time.monotonic()
         proc = slow.tick(jobs=write_jobs(slow.root / "j.jsonl", [{"input": text}]))
         assert proc.returncode == 0 and "MaybeCreatedError" in proc.stderr, proc.stderr
-        assert time.monotonic() - started < 2.5 + 1.5  # one timeout, not several
         assert (posts(emu) - before, attempts(slow, key)) == (1, 1)
         emu.set_faults()
         wait_until_due(slow)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reclaim_tui.core.jobsfile import parse_jobs
+from reclaim_tui.core.jobsfile import MAX_INPUT_BYTES, parse_jobs, read_jobs_file
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.models import JobSpec, StoredResult
 from reclaim_tui.core.sinks import DirectorySink, load_sink
@@ -50,6 +50,48 @@ def test_duplicate_own_keys_are_refused() -> None:
     with pytest.raises(JobsFileError, match="already used on line 1"):
         parse_jobs(['{"input": "a", "key": "k"}', '{"input": "b", "key": "k"}'],
                    source="f", default_model="m")
+
+
+def test_an_explicit_key_equal_to_a_derived_key_refuses_the_file() -> None:
+    derived = idempotency_key(JobSpec(input="a", model="m"))
+    explicit = json.dumps({"input": "b", "key": derived})
+    for lines, (first, second) in (
+        (['{"input": "a"}', explicit], (1, 2)),
+        ([explicit, '{"input": "a"}'], (1, 2)),
+    ):
+        with pytest.raises(JobsFileError) as err:
+            parse_jobs(lines, source="f", default_model="m")
+        assert err.value.problems == [(second, f"key {derived!r} already used on line {first}")]
+    # The same spec twice without a key is one job, as before.
+    assert len(parse_jobs(['{"input": "a"}', '{"input": "a"}'], source="f", default_model="m")) == 2
+
+
+def test_invalid_utf8_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.jsonl"
+    path.write_bytes(b'{"input": "ok"}\n{"input": "ok 2"}\n{"input": "caf\xe9"}\n')
+    with pytest.raises(JobsFileError) as err:
+        read_jobs_file(path, default_model="m")
+    assert [n for n, _ in err.value.problems] == [3]
+    assert "not UTF-8" in str(err.value) and "line 0" not in str(err.value)
+
+
+def test_a_missing_file_says_so_with_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "nope.jsonl"
+    with pytest.raises(JobsFileError) as err:
+        read_jobs_file(path, default_model="m")
+    message = str(err.value)
+    assert f"cannot read {path}" in message and "No such file" in message
+    assert "line 0" not in message
+
+
+def test_size_is_measured_as_sent_not_as_typed() -> None:
+    # 600 KB of UTF-8 (two bytes a character) is 1.8 MB of \u escapes on the wire.
+    line = json.dumps({"input": "é" * 300_000}, ensure_ascii=False)
+    assert len(line.encode("utf-8")) < MAX_INPUT_BYTES
+    with pytest.raises(JobsFileError, match="as sent"):
+        parse_jobs([line], source="f", default_model="m")
+    ascii_line = json.dumps({"input": "e" * 300_000})
+    assert len(parse_jobs([ascii_line], source="f", default_model="m")) == 1
 
 
 def _result(text: str = "hello") -> StoredResult:

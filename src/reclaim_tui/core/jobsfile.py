@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from reclaim_tui.core.keys import idempotency_key, valid_key
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import JobsFileError
 
-__all__ = ["MAX_INPUT_BYTES", "parse_jobs"]
+__all__ = ["MAX_INPUT_BYTES", "parse_jobs", "parse_jobs_bytes", "read_jobs_file"]
 
-MAX_INPUT_BYTES = 1_000_000  # a line bigger than this is a mistake, not a prompt
+#: A job bigger than this, as it is SENT (JSON with non-ASCII escaped, which
+#: is how a request body may travel: up to 6 bytes per character), is a
+#: mistake, not a prompt; it would be refused as 413 by a server that takes
+#: 1 MiB, such as an aiohttp one with its default limit.
+MAX_INPUT_BYTES = 1_000_000
 _ALLOWED = {"input", "model", "key", "config"}
 # create() arguments the ledger sets itself; a job may not override them.
 _RESERVED_CONFIG = {"model", "input", "background", "labels", "stream"}
@@ -59,11 +64,20 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
     return JobSpec(input=value, model=model.strip(), config=config, key=key)
 
 
+def _check_sent_size(job: JobSpec) -> None:
+    body = {"input": job.input, "model": job.model, **dict(job.config)}
+    sent = len(json.dumps(body, ensure_ascii=True))
+    if sent > MAX_INPUT_BYTES:
+        raise ValueError(
+            f"the job is {sent:,} bytes as sent (JSON, non-ASCII escaped), over {MAX_INPUT_BYTES:,}"
+        )
+
+
 def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
     """Validate every line; return the jobs or raise JobsFileError naming each bad line."""
     jobs: list[JobSpec] = []
     problems: list[tuple[int, str]] = []
-    keys: dict[str, int] = {}
+    keys: dict[str, tuple[int, bool]] = {}  # key → (first line, explicit?)
     for number, line in enumerate(lines, start=1):
         text = line.strip()
         if not text or text.startswith("#"):
@@ -75,14 +89,53 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             job = _validate(json.loads(text), default_model)
             idem = idempotency_key(job)
             job.to_json().encode("utf-8")  # lone surrogates cannot be stored or sent
+            _check_sent_size(job)
         except (ValueError, RecursionError, UnicodeError) as exc:
             problems.append((number, str(exc).splitlines()[0][:200]))
             continue
-        if job.key is not None and idem in keys:
-            problems.append((number, f"key {idem!r} already used on line {keys[idem]}"))
+        first = keys.get(idem)
+        if first is not None and (job.key is not None or first[1]):
+            # An explicit key equal to another line's key (explicit or derived)
+            # would make one of the two jobs vanish: refuse, naming both lines.
+            # Two lines with the same spec and no key are the same job.
+            problems.append((number, f"key {idem!r} already used on line {first[0]}"))
             continue
-        keys.setdefault(idem, number)
+        keys.setdefault(idem, (number, job.key is not None))
         jobs.append(job)
     if problems:
         raise JobsFileError(source, problems)
     return jobs
+
+
+def parse_jobs_bytes(data: bytes, *, source: str, default_model: str) -> list[JobSpec]:
+    """Split raw bytes into lines and parse them; a line that is not UTF-8 is
+    named by its number like any other bad line."""
+    lines: list[str] = []
+    problems: list[tuple[int, str]] = []
+    # split on b"\n" only: U+2028/U+2029/U+0085 are legal inside a JSON
+    # string and must not end a line.
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            lines.append(raw.removesuffix(b"\r").decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            problems.append((number, f"not UTF-8 (byte {exc.start + 1} of the line)"))
+            lines.append("")
+    try:
+        jobs = parse_jobs(lines, source=source, default_model=default_model)
+    except JobsFileError as exc:
+        problems = sorted(problems + exc.problems)
+        raise JobsFileError(source, problems) from None
+    if problems:
+        raise JobsFileError(source, problems)
+    return jobs
+
+
+def read_jobs_file(path: str | Path, *, default_model: str) -> list[JobSpec]:
+    """Read and parse a jobs file; a file that cannot be read is a
+    JobsFileError that says why, with its path."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise JobsFileError(str(path), [(0, f"cannot read {path}: {reason}")]) from exc
+    return parse_jobs_bytes(data, source=str(path), default_model=default_model)
