@@ -9,7 +9,7 @@ import pytest
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger import SCHEMA_VERSION, Ledger
-from reclaim_tui.core.models import Actor, Status
+from reclaim_tui.core.models import Status
 from reclaim_tui.core.transitions import Transition
 from reclaim_tui.errors import (
     LedgerCorruptError,
@@ -71,12 +71,11 @@ async def test_insert_is_idempotent(ledger: Ledger) -> None:
 
 async def test_claim_is_exclusive_until_lease_expires(ledger: Ledger, clock: ManualClock) -> None:
     await ledger.insert_jobs([("a", "{}", "m")], "t")
-    first = await ledger.claim_sendable("p1", Actor.TICK, limit=10, lease_seconds=60)
-    second = await ledger.claim_sendable("p2", Actor.TICK, limit=10, lease_seconds=60)
+    first = await ledger.claim_sendable("p1", limit=10, lease_seconds=60)
+    second = await ledger.claim_sendable("p2", limit=10, lease_seconds=60)
     assert [r.idem for r in first.rows] == ["a"] and second.rows == []
     clock.advance(61)
-    # p1's claim sent nothing: its attempt is still in flight, an orphan now.
-    third = await ledger.claim_orphans("p2", limit=10, lease_seconds=60, force=True)
+    third = await ledger.claim_sendable("p2", limit=10, lease_seconds=60)
     assert [r.idem for r in third.rows] == ["a"]
     # p1 lost its lease: its compare-and-set changes nothing.
     stale = Transition("a", Status.RESERVING, Status.FAILED, "zombie write")
@@ -92,12 +91,12 @@ async def test_dead_holder_lease_is_free_at_once(ledger: Ledger, clock: ManualCl
     await ledger.insert_jobs([("a", "{}", "m")], "t")
     # A pid that cannot exist on this host: provably dead.
     dead = f"{socket.gethostname()}|4194304999|12345"
-    assert (await ledger.claim_sendable(dead, Actor.TICK, limit=1, lease_seconds=600)).rows
-    got = await ledger.claim_orphans("p2", limit=1, lease_seconds=600, force=True)
+    assert (await ledger.claim_sendable(dead, limit=1, lease_seconds=600)).rows
+    got = await ledger.claim_sendable("p2", limit=1, lease_seconds=600)
     assert [r.idem for r in got.rows] == ["a"]
     # Another host's holder is never judged: only the clock frees it.
     await ledger.insert_jobs([("b", "{}", "m")], "t")
     other = "elsewhere|1|1"
-    claimed = await ledger.claim_sendable(other, Actor.TICK, limit=1, lease_seconds=600)
+    claimed = await ledger.claim_sendable(other, limit=1, lease_seconds=600)
     assert [r.idem for r in claimed.rows] == ["b"]
-    assert not (await ledger.claim_orphans("p3", limit=1, lease_seconds=600, force=True)).rows
+    assert not (await ledger.claim_sendable("p3", limit=1, lease_seconds=600)).rows

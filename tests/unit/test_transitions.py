@@ -142,23 +142,25 @@ def test_sink_outcomes() -> None:
 
 # -- orphans --------------------------------------------------------------------
 def test_orphan_settlement_by_policy_and_evidence() -> None:
-    orphan = _row(attempts=1, inflight=True)
+    orphan = _row(attempts=1, inflight=True, sent_at=NOW - 5)
     adopted = transitions.settle_orphan(
-        orphan, _remote(RemoteState.PENDING), CONFIG, NOW, force=False, lookup_proves_absence=False
+        orphan, _remote(RemoteState.PENDING), CONFIG, NOW, force=False, looked_up=True
     )
     assert adopted.to == Status.SUBMITTED and adopted.changes["handle"] == "int-1"
-    unknown = transitions.settle_orphan(
-        orphan, None, CONFIG, NOW, force=False, lookup_proves_absence=False
-    )
+    unknown = transitions.settle_orphan(orphan, None, CONFIG, NOW, force=False, looked_up=False)
     assert unknown.changes["duplicates"] == 1 and "possible duplicate" in unknown.note
-    proven = transitions.settle_orphan(
-        orphan, None, CONFIG, NOW, force=False, lookup_proves_absence=True
+    # A lookup that finds nothing is no proof while the create may still land:
+    # wait out the window, look again, and even then count the resend.
+    early = transitions.settle_orphan(orphan, None, CONFIG, NOW, force=False, looked_up=True)
+    assert early.to == Status.RESERVING and early.changes == {
+        "next_at": NOW - 5 + CONFIG.lookup_window
+    }
+    late = transitions.settle_orphan(
+        orphan, None, CONFIG, NOW + CONFIG.lookup_window, force=False, looked_up=True
     )
-    assert "duplicates" not in proven.changes
+    assert late.changes["duplicates"] == 1 and "not found by label" in late.note
     hold = replace(CONFIG, orphan_policy=OrphanPolicy.HOLD)
-    held = transitions.settle_orphan(
-        orphan, None, hold, NOW, force=False, lookup_proves_absence=False
-    )
+    held = transitions.settle_orphan(orphan, None, hold, NOW, force=False, looked_up=False)
     assert held.changes == {"held": 1, "last_error": "orphan: outcome of create unknown"}
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from reclaim_tui.core import transitions
 from reclaim_tui.core.backend import Backend
+from reclaim_tui.core.batching import GroupCommit, HeldBatch, holding
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import idempotency_key
@@ -33,7 +35,7 @@ from reclaim_tui.core.models import (
     StoredResult,
 )
 from reclaim_tui.core.operator import Operator
-from reclaim_tui.core.owner import holder_alive, this_process
+from reclaim_tui.core.owner import this_process
 from reclaim_tui.core.sinks import Sink
 from reclaim_tui.core.transitions import EngineConfig, Transition, describe
 from reclaim_tui.errors import BackendError, SinkError
@@ -103,30 +105,65 @@ class Engine:
 
     # -- sending -----------------------------------------------------------------------
     async def send_reserved(self) -> PassReport:
-        """Create an interaction for every due `reserving` row not in flight."""
+        """Create an interaction for every due `reserving` row not in flight.
+
+        Each row's attempt is committed just before its own create is sent and
+        its handle as soon as the answer arrives (group commit across answers
+        that arrive together): after a kill, only the creates in flight
+        (≤ concurrency) have an unknown outcome, and a row whose create was
+        never sent is left as it was.
+        """
         report = PassReport()
-        while claim := await self._claimed(self.ledger.claim_sendable, self.config.actor):
-            crashpoint("before_create")
-            async with self._holding(claim.rows):
-                outcomes = await self._each(claim.rows, self._create_one)
-            crashpoint("after_create_before_handle")
-            now = self.clock.now()
-            todo = [transitions.after_create(r, o, self.config, now) for r, o in outcomes]
-            applied = await self._apply(todo, report)
-            crashpoint("after_handle_commit")
-            await self._disown_late_creates(todo, applied)
+        while claim := await self._claimed(self.ledger.claim_sendable):
+            commit = GroupCommit(self.ledger, self.owner, self.config.actor)
+            late: list[tuple[Row, str]] = []
+            send = functools.partial(self._send_one, commit=commit, late=late, report=report)
+            async with self._hold(claim) as batch:
+                await self._each(claim.rows, send, batch)
+            await self._settle_late_creates(late, report)
         return report
 
-    async def _create_one(self, row: Row) -> RemoteInteraction:
-        return await self.backend.create(row.job, row.idem)
+    async def _send_one(
+        self, row: Row, *, commit: GroupCommit, late: list[tuple[Row, str]], report: PassReport
+    ) -> None:
+        sending = await commit.mark_sending(row.idem)
+        if sending is None:
+            report.counts["lease_lost"] += 1
+            return
+        crashpoint("before_create")
+        out = await self._outcome(self.backend.create(sending.job, sending.idem))
+        crashpoint("after_create_before_handle")
+        t = transitions.after_create(sending, out, self.config, self.clock.now())
+        if not await self._commit_one(commit, t, report):
+            handle = t.changes.get("handle")
+            if handle:
+                late.append((sending, handle))
+        crashpoint("after_handle_commit")
+
+    async def _commit_one(self, commit: GroupCommit, t: Transition, report: PassReport) -> bool:
+        if t.error:
+            report.error(t.idem, t.error)
+        applied = await commit.apply(t)
+        if not applied:
+            report.counts["lease_lost"] += 1
+        elif t.tally:
+            report.counts[t.tally] += 1
+        return applied
+
+    @staticmethod
+    async def _outcome(call: Awaitable[RemoteInteraction]) -> RemoteInteraction | Exception:
+        try:
+            return await call
+        except Exception as exc:  # rule 7: the row's outcome, not the pass's
+            return exc
 
     # -- reclaiming -------------------------------------------------------------------
     async def reclaim(self) -> PassReport:
         """Poll every due `submitted` row; store and deliver what completed."""
         report = PassReport()
         while claim := await self._claimed(self.ledger.claim_pollable):
-            async with self._holding(claim.rows):
-                outcomes = await self._each(claim.rows, self._get_one)
+            async with self._hold(claim) as batch:
+                outcomes = await self._each(claim.rows, self._get_one, batch)
                 report.counts["polled"] += len(outcomes)
                 crashpoint("after_fetch_before_done")
                 now = self.clock.now()
@@ -143,7 +180,7 @@ class Engine:
                 done = [row for row in claim.rows if row.idem in stored]
                 crashpoint("after_done_before_sink")
                 if done:
-                    await self._deliver(done, report, stored)
+                    await self._deliver(done, report, batch, stored)
         return report
 
     async def _get_one(self, row: Row) -> RemoteInteraction:
@@ -166,14 +203,15 @@ class Engine:
         ):
             seen.update(r.idem for r in claim.rows)
             report.counts["replayed"] += len(claim.rows)
-            async with self._holding(claim.rows):
-                await self._deliver(claim.rows, report)
+            async with self._hold(claim) as batch:
+                await self._deliver(claim.rows, report, batch)
         return report
 
     async def _deliver(
         self,
         rows: Sequence[Row],
         report: PassReport,
+        batch: HeldBatch,
         stored: dict[str, StoredResult] | None = None,
     ) -> None:
         """Run the sink from the STORED results (never the API), then commit
@@ -188,7 +226,7 @@ class Engine:
                 raise SinkError(f"no stored result for {idem}")
             await self.sink.deliver(idem, result)
 
-        outcomes = await self._each(idems, one)
+        outcomes = await self._each(idems, one, batch, key=lambda idem: idem)
         crashpoint("after_sink_before_consumed")
         now = self.clock.now()
         todo = [
@@ -213,8 +251,8 @@ class Engine:
             self.ledger.claim_orphans, force=force, idems=idems, exclude=seen
         ):
             seen.update(r.idem for r in claim.rows)
-            async with self._holding(claim.rows):
-                found = await self._each(claim.rows, self._lookup_one)
+            async with self._hold(claim) as batch:
+                found = await self._each(claim.rows, self._lookup_one, batch)
             now = self.clock.now()
             todo = [
                 transitions.settle_orphan(
@@ -223,8 +261,7 @@ class Engine:
                     self.config,
                     now,
                     force=force,
-                    lookup_proves_absence=self.backend.supports_lookup
-                    and _holder_gone(row.prev_owner),
+                    looked_up=self.backend.supports_lookup,
                 )
                 for row, out in found
             ]
@@ -237,6 +274,11 @@ class Engine:
         return await self.backend.find_by_label(row.idem)
 
     # -- helpers ----------------------------------------------------------------------------
+    def _hold(self, claim: Claim) -> contextlib.AbstractAsyncContextManager[HeldBatch]:
+        return holding(
+            self.ledger, self.owner, [r.idem for r in claim.rows], self.config.lease_seconds
+        )
+
     async def _claimed(
         self, claim: Callable[..., Awaitable[Claim]], *args: Any, **kw: Any
     ) -> Claim | None:
@@ -265,43 +307,76 @@ class Engine:
                 report.counts[t.tally] += 1
         return applied
 
-    async def _disown_late_creates(self, todo: Sequence[Transition], applied: set[str]) -> None:
-        """A create that succeeded after this process lost the row's lease
-        (it was paused or slow past the lease) belongs to nobody: write it into
-        the row's history and ask the API to cancel it."""
-        for t in todo:
-            handle = t.changes.get("handle")
-            if t.to != Status.SUBMITTED or t.idem in applied or not handle:
-                continue
-            try:
-                remote = await self.backend.cancel(handle)
-                outcome = f"cancel asked: {remote.api_status}"
-            except BackendError as exc:
-                outcome = f"cancel failed: {describe(exc)}"
-            note = (
-                f"late create {handle} by {self.owner} after its lease was lost"
-                f" — possible duplicate spend; {outcome}"
-            )
-            try:
-                # A note, not a transition: recorded as a self-loop on the
-                # status the row has now (another holder moved it on).
-                current = await self.ledger.get(t.idem)
-                status = current.status.value if current else None
-                await self.ledger.add_event(t.idem, self.config.actor, note, status)
-            except Exception as exc:  # the ledger may be what failed us
-                log.warning("%s: %s (could not record: %s)", t.idem, note, exc)
+    async def _settle_late_creates(
+        self, late: Sequence[tuple[Row, str]], report: PassReport
+    ) -> None:
+        """Creates answered after this process lost the row's lease (it was
+        paused or slow past the lease). Where the row is still an orphan and
+        its lease is free, a fresh claim takes it back and the create becomes
+        its handle. Otherwise the create is written into the row's history,
+        and it is cancelled only when the row provably holds another
+        interaction (or none will ever be needed): never the one the row holds,
+        never one that recovery may still adopt."""
+        if not late:
+            return
+        handles = dict((row.idem, handle) for row, handle in late)
+        claim = await self.ledger.claim_orphans(
+            self.owner,
+            limit=len(handles),
+            lease_seconds=self.config.lease_seconds,
+            force=True,
+            idems=list(handles),
+        )
+        now = self.clock.now()
+        adopted = await self._apply(
+            [transitions.late_create_adopted(r, handles[r.idem], now) for r in claim.rows], report
+        )
+        for idem, handle in handles.items():
+            if idem not in adopted:
+                await self._record_late_create(idem, handle)
+
+    async def _record_late_create(self, idem: str, handle: str) -> None:
+        note = f"late create {handle} by {self.owner} after its lease was lost"
+        try:
+            current = await self.ledger.get(idem)
+            if current is None or current.handle == handle:
+                return  # the row holds this very interaction: nothing to say or undo
+            if current.status == Status.RESERVING:
+                note += " — possible duplicate spend; left for recovery to adopt"
+            else:
+                note += f" — duplicate of {current.handle or 'a finished job'}; " + (
+                    await self._cancel_note(handle)
+                )
+            # A note, not a transition: a self-loop on the row's current status.
+            await self.ledger.add_event(idem, self.config.actor, note, current.status.value)
+        except Exception as exc:  # the ledger may be what failed us
+            log.warning("%s: %s (could not record: %s)", idem, note, exc)
+
+    async def _cancel_note(self, handle: str) -> str:
+        try:
+            remote = await self.backend.cancel(handle)
+        except BackendError as exc:
+            return f"cancel failed: {describe(exc)}"
+        return f"cancel asked: {remote.api_status}"
 
     async def _each(
-        self, items: Sequence[Any], fn: Callable[[Any], Awaitable[Any]]
+        self,
+        items: Sequence[Any],
+        fn: Callable[[Any], Awaitable[Any]],
+        batch: HeldBatch,
+        key: Callable[[Any], str] = lambda row: str(row.idem),
     ) -> list[tuple[Any, Any]]:
         """Run fn over items with at most `concurrency` calls in flight (a pool
         of workers, not a task per item: a 2,000-row batch costs 16 tasks);
-        an Exception becomes that item's value, nothing else stops the pass."""
-        outs: list[Any] = [None] * len(items)
+        an Exception becomes that item's value, nothing else stops the pass.
+        An item whose lease this process lost is not started and not returned."""
+        outs: dict[int, Any] = {}
         queue = iter(enumerate(items))
 
         async def worker() -> None:
             for index, item in queue:
+                if not batch.holds(key(item)):
+                    continue
                 try:
                     outs[index] = await fn(item)
                 except Exception as exc:
@@ -309,33 +384,7 @@ class Engine:
 
         workers = min(self.config.concurrency, len(items))
         await asyncio.gather(*(worker() for _ in range(workers)))
-        return list(zip(items, outs, strict=True))
-
-    @contextlib.asynccontextmanager
-    async def _holding(self, rows: Sequence[Row]) -> AsyncIterator[None]:
-        """Renew the batch's leases while it is worked on (a slow batch must not
-        lose them); a renewal finding fewer rows just means they were taken."""
-        idems = [r.idem for r in rows]
-        period = self.config.lease_seconds / 3
-
-        async def heartbeat() -> None:
-            while True:
-                await asyncio.sleep(period)
-                await self.ledger.renew(self.owner, idems, self.config.lease_seconds)
-
-        task = asyncio.create_task(heartbeat())
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-
-
-def _holder_gone(owner: str | None) -> bool:
-    """True when no process can still act on a row this owner held: it let go
-    (None), or it is provably dead. A stopped or remote holder may yet send."""
-    return owner is None or holder_alive(owner) is False
+        return [(items[i], outs[i]) for i in sorted(outs)]
 
 
 def _stored(idem: str, result: RemoteInteraction, now: float) -> StoredResult:

@@ -57,7 +57,7 @@ __all__ = [
 COLUMNS = (
     "idem, spec, model, status, handle, attempts, polls, inflight, held, duplicates, "
     "error_streak, prev_owner, lease_owner, lease_until, next_at, last_error, created_at, "
-    "state_since, submitted_at, done_at, consumed_at, updated_at"
+    "state_since, submitted_at, done_at, consumed_at, updated_at, sent_at"
 )
 
 # Numbered migrations; PRAGMA user_version records how many have run.
@@ -117,6 +117,11 @@ MIGRATIONS: tuple[str, ...] = (
     # holder's orphan from one whose holder is merely late (and may still send).
     """
     ALTER TABLE jobs ADD COLUMN prev_owner TEXT;
+    """,
+    # 3: when the current attempt's create was sent, so a label lookup that
+    # finds nothing is trusted only once that request can no longer land.
+    """
+    ALTER TABLE jobs ADD COLUMN sent_at REAL;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -377,19 +382,16 @@ class Ledger:
         )
         return [r[0] for r in rows if holder_alive(r[0]) is False]
 
-    async def claim_sendable(
-        self, owner: str, actor: Actor, *, limit: int, lease_seconds: float
-    ) -> Claim:
-        """Due `reserving` rows not in flight. Rule 3, attempt before call: the
-        attempt count and `inflight` are committed here, before create is sent."""
+    async def claim_sendable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
+        """Due `reserving` rows not in flight, under a lease only: each row's
+        attempt is committed by `write_batch(sending=…)` right before its own
+        create is sent, so a kill leaves unsent rows as they were (rule 3)."""
         return await self._claim(
             owner,
             "status = 'reserving' AND inflight = 0 AND held = 0 AND next_at <= ?",
             [self.clock.now()],
             limit=limit,
             lease_seconds=lease_seconds,
-            set_sql="attempts = attempts + 1, inflight = 1",
-            event=(actor, "attempt {attempts}: sending create"),
         )
 
     async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
@@ -505,19 +507,22 @@ class Ledger:
                 )
         return Claim(owner, rows)
 
-    async def renew(self, owner: str, idems: Iterable[str], lease_seconds: float) -> int:
-        """Extend the leases `owner` still holds; returns how many it holds."""
+    async def renew(self, owner: str, idems: Iterable[str], lease_seconds: float) -> set[str]:
+        """Extend the leases `owner` still holds; returns the keys it still holds."""
         keys = list(idems)
         if not keys:
-            return 0
+            return set()
         now = self.clock.now()
+        held: set[str] = set()
         async with self.write() as db:
-            cur = await db.execute(
-                "UPDATE jobs SET lease_until = ? WHERE lease_owner = ?"
-                " AND idem IN (SELECT value FROM json_each(?))",
-                (now + lease_seconds, owner, json.dumps(keys)),
-            )
-            return cur.rowcount
+            for chunk in _chunks(keys, 5000):
+                async with db.execute(
+                    "UPDATE jobs SET lease_until = ? WHERE lease_owner = ?"
+                    " AND idem IN (SELECT value FROM json_each(?)) RETURNING idem",
+                    (now + lease_seconds, owner, json.dumps(list(chunk))),
+                ) as cur:
+                    held.update(r[0] for r in await cur.fetchall())
+        return held
 
     # -- compare-and-set writes -------------------------------------------------------
     async def apply(self, owner: str, actor: Actor, transitions: Sequence[Transition]) -> list[str]:
@@ -525,21 +530,79 @@ class Ledger:
         holds the row in the expected status. Returns the idems applied."""
         if not transitions:
             return []
+        _, applied = await self.write_batch(owner, actor, transitions=transitions)
+        return applied
+
+    async def write_batch(
+        self,
+        owner: str,
+        actor: Actor,
+        *,
+        sending: Sequence[str] = (),
+        transitions: Sequence[Transition] = (),
+    ) -> tuple[dict[str, Row], list[str]]:
+        """One transaction for a group of writes that arrived together (group
+        commit): commit the next attempt of the `sending` rows (attempts + 1,
+        in flight, sent_at; rule 3, before their creates go out), and apply
+        `transitions`. Each write is a compare-and-set on `owner`'s lease.
+        Returns (the marked rows, the idems whose transition applied)."""
         now = self.clock.now()
         async with self.write() as db:
-            held = await self._held(db, owner, [t.idem for t in transitions])
-            todo = [t for t in transitions if held.get(t.idem) == t.expect.value]
-            await self._write_transitions(db, todo, now, owner)
-            # A poll that found the job still running changes no state and
-            # says nothing: it is counted in `polls`, not written as an event.
-            await db.executemany(
-                _EVENT_SQL,
-                [
-                    (now, t.idem, actor, t.expect.value, t.to.value, t.note)
-                    for t in todo
-                    if t.note or t.expect != t.to
-                ],
-            )
+            marked = await self._mark_sending(db, owner, actor, sending, now)
+            applied = await self._apply_in(db, owner, actor, transitions, now)
+        return marked, applied
+
+    async def _mark_sending(
+        self, db: aiosqlite.Connection, owner: str, actor: Actor, idems: Sequence[str], now: float
+    ) -> dict[str, Row]:
+        if not idems:
+            return {}
+        async with db.execute(
+            "UPDATE jobs SET attempts = attempts + 1, inflight = 1, sent_at = ?"
+            " WHERE idem IN (SELECT value FROM json_each(?)) AND lease_owner = ?"
+            f" AND status = 'reserving' AND inflight = 0 RETURNING {COLUMNS}",
+            (now, json.dumps(list(idems)), owner),
+        ) as cur:
+            rows = {r.idem: r for r in map(row_from_tuple, await cur.fetchall())}
+        await db.executemany(
+            _EVENT_SQL,
+            [
+                (
+                    now,
+                    r.idem,
+                    actor,
+                    "reserving",
+                    "reserving",
+                    f"attempt {r.attempts}: sending create",
+                )
+                for r in rows.values()
+            ],
+        )
+        return rows
+
+    async def _apply_in(
+        self,
+        db: aiosqlite.Connection,
+        owner: str,
+        actor: Actor,
+        transitions: Sequence[Transition],
+        now: float,
+    ) -> list[str]:
+        if not transitions:
+            return []
+        held = await self._held(db, owner, [t.idem for t in transitions])
+        todo = [t for t in transitions if held.get(t.idem) == t.expect.value]
+        await self._write_transitions(db, todo, now, owner)
+        # A poll that found the job still running changes no state and
+        # says nothing: it is counted in `polls`, not written as an event.
+        await db.executemany(
+            _EVENT_SQL,
+            [
+                (now, t.idem, actor, t.expect.value, t.to.value, t.note)
+                for t in todo
+                if t.note or t.expect != t.to
+            ],
+        )
         return [t.idem for t in todo]
 
     async def _held(self, db: aiosqlite.Connection, owner: str, idems: list[str]) -> dict[str, str]:

@@ -138,6 +138,8 @@ class Row:
     done_at: float | None
     consumed_at: float | None
     updated_at: float
+    #: when the current attempt's create was sent (None: not sent yet)
+    sent_at: float | None = None
 
     @property
     def job(self) -> JobSpec:

@@ -36,6 +36,7 @@ __all__ = [
     "after_poll",
     "delivered",
     "describe",
+    "late_create_adopted",
     "settle_orphan",
     "sink_failed",
 ]
@@ -56,6 +57,10 @@ class EngineConfig:
     max_read_errors: int = 100
     orphan_policy: OrphanPolicy = OrphanPolicy.RESUBMIT
     actor: Actor = Actor.TICK
+    #: how long after an attempt was sent a label lookup that finds nothing is
+    #: trusted: the request timeout plus a grace period (a create can land
+    #: after its client gave up on it).
+    lookup_window: float = 60.0
 
     def backoff(self, n: int) -> float:
         """Delay before the n-th retry (n ≥ 1): exponential, capped."""
@@ -303,13 +308,14 @@ def settle_orphan(
     now: float,
     *,
     force: bool,
-    lookup_proves_absence: bool,
+    looked_up: bool,
 ) -> Transition:
     """What recovery does with an orphan, given what a label lookup found.
 
-    `lookup_proves_absence` is True only when the backend really searched and
-    nobody can still be sending the attempt (its holder let go or is provably
-    dead): then "not found" means the create never landed.
+    Not found is no proof while the attempt's request may still land: with a
+    lookup (`looked_up`), the orphan waits until `lookup_window` after it was
+    sent and is looked up again. Every resend after an unknown outcome is
+    recorded as a possible duplicate spend.
     """
     if isinstance(found, BaseException):
         message = describe(found)
@@ -322,20 +328,17 @@ def settle_orphan(
             error=message,
         )
     if found is not None:
+        return _adopted(row, found.id, f"orphan adopted: {found.id} found by label", now)
+    trusted_at = (row.sent_at or 0.0) + config.lookup_window
+    if looked_up and now < trusted_at and not force:
         return Transition(
             row.idem,
             Status.RESERVING,
-            Status.SUBMITTED,
-            f"orphan adopted: {found.id} found by label",
-            {
-                "handle": found.id,
-                "inflight": 0,
-                "held": 0,
-                "submitted_at": now,
-                "next_at": now,
-                "last_error": None,
-            },
-            tally="adopted",
+            Status.RESERVING,
+            f"orphan: attempt {row.attempts} not found by label yet; its create may still"
+            f" land, looking again in {trusted_at - now:.0f}s",
+            {"next_at": trusted_at},
+            tally="waiting",
         )
     if config.orphan_policy == OrphanPolicy.HOLD and not force:
         if row.held:
@@ -358,15 +361,31 @@ def settle_orphan(
             {"inflight": 0, "held": 0, "last_error": why},
             tally="failed",
         )
-    changes: dict[str, Any] = {"inflight": 0, "held": 0, "next_at": now}
-    if lookup_proves_absence:
-        note = f"orphan: attempt {row.attempts} not found by label; sending again"
-    else:
-        note = (
-            f"orphan: outcome of attempt {row.attempts} unknown; resubmitting"
-            " — possible duplicate spend"
-        )
-        changes["duplicates"] = row.duplicates + 1
+    seen = "not found by label" if looked_up else "outcome unknown"
     return Transition(
-        row.idem, Status.RESERVING, Status.RESERVING, note, changes, tally="resubmitted"
+        row.idem,
+        Status.RESERVING,
+        Status.RESERVING,
+        f"orphan: attempt {row.attempts} {seen}; resubmitting — possible duplicate spend",
+        {"inflight": 0, "held": 0, "next_at": now, "duplicates": row.duplicates + 1},
+        tally="resubmitted",
     )
+
+
+def late_create_adopted(row: Row, handle: str, now: float) -> Transition:
+    """A create answered after its sender lost the row's lease, taken back by
+    that sender with a fresh claim while the row was still an orphan."""
+    note = f"late create {handle} of attempt {row.attempts} adopted after the lease was lost"
+    return _adopted(row, handle, note, now)
+
+
+def _adopted(row: Row, handle: str, note: str, now: float) -> Transition:
+    changes = {
+        "handle": handle,
+        "inflight": 0,
+        "held": 0,
+        "submitted_at": now,
+        "next_at": now,
+        "last_error": None,
+    }
+    return Transition(row.idem, Status.RESERVING, Status.SUBMITTED, note, changes, tally="adopted")

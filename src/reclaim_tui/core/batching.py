@@ -1,0 +1,138 @@
+"""What a pass holds while it works: the batch's leases, kept alive by a
+heartbeat, and a group commit for the writes its concurrent calls make.
+
+The heartbeat survives a busy ledger: a renewal that fails is tried again
+until the leases would have run out unrenewed, and only then is the batch
+given up. Rows whose lease is lost are never started: a pass stops the
+moment it knows it no longer holds a row (issue: "work stops the moment it
+is [lost]").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import Actor, Row
+from reclaim_tui.core.transitions import Transition
+from reclaim_tui.errors import LedgerError
+
+__all__ = ["GroupCommit", "HeldBatch", "holding"]
+
+log = logging.getLogger("reclaim_tui.engine")
+
+
+@dataclass
+class HeldBatch:
+    """The keys of a claimed batch this process still holds."""
+
+    held: set[str] = field(default_factory=set)
+    renewals: int = 0
+    failed_renewals: int = 0
+
+    def holds(self, idem: str) -> bool:
+        return idem in self.held
+
+
+@contextlib.asynccontextmanager
+async def holding(
+    ledger: Ledger, owner: str, idems: Iterable[str], lease_seconds: float
+) -> AsyncIterator[HeldBatch]:
+    """Renew the batch's leases every third of a lease while it is worked on."""
+    batch = HeldBatch(set(idems))
+    task = asyncio.create_task(_heartbeat(ledger, owner, batch, lease_seconds))
+    try:
+        yield batch
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _heartbeat(ledger: Ledger, owner: str, batch: HeldBatch, lease_seconds: float) -> None:
+    period = lease_seconds / 3
+    renewed_at = ledger.clock.now()
+    while batch.held:
+        await asyncio.sleep(period)
+        while True:
+            try:
+                batch.held &= await ledger.renew(owner, batch.held, lease_seconds)
+            except LedgerError as exc:
+                batch.failed_renewals += 1
+                if ledger.clock.now() >= renewed_at + lease_seconds:
+                    log.warning("lease renewal failed until the leases ran out: %s", exc)
+                    batch.held.clear()
+                    return
+                # Another connection holds the write lock past busy_timeout:
+                # try again while the leases are still ours.
+                await asyncio.sleep(min(period, 1.0))
+                continue
+            batch.renewals += 1
+            renewed_at = ledger.clock.now()
+            break
+
+
+class GroupCommit:
+    """Writes that arrive while a commit is running wait for the next one and
+    go together, in one transaction (`Ledger.write_batch`). Every caller
+    waits for its own write to be durable."""
+
+    def __init__(self, ledger: Ledger, owner: str, actor: Actor) -> None:
+        self._ledger = ledger
+        self._owner = owner
+        self._actor = actor
+        self._pending: list[tuple[str | Transition, asyncio.Future[object]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def mark_sending(self, idem: str) -> Row | None:
+        """Commit the row's next attempt; None if this process no longer holds it."""
+        row = await self._submit(idem)
+        return row if isinstance(row, Row) else None
+
+    async def apply(self, transition: Transition) -> bool:
+        """Commit one transition; False if the compare-and-set did not apply."""
+        return bool(await self._submit(transition))
+
+    async def _submit(self, item: str | Transition) -> object:
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._pending.append((item, future))
+        if self._task is None:
+            self._task = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                await self._commit(batch)
+        finally:
+            self._task = None
+            for _, future in self._pending:  # only if cancelled mid-drain
+                future.cancel()
+
+    async def _commit(self, batch: list[tuple[str | Transition, asyncio.Future[object]]]) -> None:
+        sending = [item for item, _ in batch if isinstance(item, str)]
+        todo = [item for item, _ in batch if isinstance(item, Transition)]
+        try:
+            marked, applied = await self._ledger.write_batch(
+                self._owner, self._actor, sending=sending, transitions=todo
+            )
+        except BaseException as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return
+        done = set(applied)
+        for item, future in batch:
+            if future.done():
+                continue
+            if isinstance(item, str):
+                future.set_result(marked.get(item))
+            else:
+                future.set_result(item.idem in done)
