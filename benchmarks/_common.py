@@ -14,17 +14,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def baseline_path() -> Path:
-    """../shared/baseline/seed_ledger.py beside the checkout (or $RECLAIM_BASELINE)."""
+    """The baseline to compare against: $RECLAIM_BASELINE if set, else the
+    in-repo copy benchmarks/baseline/seed_ledger.py."""
     env = os.environ.get("RECLAIM_BASELINE")
-    candidates = [Path(env)] if env else []
-    candidates += [
-        ROOT.parent / "shared" / "baseline" / "seed_ledger.py",
-        ROOT / "shared" / "baseline" / "seed_ledger.py",
-    ]
-    for path in candidates:
-        if path.exists():
-            return path
-    sys.exit("cannot find ../shared/baseline/seed_ledger.py (set RECLAIM_BASELINE)")
+    path = Path(env) if env else Path(__file__).resolve().parent / "baseline" / "seed_ledger.py"
+    if not path.exists():
+        sys.exit(f"cannot find the baseline at {path} (set RECLAIM_BASELINE)")
+    return path
 
 
 def load_baseline() -> ModuleType:

@@ -7,7 +7,7 @@ until the worker's ledger shows every job consumed:
 
   reclaim-tui  one process: a tick that submits the file, then ticks until nothing is
                active (`--cli`: `reclaim-tui tick` processes instead);
-  baseline     shared/baseline/seed_ledger.py --ticks 2 --interval 0: its first tick
+  baseline     benchmarks/baseline/seed_ledger.py --ticks 2 --interval 0: its first tick
                submits all, the second reclaims all (its only way to see "done").
 
 reclaim-tui polls a job first 2 s after its create (EngineConfig.first_poll), so a
