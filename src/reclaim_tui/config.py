@@ -70,6 +70,9 @@ class Settings:
             max_attempts=self.max_attempts,
             first_poll=self.first_poll,
             orphan_policy=self.orphan_policy,
+            # A create may land until its request timed out; the grace (one
+            # more request timeout) covers a server that answers late.
+            lookup_window=2 * self.request_timeout,
             actor=actor or self.actor,
         )
 

@@ -10,6 +10,7 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger import SCHEMA_VERSION, Ledger
 from reclaim_tui.core.models import Status
+from reclaim_tui.core.owner import LeaseOwner, pid_space
 from reclaim_tui.core.transitions import Transition
 from reclaim_tui.errors import (
     LedgerCorruptError,
@@ -90,7 +91,7 @@ async def test_dead_holder_lease_is_free_at_once(ledger: Ledger, clock: ManualCl
 
     await ledger.insert_jobs([("a", "{}", "m")], "t")
     # A pid that cannot exist on this host: provably dead.
-    dead = f"{socket.gethostname()}|4194304999|12345"
+    dead = str(LeaseOwner(socket.gethostname(), 4194304999, "12345", pid_space()))
     assert (await ledger.claim_sendable(dead, limit=1, lease_seconds=600)).rows
     got = await ledger.claim_sendable("p2", limit=1, lease_seconds=600)
     assert [r.idem for r in got.rows] == ["a"]

@@ -1,11 +1,15 @@
 """Lease owners: who holds a row, and whether that holder is provably dead.
 
-An owner string is `host|pid|start`, where `start` is the process's start
+An owner string is `host|pid|start|space`: `start` is the process's start
 time as the kernel reports it (field 22 of /proc/<pid>/stat, clock ticks
-since boot). A holder on this host whose pid is gone, or whose pid now
-belongs to a process that started at another time (a reused pid), is dead:
-its lease counts as expired at once. A holder on another host is never
-judged; its lease runs out by the clock.
+since boot) and `space` names the pid space the pid is valid in — the
+kernel's boot id and the pid namespace's inode. Two containers may share a
+hostname while their pids mean different processes; only a holder in the
+*same* pid space whose pid is gone, or now belongs to a process started at
+another time (a reused pid), is dead: its lease counts as expired at once.
+Any other holder — another host, another container, an owner written by an
+older version without a space — is never judged; its lease runs out by the
+clock.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["LeaseOwner", "holder_alive", "this_process"]
+__all__ = ["LeaseOwner", "holder_alive", "pid_space", "this_process"]
 
 
 def _start_ticks(pid: int) -> str | None:
@@ -39,16 +43,34 @@ class LeaseOwner:
     host: str
     pid: int
     start: str
+    space: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.host}|{self.pid}|{self.start}"
+        return f"{self.host}|{self.pid}|{self.start}|{self.space or ''}"
 
     @classmethod
     def parse(cls, text: str) -> LeaseOwner | None:
         parts = text.split("|")
-        if len(parts) != 3 or not parts[1].isdigit():
+        if len(parts) not in (3, 4) or not parts[1].isdigit():
             return None
-        return cls(parts[0], int(parts[1]), parts[2])
+        space = parts[3] if len(parts) == 4 and parts[3] else None
+        return cls(parts[0], int(parts[1]), parts[2], space)
+
+
+@lru_cache(maxsize=1)
+def pid_space() -> str | None:
+    """This process's pid space: boot id + pid namespace, or None where the
+    kernel does not say (then no holder is ever judged dead)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip().replace("-", "")[:16]
+        namespace = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        return None
+    inode = namespace.partition("[")[2].rstrip("]")
+    if not boot or not inode.isdigit():
+        return None
+    return f"{boot}.{inode}"
 
 
 @lru_cache(maxsize=1)
@@ -65,7 +87,7 @@ def this_process(tag: str = "") -> LeaseOwner:
     """
     pid = os.getpid()
     start = _start_ticks(pid) or f"u{uuid.uuid4().hex[:12]}"
-    return LeaseOwner(_host(), pid, start + (f"-{tag}" if tag else ""))
+    return LeaseOwner(_host(), pid, start + (f"-{tag}" if tag else ""), pid_space())
 
 
 def holder_alive(owner_text: str) -> bool | None:
@@ -73,6 +95,9 @@ def holder_alive(owner_text: str) -> bool | None:
     owner = LeaseOwner.parse(owner_text)
     if owner is None or owner.host != _host() or owner.start.startswith("u"):
         return None
+    here = pid_space()
+    if owner.space is None or here is None or owner.space != here:
+        return None  # its pid means another process here, or nothing: cannot judge
     start = owner.start.split("-", 1)[0]
     current = _start_ticks(owner.pid)
     if current is None:
