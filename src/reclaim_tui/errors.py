@@ -6,6 +6,7 @@
     ├── LedgerError                 the ledger file cannot be used (exit 4)
     │   ├── LedgerVersionError      written by a newer reclaim-tui
     │   ├── LedgerCorruptError      not a SQLite database / malformed
+    │   ├── LedgerForeignError      a SQLite file of something else: refused untouched
     │   ├── LedgerBusyError         locked by another process past busy_timeout
     │   ├── LedgerConflictError     a write a uniqueness rule refused (e.g. a handle already used)
     │   └── LedgerReadOnlyError     a write was needed but the file is read-only
@@ -32,6 +33,7 @@ __all__ = [
     "LedgerConflictError",
     "LedgerCorruptError",
     "LedgerError",
+    "LedgerForeignError",
     "LedgerReadOnlyError",
     "LedgerVersionError",
     "MaybeCreatedError",
@@ -78,6 +80,10 @@ class LedgerVersionError(LedgerError):
 
 class LedgerCorruptError(LedgerError):
     """The file is not a SQLite database or is malformed."""
+
+
+class LedgerForeignError(LedgerError):
+    """A SQLite file that is not a reclaim-tui ledger; nothing in it was changed."""
 
 
 class LedgerBusyError(LedgerError):

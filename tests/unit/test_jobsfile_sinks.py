@@ -108,6 +108,25 @@ async def test_directory_sink_is_idempotent(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "k1.md").read_text() == "hello"
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+async def test_delivered_files_follow_the_umask(tmp_path: Path, umask: int) -> None:
+    import os
+    import stat
+
+    from reclaim_tui.core import sinks
+
+    old = os.umask(umask)
+    sinks._umask.cache_clear()
+    try:
+        await DirectorySink(tmp_path / "out").deliver("k1", _result())
+    finally:
+        os.umask(old)
+        sinks._umask.cache_clear()
+    for name in ("k1.md", "k1.json"):
+        mode = stat.S_IMODE((tmp_path / "out" / name).stat().st_mode)
+        assert mode == 0o666 & ~umask, oct(mode)
+
+
 @pytest.mark.parametrize("key", ["../x", "a/b", ".hidden", "A", "x" * 64, ""])
 async def test_directory_sink_refuses_escaping_keys(tmp_path: Path, key: str) -> None:
     with pytest.raises(SinkError):

@@ -39,6 +39,7 @@ from reclaim_tui.errors import (
     LedgerConflictError,
     LedgerCorruptError,
     LedgerError,
+    LedgerForeignError,
     LedgerReadOnlyError,
     LedgerVersionError,
 )
@@ -216,18 +217,39 @@ class Ledger:
         readonly: bool = False,
         create: bool = True,
     ) -> Ledger:
-        """Open (and migrate) a ledger. Raises a LedgerError subclass."""
+        """Open (and migrate) a ledger. Raises a LedgerError subclass.
+
+        A file that is not a reclaim-tui ledger, or one written by a newer
+        version, is refused before a byte of it is written. A read-only open
+        of a file on a read-only mount (where SQLite cannot create the WAL's
+        shared-memory file) falls back to an immutable open."""
         spath = str(path)
         if spath != ":memory:" and not create and not Path(spath).exists():
             raise LedgerError(f"{spath}: no ledger here (run `tick` or `submit` first)")
-        uri = f"file:{spath}?mode=ro" if readonly else spath
+        clock = clock or SystemClock()
+        try:
+            return await cls._connect(spath, clock, busy_timeout, readonly, immutable=False)
+        except LedgerReadOnlyError:
+            if not readonly or not Path(spath).is_file():
+                raise
+            # https://www.sqlite.org/uri.html#uriimmutable: nothing is written,
+            # not even the -shm file; right for a file nobody can write.
+            return await cls._connect(spath, clock, busy_timeout, readonly, immutable=True)
+
+    @classmethod
+    async def _connect(
+        cls, spath: str, clock: Clock, busy_timeout: float, readonly: bool, *, immutable: bool
+    ) -> Ledger:
+        uri = f"file:{spath}?mode=ro{'&immutable=1' if immutable else ''}" if readonly else spath
         try:
             db = await aiosqlite.connect(uri, uri=readonly, isolation_level=None)
         except sqlite3.Error as exc:
             raise _map_sqlite_error(exc, spath) from exc
-        ledger = cls(db, spath, clock or SystemClock(), readonly=readonly)
+        ledger = cls(db, spath, clock, readonly=readonly)
         try:
-            await ledger._configure(busy_timeout)
+            await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            await ledger._inspect()  # before anything is written
+            await ledger._configure()
             await ledger._migrate()
         except sqlite3.Error as exc:
             await db.close()
@@ -237,8 +259,27 @@ class Ledger:
             raise
         return ledger
 
-    async def _configure(self, busy_timeout: float) -> None:
-        await self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+    async def _inspect(self) -> None:
+        """Refuse a foreign or newer file while it is still untouched."""
+        version = await self.schema_version()
+        async with self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        ) as cur:
+            tables = {r[0] for r in await cur.fetchall()}
+        ours = {"jobs", "results", "events"}
+        if (version == 0 and tables) or (version > 0 and not ours <= tables):
+            listed = ", ".join(sorted(tables)[:8]) or "none"
+            raise LedgerForeignError(
+                f"{self.path}: not a reclaim-tui ledger (schema version {version}, tables:"
+                f" {listed}); refusing to touch it — choose another --db"
+            )
+        if version > SCHEMA_VERSION:
+            raise LedgerVersionError(
+                f"{self.path}: written by a newer reclaim-tui (schema {version}, this "
+                f"version knows up to {SCHEMA_VERSION}); upgrade reclaim-tui to open it"
+            )
+
+    async def _configure(self) -> None:
         if not self.readonly:
             # https://www.sqlite.org/wal.html — readers never block the writer.
             await self._db.execute("PRAGMA journal_mode = WAL")
@@ -256,11 +297,6 @@ class Ledger:
 
     async def _migrate(self) -> None:
         version = await self.schema_version()
-        if version > SCHEMA_VERSION:
-            raise LedgerVersionError(
-                f"{self.path}: written by a newer reclaim-tui (schema {version}, this "
-                f"version knows up to {SCHEMA_VERSION}); upgrade reclaim-tui to open it"
-            )
         if version == SCHEMA_VERSION or self.readonly:
             if version < SCHEMA_VERSION:
                 raise LedgerError(f"{self.path}: ledger needs a migration; open it writable once")

@@ -17,6 +17,7 @@ raising: the row then stays `done` and is replayed later.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import inspect
 import json
@@ -43,12 +44,24 @@ class Sink(Protocol):
 TEMP_DIR = ".reclaim-tmp"
 
 
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    # The only portable way to read the umask is to set it; done once, at the
+    # first delivery, before any other thread of ours creates files.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, data: bytes, temp_dir: Path) -> None:
     # Temp file on the same filesystem, fsync, rename: a reader sees the old
     # file or the whole new one, never a torn write. The caller fsyncs the
     # directory once for all its renames (_fsync_dir) before reporting success.
     fd, tmp = tempfile.mkstemp(dir=temp_dir, prefix=f"{path.name}.", suffix=".tmp")
     try:
+        # mkstemp makes 0600; the delivered file gets what any tool would
+        # create under the user's umask (0644 under the usual 022).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
