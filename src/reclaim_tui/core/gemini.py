@@ -35,10 +35,10 @@ import inspect
 import json
 import os
 import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn, Self
 
-from reclaim_tui.core.backend import map_api_status
+from reclaim_tui.core.backend import LabelFinder, map_api_status
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
 from reclaim_tui.errors import (
     BackendError,
@@ -61,9 +61,6 @@ __all__ = [
 
 EMULATOR_DEFAULT_KEY = "emulator-key"
 FAST_PATH_SDK_VERSION = "3.3.0"
-
-Lookup = Callable[[str], Awaitable[RemoteInteraction | None]]
-
 
 def resolve_api_key(flag_value: str | None) -> str | None:
     """The API key from the flag, else GEMINI_API_KEY, else GOOGLE_API_KEY."""
@@ -751,10 +748,10 @@ def _sdk_parts() -> dict[str, Any]:
 class GeminiBackend:
     """The Backend port on google-genai (real API, or the emulator via `base_url`).
 
-    `emulator_lookup=True` (with an emulator `base_url`) makes `find_by_label`
-    ask `/_emulator/find`; `lookup` plugs in any other search (a webhook
-    inbox). Without either, `supports_lookup` is False: the real API cannot
-    be searched. `fast_path=False` keeps the stock SDK calls (benchmarks,
+    `find_by_label` asks `finder` (the emulator's admin API, or any other
+    search such as a webhook inbox); without one, `supports_lookup` is False:
+    the real API cannot be searched. The backend owns the finder and closes it
+    in `aclose`. `fast_path=False` keeps the stock SDK calls (benchmarks,
     tests); the default memoizes the SDK's helpers and sends get and create through
     `_FastGet` / `_FastCreate`.
     """
@@ -764,9 +761,8 @@ class GeminiBackend:
         api_key: str | None,
         base_url: str | None = None,
         request_timeout: float = 30.0,
-        lookup: Lookup | None = None,
         *,
-        emulator_lookup: bool = False,
+        finder: LabelFinder | None = None,
         fast_path: bool = True,
     ) -> None:
         if not api_key:
@@ -781,11 +777,9 @@ class GeminiBackend:
         self.base_url = base_url.rstrip("/") if base_url else None
         self.request_timeout = request_timeout
         self.fast_path = fast_path and install_fast_path()
-        self._lookup = lookup
-        self._emulator_lookup = emulator_lookup and self.base_url is not None
-        self.supports_lookup = lookup is not None or self._emulator_lookup
+        self._finder = finder
+        self.supports_lookup = finder is not None
         self._say = _Redactor(api_key)
-        self._session: Any = None
         options = types.HttpOptions(
             base_url=self.base_url,
             timeout=max(1, int(request_timeout * 1000)),
@@ -855,32 +849,16 @@ class GeminiBackend:
         return await self._interactions.get(handle)
 
     async def find_by_label(self, idem: str) -> RemoteInteraction | None:
-        if self._lookup is not None:
-            return await self._lookup(idem)
-        if not self._emulator_lookup:
+        if self._finder is None:
             return None
         try:
-            found = await self._emulator_find(idem)
-        except Exception as exc:
+            return await self._finder.find_by_label(idem)
+        except BackendError:
+            raise
+        except Exception as exc:  # the Backend port raises only BackendError
             raise TransientReadError(self._say(f"lookup {idem}", exc)) from exc
-        return interaction_from_json(found[-1]) if found else None
-
-    async def _emulator_find(self, idem: str) -> list[dict[str, Any]]:
-        import aiohttp
-
-        if self._session is None:
-            timeout = aiohttp.ClientTimeout(total=self.request_timeout)
-            self._session = aiohttp.ClientSession(timeout=timeout)
-        url = f"{self.base_url}/_emulator/find"
-        async with self._session.get(url, params={"idem": idem}) as response:
-            response.raise_for_status()
-            body = await response.json()
-        if not isinstance(body, list):
-            raise ValueError("the emulator's find answer is not a list")
-        return [item for item in body if isinstance(item, dict)]
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._finder is not None:
+            await self._finder.aclose()
         await self._client.aio.aclose()
