@@ -668,3 +668,30 @@ def test_hand_built_body_equals_the_sdk_body(model: str, text: str, labels: dict
     fast = _body_builder()
     with fastpath._fast_path(True):
         assert fast._plain_body(model, text, labels) == fast._sdk_body(model, text, labels, {})
+
+
+# -- the table of SDK internals: looked up once, and all or nothing --------------------------
+def test_every_name_of_the_sdk_table_is_found() -> None:
+    sdk = fastpath._sdk()
+    assert sdk is not None and len(sdk) == len(fastpath._SDK_NAMES)  # no key used twice
+    assert fastpath._sdk() is sdk
+
+
+async def test_a_missing_sdk_name_turns_the_whole_fast_path_off() -> None:
+    backend = _backend_without_server(fast_path=False)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            renamed = (*fastpath._SDK_NAMES, ("models", "RenamedInANewerSdk"))
+            patch.setattr(fastpath, "_SDK_NAMES", renamed)
+            fastpath._sdk.cache_clear()
+            assert fastpath._sdk() is None
+            assert install_fast_path() is False
+            assert fastcalls._FastGet.attach(backend._interactions) is None
+            assert fastcalls._FastCreate.attach(backend._interactions) is None
+            off = _backend_without_server()
+            assert not off.fast_path and off._fast_get is None and off._fast_create is None
+            await off.aclose()
+    finally:
+        fastpath._sdk.cache_clear()
+        await backend.aclose()
+    assert install_fast_path() is True

@@ -48,7 +48,7 @@ class _FastGet(_FastCall):
 
     operation_id = "getInteractionById"
 
-    def __init__(self, interactions: Any, parts: dict[str, Any]) -> None:
+    def __init__(self, interactions: Any, parts: Mapping[str, Any]) -> None:
         super().__init__(interactions, parts)
         self._head = ""
         self._tail = ""
@@ -63,7 +63,7 @@ class _FastGet(_FastCall):
             base_url=base_url,
             url_variables=None,
             # stream=False: what the public `get` passes (`_optional_bool(False)`).
-            request=p["models"].GetInteractionByIDRequest(id=_PLACEHOLDER_ID, stream=False),
+            request=p["GetInteractionByIDRequest"](id=_PLACEHOLDER_ID, stream=False),
             request_body_required=False,
             request_has_path_params=True,
             request_has_query_params=True,
@@ -71,7 +71,7 @@ class _FastGet(_FastCall):
             accept_header_value="application/json",
             http_headers=None,
             extra_query_params=None,
-            _globals=p["models"].GetInteractionByIDGlobals(api_version=config.globals.api_version),
+            _globals=p["GetInteractionByIDGlobals"](api_version=config.globals.api_version),
             security=config.security,
             allow_empty_value=None,
             timeout_ms=config.timeout_ms,
@@ -102,7 +102,7 @@ class _FastGet(_FastCall):
                 parsed = p["unmarshal_json_response"](p["Interaction"], response, text, False)
             except Exception as exc:
                 self._raise_parse_error(exc)
-            return p["add_output_properties"](parsed)
+            return p["_add_output_properties_if_interaction"](parsed)
         error = p["GenAiDefaultError"]("Unexpected response received", response, text)
         raise p["wrap_sdk_error"](error) from error
 
@@ -122,7 +122,7 @@ class _FastCreate(_FastCall):
 
     operation_id = "CreateInteraction"
 
-    def __init__(self, interactions: Any, parts: dict[str, Any]) -> None:
+    def __init__(self, interactions: Any, parts: Mapping[str, Any]) -> None:
         super().__init__(interactions, parts)
         self._url = ""
         self._plain = False
@@ -130,13 +130,12 @@ class _FastCreate(_FastCall):
     async def _prepare(self) -> None:
         """Build the request template the stock way for a probe body (nothing is sent)."""
         p, config = self._p, self._config
-        models = p["models"]
         base_url = self._sdk._get_url(None, None)
         probe = _PROBE_CREATE
         sdk_body = self._sdk_body(probe["model"], probe["input"], probe["labels"], {})
         request_model = p["unmarshal"](
             {"api_version": None, "body": {**probe, "background": True}},
-            models.CreateInteractionRequest,
+            p["CreateInteractionRequest"],
         )
         request = self._sdk._build_request_async(
             method="POST",
@@ -151,14 +150,14 @@ class _FastCreate(_FastCall):
             accept_header_value="application/json",
             http_headers=None,
             extra_query_params=None,
-            _globals=models.CreateInteractionGlobals(api_version=config.globals.api_version),
+            _globals=p["CreateInteractionGlobals"](api_version=config.globals.api_version),
             security=config.security,
             get_serialized_body=lambda: p["serialize_request_body"](
                 request_model.body,
                 False,
                 False,
                 "json",
-                models.CreateInteractionRequestBody,
+                p["CreateInteractionRequestBody"],
                 extra_body=None,
             ),
             allow_empty_value=None,
@@ -203,15 +202,12 @@ class _FastCreate(_FastCall):
         # model (with `api_version=None`, as `_send_create_once` passes it), and
         # `serialize_request_body` (in `_build_request_async`).
         p = self._p
-        models = p["models"]
-        body = p["normalize_create_body"](
+        body = p["_normalize_create_body"](
             {"model": model, "input": input_, "background": True, "labels": labels, **extra}
         )
-        request = p["unmarshal"](
-            {"api_version": None, "body": body}, models.CreateInteractionRequest
-        )
+        request = p["unmarshal"]({"api_version": None, "body": body}, p["CreateInteractionRequest"])
         serialized = p["serialize_request_body"](
-            request.body, False, False, "json", models.CreateInteractionRequestBody, extra_body=None
+            request.body, False, False, "json", p["CreateInteractionRequestBody"], extra_body=None
         )
         return serialized.content
 
@@ -222,7 +218,7 @@ class _FastCreate(_FastCall):
             parsed = self._parse(response)
         except Exception as exc:
             self._raise_parse_error(exc)
-        return self._p["add_output_properties"](parsed)
+        return self._p["_add_output_properties_if_interaction"](parsed)
 
     def _parse(self, response: Any) -> Any:
         # The stock `_speakeasy_parse_response` of CreateInteraction, line by line.
@@ -239,7 +235,11 @@ class _FastCreate(_FastCall):
                 sentinel="[DONE]",
                 client_ref=self._sdk,
             )
-        for pattern, data_cls, error_cls in p["create_errors"]:
+        create_errors = (
+            ("4XX", p["CreateInteractionClientErrorData"], p["CreateInteractionClientError"]),
+            ("5XX", p["CreateInteractionServerErrorData"], p["CreateInteractionServerError"]),
+        )
+        for pattern, data_cls, error_cls in create_errors:
             if match(response, pattern, "application/json"):
                 text = response.text
                 try:

@@ -1,15 +1,19 @@
 """The fast path: google-genai 3.3.0's per-call overhead removed, results unchanged.
 
-Two layers, both off unless the SDK is exactly the verified version and looks
-the way this module was written against (anything else: the stock SDK path):
+Two layers, both off unless the SDK is exactly the verified version and every
+internal it relies on is where it was (anything else: the stock SDK path):
 
 - `install_fast_path` memoizes two pure SDK helpers, only inside GeminiBackend
   calls (`_fast_path`, a ContextVar);
-- `_FastCall` (here) with `_FastGet` / `_FastCreate` (`fastcalls.py`) replay a
+- `_FastCall` (here) with `_FastGet` / `_FastCreate` (fastcalls.py) replay a
   request template the stock builder made once.
 
-tests/unit/test_gemini_fastpath.py proves both give what the stock path gives.
-Names with a leading underscore are private to the `core.gemini` package.
+Every private google-genai name either layer touches is in the table below:
+module-level names in `_SDK_NAMES` (imported once by `_sdk()`), and the few
+attributes that belong to each client's objects next to it (checked by
+`_FastCall.attach` for each client). tests/unit/test_gemini_fastpath.py proves
+both layers give what the stock path gives. Names with a leading underscore
+are private to the `core.gemini` package.
 """
 
 from __future__ import annotations
@@ -17,17 +21,91 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
+import importlib
 import inspect
-from collections.abc import Callable, Iterator
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, NoReturn, Self
 
 __all__ = ["FAST_PATH_SDK_VERSION", "install_fast_path"]
 
 FAST_PATH_SDK_VERSION = "3.3.0"
+
+# -- the google-genai internals the fast path touches --------------------------------------
 _GAOS = "google.genai._gaos"
+# (module under `_GAOS`, attribute; "" for the module itself). Each is used under its
+# attribute name, a module under the last part of its path.
+_SDK_NAMES: tuple[tuple[str, str], ...] = (
+    # The memo replaces these modules' `create_model` / `get_type_hints` globals
+    # (`_sdk_shape_ok` checks them, and `unmarshal` / `marshal_json`, first).
+    ("utils.serializers", ""),
+    ("utils.url", ""),
+    ("utils.queryparams", ""),
+    ("utils.forms", ""),
+    # The stock hooks and retry settings `attach` insists on.
+    ("_hooks.adapters", "SyncToAsyncBeforeRequestAdapter"),
+    ("_hooks.adapters", "SyncToAsyncAfterErrorAdapter"),
+    ("_hooks.adapters", "SyncToAsyncAfterParseErrorAdapter"),
+    ("_hooks.google_genai_auth", "GoogleGenAIAuthHook"),
+    ("lib.compat_errors", "CompatErrorHook"),
+    ("utils", "RetryConfig"),
+    # Building the request template and running the auth hook.
+    ("_hooks", "HookContext"),
+    ("_hooks", "BeforeRequestContext"),
+    ("_hooks", "ResponseContext"),
+    ("utils", "get_security_from_env"),
+    ("types", "Security"),
+    ("models", "GetInteractionByIDRequest"),
+    ("models", "GetInteractionByIDGlobals"),
+    ("models", "CreateInteractionRequest"),
+    ("models", "CreateInteractionRequestBody"),
+    ("models", "CreateInteractionGlobals"),
+    ("google_genai", "_normalize_create_body"),
+    ("utils", "unmarshal"),
+    ("utils", "serialize_request_body"),
+    # Sending, and reading the answer the stock way.
+    ("lib.compat_errors", "_WRAP_EXCEPTIONS"),
+    ("lib.compat_errors", "wrap_sdk_error"),
+    ("utils", "match_response"),
+    ("utils.unmarshal_json_response", "unmarshal_json_response"),
+    ("types.interactions", "Interaction"),
+    ("types.interactions", "InteractionSSEStreamEvent"),
+    ("utils.eventstreaming", "AsyncStream"),
+    ("google_genai", "_add_output_properties_if_interaction"),
+    ("errors", "GenAiDefaultError"),
+    ("errors", "ResponseValidationError"),
+    ("errors", "CreateInteractionClientErrorData"),
+    ("errors", "CreateInteractionClientError"),
+    ("errors", "CreateInteractionServerErrorData"),
+    ("errors", "CreateInteractionServerError"),
+)
+# Private attributes of each client's objects: they cannot be looked up once, so
+# `attach` checks them for every `interactions` resource it is given.
+_SDK_METHODS = ("_build_request_async", "_get_url")  # of `interactions`
+_SDK_HOOKS = "_async_hooks"  # in `sdk_configuration.__dict__`, where the SDK itself reads it
+_SDK_WRAPPED_HOOK = "_sync_hook"  # the hook each `SyncToAsync…Adapter` wraps
 
 
-# -- fast path --------------------------------------------------------------------------
+def _sdk_key(module: str, attribute: str) -> str:
+    return attribute or module.rpartition(".")[2]
+
+
+@functools.cache
+def _sdk() -> Mapping[str, Any] | None:
+    """Every name of `_SDK_NAMES` by its key, imported once; None if any is missing."""
+    try:
+        found = {}
+        for module, attribute in _SDK_NAMES:
+            value = importlib.import_module(f"{_GAOS}.{module}")
+            found[_sdk_key(module, attribute)] = getattr(value, attribute) if attribute else value
+    except Exception:  # a changed SDK layout: the fast path stays off
+        return None
+    return MappingProxyType(found)
+
+
+# -- memoized SDK helpers --------------------------------------------------------------------
 # google-genai 3.3.0 redoes per-type work on every call: `serializers.unmarshal`
 # and `marshal_json` build a fresh pydantic model (`create_model("Unmarshaller",
 # body=(typ, ...), ...)`), and `utils/url.py`, `queryparams.py` and `forms.py`
@@ -78,9 +156,8 @@ def _memo_type_hints(stock: Callable[..., dict[str, Any]]) -> Callable[..., dict
 
 
 def _sdk_shape_ok(serializers: Any, hint_modules: list[Any]) -> bool:
-    import typing
-
-    import pydantic
+    """True when the modules the memo patches are still stock and as verified."""
+    import pydantic  # lazily, as google.genai: importing this package stays cheap
 
     unmarshal = getattr(serializers, "unmarshal", None)
     marshal = getattr(serializers, "marshal_json", None)
@@ -99,20 +176,21 @@ def install_fast_path(version: str | None = None) -> bool:
     """Install the memoized helpers if the SDK is exactly 3.3.0; True when active.
 
     `version` overrides the detected SDK version (tests use it to check the
-    fallback). Any surprise leaves the stock SDK untouched and returns False.
+    fallback). A name of the table missing, or any other surprise, leaves the
+    stock SDK untouched and returns False.
     """
     try:
-        import importlib
-
         from google import genai
 
         if (version or genai.__version__) != FAST_PATH_SDK_VERSION:
             return False
+        sdk = _sdk()
+        if sdk is None:
+            return False
         if _installed:
             return True
-        base = "google.genai._gaos.utils."
-        serializers = importlib.import_module(base + "serializers")
-        hint_modules = [importlib.import_module(base + name) for name in _HINT_MODULES]
+        serializers = sdk["serializers"]
+        hint_modules = [sdk[name] for name in _HINT_MODULES]
         if not _sdk_shape_ok(serializers, hint_modules):
             return False
         setattr(serializers, "create_model", _memo_create_model(serializers.create_model))  # noqa: B010
@@ -126,6 +204,7 @@ def install_fast_path(version: str | None = None) -> bool:
 
 @contextlib.contextmanager
 def _fast_path(enabled: bool) -> Iterator[None]:
+    """The memo is active inside this block when `enabled` (this task only)."""
     token = _FAST.set(enabled)
     try:
         yield
@@ -143,7 +222,7 @@ class _FastCall:
 
     operation_id = ""
 
-    def __init__(self, interactions: Any, parts: dict[str, Any]) -> None:
+    def __init__(self, interactions: Any, parts: Mapping[str, Any]) -> None:
         self._sdk = interactions
         self._p = parts
         self._config = interactions.sdk_configuration
@@ -157,38 +236,38 @@ class _FastCall:
     @classmethod
     def attach(cls, interactions: Any) -> Self | None:
         """An instance of `cls` for this SDK resource, or None to keep the stock call."""
+        parts = _sdk()
+        if parts is None:
+            return None
         try:
-            parts = _sdk_parts()
             config = interactions.sdk_configuration
-            hooks = config.__dict__["_async_hooks"]
-            adapters = parts["adapters"]
+            hooks = config.__dict__[_SDK_HOOKS]
             compat = parts["CompatErrorHook"]
             retry = config.retry_config
 
             def wraps(found: list[Any], adapter: type, hook: type) -> bool:
                 return [type(h) for h in found] == [adapter] and isinstance(
-                    found[0]._sync_hook, hook
+                    getattr(found[0], _SDK_WRAPPED_HOOK), hook
                 )
 
             # Exactly the stock hooks: the auth hook before, the error mapper after.
             if (
                 not wraps(
                     hooks.before_request_hooks,
-                    adapters.SyncToAsyncBeforeRequestAdapter,
+                    parts["SyncToAsyncBeforeRequestAdapter"],
                     parts["GoogleGenAIAuthHook"],
                 )
-                or not wraps(hooks.after_error_hooks, adapters.SyncToAsyncAfterErrorAdapter, compat)
+                or not wraps(hooks.after_error_hooks, parts["SyncToAsyncAfterErrorAdapter"], compat)
                 or not wraps(
                     hooks.after_parse_error_hooks,
-                    adapters.SyncToAsyncAfterParseErrorAdapter,
+                    parts["SyncToAsyncAfterParseErrorAdapter"],
                     compat,
                 )
                 or hooks.after_success_hooks
                 # The backend turns SDK retries off; anything else keeps the stock loop.
                 or not isinstance(retry, parts["RetryConfig"])
                 or retry.max_retries != 0
-                or not callable(getattr(interactions, "_build_request_async", None))
-                or not callable(getattr(interactions, "_get_url", None))
+                or not all(callable(getattr(interactions, m, None)) for m in _SDK_METHODS)
             ):
                 return None
         except Exception:  # a changed SDK layout: use the stock path
@@ -237,7 +316,7 @@ class _FastCall:
         self._headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
 
     async def _authorise(self, request: Any) -> Any:
-        hooks = self._config.__dict__["_async_hooks"]
+        hooks = self._config.__dict__[_SDK_HOOKS]
         context = self._p["BeforeRequestContext"](self._hook_context)
         return await hooks.before_request(context, request)
 
@@ -256,7 +335,7 @@ class _FastCall:
             if self._auth_per_call:
                 request = await self._authorise(request)
             return await client.send(request)
-        except p["WRAP_EXCEPTIONS"] as exc:
+        except p["_WRAP_EXCEPTIONS"] as exc:
             raise p["wrap_sdk_error"](exc) from exc
 
     def _raise_parse_error(self, exc: Exception) -> NoReturn:
@@ -268,43 +347,3 @@ class _FastCall:
         if wrapped is exc:
             raise exc
         raise wrapped from exc
-
-
-def _sdk_parts() -> dict[str, Any]:
-    """The SDK internals the fast calls use, by name (any import error: stock path)."""
-    import importlib
-
-    def mod(name: str) -> Any:
-        return importlib.import_module(f"{_GAOS}.{name}")
-
-    hooks, compat, utils = mod("_hooks"), mod("lib.compat_errors"), mod("utils")
-    bridge, errors = mod("google_genai"), mod("errors")
-    return {
-        "adapters": mod("_hooks.adapters"),
-        "GoogleGenAIAuthHook": mod("_hooks.google_genai_auth").GoogleGenAIAuthHook,
-        "CompatErrorHook": compat.CompatErrorHook,
-        "HookContext": hooks.HookContext,
-        "BeforeRequestContext": hooks.BeforeRequestContext,
-        "ResponseContext": hooks.ResponseContext,
-        "RetryConfig": utils.RetryConfig,
-        "get_security_from_env": utils.get_security_from_env,
-        "match_response": utils.match_response,
-        "unmarshal": utils.unmarshal,
-        "serialize_request_body": utils.serialize_request_body,
-        "AsyncStream": mod("utils.eventstreaming").AsyncStream,
-        "Security": mod("types").Security,
-        "models": mod("models"),
-        "create_errors": (
-            ("4XX", errors.CreateInteractionClientErrorData, errors.CreateInteractionClientError),
-            ("5XX", errors.CreateInteractionServerErrorData, errors.CreateInteractionServerError),
-        ),
-        "ResponseValidationError": errors.ResponseValidationError,
-        "Interaction": mod("types.interactions").Interaction,
-        "InteractionSSEStreamEvent": mod("types.interactions").InteractionSSEStreamEvent,
-        "unmarshal_json_response": mod("utils.unmarshal_json_response").unmarshal_json_response,
-        "add_output_properties": bridge._add_output_properties_if_interaction,
-        "normalize_create_body": bridge._normalize_create_body,
-        "GenAiDefaultError": errors.GenAiDefaultError,
-        "wrap_sdk_error": compat.wrap_sdk_error,
-        "WRAP_EXCEPTIONS": compat._WRAP_EXCEPTIONS,
-    }
