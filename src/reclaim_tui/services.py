@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from reclaim_tui.config import Settings
-from reclaim_tui.core.backend import Backend
+from reclaim_tui.core.backend import Backend, LabelFinder
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.ledger import Ledger
@@ -20,11 +20,16 @@ def make_backend(settings: Settings) -> Backend:
     """The Gemini backend for these settings; ConfigError if the real API has no key."""
     from reclaim_tui.core.gemini import GeminiBackend, resolve_api_key
 
+    finder: LabelFinder | None = None
+    if settings.emulator_lookup and settings.base_url:
+        from reclaim_tui.emulator.lookup import EmulatorFinder
+
+        finder = EmulatorFinder(settings.base_url, settings.request_timeout)
     return GeminiBackend(
         api_key=resolve_api_key(settings.api_key),
         base_url=settings.base_url,
         request_timeout=settings.request_timeout,
-        emulator_lookup=settings.emulator_lookup,
+        finder=finder,
     )
 
 

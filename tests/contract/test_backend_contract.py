@@ -15,6 +15,7 @@ from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.models import JobSpec, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
+from reclaim_tui.emulator.lookup import EmulatorFinder
 from reclaim_tui.errors import InteractionGoneError
 
 
@@ -72,7 +73,7 @@ async def backend_and_driver(
         yield fake, FakeDriver(fake)
         return
     async with EmulatorServer(EmulatorConfig(latency=None)) as emu:
-        backend = GeminiBackend(emu.api_key, emu.base_url, emulator_lookup=True)
+        backend = GeminiBackend(emu.api_key, emu.base_url, finder=EmulatorFinder(emu.base_url))
         async with aiohttp.ClientSession() as session:
             yield backend, EmulatorDriver(emu, session)
         await backend.aclose()

@@ -12,6 +12,7 @@ from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.models import JobSpec, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.emulator.faults import FaultDice
+from reclaim_tui.emulator.lookup import EmulatorFinder
 from reclaim_tui.emulator.state import InteractionStore
 from reclaim_tui.errors import (
     ConfigError,
@@ -33,7 +34,7 @@ async def emu() -> AsyncIterator[EmulatorServer]:
 
 @pytest.fixture
 async def backend(emu: EmulatorServer) -> AsyncIterator[GeminiBackend]:
-    client = GeminiBackend(emu.api_key, emu.base_url, emulator_lookup=True)
+    client = GeminiBackend(emu.api_key, emu.base_url, finder=EmulatorFinder(emu.base_url))
     yield client
     await client.aclose()
 
@@ -110,6 +111,55 @@ async def test_dropped_create_hides_an_interaction_that_exists(
     assert [(e["idem"], e["dropped"]) for e in log] == [(IDEM, True)]
     found = await backend.find_by_label(IDEM)
     assert found is not None and found.id == log[0]["id"]
+
+
+async def test_lookup_is_plugged_in_only_for_an_emulator_with_lookup_on(
+    emu: EmulatorServer,
+) -> None:
+    from reclaim_tui.config import Settings
+    from reclaim_tui.services import make_backend
+
+    on = Settings(api_key=emu.api_key, base_url=emu.base_url, emulator_lookup=True)
+    built = [make_backend(on), make_backend(on.with_(emulator_lookup=False))]
+    built.append(make_backend(on.with_(base_url=None)))  # the real API cannot be searched
+    try:
+        assert [b.supports_lookup for b in built] == [True, False, False]
+        handle = (await built[0].create(SPEC, IDEM)).id
+        found = await built[0].find_by_label(IDEM)
+        assert found is not None and found.id == handle
+        assert await built[1].find_by_label(IDEM) is None
+    finally:
+        for backend in built:
+            await backend.aclose()
+
+
+async def test_failed_lookup_is_transient_and_never_shows_the_key() -> None:
+    from reclaim_tui.emulator.server import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}"
+    finder = EmulatorFinder(closed, timeout=1.0)
+    client = GeminiBackend("secret-key", closed, finder=finder)
+    try:
+        with pytest.raises(TransientReadError, match=f"lookup {IDEM}") as caught:
+            await client.find_by_label(IDEM)
+        assert "secret-key" not in str(caught.value)
+        assert finder._session is not None
+    finally:
+        await client.aclose()
+    assert finder._session is None, "the backend closes the finder it was given"
+
+
+def test_core_does_not_import_the_emulator() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, reclaim_tui.core.engine, reclaim_tui.core.gemini;"
+        "bad = [m for m in sys.modules if m.startswith('reclaim_tui.emulator')];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 async def test_wrong_api_key_is_not_created_but_retryable(emu: EmulatorServer) -> None:

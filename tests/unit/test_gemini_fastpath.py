@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reclaim_tui.core import gemini
-from reclaim_tui.core.gemini import GeminiBackend, install_fast_path
+from reclaim_tui.core.gemini import GeminiBackend, fastcalls, fastpath, install_fast_path
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.errors import BackendError
@@ -37,7 +36,7 @@ def _dump(interaction: Any) -> dict[str, Any]:
 async def _sdk_calls(backend: GeminiBackend, emu: EmulatorServer, fast: bool) -> list[Any]:
     """create, get (pending), get (completed), cancel — the SDK objects, on one path."""
     sdk = backend._client.aio.interactions
-    with gemini._fast_path(fast):
+    with fastpath._fast_path(fast):
         created = await sdk.create(
             model=SPEC.model, input=SPEC.input, background=True, labels={"idem": "a" * 32}
         )
@@ -53,9 +52,9 @@ async def test_fast_path_gives_the_stock_results(emu: EmulatorServer) -> None:
     backend = GeminiBackend(emu.api_key, emu.base_url)
     assert backend.fast_path
     try:
-        gemini._MODEL_CACHE.clear()
+        fastpath._MODEL_CACHE.clear()
         fast = await _sdk_calls(backend, emu, fast=True)
-        assert gemini._MODEL_CACHE, "the fast path was not exercised"
+        assert fastpath._MODEL_CACHE, "the fast path was not exercised"
         stock = await _sdk_calls(backend, emu, fast=False)
     finally:
         await backend.aclose()
@@ -93,13 +92,13 @@ async def test_other_sdk_versions_use_the_stock_path(
     monkeypatch.setattr(genai, "__version__", "3.3.1")
     backend = GeminiBackend(emu.api_key, emu.base_url)
     assert backend.fast_path is False
-    gemini._MODEL_CACHE.clear()
+    fastpath._MODEL_CACHE.clear()
     try:
         created = await backend.create(SPEC, "c" * 32)
         assert (await backend.get(created.id)).id == created.id
     finally:
         await backend.aclose()
-    assert gemini._MODEL_CACHE == {}
+    assert fastpath._MODEL_CACHE == {}
 
 
 def test_changed_sdk_layout_is_refused() -> None:
@@ -112,7 +111,7 @@ def test_changed_sdk_layout_is_refused() -> None:
         def marshal_json(val: Any, typ: Any) -> str:
             return ""
 
-    assert gemini._sdk_shape_ok(Renamed, []) is False
+    assert fastpath._sdk_shape_ok(Renamed, []) is False
 
 
 def test_memo_is_inert_outside_backend_calls() -> None:
@@ -122,11 +121,11 @@ def test_memo_is_inert_outside_backend_calls() -> None:
         calls.append(name)
         return name
 
-    memo = gemini._memo_create_model(stock)
+    memo = fastpath._memo_create_model(stock)
     memo("M", body=(int, ...))
     memo("M", body=(int, ...))
     assert calls == ["M", "M"]
-    with gemini._fast_path(True):
+    with fastpath._fast_path(True):
         memo("N", body=(int, ...))
         memo("N", body=(int, ...))
         memo("U", body=([],))  # unhashable: stock every time
@@ -269,7 +268,7 @@ async def test_fast_get_runs_a_callable_auth_source_on_every_call(
         config = backend._interactions.sdk_configuration
         monkeypatch.setattr(config, "security", provider)
     fast, stock = pair
-    fast._fast_get = gemini._FastGet.attach(fast._interactions)  # re-read the config
+    fast._fast_get = fastcalls._FastGet.attach(fast._interactions)  # re-read the config
     records = [_Recorder(fast, monkeypatch), _Recorder(stock, monkeypatch)]
     for backend in (fast, fast, stock):
         got = await _outcome(backend, "any-id")
@@ -325,12 +324,12 @@ async def test_unsafe_ids_and_changed_hooks_use_the_stock_get(
     hooks = fast._interactions.sdk_configuration.__dict__["_async_hooks"]
     hooks.after_success_hooks.append(object())
     try:
-        assert gemini._FastGet.attach(fast._interactions) is None
+        assert fastcalls._FastGet.attach(fast._interactions) is None
     finally:
         hooks.after_success_hooks.pop()
     retrying = GeminiBackend("k", "http://127.0.0.1:9")
     retrying._interactions.sdk_configuration.retry_config.max_retries = 2
-    assert gemini._FastGet.attach(retrying._interactions) is None
+    assert fastcalls._FastGet.attach(retrying._interactions) is None
     await retrying.aclose()
 
 
@@ -490,7 +489,7 @@ async def test_fast_create_without_an_api_key_fails_like_stock(
         provider = GoogleGenAISecurityProvider(access_token=lambda: next(tokens))
         monkeypatch.setattr(backend._interactions.sdk_configuration, "security", provider)
     fast, stock = pair
-    fast._fast_create = gemini._FastCreate.attach(fast._interactions)  # re-read the config
+    fast._fast_create = fastcalls._FastCreate.attach(fast._interactions)  # re-read the config
     records = [_Recorder(fast, monkeypatch), _Recorder(stock, monkeypatch)]
     got = await _same_create(pair, SPEC, _posts(emu))
     assert got[:2] == ("NotCreatedError", 403) and got[3] is True
@@ -620,7 +619,7 @@ async def test_fast_create_steps_aside_when_unsure(
     for extra in ({"agent": "a"}, {"stream": True}, {"agent_config": {}}):
         assert fast._fast_create.body("m", "x", {"idem": IDEM}, extra) is None
     # A template that surprises us: the stock create from then on, same results.
-    broken = gemini._FastCreate.attach(fast._interactions)
+    broken = fastcalls._FastCreate.attach(fast._interactions)
 
     async def fail() -> None:
         raise ValueError("surprise")
@@ -633,11 +632,11 @@ async def test_fast_create_steps_aside_when_unsure(
     other = _backend_without_server()
     hooks = other._interactions.sdk_configuration.__dict__["_async_hooks"]
     hooks.after_parse_error_hooks.append(object())
-    assert gemini._FastCreate.attach(other._interactions) is None
-    assert gemini._FastGet.attach(other._interactions) is None
+    assert fastcalls._FastCreate.attach(other._interactions) is None
+    assert fastcalls._FastGet.attach(other._interactions) is None
     hooks.after_parse_error_hooks.pop()
     other._interactions.sdk_configuration.retry_config.max_retries = 2
-    assert gemini._FastCreate.attach(other._interactions) is None
+    assert fastcalls._FastCreate.attach(other._interactions) is None
     await other.aclose()
     assert _backend_without_server(fast_path=False)._fast_create is None
 
@@ -646,8 +645,8 @@ async def test_hand_built_body_is_checked_against_the_sdk(monkeypatch: pytest.Mo
     backend = _backend_without_server()
     fast = backend._fast_create
     assert fast is not None and await fast.ready() and fast._plain
-    monkeypatch.setattr(gemini._FastCreate, "_plain_body", staticmethod(lambda *a: "{}"))
-    other = gemini._FastCreate.attach(backend._interactions)
+    monkeypatch.setattr(fastcalls._FastCreate, "_plain_body", staticmethod(lambda *a: "{}"))
+    other = fastcalls._FastCreate.attach(backend._interactions)
     assert await other.ready() and not other._plain  # the SDK builds every body
     assert other.body("m", "x", {"idem": IDEM}, {}) == fast._sdk_body("m", "x", {"idem": IDEM}, {})
     await backend.aclose()
@@ -656,7 +655,7 @@ async def test_hand_built_body_is_checked_against_the_sdk(monkeypatch: pytest.Mo
 @functools.cache
 def _body_builder() -> Any:
     # Never sends: only the SDK's body functions are used.
-    return gemini._FastCreate.attach(_backend_without_server()._interactions)
+    return fastcalls._FastCreate.attach(_backend_without_server()._interactions)
 
 
 @given(
@@ -667,5 +666,32 @@ def _body_builder() -> Any:
 @settings(max_examples=200, deadline=None)
 def test_hand_built_body_equals_the_sdk_body(model: str, text: str, labels: dict[str, str]) -> None:
     fast = _body_builder()
-    with gemini._fast_path(True):
+    with fastpath._fast_path(True):
         assert fast._plain_body(model, text, labels) == fast._sdk_body(model, text, labels, {})
+
+
+# -- the table of SDK internals: looked up once, and all or nothing --------------------------
+def test_every_name_of_the_sdk_table_is_found() -> None:
+    sdk = fastpath._sdk()
+    assert sdk is not None and len(sdk) == len(fastpath._SDK_NAMES)  # no key used twice
+    assert fastpath._sdk() is sdk
+
+
+async def test_a_missing_sdk_name_turns_the_whole_fast_path_off() -> None:
+    backend = _backend_without_server(fast_path=False)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            renamed = (*fastpath._SDK_NAMES, ("models", "RenamedInANewerSdk"))
+            patch.setattr(fastpath, "_SDK_NAMES", renamed)
+            fastpath._sdk.cache_clear()
+            assert fastpath._sdk() is None
+            assert install_fast_path() is False
+            assert fastcalls._FastGet.attach(backend._interactions) is None
+            assert fastcalls._FastCreate.attach(backend._interactions) is None
+            off = _backend_without_server()
+            assert not off.fast_path and off._fast_get is None and off._fast_create is None
+            await off.aclose()
+    finally:
+        fastpath._sdk.cache_clear()
+        await backend.aclose()
+    assert install_fast_path() is True

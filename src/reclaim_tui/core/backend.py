@@ -4,6 +4,10 @@ Implementations: `core.gemini.GeminiBackend` (google-genai, real API or the
 emulator) and `core.fakes.FakeBackend` (in memory). Both raise only the
 `BackendError` subclasses of `reclaim_tui.errors`, and return only
 `RemoteInteraction`.
+
+`LabelFinder` is the smaller port `GeminiBackend.find_by_label` delegates to:
+the real API cannot be searched, so a search (the emulator's admin API,
+`reclaim_tui.emulator.lookup`) is plugged in from outside the core.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
 
-__all__ = ["Backend", "map_api_status"]
+__all__ = ["Backend", "LabelFinder", "map_api_status"]
 
 _STATUS_MAP: dict[str, RemoteState] = {
     "queued": RemoteState.PENDING,
@@ -63,4 +67,19 @@ class Backend(Protocol):
 
     async def aclose(self) -> None:
         """Release connections."""
+        ...
+
+
+class LabelFinder(Protocol):
+    """A search for the interaction created with an idem label, outside the API itself."""
+
+    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
+        """The newest interaction labelled `idem`, or None.
+
+        Any exception it raises reaches the engine as a `TransientReadError`.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections (the backend that was given the finder calls this)."""
         ...

@@ -100,9 +100,7 @@ async def open_demo_engine(
     )
     await emulator.start()
     try:
-        backend = GeminiBackend(
-            api_key=emulator.api_key, base_url=emulator.base_url, emulator_lookup=False
-        )
+        backend = GeminiBackend(api_key=emulator.api_key, base_url=emulator.base_url)
         try:
             ledger = await Ledger.open(settings.db, busy_timeout=settings.busy_timeout)
             try:

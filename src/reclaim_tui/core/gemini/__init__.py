@@ -1,0 +1,24 @@
+"""The Backend port on google-genai's `client.aio.interactions` (real API or emulator).
+
+backend.py    GeminiBackend, and the JSON → RemoteInteraction conversion
+errors.py     SDK and transport exceptions → the BackendError tree; key redaction
+fastpath.py   the version-guarded fast path: memoized SDK helpers, `_FastCall`
+fastcalls.py  `_FastGet` / `_FastCreate`, the stock get and create without overhead
+"""
+
+from reclaim_tui.core.gemini.backend import (
+    EMULATOR_DEFAULT_KEY,
+    GeminiBackend,
+    interaction_from_json,
+    resolve_api_key,
+)
+from reclaim_tui.core.gemini.fastpath import FAST_PATH_SDK_VERSION, install_fast_path
+
+__all__ = [
+    "EMULATOR_DEFAULT_KEY",
+    "FAST_PATH_SDK_VERSION",
+    "GeminiBackend",
+    "install_fast_path",
+    "interaction_from_json",
+    "resolve_api_key",
+]

@@ -1,0 +1,231 @@
+"""`GeminiBackend`: the Backend port over google-genai's `client.aio.interactions`.
+
+Talks to the real Gemini API or, through `base_url`, to the emulator. Every
+SDK or transport exception is mapped to the `BackendError` tree (errors.py);
+no SDK type leaves this package.
+
+Retries: the client is built with `HttpRetryOptions(attempts=1)`, so the SDK
+never repeats a request (its default repeats create on 408/409/429/5xx and
+on connection errors, which duplicates interactions when a response is lost,
+DESIGN.md §1). Reads are not retried by the SDK either: the engine polls the
+row again later, with backoff, and records each failure on the row.
+
+The SDK calls go through the fast path (fastpath.py, fastcalls.py) when the SDK
+is the verified version, and through the stock SDK otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from reclaim_tui.core.backend import LabelFinder, map_api_status
+from reclaim_tui.core.gemini.errors import Redactor, create_error, read_error
+from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
+from reclaim_tui.core.gemini.fastpath import _fast_path, install_fast_path
+from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
+from reclaim_tui.errors import BackendError, ConfigError, TransientReadError
+
+__all__ = ["EMULATOR_DEFAULT_KEY", "GeminiBackend", "interaction_from_json", "resolve_api_key"]
+
+EMULATOR_DEFAULT_KEY = "emulator-key"
+
+
+def resolve_api_key(flag_value: str | None) -> str | None:
+    """The API key from the flag, else GEMINI_API_KEY, else GOOGLE_API_KEY."""
+    for value in (flag_value, os.environ.get("GEMINI_API_KEY"), os.environ.get("GOOGLE_API_KEY")):
+        if value:
+            return value
+    return None
+
+
+# -- output mapping ---------------------------------------------------------------------
+def _texts(content: Any) -> list[str]:
+    if not isinstance(content, list):
+        return []
+    return [
+        item["text"]
+        for item in content
+        if isinstance(item, dict)
+        and item.get("type") == "text"
+        and isinstance(item.get("text"), str)
+    ]
+
+
+def _output_text(raw: Mapping[str, Any]) -> str | None:
+    parts: list[str] = []
+    for step in raw.get("steps") or ():
+        if isinstance(step, dict) and step.get("type") == "model_output":
+            parts.extend(_texts(step.get("content")))
+    if not parts:
+        # Legacy shape: a flat `outputs` list of content blocks.
+        parts = _texts(raw.get("outputs"))
+    if parts:
+        return "".join(parts)
+    text = raw.get("output_text")
+    return text if isinstance(text, str) and text else None
+
+
+def _error_text(raw: Mapping[str, Any], status: str, state: RemoteState) -> str | None:
+    messages = [
+        str(err.get("message") or err.get("code"))
+        for err in raw.get("errors") or ()
+        if isinstance(err, dict) and (err.get("message") or err.get("code"))
+    ]
+    for step in raw.get("steps") or ():
+        error = step.get("error") if isinstance(step, dict) else None
+        if error:
+            messages.append(str(error.get("message", error) if isinstance(error, dict) else error))
+    if messages:
+        return "; ".join(messages)
+    if state is RemoteState.FAILED:
+        return f"interaction ended with status {status!r}"
+    return None
+
+
+def interaction_from_json(raw: Mapping[str, Any]) -> RemoteInteraction:
+    """Our view of one interaction JSON object (as the API or the SDK gives it)."""
+    status = raw.get("status")
+    api_status = status if isinstance(status, str) else ""
+    state = map_api_status(api_status)
+    usage = raw.get("usage")
+    return RemoteInteraction(
+        id=str(raw.get("id") or ""),
+        state=state,
+        api_status=api_status,
+        output_text=_output_text(raw),
+        usage=usage if isinstance(usage, dict) else None,
+        error=_error_text(raw, api_status, state),
+        raw=dict(raw),
+    )
+
+
+def _to_remote(interaction: Any) -> RemoteInteraction:
+    if isinstance(interaction, Mapping):
+        raw: Any = dict(interaction)
+    else:
+        raw = interaction.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not isinstance(raw, dict) or not raw.get("id"):
+        raise ValueError("the response is not an interaction object")
+    return interaction_from_json(raw)
+
+
+# -- the backend ------------------------------------------------------------------------
+class GeminiBackend:
+    """The Backend port on google-genai (real API, or the emulator via `base_url`).
+
+    `find_by_label` asks `finder` (the emulator's admin API, or any other
+    search such as a webhook inbox); without one, `supports_lookup` is False:
+    the real API cannot be searched. The backend owns the finder and closes it
+    in `aclose`. `fast_path=False` keeps the stock SDK calls (benchmarks,
+    tests); the default memoizes the SDK's helpers and sends get and create through
+    `_FastGet` / `_FastCreate`.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str | None = None,
+        request_timeout: float = 30.0,
+        *,
+        finder: LabelFinder | None = None,
+        fast_path: bool = True,
+    ) -> None:
+        if not api_key:
+            if base_url is None:
+                raise ConfigError(
+                    "no Gemini API key: pass --api-key or set GEMINI_API_KEY (or GOOGLE_API_KEY)"
+                )
+            api_key = EMULATOR_DEFAULT_KEY
+        from google import genai
+        from google.genai import types
+
+        self.base_url = base_url.rstrip("/") if base_url else None
+        self.request_timeout = request_timeout
+        self.fast_path = fast_path and install_fast_path()
+        self._finder = finder
+        self.supports_lookup = finder is not None
+        self._say = Redactor(api_key)
+        options = types.HttpOptions(
+            base_url=self.base_url,
+            timeout=max(1, int(request_timeout * 1000)),
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        self._client = genai.Client(api_key=api_key, http_options=options)
+        self._interactions = self._client.aio.interactions
+        self._fast_get: _FastGet | None = None
+        self._fast_create: _FastCreate | None = None
+        if self.fast_path:
+            self._fast_get = _FastGet.attach(self._interactions)
+            self._fast_create = _FastCreate.attach(self._interactions)
+
+    def __repr__(self) -> str:
+        target = self.base_url or "Gemini API"
+        return f"GeminiBackend({target}, fast_path={self.fast_path})"
+
+    async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
+        extra = dict(spec.config)
+        labels = {**(extra.pop("labels", None) or {}), "idem": idem}
+        try:
+            with _fast_path(self.fast_path):
+                interaction = await self._create(spec.model, spec.input, labels, extra)
+            return _to_remote(interaction)
+        except Exception as exc:
+            raise create_error(exc, self._say) from exc
+
+    async def _create(
+        self, model: Any, input_: Any, labels: dict[str, Any], extra: dict[str, Any]
+    ) -> Any:
+        # Exactly one POST either way: the fast create is chosen before anything is sent.
+        fast = self._fast_create
+        if fast is not None:
+            if await fast.ready():
+                body = fast.body(model, input_, labels, extra)
+                if body is not None:
+                    return await fast.create(body)
+            else:
+                self._fast_create = None
+        return await self._interactions.create(
+            model=model, input=input_, background=True, labels=labels, **extra
+        )
+
+    async def get(self, handle: str) -> RemoteInteraction:
+        return await self._read("get", handle)
+
+    async def cancel(self, handle: str) -> RemoteInteraction:
+        return await self._read("cancel", handle)
+
+    async def _read(self, what: str, handle: str) -> RemoteInteraction:
+        try:
+            with _fast_path(self.fast_path):
+                if what == "get":
+                    interaction = await self._get(handle)
+                else:
+                    interaction = await self._interactions.cancel(handle)
+            return _to_remote(interaction)
+        except Exception as exc:
+            raise read_error(f"{what} {handle}", exc, self._say) from exc
+
+    async def _get(self, handle: str) -> Any:
+        fast = self._fast_get
+        if fast is not None and fast.accepts(handle):
+            if await fast.ready():
+                return await fast.get(handle)
+            self._fast_get = None
+        return await self._interactions.get(handle)
+
+    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
+        if self._finder is None:
+            return None
+        try:
+            return await self._finder.find_by_label(idem)
+        except BackendError:
+            raise
+        except Exception as exc:  # the Backend port raises only BackendError
+            raise TransientReadError(self._say(f"lookup {idem}", exc)) from exc
+
+    async def aclose(self) -> None:
+        if self._finder is not None:
+            await self._finder.aclose()
+        await self._client.aio.aclose()

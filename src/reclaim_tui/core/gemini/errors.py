@@ -1,0 +1,109 @@
+"""How SDK and transport exceptions become our `BackendError` tree, without the key.
+
+    create                                  get / cancel
+    429, 401, 403, 400 "API key not valid"  404 → InteractionGoneError
+      → NotCreatedError(retryable=True)     408, 429, 5xx, 401, 403, timeouts,
+    other 4xx → NotCreatedError(False)        connection errors, bad JSON
+    408, 409, 5xx → MaybeCreatedError         → TransientReadError
+    connect error / connect or pool         other 4xx → PermanentReadError
+      timeout (nothing sent) → NotCreated(True)
+    read/write timeout, reset, protocol
+      error, malformed 200 → MaybeCreatedError
+
+401/403 are retryable: the key is the operator's to fix, and once it is the
+rows go on instead of having failed for good. Every message goes through a
+`Redactor`, so the API key never reaches a row, a log line or a repr.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from reclaim_tui.errors import (
+    BackendError,
+    InteractionGoneError,
+    MaybeCreatedError,
+    NotCreatedError,
+    PermanentReadError,
+    TransientReadError,
+)
+
+__all__ = ["Redactor", "create_error", "read_error"]
+
+# httpx (or its fork httpx2, which google-genai 3.3 may use) exception names;
+# matched by name so the mapping works with either package.
+_NOT_SENT = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout", "UnsupportedProtocol"})
+_TRANSPORT = frozenset({"TransportError", "TimeoutException", "NetworkError", "ProtocolError"})
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for err in _chain(exc) for cls in type(err).__mro__}
+
+
+def _http_status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    status = getattr(exc, "status_code", None) or getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _is_transport(exc: BaseException) -> bool:
+    names = _names(exc)
+    return bool(names & (_TRANSPORT | _NOT_SENT)) or "APIConnectionError" in names
+
+
+def _is_bad_key(exc: BaseException) -> bool:
+    text = f"{exc} {getattr(exc, 'body', '')}"
+    return "API_KEY_INVALID" in text or "API key not valid" in text
+
+
+class Redactor:
+    """Builds error messages that never contain the API key."""
+
+    def __init__(self, secret: str) -> None:
+        self._secret = secret
+
+    def __call__(self, what: str, exc: BaseException) -> str:
+        detail = str(exc) or type(exc).__name__
+        if self._secret:
+            detail = detail.replace(self._secret, "***")
+        return f"{what}: {type(exc).__name__}: {detail[:500]}"
+
+
+def create_error(exc: BaseException, say: Redactor) -> BackendError:
+    status = _http_status(exc)
+    if status is not None and status >= 400:
+        message = say(f"create answered HTTP {status}", exc)
+        if status in (401, 403, 429) or (status == 400 and _is_bad_key(exc)):
+            return NotCreatedError(message, status, retryable=True)
+        if status in (408, 409) or status >= 500:
+            return MaybeCreatedError(message, status)
+        return NotCreatedError(message, status, retryable=False)
+    if _is_transport(exc):
+        if _names(exc) & _NOT_SENT:
+            return NotCreatedError(say("create was not sent", exc), retryable=True)
+        return MaybeCreatedError(say("create sent, no usable answer", exc))
+    if isinstance(exc, (TypeError, ValueError)) and status is None:
+        # Raised by the SDK while building the request: nothing was sent.
+        return NotCreatedError(say("create request rejected by the SDK", exc), retryable=False)
+    return MaybeCreatedError(say("create outcome unknown", exc), status)
+
+
+def read_error(what: str, exc: BaseException, say: Redactor) -> BackendError:
+    status = _http_status(exc)
+    if status is not None and status >= 400:
+        message = say(f"{what} answered HTTP {status}", exc)
+        if status == 404:
+            return InteractionGoneError(message, status)
+        if status in (401, 403, 408, 409, 429) or status >= 500:
+            return TransientReadError(message, status)
+        return PermanentReadError(message, status)
+    return TransientReadError(say(f"{what} failed", exc), status)
