@@ -25,6 +25,7 @@ Exit codes of the CLI are derived from this tree in `cli.EXIT_CODES`.
 from __future__ import annotations
 
 __all__ = [
+    "OUTSIDE_CAUSES",
     "BackendError",
     "ConfigError",
     "InteractionGoneError",
@@ -106,12 +107,37 @@ class SinkError(ReclaimError):
     """A sink failed to deliver a result; the row stays `done` for replay."""
 
 
-class BackendError(ReclaimError):
-    """One API call failed. `status` is the HTTP status when there was one."""
+#: Causes of a failed call that lie outside the job: they never spend the
+#: job's attempts, never mark it failed, and count toward the circuit breaker.
+OUTSIDE_CAUSES = ("auth", "transport", "rate_limit", "capacity", "server")
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+
+class BackendError(ReclaimError):
+    """One API call failed. `status` is the HTTP status when there was one.
+
+    `cause` is set when the failure lies outside the job (one of
+    OUTSIDE_CAUSES: the key was refused, the network failed, the API is
+    rate limiting, at capacity or erring); None means the job's own request
+    was refused or the cause is unknown. `retry_after` is the API's
+    Retry-After in seconds, when it sent one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        *,
+        cause: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.cause = cause
+        self.retry_after = retry_after
+
+    @property
+    def outside(self) -> bool:
+        return self.cause is not None
 
 
 class NotCreatedError(BackendError):
@@ -121,8 +147,16 @@ class NotCreatedError(BackendError):
     like): the row goes to `failed` at once instead of burning attempts.
     """
 
-    def __init__(self, message: str, status: int | None = None, *, retryable: bool) -> None:
-        super().__init__(message, status)
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        *,
+        retryable: bool,
+        cause: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, status, cause=cause, retry_after=retry_after)
         self.retryable = retryable
 
 

@@ -219,8 +219,10 @@ async def test_a_late_create_of_a_stalled_holder_is_accounted_for(tmp_path: Path
         idem = idempotency_key(spec)
         first = asyncio.create_task(holder.tick([spec]))
         await stalled.wait()
-        clock.advance(31)  # the holder is alive (stopped), its lease ran out
-        await other.tick()  # lookup finds nothing: sends again
+        # The holder is alive (stopped), its lease ran out, and so did the
+        # request window after which a lookup that finds nothing is trusted.
+        clock.advance(61)
+        await other.tick()  # lookup finds nothing: sends again, a possible duplicate
         resume.set()
         await first  # the stalled holder's create goes out now
         row = await ledger.get(idem)

@@ -31,6 +31,8 @@ class HeldBatch:
     """The keys of a claimed batch this process still holds."""
 
     held: set[str] = field(default_factory=set)
+    #: keys the pass started work on; the others are released at the end
+    started: set[str] = field(default_factory=set)
     renewals: int = 0
     failed_renewals: int = 0
 
@@ -51,6 +53,9 @@ async def holding(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+    # Rows the pass never started on (the circuit opened): free them now
+    # rather than blocking other processes until the lease runs out.
+    await ledger.release(owner, batch.held - batch.started)
 
 
 async def _heartbeat(ledger: Ledger, owner: str, batch: HeldBatch, lease_seconds: float) -> None:

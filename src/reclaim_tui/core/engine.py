@@ -16,11 +16,12 @@ import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from reclaim_tui.core import transitions
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.batching import GroupCommit, HeldBatch, holding
+from reclaim_tui.core.circuit import Circuit
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import idempotency_key
@@ -45,6 +46,7 @@ from reclaim_tui.errors import BackendError, SinkError
 __all__ = ["Engine", "EngineConfig", "OrphanPolicy", "PassReport"]
 
 log = logging.getLogger("reclaim_tui.engine")
+T = TypeVar("T")
 
 
 class Engine:
@@ -64,6 +66,7 @@ class Engine:
         self.sink = sink
         self.config = config or EngineConfig()
         self.owner = owner or str(this_process())
+        self.circuit = Circuit(self.config.circuit_threshold)
 
     @property
     def clock(self) -> Clock:
@@ -78,6 +81,7 @@ class Engine:
     async def tick(self, jobs: Sequence[JobSpec] = ()) -> PassReport:
         """One cron pass: recover orphans, reserve new jobs, send, reclaim, replay."""
         report = PassReport()
+        self.circuit.next_pass()
         report.merge(await self.recover_orphans())
         if jobs:
             report.merge(await self.submit(jobs, send=False))
@@ -88,6 +92,9 @@ class Engine:
             # Interactions the provider dropped went back to `reserving`.
             report.merge(await self.send_reserved())
         report.merge(await self.replay())
+        if self.circuit.tripped is not None:
+            cause = self.circuit.tripped.cause or "unknown"
+            report.unavailable = (cause, describe(self.circuit.tripped))
         log.info("tick: %s", report.summary())
         return report
 
@@ -114,7 +121,7 @@ class Engine:
         never sent is left as it was.
         """
         report = PassReport()
-        while claim := await self._claimed(self.ledger.claim_sendable):
+        while not self.circuit.open and (claim := await self._claimed(self.ledger.claim_sendable)):
             commit = GroupCommit(self.ledger, self.owner, self.config.actor)
             late: list[tuple[Row, str]] = []
             send = functools.partial(self._send_one, commit=commit, late=late, report=report)
@@ -132,6 +139,7 @@ class Engine:
             return
         crashpoint("before_create")
         out = await self._outcome(self.backend.create(sending.job, sending.idem))
+        self.circuit.record(out)
         crashpoint("after_create_before_handle")
         t = transitions.after_create(sending, out, self.config, self.clock.now())
         if not await self._commit_one(commit, t, report):
@@ -151,7 +159,7 @@ class Engine:
         return applied
 
     @staticmethod
-    async def _outcome(call: Awaitable[RemoteInteraction]) -> RemoteInteraction | Exception:
+    async def _outcome(call: Awaitable[T]) -> T | Exception:
         try:
             return await call
         except Exception as exc:  # rule 7: the row's outcome, not the pass's
@@ -161,7 +169,7 @@ class Engine:
     async def reclaim(self) -> PassReport:
         """Poll every due `submitted` row; store and deliver what completed."""
         report = PassReport()
-        while claim := await self._claimed(self.ledger.claim_pollable):
+        while not self.circuit.open and (claim := await self._claimed(self.ledger.claim_pollable)):
             async with self._hold(claim) as batch:
                 outcomes = await self._each(claim.rows, self._get_one, batch)
                 report.counts["polled"] += len(outcomes)
@@ -183,9 +191,11 @@ class Engine:
                     await self._deliver(done, report, batch, stored)
         return report
 
-    async def _get_one(self, row: Row) -> RemoteInteraction:
+    async def _get_one(self, row: Row) -> RemoteInteraction | Exception:
         assert row.handle is not None, "submitted rows always have a handle"
-        return await self.backend.get(row.handle)
+        out = await self._outcome(self.backend.get(row.handle))
+        self.circuit.record(out)
+        return out
 
     # -- replay and delivery ------------------------------------------------------------
     async def replay(
@@ -226,7 +236,7 @@ class Engine:
                 raise SinkError(f"no stored result for {idem}")
             await self.sink.deliver(idem, result)
 
-        outcomes = await self._each(idems, one, batch, key=lambda idem: idem)
+        outcomes = await self._each(idems, one, batch, key=lambda idem: idem, calls_api=False)
         crashpoint("after_sink_before_consumed")
         now = self.clock.now()
         todo = [
@@ -247,12 +257,16 @@ class Engine:
         apply the OrphanPolicy. `force` also takes held and not-yet-due rows."""
         report = PassReport()
         seen: set[str] = set()
-        while claim := await self._claimed(
-            self.ledger.claim_orphans, force=force, idems=idems, exclude=seen
+        while not self.circuit.open and (
+            claim := await self._claimed(
+                self.ledger.claim_orphans, force=force, idems=idems, exclude=seen
+            )
         ):
             seen.update(r.idem for r in claim.rows)
             async with self._hold(claim) as batch:
-                found = await self._each(claim.rows, self._lookup_one, batch)
+                found = await self._each(
+                    claim.rows, self._lookup_one, batch, calls_api=self.backend.supports_lookup
+                )
             now = self.clock.now()
             todo = [
                 transitions.settle_orphan(
@@ -268,10 +282,12 @@ class Engine:
             await self._apply(todo, report)
         return report
 
-    async def _lookup_one(self, row: Row) -> RemoteInteraction | None:
+    async def _lookup_one(self, row: Row) -> RemoteInteraction | Exception | None:
         if not self.backend.supports_lookup:
             return None
-        return await self.backend.find_by_label(row.idem)
+        out = await self._outcome(self.backend.find_by_label(row.idem))
+        self.circuit.record(out)
+        return out
 
     # -- helpers ----------------------------------------------------------------------------
     def _hold(self, claim: Claim) -> contextlib.AbstractAsyncContextManager[HeldBatch]:
@@ -365,6 +381,8 @@ class Engine:
         fn: Callable[[Any], Awaitable[Any]],
         batch: HeldBatch,
         key: Callable[[Any], str] = lambda row: str(row.idem),
+        *,
+        calls_api: bool = True,
     ) -> list[tuple[Any, Any]]:
         """Run fn over items with at most `concurrency` calls in flight (a pool
         of workers, not a task per item: a 2,000-row batch costs 16 tasks);
@@ -373,17 +391,20 @@ class Engine:
         outs: dict[int, Any] = {}
         queue = iter(enumerate(items))
 
-        async def worker() -> None:
+        async def worker(probe: bool) -> None:
             for index, item in queue:
-                if not batch.holds(key(item)):
+                if calls_api and not probe:
+                    await self.circuit.ready()  # one call at a time until one succeeds
+                if not batch.holds(key(item)) or (calls_api and self.circuit.open):
                     continue
+                batch.started.add(key(item))
                 try:
                     outs[index] = await fn(item)
                 except Exception as exc:
                     outs[index] = exc
 
         workers = min(self.config.concurrency, len(items))
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        await asyncio.gather(*(worker(n == 0) for n in range(workers)))
         return [(items[i], outs[i]) for i in sorted(outs)]
 
 

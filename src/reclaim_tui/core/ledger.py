@@ -58,7 +58,7 @@ __all__ = [
 COLUMNS = (
     "idem, spec, model, status, handle, attempts, polls, inflight, held, duplicates, "
     "error_streak, prev_owner, lease_owner, lease_until, next_at, last_error, created_at, "
-    "state_since, submitted_at, done_at, consumed_at, updated_at, sent_at"
+    "state_since, submitted_at, done_at, consumed_at, updated_at, sent_at, outside_streak"
 )
 
 # Numbered migrations; PRAGMA user_version records how many have run.
@@ -121,8 +121,12 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 3: when the current attempt's create was sent, so a label lookup that
     # finds nothing is trusted only once that request can no longer land.
+    # … and how many calls for the row in a row failed for causes outside
+    # the job (auth, network, rate limit, capacity): they pace its retries
+    # but never spend its attempts.
     """
     ALTER TABLE jobs ADD COLUMN sent_at REAL;
+    ALTER TABLE jobs ADD COLUMN outside_streak INTEGER NOT NULL DEFAULT 0;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -267,7 +271,7 @@ class Ledger:
         ) as cur:
             tables = {r[0] for r in await cur.fetchall()}
         ours = {"jobs", "results", "events"}
-        if (version == 0 and tables) or (version > 0 and not ours <= tables):
+        if tables and (version == 0 or not ours <= tables):
             listed = ", ".join(sorted(tables)[:8]) or "none"
             raise LedgerForeignError(
                 f"{self.path}: not a reclaim-tui ledger (schema version {version}, tables:"
@@ -559,6 +563,19 @@ class Ledger:
                 ) as cur:
                     held.update(r[0] for r in await cur.fetchall())
         return held
+
+    async def release(self, owner: str, idems: Iterable[str]) -> int:
+        """Give up the leases `owner` holds on rows it did not work on."""
+        keys = list(idems)
+        if not keys:
+            return 0
+        async with self.write() as db:
+            cur = await db.execute(
+                "UPDATE jobs SET lease_owner = NULL, lease_until = 0 WHERE lease_owner = ?"
+                " AND idem IN (SELECT value FROM json_each(?))",
+                (owner, json.dumps(keys)),
+            )
+            return cur.rowcount
 
     # -- compare-and-set writes -------------------------------------------------------
     async def apply(self, owner: str, actor: Actor, transitions: Sequence[Transition]) -> list[str]:

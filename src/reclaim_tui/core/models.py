@@ -140,6 +140,8 @@ class Row:
     updated_at: float
     #: when the current attempt's create was sent (None: not sent yet)
     sent_at: float | None = None
+    #: calls for this row failed in a row for causes outside the job
+    outside_streak: int = 0
 
     @property
     def job(self) -> JobSpec:
@@ -198,6 +200,8 @@ class PassReport:
 
     counts: Counter[str] = field(default_factory=Counter)
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: (cause, message) when the circuit breaker stopped calling the API
+    unavailable: tuple[str, str] | None = None
 
     def error(self, idem: str, message: str) -> None:
         self.counts["errors"] += 1
@@ -207,6 +211,7 @@ class PassReport:
     def merge(self, other: PassReport) -> None:
         self.counts.update(other.counts)
         self.errors.extend(other.errors[: max(0, 200 - len(self.errors))])
+        self.unavailable = self.unavailable or other.unavailable
 
     def summary(self) -> str:
         keys = (
@@ -220,6 +225,8 @@ class PassReport:
             "consumed",
             "failed",
             "cancelled",
+            "deferred",
             "errors",
         )
-        return " ".join(f"{k}={self.counts[k]}" for k in keys if self.counts[k]) or "idle"
+        text = " ".join(f"{k}={self.counts[k]}" for k in keys if self.counts[k]) or "idle"
+        return f"{text} api_unavailable={self.unavailable[0]}" if self.unavailable else text

@@ -15,6 +15,7 @@ so every edge is tested by calling it.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ from reclaim_tui.core.models import (
     Row,
     Status,
 )
-from reclaim_tui.errors import InteractionGoneError, NotCreatedError
+from reclaim_tui.errors import BackendError, InteractionGoneError, NotCreatedError
 
 __all__ = [
     "EngineConfig",
@@ -61,6 +62,22 @@ class EngineConfig:
     #: trusted: the request timeout plus a grace period (a create can land
     #: after its client gave up on it).
     lookup_window: float = 60.0
+    #: the longest wait between retries after failures outside the job
+    retry_cap: float = 6 * 3600.0
+    #: consecutive failures outside the job after which a pass stops calling the API
+    circuit_threshold: int = 5
+
+    def retry_delay(self, n: int, idem: str) -> float:
+        """Wait before the n-th retry after a failure outside the job: Sidekiq's
+        schedule, n⁴ + 15 s plus a jitter of up to 9·(n+1) s (from the key, so
+        rows spread out and a test can predict it), capped at `retry_cap`:
+        16 s, 31 s, 96 s, 4.5 min, 11 min … 2.8 h at the 10th, then the cap."""
+        jitter = (int(hashlib.sha256(idem.encode()).hexdigest()[:4], 16) % 10) * (n + 1)
+        return float(min(self.retry_cap, n**4 + 15 + jitter))
+
+    def outside_wait(self, n: int, idem: str, retry_after: float | None) -> float:
+        """The retry delay, or the API's Retry-After when that is longer."""
+        return max(retry_after or 0.0, self.retry_delay(n, idem))
 
     def backoff(self, n: int) -> float:
         """Delay before the n-th retry (n ≥ 1): exponential, capped."""
@@ -130,12 +147,15 @@ def after_create(
                 "inflight": 0,
                 "submitted_at": now,
                 "error_streak": 0,
+                "outside_streak": 0,
                 "next_at": now + config.first_poll,
                 "last_error": None,
             },
             tally="sent",
         )
     message = describe(out)
+    if isinstance(out, NotCreatedError) and out.cause is not None:
+        return _deferred(row, out, message, config, now)
     if not isinstance(out, NotCreatedError):
         # MaybeCreatedError, or anything unexpected: the request may have
         # left, so the outcome is unknown and the attempt stays in flight:
@@ -170,6 +190,32 @@ def after_create(
     )
 
 
+def _deferred(
+    row: Row, out: BackendError, message: str, config: EngineConfig, now: float
+) -> Transition:
+    """A create refused for a cause outside the job (a key the API refused,
+    the network, a rate limit): provably not created, so the attempt is given
+    back, and the job waits on the outside schedule instead of failing."""
+    streak = row.outside_streak + 1
+    wait = config.outside_wait(streak, row.idem, out.retry_after)
+    return Transition(
+        row.idem,
+        Status.RESERVING,
+        Status.RESERVING,
+        f"attempt {row.attempts} refused ({out.cause}): {message}; not counted against"
+        f" the job, next try in {wait:.0f}s",
+        {
+            "attempts": row.attempts - 1,
+            "inflight": 0,
+            "outside_streak": streak,
+            "next_at": now + wait,
+            "last_error": message,
+        },
+        tally="deferred",
+        error=message,
+    )
+
+
 # -- submitted → … (after a poll) --------------------------------------------------------
 def after_poll(
     row: Row, out: RemoteInteraction | BaseException, config: EngineConfig, now: float
@@ -179,7 +225,32 @@ def after_poll(
         return _after_state(row, out, config, now)
     if isinstance(out, InteractionGoneError):
         return _gone(row, describe(out), config, now)
+    if isinstance(out, BackendError) and out.cause is not None:
+        return _read_deferred(row, out, describe(out), config, now)
     return _read_error(row, describe(out), config, now)
+
+
+def _read_deferred(
+    row: Row, out: BackendError, message: str, config: EngineConfig, now: float
+) -> Transition:
+    """A poll that failed for a cause outside the job: never counted toward
+    giving up on the row; polled again on the outside schedule."""
+    streak = row.outside_streak + 1
+    wait = config.outside_wait(streak, row.idem, out.retry_after)
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.SUBMITTED,
+        f"poll refused ({out.cause}): {message}; next poll in {wait:.0f}s",
+        {
+            "polls": row.polls + 1,
+            "outside_streak": streak,
+            "last_error": message,
+            "next_at": now + wait,
+        },
+        tally="deferred",
+        error=message,
+    )
 
 
 def _gone(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
@@ -248,7 +319,14 @@ def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: fl
             Status.SUBMITTED,
             Status.DONE,
             f"completed; result of {out.id} stored",
-            {**base, "done_at": now, "last_error": None, "error_streak": 0, "next_at": now},
+            {
+                **base,
+                "done_at": now,
+                "last_error": None,
+                "error_streak": 0,
+                "outside_streak": 0,
+                "next_at": now,
+            },
             result=out,
             release=False,
             tally="completed",
@@ -261,6 +339,8 @@ def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: fl
         )
     next_at = config.next_poll(row.submitted_at or now, row.polls + 1, now)
     changes = {**base, "error_streak": 0, "next_at": next_at}
+    if row.outside_streak:
+        changes["outside_streak"] = 0
     if out.state == RemoteState.UNKNOWN:
         note = f"unknown API status {out.api_status!r}; still polling"
         changes["last_error"] = note

@@ -1,18 +1,23 @@
 """How SDK and transport exceptions become our `BackendError` tree, without the key.
 
     create                                  get / cancel
-    429, 401, 403, 400 "API key not valid"  404 → InteractionGoneError
-      → NotCreatedError(retryable=True)     408, 429, 5xx, 401, 403, timeouts,
-    other 4xx → NotCreatedError(False)        connection errors, bad JSON
-    408, 409, 5xx → MaybeCreatedError         → TransientReadError
-    connect error / connect or pool         other 4xx → PermanentReadError
-      timeout (nothing sent) → NotCreated(True)
+    401, 403, 400 "API key not valid"       404 → InteractionGoneError
+      → NotCreatedError, cause "auth"       401/403/bad key → Transient, "auth"
+    429 → NotCreatedError, "rate_limit"     429 → Transient, "rate_limit"
+    other 4xx → NotCreatedError(False)      503 → Transient, "capacity"
+    503 → MaybeCreatedError, "capacity"     408, 409, other 5xx → Transient, "server"
+    408, 409, other 5xx → Maybe, "server"   timeouts, connection errors,
+    connect error / connect or pool           bad JSON → Transient, "transport"
+      timeout (nothing sent) → NotCreated,  other 4xx → PermanentReadError
+      "transport"
     read/write timeout, reset, protocol
-      error, malformed 200 → MaybeCreatedError
+      error, malformed 200 → MaybeCreatedError, "transport"
 
-401/403 are retryable: the key is the operator's to fix, and once it is the
-rows go on instead of having failed for good. Every message goes through a
-`Redactor`, so the API key never reaches a row, a log line or a repr.
+A `cause` marks a failure outside the job (errors.OUTSIDE_CAUSES): it never
+spends the job's attempts nor fails it; the engine's circuit breaker counts
+it. A 503 on create stays "maybe created": nothing in the answer proves the
+API did not accept the request. Every message goes through a `Redactor`, so
+the API key never reaches a row, a log line or a repr.
 """
 
 from __future__ import annotations
@@ -78,19 +83,49 @@ class Redactor:
         return f"{what}: {type(exc).__name__}: {detail[:500]}"
 
 
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds form), if any."""
+    for err in _chain(exc):
+        response = getattr(err, "response", None)
+        headers = getattr(response, "headers", None)
+        value = headers.get("retry-after") if headers is not None else None
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return None  # an HTTP date: rare from this API; fall back to our own backoff
+    return None
+
+
+def _status_cause(status: int, exc: BaseException) -> str | None:
+    if status in (401, 403) or (status == 400 and _is_bad_key(exc)):
+        return "auth"
+    if status == 429:
+        return "rate_limit"
+    if status == 503:
+        return "capacity"
+    if status in (408, 409) or status >= 500:
+        return "server"
+    return None
+
+
 def create_error(exc: BaseException, say: Redactor) -> BackendError:
     status = _http_status(exc)
     if status is not None and status >= 400:
         message = say(f"create answered HTTP {status}", exc)
-        if status in (401, 403, 429) or (status == 400 and _is_bad_key(exc)):
-            return NotCreatedError(message, status, retryable=True)
-        if status in (408, 409) or status >= 500:
-            return MaybeCreatedError(message, status)
+        cause = _status_cause(status, exc)
+        wait = _retry_after(exc)
+        if cause in ("auth", "rate_limit"):
+            return NotCreatedError(message, status, retryable=True, cause=cause, retry_after=wait)
+        if cause is not None:
+            return MaybeCreatedError(message, status, cause=cause, retry_after=wait)
         return NotCreatedError(message, status, retryable=False)
     if _is_transport(exc):
         if _names(exc) & _NOT_SENT:
-            return NotCreatedError(say("create was not sent", exc), retryable=True)
-        return MaybeCreatedError(say("create sent, no usable answer", exc))
+            message = say("create was not sent", exc)
+            return NotCreatedError(message, retryable=True, cause="transport")
+        return MaybeCreatedError(say("create sent, no usable answer", exc), cause="transport")
     if isinstance(exc, (TypeError, ValueError)) and status is None:
         # Raised by the SDK while building the request: nothing was sent.
         return NotCreatedError(say("create request rejected by the SDK", exc), retryable=False)
@@ -103,7 +138,8 @@ def read_error(what: str, exc: BaseException, say: Redactor) -> BackendError:
         message = say(f"{what} answered HTTP {status}", exc)
         if status == 404:
             return InteractionGoneError(message, status)
-        if status in (401, 403, 408, 409, 429) or status >= 500:
-            return TransientReadError(message, status)
+        cause = _status_cause(status, exc)
+        if cause is not None:
+            return TransientReadError(message, status, cause=cause, retry_after=_retry_after(exc))
         return PermanentReadError(message, status)
-    return TransientReadError(say(f"{what} failed", exc), status)
+    return TransientReadError(say(f"{what} failed", exc), status, cause="transport")

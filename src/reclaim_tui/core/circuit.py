@@ -1,0 +1,66 @@
+"""The circuit breaker: after a few consecutive failures outside the jobs,
+a pass stops calling the API and says why.
+
+A key the API refuses, a network that is down, a rate limit or an API at
+capacity is nobody's job's fault: calling on for every due row would only
+spend a whole batch of calls (and, for creates whose outcome is unknown,
+money) to learn the same thing. After `threshold` such failures in a row
+the circuit opens; the pass leaves the rest of its rows untouched and the
+CLI exits with its own code. A long-lived engine (the console's loop) tries
+again on its next pass with a single probe: one more outside failure opens
+the circuit again at once, one success closes it.
+
+Until one call has come back without an outside failure, calls go one at a
+time (`ready`): with 16 calls in flight at once, a dead API would otherwise
+cost 16 calls before the breaker could say anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from reclaim_tui.errors import BackendError
+
+__all__ = ["Circuit"]
+
+
+@dataclass
+class Circuit:
+    threshold: int = 5
+    consecutive: int = 0
+    tripped: BackendError | None = None
+    probing: bool = False
+    warm: bool = False
+    _gate: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    @property
+    def open(self) -> bool:
+        return self.tripped is not None
+
+    def record(self, outcome: object) -> None:
+        """Count one API call's outcome (a result, or the exception it raised)."""
+        if isinstance(outcome, BackendError) and outcome.cause is not None:
+            self.consecutive += 1
+            if self.consecutive >= (1 if self.probing else self.threshold):
+                self.tripped = outcome
+                self._gate.set()
+            return
+        self.consecutive = 0
+        self.probing = False
+        self.warm = True
+        self._gate.set()
+
+    async def ready(self) -> None:
+        """Return once a call has succeeded (calls may go concurrently) or the
+        circuit opened (no more calls)."""
+        await self._gate.wait()
+
+    def next_pass(self) -> None:
+        """A new pass: an open circuit becomes a single probe."""
+        if self.tripped is not None:
+            self.tripped = None
+            self.consecutive = 0
+            self.probing = True
+            self.warm = False
+            self._gate.clear()
