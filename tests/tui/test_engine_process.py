@@ -30,7 +30,6 @@ from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui.engine_process import ProcessHost
 from reclaim_tui.tui.launch import make_app
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
-from reclaim_tui.tui.worker import settings_from_wire, settings_to_wire
 
 from .pilot_helpers import SIZE, notified, press, select, settle, until
 
@@ -156,7 +155,7 @@ async def test_the_host_passes_every_setting_and_keeps_the_key_off_argv(
     await host.start()
     try:
         assert host.pid is not None
-        assert host.worker_settings == settings_to_wire(settings)
+        assert host.worker_settings == settings.to_wire()
         assert "api_key" not in host.worker_settings
         with open(f"/proc/{host.pid}/cmdline", "rb") as f:
             argv = f.read()
@@ -174,7 +173,7 @@ async def test_the_host_passes_every_setting_and_keeps_the_key_off_argv(
 
 def test_settings_survive_the_wire() -> None:
     settings = Settings(db="x.db", api_key="k", orphan_policy=OrphanPolicy.HOLD, sink="m:f")
-    back = settings_from_wire(settings_to_wire(settings))
+    back = Settings.from_wire(settings.to_wire())
     assert back == settings.with_(api_key=None)
 
 

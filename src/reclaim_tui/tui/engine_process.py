@@ -31,7 +31,7 @@ from reclaim_tui.config import Settings
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.tui.engine_commands import Command, Reply, raise_for
 from reclaim_tui.tui.engine_host import EngineHost
-from reclaim_tui.tui.worker import LINE_LIMIT, settings_to_wire
+from reclaim_tui.tui.worker import LINE_LIMIT
 
 __all__ = ["DemoSpec", "ProcessHost"]
 
@@ -91,7 +91,7 @@ class ProcessHost(EngineHost):
             asyncio.create_task(self._read_stderr()),
         ]
         launch: dict[str, Any] = {
-            "settings": settings_to_wire(self.settings),
+            "settings": self.settings.to_wire(),
             "path": sys.path,
             "demo": None,
         }

@@ -27,15 +27,14 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import fields
 from typing import Any
 
 from reclaim_tui.config import Settings
-from reclaim_tui.core.engine import Engine, OrphanPolicy
+from reclaim_tui.core.engine import Engine
 from reclaim_tui.services import open_engine
 from reclaim_tui.tui.engine_commands import ACTOR, Command, error_reply, execute
 
-__all__ = ["LINE_LIMIT", "main", "settings_from_wire", "settings_to_wire"]
+__all__ = ["LINE_LIMIT", "main"]
 
 #: Longest JSON line either side accepts (a 500-job submit chunk of big prompts).
 LINE_LIMIT = 64 * 1024 * 1024
@@ -44,23 +43,9 @@ _PR_SET_PDEATHSIG = 1
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def settings_to_wire(settings: Settings) -> dict[str, Any]:
-    """Every setting but the API key (which travels in the environment)."""
-    out = {f.name: getattr(settings, f.name) for f in fields(settings) if f.name != "api_key"}
-    out["orphan_policy"] = settings.orphan_policy.value
-    return out
-
-
-def settings_from_wire(data: dict[str, Any]) -> Settings:
-    known = {f.name for f in fields(Settings)} - {"api_key"}
-    values = {k: v for k, v in data.items() if k in known}
-    values["orphan_policy"] = OrphanPolicy(values.get("orphan_policy", "resubmit"))
-    return Settings(**values)
-
-
 @asynccontextmanager
 async def open_launch(launch: dict[str, Any]) -> AsyncIterator[Engine]:
-    settings = settings_from_wire(launch["settings"])
+    settings = Settings.from_wire(launch["settings"])
     # The console's import path, so a `--sink module:callable` resolves alike.
     sys.path.extend(p for p in launch.get("path", []) if p not in sys.path)
     demo = launch.get("demo")
@@ -170,7 +155,7 @@ async def amain() -> int:
         async with open_launch(launch) as engine:
             started = True
             # The settings as this side understood them (the console checks).
-            echo = settings_to_wire(settings_from_wire(launch["settings"]))
+            echo = Settings.from_wire(launch["settings"]).to_wire()
             await send({"id": 0, "ok": True, "owner": engine.owner, "settings": echo})
             await Server(engine, send).serve(reader, stop)
     except Exception as exc:
