@@ -15,10 +15,10 @@ import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from reclaim_tui.bootstrap import open_engine
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
-from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, StoredResult
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
@@ -103,16 +103,9 @@ async def open_demo_engine(
         backend = GeminiBackend(
             api_key=emulator.api_key, base_url=emulator.base_url, emulator_lookup=False
         )
-        try:
-            ledger = await Ledger.open(settings.db, busy_timeout=settings.busy_timeout)
-            try:
-                sink = FlakySink(settings.out, seed)
-                engine = Engine(ledger, backend, sink, config=settings.engine_config(Actor.CONSOLE))
-                await engine.submit(demo_jobs(jobs, seed), send=False)
-                yield engine
-            finally:
-                await ledger.close()
-        finally:
-            await backend.aclose()
+        sink = FlakySink(settings.out, seed)
+        async with open_engine(settings, actor=Actor.CONSOLE, backend=backend, sink=sink) as engine:
+            await engine.submit(demo_jobs(jobs, seed), send=False)
+            yield engine
     finally:
         await emulator.stop()

@@ -29,9 +29,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from reclaim_tui.bootstrap import open_engine
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine import Engine
-from reclaim_tui.services import open_engine
 from reclaim_tui.tui.engine_commands import ACTOR, Command, error_reply, execute
 
 __all__ = ["LINE_LIMIT", "main"]
