@@ -1,4 +1,4 @@
-"""The engine worker process (ProcessHost + tui/worker.py) against the in-process emulator.
+"""The engine worker process (ProcessHost + runner/worker.py) against the in-process emulator.
 
 The console for a real backend runs its engine in a child: these tests drive
 that child through the console's own keys and through the host's interface,
@@ -27,7 +27,7 @@ from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 from reclaim_tui.errors import LedgerError
-from reclaim_tui.tui.engine_process import ProcessHost
+from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.launch import make_app
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 
@@ -159,7 +159,7 @@ async def test_the_host_passes_every_setting_and_keeps_the_key_off_argv(
         assert "api_key" not in host.worker_settings
         with open(f"/proc/{host.pid}/cmdline", "rb") as f:
             argv = f.read()
-        assert KEY.encode() not in argv and b"reclaim_tui.tui.worker" in argv
+        assert KEY.encode() not in argv and b"reclaim_tui.runner.worker" in argv
         with open(f"/proc/{host.pid}/environ", "rb") as f:
             assert f"GEMINI_API_KEY={KEY}".encode() in f.read().split(b"\0")
         report = await host.tick()  # an empty ledger: nothing to do, but a real pass
@@ -194,7 +194,7 @@ def test_the_worker_dies_with_a_killed_console(tmp_path: Path) -> None:
         f"""
         import asyncio
         from reclaim_tui.config import Settings
-        from reclaim_tui.tui.engine_process import ProcessHost
+        from reclaim_tui.runner.process import ProcessHost
 
         async def main():
             host = ProcessHost(Settings(db={str(tmp_path / "l.db")!r}, base_url="http://127.0.0.1:9"))
@@ -218,7 +218,7 @@ def test_the_worker_dies_with_a_killed_console(tmp_path: Path) -> None:
 
 def test_the_worker_never_imports_textual() -> None:
     code = (
-        "import sys, reclaim_tui.tui.worker, reclaim_tui.tui.demo_engine;"
+        "import sys, reclaim_tui.runner.worker, reclaim_tui.emulator.demo;"
         "assert 'textual' not in sys.modules, 'the worker imported textual'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -12,11 +12,11 @@ from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.gemini import resolve_api_key
 from reclaim_tui.core.sinks import load_sink
 from reclaim_tui.errors import ConfigError
+from reclaim_tui.runner.commands import ACTOR
+from reclaim_tui.runner.host import EngineHost, ThreadHost
+from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.context import ConsoleConfig
-from reclaim_tui.tui.engine_commands import ACTOR
-from reclaim_tui.tui.engine_host import EngineHost, ThreadHost
-from reclaim_tui.tui.engine_process import ProcessHost
 
 __all__ = ["make_app", "make_host", "run_console", "run_demo"]
 

@@ -22,7 +22,7 @@ from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.queries import View
 from reclaim_tui.errors import JobsFileError, ReclaimError
-from reclaim_tui.tui.engine_commands import RowsOutcome
+from reclaim_tui.runner.commands import RowsOutcome
 from reclaim_tui.tui.messages import (
     ActionFinished,
     SubmitFailed,

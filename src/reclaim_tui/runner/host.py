@@ -1,10 +1,10 @@
 """Where the console's engine runs: the interface, and the in-thread host.
 
 The console never holds the engine itself. It asks an `EngineHost` for a
-pass or an operator action (engine_commands.py) and awaits the answer from
+pass or an operator action (commands.py) and awaits the answer from
 a Textual worker, so a reclaim pass never runs on the UI's event loop:
 
-    ProcessHost (engine_process.py)   real backends (console, demo): the engine
+    ProcessHost (process.py)   real backends (console, demo): the engine
                                       in a child process. Its CPU — the SDK's
                                       pydantic models, in the demo the emulator —
                                       no longer shares the UI's GIL.
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from reclaim_tui.core.engine import Engine, PassReport
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import ReclaimError
-from reclaim_tui.tui.engine_commands import (
+from reclaim_tui.runner.commands import (
     Command,
     Reply,
     RowsOutcome,
@@ -65,7 +65,7 @@ class EngineHost(ABC):
             self._started.set()
 
     async def request(self, command: Command) -> Reply:
-        """Run one command and return its reply (engine_commands.py)."""
+        """Run one command and return its reply (commands.py)."""
         await self._started.wait()
         if self._start_error is not None:
             raise ReclaimError(f"the engine did not start: {self._start_error}")

@@ -1,10 +1,10 @@
-"""The console's engine worker: `python -m reclaim_tui.tui.worker`.
+"""The console's engine worker: `python -m reclaim_tui.runner.worker`.
 
-Started by `ProcessHost` (engine_process.py) with pipes for stdin and stdout.
+Started by `ProcessHost` (process.py) with pipes for stdin and stdout.
 The first stdin line is the launch (`{"settings": {...}, "demo": null}`, no
 API key: that comes in the environment, never on a command line); it answers
 `{"id": 0, "ok": true, "owner": ...}` or an error reply, then serves one
-JSON command per line (engine_commands.py), each as a task of its own, and
+JSON command per line (commands.py), each as a task of its own, and
 answers `{"id": n, ...}` in completion order.
 
 It dies with the console: stdin at EOF (the console quit, or died and the
@@ -32,7 +32,7 @@ from typing import Any
 from reclaim_tui.bootstrap import open_engine
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine import Engine
-from reclaim_tui.tui.engine_commands import ACTOR, Command, error_reply, execute
+from reclaim_tui.runner.commands import ACTOR, Command, error_reply, execute
 
 __all__ = ["LINE_LIMIT", "main"]
 
@@ -50,7 +50,7 @@ async def open_launch(launch: dict[str, Any]) -> AsyncIterator[Engine]:
     sys.path.extend(p for p in launch.get("path", []) if p not in sys.path)
     demo = launch.get("demo")
     if demo:
-        from reclaim_tui.tui.demo_engine import open_demo_engine
+        from reclaim_tui.emulator.demo import open_demo_engine
 
         latency = (float(demo["latency"][0]), float(demo["latency"][1]))
         async with open_demo_engine(settings, demo["jobs"], demo["seed"], latency) as engine:

@@ -29,9 +29,9 @@ from typing import Any
 
 from reclaim_tui.config import Settings
 from reclaim_tui.errors import ReclaimError
-from reclaim_tui.tui.engine_commands import Command, Reply, raise_for
-from reclaim_tui.tui.engine_host import EngineHost
-from reclaim_tui.tui.worker import LINE_LIMIT
+from reclaim_tui.runner.commands import Command, Reply, raise_for
+from reclaim_tui.runner.host import EngineHost
+from reclaim_tui.runner.worker import LINE_LIMIT
 
 __all__ = ["DemoSpec", "ProcessHost"]
 
@@ -49,7 +49,7 @@ class DemoSpec:
 
 
 class ProcessHost(EngineHost):
-    """Runs engine commands in `python -m reclaim_tui.tui.worker`."""
+    """Runs engine commands in `python -m reclaim_tui.runner.worker`."""
 
     def __init__(self, settings: Settings, *, demo: DemoSpec | None = None) -> None:
         super().__init__()
@@ -79,7 +79,7 @@ class ProcessHost(EngineHost):
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "reclaim_tui.tui.worker",
+            "reclaim_tui.runner.worker",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
