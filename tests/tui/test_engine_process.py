@@ -27,6 +27,7 @@ from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 from reclaim_tui.errors import LedgerError
+from reclaim_tui.runner.commands import Retry
 from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.launch import make_app
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
@@ -164,7 +165,7 @@ async def test_the_host_passes_every_setting_and_keeps_the_key_off_argv(
             assert f"GEMINI_API_KEY={KEY}".encode() in f.read().split(b"\0")
         report = await host.tick()  # an empty ledger: nothing to do, but a real pass
         assert report.summary() == "idle"
-        outcome = await host.rows("retry", ["nope"])
+        outcome = await host.rows(Retry(("nope",)))
         assert outcome.applied == 0 and outcome.refused == ["no job with key nope"]
     finally:
         await host.stop()

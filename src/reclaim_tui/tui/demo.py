@@ -12,8 +12,8 @@ from pathlib import Path
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.models import Actor, OrphanPolicy
-from reclaim_tui.emulator.demo import DEMO_MODELS
-from reclaim_tui.runner.process import DemoSpec, ProcessHost
+from reclaim_tui.emulator.demo import DEMO_MODELS, OPENER
+from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.context import ConsoleConfig
 
@@ -38,9 +38,10 @@ def make_demo_app(
         emulator_lookup=False,
         actor=Actor.CONSOLE,
     )
+    world = {"jobs": jobs, "seed": seed, "latency": list(latency)}
     config = ConsoleConfig(
         settings=settings,
-        host=ProcessHost(settings, demo=DemoSpec(jobs, seed, latency)),
+        host=ProcessHost(settings, opener=OPENER, args=world),
         interval=interval,
         clock=clock or SystemClock(),
         models=list(DEMO_MODELS),
