@@ -223,3 +223,11 @@ def test_the_worker_never_imports_textual() -> None:
         "assert 'textual' not in sys.modules, 'the worker imported textual'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_runner_never_imports_the_console() -> None:
+    code = (
+        "import sys, reclaim_tui.runner.process, reclaim_tui.runner.worker;"
+        "assert not [m for m in sys.modules if m.startswith('reclaim_tui.tui')], 'it imported tui'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
