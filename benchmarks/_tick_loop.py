@@ -59,16 +59,17 @@ def run_cli(a: argparse.Namespace) -> None:
 
 
 async def run_loop(a: argparse.Namespace) -> None:
+    from reclaim_tui.bootstrap import open_engine
     from reclaim_tui.config import Settings
     from reclaim_tui.core.jobsfile import parse_jobs
-    from reclaim_tui.services import open_engine
+    from reclaim_tui.core.models import Actor
 
     settings = Settings(
         db=a.db, base_url=a.base_url, out=a.out, concurrency=a.concurrency
     ).validate()
     with open(a.jobs, encoding="utf-8") as f:
         jobs = parse_jobs(f.read().splitlines(), source=a.jobs, default_model=settings.model)
-    async with open_engine(settings, actor="tick") as engine:
+    async with open_engine(settings, actor=Actor.TICK) as engine:
         if a.first_poll is not None:
             engine.config = dataclasses.replace(engine.config, first_poll=a.first_poll)
         await engine.tick(jobs)

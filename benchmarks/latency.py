@@ -93,14 +93,14 @@ def end_to_end(emu: EmulatorProcess, which: str, a: argparse.Namespace, run: int
 
 # -- sweep: one reclaim pass over N in-flight jobs, in a fresh process ----------------------
 async def _sweep_ours(base_url: str, n: int, concurrency: int, work: Path) -> dict[str, float]:
+    from reclaim_tui.bootstrap import open_engine
     from reclaim_tui.config import Settings
-    from reclaim_tui.core.models import JobSpec
-    from reclaim_tui.services import open_engine
+    from reclaim_tui.core.models import Actor, JobSpec
 
     settings = Settings(
         db=str(work / "ours.db"), base_url=base_url, out=str(work / "out"), concurrency=concurrency
     ).validate()
-    async with open_engine(settings, actor="tick") as engine:
+    async with open_engine(settings, actor=Actor.TICK) as engine:
         jobs = [JobSpec(input=f"sweep job {i}", model="gemini-flash-latest") for i in range(n)]
         await engine.submit(jobs)
         with sqlite3.connect(settings.db) as conn:

@@ -1,4 +1,4 @@
-"""The thin CLI: parses flags, builds services, calls the core, prints.
+"""The thin CLI: parses flags, builds the engine (bootstrap.py), calls the core, prints.
 
 Exit codes (see README):
     0  success (a tick whose rows recorded errors still exits 0 unless
@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import click
 
+from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT, Settings
 from reclaim_tui.core.export import row_dict, write_export
 from reclaim_tui.core.jobsfile import parse_jobs_bytes, read_jobs_file
@@ -35,7 +36,6 @@ from reclaim_tui.errors import (
     OperatorError,
     ReclaimError,
 )
-from reclaim_tui.services import open_engine, open_ledger
 
 __all__ = ["EXIT_CODES", "cli", "main"]
 

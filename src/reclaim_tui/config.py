@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from reclaim_tui.core.engine import EngineConfig
 from reclaim_tui.core.models import Actor, OrphanPolicy
@@ -78,3 +79,20 @@ class Settings:
 
     def with_(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_wire(self) -> dict[str, Any]:
+        """Every setting but the API key, as JSON values (for the engine worker)."""
+        # The key travels in the worker's environment: never on a pipe or in argv.
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
+        out["orphan_policy"] = self.orphan_policy.value
+        out["actor"] = self.actor.value
+        return out
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Settings:
+        """Settings from `to_wire`'s form; unknown names are ignored, the key is None."""
+        known = {f.name for f in fields(cls)} - {"api_key"}
+        values = {k: v for k, v in data.items() if k in known}
+        values["orphan_policy"] = OrphanPolicy(values.get("orphan_policy", OrphanPolicy.RESUBMIT))
+        values["actor"] = Actor(values.get("actor", Actor.CLI))
+        return cls(**values)

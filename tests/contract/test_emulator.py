@@ -116,8 +116,8 @@ async def test_dropped_create_hides_an_interaction_that_exists(
 async def test_lookup_is_plugged_in_only_for_an_emulator_with_lookup_on(
     emu: EmulatorServer,
 ) -> None:
+    from reclaim_tui.bootstrap import make_backend
     from reclaim_tui.config import Settings
-    from reclaim_tui.services import make_backend
 
     on = Settings(api_key=emu.api_key, base_url=emu.base_url, emulator_lookup=True)
     built = [make_backend(on), make_backend(on.with_(emulator_lookup=False))]

@@ -1,4 +1,4 @@
-"""The engine worker process (ProcessHost + tui/worker.py) against the in-process emulator.
+"""The engine worker process (ProcessHost + runner/worker.py) against the in-process emulator.
 
 The console for a real backend runs its engine in a child: these tests drive
 that child through the console's own keys and through the host's interface,
@@ -27,10 +27,10 @@ from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 from reclaim_tui.errors import LedgerError
-from reclaim_tui.tui.engine_process import ProcessHost
+from reclaim_tui.runner.commands import Retry
+from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.launch import make_app
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
-from reclaim_tui.tui.worker import settings_from_wire, settings_to_wire
 
 from .pilot_helpers import SIZE, notified, press, select, settle, until
 
@@ -156,16 +156,16 @@ async def test_the_host_passes_every_setting_and_keeps_the_key_off_argv(
     await host.start()
     try:
         assert host.pid is not None
-        assert host.worker_settings == settings_to_wire(settings)
+        assert host.worker_settings == settings.to_wire()
         assert "api_key" not in host.worker_settings
         with open(f"/proc/{host.pid}/cmdline", "rb") as f:
             argv = f.read()
-        assert KEY.encode() not in argv and b"reclaim_tui.tui.worker" in argv
+        assert KEY.encode() not in argv and b"reclaim_tui.runner.worker" in argv
         with open(f"/proc/{host.pid}/environ", "rb") as f:
             assert f"GEMINI_API_KEY={KEY}".encode() in f.read().split(b"\0")
         report = await host.tick()  # an empty ledger: nothing to do, but a real pass
         assert report.summary() == "idle"
-        outcome = await host.rows("retry", ["nope"])
+        outcome = await host.rows(Retry(("nope",)))
         assert outcome.applied == 0 and outcome.refused == ["no job with key nope"]
     finally:
         await host.stop()
@@ -174,7 +174,7 @@ async def test_the_host_passes_every_setting_and_keeps_the_key_off_argv(
 
 def test_settings_survive_the_wire() -> None:
     settings = Settings(db="x.db", api_key="k", orphan_policy=OrphanPolicy.HOLD, sink="m:f")
-    back = settings_from_wire(settings_to_wire(settings))
+    back = Settings.from_wire(settings.to_wire())
     assert back == settings.with_(api_key=None)
 
 
@@ -195,7 +195,7 @@ def test_the_worker_dies_with_a_killed_console(tmp_path: Path) -> None:
         f"""
         import asyncio
         from reclaim_tui.config import Settings
-        from reclaim_tui.tui.engine_process import ProcessHost
+        from reclaim_tui.runner.process import ProcessHost
 
         async def main():
             host = ProcessHost(Settings(db={str(tmp_path / "l.db")!r}, base_url="http://127.0.0.1:9"))
@@ -219,7 +219,15 @@ def test_the_worker_dies_with_a_killed_console(tmp_path: Path) -> None:
 
 def test_the_worker_never_imports_textual() -> None:
     code = (
-        "import sys, reclaim_tui.tui.worker, reclaim_tui.tui.demo_engine;"
+        "import sys, reclaim_tui.runner.worker, reclaim_tui.emulator.demo;"
         "assert 'textual' not in sys.modules, 'the worker imported textual'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_runner_never_imports_the_console() -> None:
+    code = (
+        "import sys, reclaim_tui.runner.process, reclaim_tui.runner.worker;"
+        "assert not [m for m in sys.modules if m.startswith('reclaim_tui.tui')], 'it imported tui'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

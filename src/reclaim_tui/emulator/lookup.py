@@ -1,7 +1,7 @@
 """`EmulatorFinder`: the core's `LabelFinder` over the emulator's `/_emulator/find`.
 
 The real Interactions API has no search, so only a backend pointed at the
-emulator can find an orphan by its idem label; `services.make_backend` plugs
+emulator can find an orphan by its idem label; `bootstrap.make_backend` plugs
 this in when `Settings.emulator_lookup` is on. Async (it runs inside the
 engine's loop), unlike the scripts' synchronous `AdminClient`.
 """

@@ -33,8 +33,8 @@ from textual.worker import WorkerState
 from reclaim_tui.core.models import Row
 from reclaim_tui.core.queries import ConsoleReader
 from reclaim_tui.errors import LedgerError, ReclaimError
+from reclaim_tui.runner.host import EngineHost
 from reclaim_tui.tui.context import ConsoleConfig
-from reclaim_tui.tui.engine_host import EngineHost
 from reclaim_tui.tui.keymap import KEYS, MUTATING, TABS, app_bindings
 from reclaim_tui.tui.messages import (
     ActionFinished,

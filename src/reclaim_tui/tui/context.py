@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.tui.engine_host import EngineHost
+from reclaim_tui.runner.host import EngineHost
 
 __all__ = ["ConsoleConfig"]
 

@@ -1,7 +1,7 @@
 """`reclaim-tui demo`: the console on the embedded emulator, with seeded jobs.
 
 The emulator, the engine and the seeding all run in the console's engine
-worker process (demo_engine.py); this side only builds the app.
+worker process (emulator/demo.py); this side only builds the app.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.models import Actor, OrphanPolicy
+from reclaim_tui.emulator.demo import DEMO_MODELS, OPENER
+from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.context import ConsoleConfig
-from reclaim_tui.tui.demo_engine import DEMO_MODELS
-from reclaim_tui.tui.engine_process import DemoSpec, ProcessHost
 
 __all__ = ["make_demo_app"]
 
@@ -38,9 +38,10 @@ def make_demo_app(
         emulator_lookup=False,
         actor=Actor.CONSOLE,
     )
+    world = {"jobs": jobs, "seed": seed, "latency": list(latency)}
     config = ConsoleConfig(
         settings=settings,
-        host=ProcessHost(settings, demo=DemoSpec(jobs, seed, latency)),
+        host=ProcessHost(settings, opener=OPENER, args=world),
         interval=interval,
         clock=clock or SystemClock(),
         models=list(DEMO_MODELS),

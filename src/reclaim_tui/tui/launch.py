@@ -3,39 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import functools
 
+from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.gemini import resolve_api_key
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.sinks import Sink, load_sink
+from reclaim_tui.core.sinks import load_sink
 from reclaim_tui.errors import ConfigError
+from reclaim_tui.runner.commands import ACTOR
+from reclaim_tui.runner.host import EngineHost, ThreadHost
+from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.context import ConsoleConfig
-from reclaim_tui.tui.engine_commands import ACTOR
-from reclaim_tui.tui.engine_host import EngineHost, EngineOpener, ThreadHost
-from reclaim_tui.tui.engine_process import ProcessHost
 
-__all__ = ["engine_opener", "make_app", "make_host", "run_console", "run_demo"]
-
-
-def engine_opener(settings: Settings, backend: Backend, sink: Sink, clock: Clock) -> EngineOpener:
-    """Opens the writable ledger and the engine (on the thread host's loop)."""
-
-    @asynccontextmanager
-    async def opened() -> AsyncIterator[Engine]:
-        ledger = await Ledger.open(settings.db, clock=clock, busy_timeout=settings.busy_timeout)
-        try:
-            yield Engine(ledger, backend, sink, config=settings.engine_config(ACTOR))
-        finally:
-            await ledger.close()
-            await backend.aclose()
-
-    return opened
+__all__ = ["make_app", "make_host", "run_console", "run_demo"]
 
 
 def make_host(settings: Settings, backend: Backend | None, clock: Clock) -> EngineHost:
@@ -43,7 +26,10 @@ def make_host(settings: Settings, backend: Backend | None, clock: Clock) -> Engi
     injected one (a test's fake lives in this process and cannot cross)."""
     sink = load_sink(settings.sink, settings.out)  # a bad --sink fails here, not in the child
     if backend is not None:
-        return ThreadHost(engine_opener(settings, backend, sink, clock))
+        opener = functools.partial(
+            open_engine, settings, actor=ACTOR, backend=backend, sink=sink, clock=clock
+        )
+        return ThreadHost(opener)
     if not resolve_api_key(settings.api_key) and settings.base_url is None:
         # The child would say the same, but only after the screen opened.
         raise ConfigError(
@@ -82,10 +68,8 @@ def make_app(
 async def _preflight(settings: Settings, readonly: bool) -> None:
     """Open the ledger once so a corrupt, newer or missing ledger is an error
     message and an exit code, not a console that dies on start."""
-    ledger = await Ledger.open(
-        settings.db, busy_timeout=settings.busy_timeout, readonly=readonly, create=not readonly
-    )
-    await ledger.close()
+    async with open_ledger(settings, readonly=readonly, create=not readonly):
+        pass
 
 
 def run_console(settings: Settings, *, readonly: bool = False, interval: float = 2.0) -> None:

@@ -22,7 +22,7 @@ from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.queries import View
 from reclaim_tui.errors import JobsFileError, ReclaimError
-from reclaim_tui.tui.engine_commands import RowsOutcome
+from reclaim_tui.runner.commands import Adopt, Cancel, Retry, RowCommand, RowsOutcome
 from reclaim_tui.tui.messages import (
     ActionFinished,
     SubmitFailed,
@@ -71,7 +71,7 @@ class OperatorActions:
         if not targets:
             self.notify("no row to retry", severity="warning")
             return
-        self.run_rows("retried", "retry", targets)
+        self.run_rows("retried", Retry(tuple(targets)))
 
     def action_cancel_jobs(self: ReclaimApp) -> None:
         targets = self._targets()
@@ -83,22 +83,20 @@ class OperatorActions:
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.run_rows("cancelled", "cancel", targets)
+                self.run_rows("cancelled", Cancel(tuple(targets)))
 
         self.push_screen(ConfirmScreen("cancel", question, "Cancel jobs"), answered)
 
     @work(group="ops")
-    async def run_rows(
-        self: ReclaimApp, verb: str, op: str, idems: list[str], interaction_id: str | None = None
-    ) -> None:
+    async def run_rows(self: ReclaimApp, verb: str, command: RowCommand) -> None:
         assert self.host is not None
         try:
-            outcome = await self.host.rows(op, idems, interaction_id)
+            outcome = await self.host.rows(command)
         except ReclaimError as exc:
             self.post_message(ActionFinished(str(exc), "error"))
             return
         if outcome.applied:
-            self.state.marks.difference_update(idems)
+            self.state.marks.difference_update(command.idems)
         self.post_message(_outcome(verb, outcome))
 
     # -- orphans / replay --------------------------------------------------------------------
@@ -184,7 +182,7 @@ class OperatorActions:
 
         def answered(interaction_id: str | None) -> None:
             if interaction_id:
-                self.run_rows(f"adopted {interaction_id} for", "adopt", [row.idem], interaction_id)
+                self.run_rows(f"adopted {interaction_id} for", Adopt(row.idem, interaction_id))
 
         self.push_screen(AdoptScreen(row.idem, row.status.value), answered)
 

@@ -1,16 +1,16 @@
 """Where the console's engine runs: the interface, and the in-thread host.
 
 The console never holds the engine itself. It asks an `EngineHost` for a
-pass or an operator action (engine_commands.py) and awaits the answer from
-a Textual worker, so a reclaim pass never runs on the UI's event loop:
+pass or an operator action (commands.py) and awaits the answer from a
+Textual worker, so a reclaim pass never runs on the UI's event loop:
 
-    ProcessHost (engine_process.py)   real backends (console, demo): the engine
-                                      in a child process. Its CPU — the SDK's
-                                      pydantic models, in the demo the emulator —
-                                      no longer shares the UI's GIL.
-    ThreadHost (here)                 an injected backend (tests' FakeBackend,
-                                      which cannot cross a process): the engine
-                                      on an event loop of its own, in a thread.
+    ProcessHost (process.py)    real backends (console, demo): the engine in a
+                                child process. Its CPU — the SDK's pydantic
+                                models, in the demo the emulator — no longer
+                                shares the UI's GIL.
+    ThreadHost (here)           an injected backend (tests' FakeBackend, which
+                                cannot cross a process): the engine on an event
+                                loop of its own, in a thread.
 """
 
 from __future__ import annotations
@@ -19,21 +19,25 @@ import asyncio
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
-from reclaim_tui.core.engine import Engine, PassReport
-from reclaim_tui.core.models import JobSpec
+from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.models import JobSpec, PassReport
 from reclaim_tui.errors import ReclaimError
-from reclaim_tui.tui.engine_commands import (
+from reclaim_tui.runner.commands import (
     Command,
+    Failed,
+    Passed,
+    Recover,
+    Replay,
     Reply,
+    RowCommand,
     RowsOutcome,
+    Submit,
+    Tick,
     execute,
-    jobs_to_wire,
-    raise_for,
-    report_from_wire,
 )
 
 __all__ = ["EngineHost", "EngineOpener", "ThreadHost"]
@@ -65,7 +69,7 @@ class EngineHost(ABC):
             self._started.set()
 
     async def request(self, command: Command) -> Reply:
-        """Run one command and return its reply (engine_commands.py)."""
+        """Run one command and return its reply (commands.py)."""
         await self._started.wait()
         if self._start_error is not None:
             raise ReclaimError(f"the engine did not start: {self._start_error}")
@@ -82,31 +86,31 @@ class EngineHost(ABC):
         """Cancel what still runs, close the engine; idempotent."""
 
     # -- typed helpers over `request` -----------------------------------------------------
-    async def _report(self, command: Command) -> PassReport:
-        return report_from_wire(raise_for(await self.request(command))["report"])
+    async def _expect(self, command: Command, kind: type[T]) -> T:
+        reply = await self.request(command)
+        if isinstance(reply, Failed):
+            raise reply.exception()
+        if not isinstance(reply, kind):
+            raise ReclaimError(f"engine error: {type(reply).__name__} in reply to {command}")
+        return reply
 
     async def tick(self) -> PassReport:
-        return await self._report({"op": "tick"})
+        return (await self._expect(Tick(), Passed)).report
 
-    async def rows(
-        self, op: str, idems: Sequence[str], interaction_id: str | None = None
-    ) -> RowsOutcome:
-        """retry / cancel / adopt over `idems`; refusals come back per row."""
-        command: Command = {"op": op, "idems": list(idems)}
-        if interaction_id is not None:
-            command["interaction_id"] = interaction_id
-        reply = raise_for(await self.request(command))
-        return RowsOutcome(int(reply["applied"]), [str(r) for r in reply["refused"]])
+    async def rows(self, command: RowCommand) -> RowsOutcome:
+        """Retry, Cancel or Adopt; refusals come back per row."""
+        return await self._expect(command, RowsOutcome)
 
     async def recover(self, idems: Sequence[str]) -> PassReport:
-        return await self._report({"op": "recover", "idems": list(idems)})
+        return (await self._expect(Recover(tuple(idems)), Passed)).report
 
     async def replay(self, idems: Sequence[str] | None) -> PassReport:
         """Replay now (force): the given done rows, or every done row."""
-        return await self._report({"op": "replay", "idems": None if idems is None else [*idems]})
+        command = Replay(None if idems is None else tuple(idems))
+        return (await self._expect(command, Passed)).report
 
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool) -> PassReport:
-        return await self._report({"op": "submit", "jobs": jobs_to_wire(jobs), "send": send})
+        return (await self._expect(Submit(tuple(jobs), send), Passed)).report
 
 
 class ThreadHost(EngineHost):
@@ -139,8 +143,8 @@ class ThreadHost(EngineHost):
         assert self._engine is not None
         return await self._submit(execute(self._engine, command))
 
-    async def _submit(self, coro: Any) -> Any:
-        async def wrapped() -> Any:
+    async def _submit(self, coro: Coroutine[Any, Any, T]) -> T:
+        async def wrapped() -> T:
             return await coro
 
         future = asyncio.run_coroutine_threadsafe(wrapped(), self._loop)

@@ -1,4 +1,9 @@
-"""Builds the core's services from Settings: shared by the CLI and the console."""
+"""The one place that wires a ledger, a backend and a sink into an Engine.
+
+Every client builds its engine here: the CLI, the console (in its engine
+worker process, or on a thread for an injected backend), the demo (with its
+own backend and sink) and the benchmarks.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +16,15 @@ from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor
-from reclaim_tui.core.sinks import load_sink
+from reclaim_tui.core.sinks import Sink, load_sink
 
 __all__ = ["make_backend", "open_engine", "open_ledger"]
 
 
 def make_backend(settings: Settings) -> Backend:
     """The Gemini backend for these settings; ConfigError if the real API has no key."""
+    # Imported here: the SDK is the slowest import of all, and a read-only
+    # command never needs it.
     from reclaim_tui.core.gemini import GeminiBackend, resolve_api_key
 
     finder: LabelFinder | None = None
@@ -37,6 +44,7 @@ def make_backend(settings: Settings) -> Backend:
 async def open_ledger(
     settings: Settings, *, readonly: bool = False, create: bool = True, clock: Clock | None = None
 ) -> AsyncIterator[Ledger]:
+    """The ledger at `settings.db`, closed on exit; a LedgerError if unusable."""
     ledger = await Ledger.open(
         settings.db,
         busy_timeout=settings.busy_timeout,
@@ -54,14 +62,19 @@ async def open_ledger(
 async def open_engine(
     settings: Settings,
     *,
-    actor: Actor | None = None,
+    actor: Actor,
     backend: Backend | None = None,
+    sink: Sink | None = None,
     clock: Clock | None = None,
 ) -> AsyncIterator[Engine]:
-    """Backend first: a missing API key fails before the ledger is touched."""
-    backend = backend or make_backend(settings)
-    sink = load_sink(settings.sink, settings.out)
+    """An engine on the writable ledger; the ledger and the backend (given or
+    built) are closed on exit. `sink` defaults to the settings' sink."""
+    # Backend first: a missing API key fails before the sink or the ledger is touched.
+    if backend is None:
+        backend = make_backend(settings)
     try:
+        if sink is None:
+            sink = load_sink(settings.sink, settings.out)
         async with open_ledger(settings, clock=clock) as ledger:
             yield Engine(ledger, backend, sink, config=settings.engine_config(actor))
     finally:

@@ -7,12 +7,14 @@ slices of several ms, and a key press waits behind them (p99 ≈ 150 ms at
 1,000 in flight). In a child it has a GIL of its own; the console only
 reads its one-line JSON replies.
 
-The protocol is JSON lines over the child's stdin/stdout (asyncio subprocess
-streams); requests carry an id, replies come back in completion order.
-Settings travel in the first line, the API key in the child's environment:
-neither ever appears in a process listing. The child dies with the console
-(stdin EOF, SIGTERM, PR_SET_PDEATHSIG); `stop` also waits for it and kills
-it if it lingers.
+The protocol is JSON lines over the child's stdin/stdout (commands.py's
+codec); requests carry an id, replies come back in completion order. The
+first line is a `Launch`: the settings, and which function opens the
+engine ("module:function", bootstrap's by default; the demo names its own).
+The API key travels in the child's environment, never in a line or on the
+command line: it never appears in a process listing. The child dies with
+the console (stdin EOF, SIGTERM, PR_SET_PDEATHSIG); `stop` also waits for
+it and kills it if it lingers.
 """
 
 from __future__ import annotations
@@ -21,46 +23,63 @@ import asyncio
 import collections
 import contextlib
 import itertools
-import json
 import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from reclaim_tui.config import Settings
 from reclaim_tui.errors import ReclaimError
-from reclaim_tui.tui.engine_commands import Command, Reply, raise_for
-from reclaim_tui.tui.engine_host import EngineHost
-from reclaim_tui.tui.worker import LINE_LIMIT, settings_to_wire
+from reclaim_tui.runner.commands import (
+    LINE_LIMIT,
+    Abort,
+    Command,
+    Failed,
+    Launch,
+    Message,
+    Quit,
+    Reply,
+    Started,
+    decode,
+    encode,
+    is_reply,
+)
+from reclaim_tui.runner.host import EngineHost
 
-__all__ = ["DemoSpec", "ProcessHost"]
+__all__ = ["DEFAULT_OPENER", "WORKER", "ProcessHost"]
 
+#: Opens the engine in the child unless the launch names another opener.
+DEFAULT_OPENER = "reclaim_tui.bootstrap:open_engine"
+#: The child's module (`python -m`).
+WORKER = "reclaim_tui.runner.worker"
 #: Seconds the child gets to cancel its pass and close the ledger on quit.
 STOP_GRACE = 5.0
 
 
-@dataclass(frozen=True)
-class DemoSpec:
-    """The demo's world, built in the child: emulator, seeded jobs, flaky sink."""
-
-    jobs: int
-    seed: int
-    latency: tuple[float, float]
-
-
 class ProcessHost(EngineHost):
-    """Runs engine commands in `python -m reclaim_tui.tui.worker`."""
+    """Runs engine commands in `python -m reclaim_tui.runner.worker`.
 
-    def __init__(self, settings: Settings, *, demo: DemoSpec | None = None) -> None:
+    The child calls `opener(settings, actor=ACTOR, **args)` for its engine;
+    `args` must be JSON values.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        opener: str = DEFAULT_OPENER,
+        args: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         self.settings = settings
-        self.demo = demo
+        self.opener = opener
+        self.args = dict(args or {})
         self.owner: str | None = None
         #: The settings as the worker parsed them (without the key).
         self.worker_settings: dict[str, Any] = {}
         self._proc: asyncio.subprocess.Process | None = None
         self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[Reply]] = {}
+        self._waiting: dict[int, asyncio.Future[Message]] = {}
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
         self._tasks: list[asyncio.Task[None]] = []
         self._gone: str | None = None
@@ -79,7 +98,7 @@ class ProcessHost(EngineHost):
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "reclaim_tui.tui.worker",
+            WORKER,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -90,51 +109,48 @@ class ProcessHost(EngineHost):
             asyncio.create_task(self._read_replies()),
             asyncio.create_task(self._read_stderr()),
         ]
-        launch: dict[str, Any] = {
-            "settings": settings_to_wire(self.settings),
-            "path": sys.path,
-            "demo": None,
-        }
-        if self.demo is not None:
-            launch["demo"] = {
-                "jobs": self.demo.jobs,
-                "seed": self.demo.seed,
-                "latency": list(self.demo.latency),
-            }
-        started: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        launch = Launch(self.settings, self.opener, self.args, tuple(sys.path))
+        started: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._waiting[0] = started
         await self._write(launch)
         try:
-            reply = raise_for(await started)
+            reply = await started
+            if isinstance(reply, Failed):
+                raise reply.exception()
+            if not isinstance(reply, Started):
+                raise ReclaimError(f"engine worker: {type(reply).__name__} in reply to Launch")
         except BaseException:
             await self.stop()
             raise
-        self.owner = str(reply.get("owner"))
-        self.worker_settings = reply.get("settings", {})
+        self.owner = reply.owner
+        self.worker_settings = reply.settings
 
     async def _request(self, command: Command) -> Reply:
         assert self._proc is not None
         if self._gone is not None:
             raise ReclaimError(self._gone)
         ident = next(self._ids)
-        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._waiting[ident] = future
         try:
-            await self._write({"id": ident, **command})
-            return await future
+            await self._write(command, ident)
+            reply = await future
         except asyncio.CancelledError:
             if self._gone is None and self._proc.stdin is not None:
                 # The console's worker was cancelled: so is the command (no await
                 # here, the line is queued and goes out with the next drain).
                 with contextlib.suppress(Exception):
-                    self._proc.stdin.write(b'{"op":"abort","target":%d}\n' % ident)
+                    self._proc.stdin.write(encode(Abort(ident)))
             raise
         finally:
             self._waiting.pop(ident, None)
+        if not is_reply(reply):
+            raise ReclaimError(f"engine worker: {type(reply).__name__} in reply to {command}")
+        return reply
 
-    async def _write(self, message: dict[str, Any]) -> None:
+    async def _write(self, message: Message, ident: int = 0) -> None:
         assert self._proc is not None and self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        self._proc.stdin.write(encode(message, ident))
         try:
             await self._proc.stdin.drain()
         except ConnectionError as exc:
@@ -144,8 +160,8 @@ class ProcessHost(EngineHost):
         assert self._proc is not None and self._proc.stdout is not None
         stdout = self._proc.stdout
         while line := await stdout.readline():
-            reply = json.loads(line)
-            future = self._waiting.get(int(reply.pop("id", -1)))
+            ident, reply = decode(line)
+            future = self._waiting.get(ident)
             if future is not None and not future.done():
                 future.set_result(reply)
         code = await self._proc.wait()
@@ -169,7 +185,7 @@ class ProcessHost(EngineHost):
         if proc.returncode is None:
             with contextlib.suppress(Exception):
                 assert proc.stdin is not None
-                proc.stdin.write(b'{"op":"quit"}\n')
+                proc.stdin.write(encode(Quit()))
                 proc.stdin.close()
             try:
                 await asyncio.wait_for(proc.wait(), STOP_GRACE)

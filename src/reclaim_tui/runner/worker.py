@@ -1,11 +1,11 @@
-"""The console's engine worker: `python -m reclaim_tui.tui.worker`.
+"""The console's engine worker: `python -m reclaim_tui.runner.worker`.
 
-Started by `ProcessHost` (engine_process.py) with pipes for stdin and stdout.
-The first stdin line is the launch (`{"settings": {...}, "demo": null}`, no
-API key: that comes in the environment, never on a command line); it answers
-`{"id": 0, "ok": true, "owner": ...}` or an error reply, then serves one
-JSON command per line (engine_commands.py), each as a task of its own, and
-answers `{"id": n, ...}` in completion order.
+Started by `ProcessHost` (process.py) with pipes for stdin and stdout. The
+first stdin line is a `Launch` (settings without the API key, which comes in
+the environment, never on a command line; and the "module:function" that
+opens the engine); it answers `Started` or `Failed` with id 0, then serves
+one command per line (commands.py), each as a task of its own, and answers
+with the command's id in completion order.
 
 It dies with the console: stdin at EOF (the console quit, or died and the
 kernel closed its pipe) or a SIGTERM — also sent by the kernel when the
@@ -21,62 +21,55 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import json
+import importlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import fields
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from reclaim_tui.config import Settings
-from reclaim_tui.core.engine import Engine, OrphanPolicy
-from reclaim_tui.services import open_engine
-from reclaim_tui.tui.engine_commands import ACTOR, Command, error_reply, execute
+from reclaim_tui.core.engine import Engine
+from reclaim_tui.errors import ConfigError, ReclaimError
+from reclaim_tui.runner.commands import (
+    ACTOR,
+    LINE_LIMIT,
+    Abort,
+    Failed,
+    Launch,
+    Message,
+    Quit,
+    Started,
+    decode,
+    encode,
+    execute,
+    is_command,
+)
 
-__all__ = ["LINE_LIMIT", "main", "settings_from_wire", "settings_to_wire"]
+__all__ = ["main", "open_launch"]
 
-#: Longest JSON line either side accepts (a 500-job submit chunk of big prompts).
-LINE_LIMIT = 64 * 1024 * 1024
 _PR_SET_PDEATHSIG = 1
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Send = Callable[[Message, int], Awaitable[None]]
 
 
-def settings_to_wire(settings: Settings) -> dict[str, Any]:
-    """Every setting but the API key (which travels in the environment)."""
-    out = {f.name: getattr(settings, f.name) for f in fields(settings) if f.name != "api_key"}
-    out["orphan_policy"] = settings.orphan_policy.value
-    return out
-
-
-def settings_from_wire(data: dict[str, Any]) -> Settings:
-    known = {f.name for f in fields(Settings)} - {"api_key"}
-    values = {k: v for k, v in data.items() if k in known}
-    values["orphan_policy"] = OrphanPolicy(values.get("orphan_policy", "resubmit"))
-    return Settings(**values)
-
-
-@asynccontextmanager
-async def open_launch(launch: dict[str, Any]) -> AsyncIterator[Engine]:
-    settings = settings_from_wire(launch["settings"])
+def open_launch(launch: Launch) -> AbstractAsyncContextManager[Engine]:
+    """Call the launch's opener: `opener(settings, actor=ACTOR, **args)`."""
     # The console's import path, so a `--sink module:callable` resolves alike.
-    sys.path.extend(p for p in launch.get("path", []) if p not in sys.path)
-    demo = launch.get("demo")
-    if demo:
-        from reclaim_tui.tui.demo_engine import open_demo_engine
-
-        latency = (float(demo["latency"][0]), float(demo["latency"][1]))
-        async with open_demo_engine(settings, demo["jobs"], demo["seed"], latency) as engine:
-            yield engine
-    else:
-        async with open_engine(settings, actor=ACTOR) as engine:
-            yield engine
+    sys.path.extend(p for p in launch.path if p not in sys.path)
+    module_name, _, name = launch.opener.partition(":")
+    try:
+        opener: Any = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"engine opener {launch.opener!r}: {exc}") from exc
+    context: AbstractAsyncContextManager[Engine] = opener(
+        launch.settings, actor=ACTOR, **launch.args
+    )
+    return context
 
 
 class Server:
-    """Runs each command as a task; `abort` cancels one, EOF or `quit` ends all."""
+    """Runs each command as a task; `Abort` cancels one, EOF or `Quit` ends all."""
 
     def __init__(self, engine: Engine, send: Send) -> None:
         self.engine = engine
@@ -95,35 +88,39 @@ class Server:
                 line = line_task.result()
                 if not line:
                     return  # the console is gone
-                command: Command = json.loads(line)
-                if command.get("op") == "quit":
+                ident, message = decode(line)
+                if isinstance(message, Quit):
                     return
-                self.dispatch(command)
+                self.dispatch(ident, message)
         finally:
             stopping.cancel()
             for task in self.tasks.values():
                 task.cancel()
             await asyncio.gather(*self.tasks.values(), return_exceptions=True)
 
-    def dispatch(self, command: Command) -> None:
-        ident = int(command.get("id", -1))
-        if command.get("op") == "abort":
-            task = self.tasks.get(int(command.get("target", -1)))
+    def dispatch(self, ident: int, message: Message) -> None:
+        if isinstance(message, Abort):
+            task = self.tasks.get(message.target)
             if task is not None:
                 task.cancel()
             return
-        task = asyncio.ensure_future(self.run(ident, command))
+        task = asyncio.ensure_future(self.run(ident, message))
         self.tasks[ident] = task
         task.add_done_callback(lambda _: self.tasks.pop(ident, None))
 
-    async def run(self, ident: int, command: Command) -> None:
+    async def run(self, ident: int, message: Message) -> None:
         try:
-            reply = await execute(self.engine, command)
+            reply = await self._execute(message)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug, not a refusal: the console shows it
-            reply = error_reply(exc)
-        await self.send({"id": ident, **reply})
+            reply = Failed.of(exc)
+        await self.send(reply, ident)
+
+    async def _execute(self, message: Message) -> Message:
+        if not is_command(message):
+            return Failed.of(ReclaimError(f"unknown engine command {type(message).__name__}"))
+        return await execute(self.engine, message)
 
 
 async def _pipes() -> tuple[asyncio.StreamReader, Send]:
@@ -136,8 +133,8 @@ async def _pipes() -> tuple[asyncio.StreamReader, Send]:
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
-    async def send(message: dict[str, Any]) -> None:
-        writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+    async def send(message: Message, ident: int) -> None:
+        writer.write(encode(message, ident))
         with contextlib.suppress(ConnectionError):
             await writer.drain()
 
@@ -157,7 +154,15 @@ def _die_with_parent(stop: asyncio.Event) -> None:
         stop.set()  # the parent died before the signal was armed
 
 
+def _launch(line: bytes) -> Launch:
+    _, message = decode(line)
+    if not isinstance(message, Launch):
+        raise ReclaimError(f"engine worker: expected a Launch, got {type(message).__name__}")
+    return message
+
+
 async def amain() -> int:
+    """0 when the console is done with the engine, 2 when it could not start."""
     stop = asyncio.Event()
     _die_with_parent(stop)
     reader, send = await _pipes()
@@ -166,17 +171,16 @@ async def amain() -> int:
         return 0
     started = False
     try:
-        launch = json.loads(first)
+        launch = _launch(first)
         async with open_launch(launch) as engine:
             started = True
             # The settings as this side understood them (the console checks).
-            echo = settings_to_wire(settings_from_wire(launch["settings"]))
-            await send({"id": 0, "ok": True, "owner": engine.owner, "settings": echo})
+            await send(Started(engine.owner, launch.settings.to_wire()), 0)
             await Server(engine, send).serve(reader, stop)
     except Exception as exc:
         if started:
             raise
-        await send({"id": 0, **error_reply(exc)})  # a bad key, an unusable ledger …
+        await send(Failed.of(exc), 0)  # a bad key, an unusable ledger …
         return 2
     return 0
 

@@ -1,6 +1,7 @@
 """The demo's world, engine side: seeded jobs, light faults, a flaky sink and
-the embedded emulator. No Textual here: the demo's engine worker process
-builds it (`open_demo_engine`), so the emulator's CPU is not the console's.
+the embedded emulator. No Textual here: the console's engine worker process
+builds it (`open_demo_engine`, named in its launch as `OPENER`), so the
+emulator's CPU is not the console's. tui/demo.py is the console's side.
 
 Jobs take 3–40 s, some answers are slow, a few creates are rate limited,
 ~8 % of jobs end `failed`, and a couple of creates are accepted and then
@@ -12,21 +13,30 @@ leaves some rows `done` for `R`.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
+from reclaim_tui.bootstrap import open_engine
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
-from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, StoredResult
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.errors import SinkError
 
-__all__ = ["DEMO_MODELS", "FlakySink", "demo_faults", "demo_jobs", "open_demo_engine"]
+__all__ = [
+    "DEMO_MODELS",
+    "OPENER",
+    "FlakySink",
+    "demo_faults",
+    "demo_jobs",
+    "open_demo_engine",
+]
 
 DEMO_MODELS = ("gemini-flash-latest", "gemini-pro-latest")
+#: How a runner launch names `open_demo_engine` ("module:function").
+OPENER = f"{__name__}:open_demo_engine"
 _TASKS = (
     "Summarise the attached incident report in five bullet points: {}",
     "Translate into French, keeping the tone: {}",
@@ -92,25 +102,22 @@ class FlakySink:
 
 @asynccontextmanager
 async def open_demo_engine(
-    settings: Settings, jobs: int, seed: int, latency: tuple[float, float]
+    settings: Settings, *, actor: Actor, jobs: int, seed: int, latency: Sequence[float]
 ) -> AsyncIterator[Engine]:
-    """The emulator on a loopback port, the engine on it, `jobs` seeded jobs reserved."""
+    """The emulator on a loopback port, the engine on it, `jobs` seeded jobs reserved.
+
+    `latency` is the (low, high) range of a job's run time in seconds.
+    """
+    low, high = (float(x) for x in latency)
     emulator = EmulatorServer(
-        EmulatorConfig(latency_range=latency, seed=seed, faults=demo_faults(jobs))
+        EmulatorConfig(latency_range=(low, high), seed=seed, faults=demo_faults(jobs))
     )
     await emulator.start()
     try:
         backend = GeminiBackend(api_key=emulator.api_key, base_url=emulator.base_url)
-        try:
-            ledger = await Ledger.open(settings.db, busy_timeout=settings.busy_timeout)
-            try:
-                sink = FlakySink(settings.out, seed)
-                engine = Engine(ledger, backend, sink, config=settings.engine_config(Actor.CONSOLE))
-                await engine.submit(demo_jobs(jobs, seed), send=False)
-                yield engine
-            finally:
-                await ledger.close()
-        finally:
-            await backend.aclose()
+        sink = FlakySink(settings.out, seed)
+        async with open_engine(settings, actor=actor, backend=backend, sink=sink) as engine:
+            await engine.submit(demo_jobs(jobs, seed), send=False)
+            yield engine
     finally:
         await emulator.stop()

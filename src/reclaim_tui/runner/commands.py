@@ -1,0 +1,324 @@
+"""What the console asks of its engine: typed commands, their replies, one codec.
+
+    command                             reply
+    Tick()                              Passed(report)
+    Retry(idems) · Cancel(idems)        RowsOutcome(applied, refused)
+    Adopt(idem, interaction_id)         RowsOutcome
+    Recover(idems)                      Passed    always force: "recover now"
+    Replay(idems | None)                Passed    always force: "replay now"
+    Submit(jobs, send)                  Passed
+    any of them, refused or broken      Failed(kind, error)
+
+Both hosts run `execute`. The process host and its worker also exchange
+Launch → Started | Failed, Abort and Quit, and send every message as one
+JSON line: `encode`/`decode`, tagged with the message's class name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field, fields
+from typing import Any, Self, TypeGuard, assert_never, get_args
+
+from reclaim_tui import errors
+from reclaim_tui.config import Settings
+from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.models import Actor, JobSpec, PassReport
+from reclaim_tui.errors import OperatorError, ReclaimError
+
+__all__ = [
+    "ACTOR",
+    "LINE_LIMIT",
+    "Abort",
+    "Adopt",
+    "Cancel",
+    "Command",
+    "Failed",
+    "Launch",
+    "Message",
+    "Passed",
+    "Quit",
+    "Recover",
+    "Replay",
+    "Reply",
+    "Retry",
+    "RowCommand",
+    "RowsOutcome",
+    "Started",
+    "Submit",
+    "Tick",
+    "decode",
+    "encode",
+    "execute",
+    "is_command",
+    "is_reply",
+]
+
+#: The console's engine writes its events as the console.
+ACTOR = Actor.CONSOLE
+#: Longest JSON line either side accepts (a 500-job submit chunk of big prompts).
+LINE_LIMIT = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Message:
+    """One JSON object on the wire. Fields travel as they are unless a
+    subclass converts them (tuples, JobSpecs, reports, Settings)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        return cls(**data)
+
+
+# -- commands ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tick(Message):
+    """One reclaim pass, as the loop runs it."""
+
+
+@dataclass(frozen=True)
+class _OnKeys(Message):
+    """A command over ledger keys."""
+
+    idems: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        return cls(tuple(data["idems"]))
+
+
+@dataclass(frozen=True)
+class Retry(_OnKeys):
+    """Send each row again; an OperatorError refuses that row only."""
+
+
+@dataclass(frozen=True)
+class Cancel(_OnKeys):
+    """Cancel each row (at the API too when it was sent)."""
+
+
+@dataclass(frozen=True)
+class Recover(_OnKeys):
+    """Force orphan recovery of these rows."""
+
+
+@dataclass(frozen=True)
+class Adopt(Message):
+    """Attach an interaction the operator found to a reserving or failed row."""
+
+    idem: str
+    interaction_id: str
+
+    @property
+    def idems(self) -> tuple[str, ...]:
+        return (self.idem,)
+
+
+@dataclass(frozen=True)
+class Replay(Message):
+    """Replay these done rows now, or every done row (`None`)."""
+
+    idems: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        idems = data.get("idems")
+        return cls(None if idems is None else tuple(idems))
+
+
+@dataclass(frozen=True)
+class Submit(Message):
+    """Reserve rows for the jobs; `send` also sends them in this pass."""
+
+    jobs: tuple[JobSpec, ...]
+    send: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"jobs": [{"spec": j.to_json(), "key": j.key} for j in self.jobs], "send": self.send}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        jobs = []
+        for item in data["jobs"]:
+            spec = JobSpec.from_json(item["spec"])
+            key = item.get("key")
+            jobs.append(JobSpec(spec.input, spec.model, spec.config, key) if key else spec)
+        return cls(tuple(jobs), bool(data["send"]))
+
+
+Command = Tick | Retry | Cancel | Adopt | Recover | Replay | Submit
+RowCommand = Retry | Cancel | Adopt
+
+
+# -- replies ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Passed(Message):
+    """A pass ran; what it did."""
+
+    report: PassReport
+
+    def to_json(self) -> dict[str, Any]:
+        report = self.report
+        return {"counts": dict(report.counts), "errors": [list(e) for e in report.errors]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        counts = Counter({str(k): int(v) for k, v in data["counts"].items()})
+        return cls(PassReport(counts, [(str(i), str(m)) for i, m in data.get("errors", [])]))
+
+
+@dataclass(frozen=True)
+class RowsOutcome(Message):
+    """A row action over several keys: how many applied, and each refusal."""
+
+    applied: int = 0
+    refused: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Failed(Message):
+    """The engine said no (`kind` names the ReclaimError) or broke (`crash`)."""
+
+    kind: str
+    error: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> Failed:
+        if isinstance(exc, ReclaimError):
+            return cls(type(exc).__name__, str(exc))
+        return cls("crash", f"{type(exc).__name__}: {exc}")
+
+    def exception(self) -> ReclaimError:
+        """The error rebuilt on this side: the same class, found by name in `errors`."""
+        if self.kind == "crash":
+            return ReclaimError(f"engine error: {self.error}")
+        found = getattr(errors, self.kind, None) if self.kind in errors.__all__ else None
+        if not (isinstance(found, type) and issubclass(found, ReclaimError)):
+            return ReclaimError(self.error)
+        try:
+            return found(self.error)
+        except TypeError:
+            # JobsFileError and NotCreatedError need more than a message, and
+            # their extra fields do not travel: the base class carries the text.
+            return ReclaimError(self.error)
+
+
+Reply = Passed | RowsOutcome | Failed
+
+
+# -- the worker process's own messages ----------------------------------------------------
+@dataclass(frozen=True)
+class Launch(Message):
+    """The worker's first line: call `opener` ("module:function") with the
+    settings, the console's actor and `args`; `path` is the console's sys.path."""
+
+    settings: Settings
+    opener: str
+    args: dict[str, Any]
+    path: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "settings": self.settings.to_wire()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        settings = Settings.from_wire(data["settings"])
+        return cls(settings, str(data["opener"]), dict(data["args"]), tuple(data["path"]))
+
+
+@dataclass(frozen=True)
+class Started(Message):
+    """The engine is up: its owner, and the settings as the worker read them."""
+
+    owner: str
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Abort(Message):
+    """Cancel the command sent with id `target` (its console worker was cancelled)."""
+
+    target: int
+
+
+@dataclass(frozen=True)
+class Quit(Message):
+    """Cancel what runs, close the engine, exit."""
+
+
+_PROCESS_MESSAGES = (Launch, Started, Abort, Quit)
+#: Every message by its wire tag; the unions above are the one list of commands and replies.
+_KINDS: dict[str, type[Message]] = {
+    kind.__name__: kind for kind in (*get_args(Command), *get_args(Reply), *_PROCESS_MESSAGES)
+}
+
+
+def is_command(message: Message) -> TypeGuard[Command]:
+    return isinstance(message, get_args(Command))
+
+
+def is_reply(message: Message) -> TypeGuard[Reply]:
+    return isinstance(message, get_args(Reply))
+
+
+def encode(message: Message, ident: int = 0) -> bytes:
+    """One JSON line: `{"id": ident, "type": "<class name>", ...fields}`."""
+    body = {"id": ident, "type": type(message).__name__, **message.to_json()}
+    return json.dumps(body, separators=(",", ":")).encode() + b"\n"
+
+
+def decode(line: bytes) -> tuple[int, Message]:
+    """The id and the message of one `encode`d line."""
+    data = json.loads(line)
+    ident, kind = int(data.pop("id", -1)), data.pop("type", None)
+    message_type = _KINDS.get(str(kind))
+    if message_type is None:
+        raise ReclaimError(f"unknown engine message {kind!r}")
+    return ident, message_type.from_json(data)
+
+
+# -- the engine's side ------------------------------------------------------------------------
+async def execute(engine: Engine, command: Command) -> Reply:
+    """Run one command on the engine; a ReclaimError becomes a Failed reply."""
+    try:
+        return await _run(engine, command)
+    except ReclaimError as exc:
+        return Failed.of(exc)
+
+
+async def _run(engine: Engine, command: Command) -> Reply:
+    match command:
+        case Tick():
+            return Passed(await engine.tick())
+        case Retry() | Cancel() | Adopt():
+            return await _each_row(engine, command)
+        case Recover(idems=idems):
+            return Passed(await engine.recover_orphans(force=True, idems=idems))
+        case Replay(idems=idems):
+            return Passed(await engine.replay(force=True, idems=idems))
+        case Submit(jobs=jobs, send=send):
+            return Passed(await engine.submit(jobs, send=send))
+        case _:
+            assert_never(command)
+
+
+async def _each_row(engine: Engine, command: RowCommand) -> RowsOutcome:
+    """Apply a row action to every key; an OperatorError refuses that row only."""
+    applied, refused = 0, []
+    for idem in command.idems:
+        try:
+            match command:
+                case Retry():
+                    await engine.operator.retry(idem, actor=ACTOR)
+                case Cancel():
+                    await engine.operator.cancel(idem, actor=ACTOR)
+                case Adopt(interaction_id=interaction_id):
+                    await engine.operator.adopt(idem, interaction_id, actor=ACTOR)
+            applied += 1
+        except OperatorError as exc:
+            refused.append(str(exc))
+    return RowsOutcome(applied, refused)
