@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
@@ -119,7 +120,7 @@ class DetailPane(VerticalScroll):
     DetailPane > Static { width: 1fr; }
     """
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static("Highlight a row to see its detail.", id="detail-body")
 
     def show(self, detail: Detail | None, now: float, empty: bool = False) -> None:
