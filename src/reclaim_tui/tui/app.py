@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 from textual.worker import WorkerState
@@ -44,6 +42,7 @@ from reclaim_tui.tui.messages import (
     RowsChanged,
     TickFailed,
     TickFinished,
+    while_shown,
 )
 from reclaim_tui.tui.navigation import ViewActions
 from reclaim_tui.tui.operations import OperatorActions
@@ -58,23 +57,6 @@ from reclaim_tui.tui.widgets.status_tabs import StatusTabs
 from reclaim_tui.tui.widgets.throughput import Throughput
 
 __all__ = ["ReclaimApp"]
-
-F = TypeVar("F", bound=Callable[..., None])
-
-
-def while_shown(handler: F) -> F:
-    """A worker's message can land after the screen is gone (the app is
-    quitting): there is nothing left to update then."""
-
-    @functools.wraps(handler)
-    def guarded(self: ReclaimApp, *args: object) -> None:
-        try:
-            handler(self, *args)
-        except NoMatches:
-            if self.is_running:
-                raise
-
-    return guarded  # type: ignore[return-value]
 
 
 class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
@@ -300,7 +282,7 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
 
     @while_shown
     def on_action_finished(self, event: ActionFinished) -> None:
-        self.notify(event.text, severity=event.severity)  # type: ignore[arg-type]
+        self.notify(event.text, severity=event.severity)
         self.query_one(LoopLog).line(self.config.clock.now(), f"console: {event.text}")
         self.watch_ledger(force=True)
 

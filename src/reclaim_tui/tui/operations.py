@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
+from textual.notifications import SeverityLevel
 
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import parse_jobs
@@ -166,7 +167,7 @@ class OperatorActions:
         if idems:
             self.state.marks.difference_update(idems)
         what = report.summary() if report.counts["replayed"] else "no done row to replay"
-        severity = "warning" if report.counts["errors"] else "information"
+        severity: SeverityLevel = "warning" if report.counts["errors"] else "information"
         self.post_message(ActionFinished(f"replay: {what}", severity))
 
     # -- adopt --------------------------------------------------------------------------------
