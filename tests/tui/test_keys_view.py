@@ -164,9 +164,9 @@ async def test_plus_minus_change_the_interval(seeded: Seeded) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await press(pilot, "plus")
-        assert app.state.interval == 5.0
+        assert app.pace.interval == 5.0
         await press(pilot, "minus", "minus")
-        assert app.state.interval == 1.0
+        assert app.pace.interval == 1.0
 
 
 async def test_q_quits(seeded: Seeded) -> None:

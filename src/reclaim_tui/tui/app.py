@@ -13,7 +13,6 @@ Workers and what they post:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -46,6 +45,7 @@ from reclaim_tui.tui.messages import (
 )
 from reclaim_tui.tui.navigation import ViewActions
 from reclaim_tui.tui.operations import OperatorActions
+from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.state import ConsoleState, Window
 from reclaim_tui.tui.watching import LedgerWatch
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
@@ -67,11 +67,12 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
     def __init__(self, config: ConsoleConfig) -> None:
         super().__init__()
         self.config = config
-        self.state = ConsoleState(interval=config.interval, paused=config.paused)
+        self.state = ConsoleState()
         self.host: EngineHost | None = config.host
         self.reader: ConsoleReader | None = None
-        self.bar = LoopBarState(mode="read-only" if self.host is None else "starting")
-        self._kick = asyncio.Event()
+        mode = "read-only" if self.host is None else "starting"
+        self.pace = LoopPace(config.interval, config.paused, mode)
+        self.bar = LoopBarState()
         self.init_watch()
         self.sub_title = config.subtitle or config.settings.db
 
@@ -100,8 +101,8 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
         if self.host is None:
             note = "read-only: watching the ledger; no loop, no operator actions"
         else:
-            mode = "paused (P resumes)" if self.state.paused else "running"
-            note = f"console started; reclaim loop {mode}, a pass every {self.state.interval:g}s"
+            mode = "paused (P resumes)" if self.pace.paused else "running"
+            note = f"console started; reclaim loop {mode}, a pass every {self.pace.interval:g}s"
         self.query_one(LoopLog).line(self.config.clock.now(), note)
         self.boot()
 
@@ -160,7 +161,7 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
         except ReclaimError as exc:
             self.exit(return_code=4, message=f"error: {exc}")
             return
-        self.bar.mode = "paused" if self.state.paused else "running"
+        self.pace.idle()
         self.show_bar()
         self.reclaim_loop()
 
@@ -168,9 +169,9 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
     async def reclaim_loop(self) -> None:
         assert self.host is not None
         while True:
-            if not self.state.paused:
+            if not self.pace.paused:
                 started = time.perf_counter()
-                self.bar.mode = "ticking"
+                self.pace.mode = "ticking"
                 self.show_bar()
                 try:
                     report = await self.host.tick()
@@ -179,14 +180,12 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
                 else:
                     elapsed = time.perf_counter() - started
                     self.post_message(TickFinished(report, elapsed, self.config.clock.now()))
-            self.bar.mode = "paused" if self.state.paused else "running"
+            self.pace.idle()
             self.show_bar()
-            self._kick.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), self.state.interval)
+            await self.pace.wait()
 
     def kick_loop(self) -> None:
-        self._kick.set()
+        self.pace.kick()
 
     @work(exclusive=True, group="page")
     async def load_page(self, direction: str, cursor: str = "keep") -> None:

@@ -57,7 +57,8 @@ class ViewActions:
     # -- view actions ------------------------------------------------------------------------
     def show_bar(self: ReclaimApp) -> None:
         s, window = self.state, self.state.window
-        self.bar.interval, self.bar.marks = s.interval, len(s.marks)
+        self.bar.mode, self.bar.interval = self.pace.mode, self.pace.interval
+        self.bar.marks = len(s.marks)
         self.bar.sort, self.bar.filter = SORTS[s.sort_index].label, s.filter_text
         shown = len(window.page.rows)
         if shown:
@@ -118,18 +119,17 @@ class ViewActions:
         self.push_screen(HelpScreen(readonly=self.host is None))
 
     def action_toggle_pause(self: ReclaimApp) -> None:
-        self.state.paused = not self.state.paused
-        self.bar.mode = "paused" if self.state.paused else "running"
-        self.notify("reclaim loop paused" if self.state.paused else "reclaim loop resumed")
+        paused = self.pace.toggle_pause()
+        self.notify("reclaim loop paused" if paused else "reclaim loop resumed")
         self.show_bar()
         self.kick_loop()
 
     def action_slower(self: ReclaimApp) -> None:
-        self.notify(f"a pass every {self.state.step_interval(longer=True):g}s")
+        self.notify(f"a pass every {self.pace.step_interval(longer=True):g}s")
         self.show_bar()
         self.kick_loop()
 
     def action_faster(self: ReclaimApp) -> None:
-        self.notify(f"a pass every {self.state.step_interval(longer=False):g}s")
+        self.notify(f"a pass every {self.pace.step_interval(longer=False):g}s")
         self.show_bar()
         self.kick_loop()

@@ -1,4 +1,5 @@
-"""What the operator is looking at: tab, filter, sort, window and marks (no I/O)."""
+"""What the operator is looking at: tab, filter, sort, window, marks and the
+ledger's counts (no I/O). The loop's pace is in pace.py."""
 
 from __future__ import annotations
 
@@ -8,10 +9,7 @@ from reclaim_tui.core.models import Status
 from reclaim_tui.core.queries import SORTS, Page, RowFilter, View
 from reclaim_tui.tui.keymap import TABS, TabSpec
 
-__all__ = ["INTERVALS", "ConsoleState", "Window"]
-
-#: The choices `+` / `-` step through (seconds between reclaim passes).
-INTERVALS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0)
+__all__ = ["ConsoleState", "Window"]
 
 
 @dataclass
@@ -39,8 +37,6 @@ class ConsoleState:
     window: Window = field(default_factory=Window)
     counts: dict[str, int] = field(default_factory=dict)
     orphans: int = 0
-    interval: float = 2.0
-    paused: bool = False
 
     @property
     def tab_spec(self) -> TabSpec:
@@ -62,16 +58,6 @@ class ConsoleState:
         """Parse and apply a filter line; ValueError leaves the old filter."""
         parsed = RowFilter.parse(text)
         self.filter_text, self.filter = text.strip(), parsed
-
-    def step_interval(self, longer: bool) -> float:
-        choices = INTERVALS
-        if longer:
-            bigger = [i for i in choices if i > self.interval]
-            self.interval = bigger[0] if bigger else choices[-1]
-        else:
-            smaller = [i for i in choices if i < self.interval]
-            self.interval = smaller[-1] if smaller else choices[0]
-        return self.interval
 
     def toggle_mark(self, idem: str) -> bool:
         if idem in self.marks:
