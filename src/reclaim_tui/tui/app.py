@@ -46,7 +46,7 @@ from reclaim_tui.tui.messages import (
 from reclaim_tui.tui.navigation import ViewActions
 from reclaim_tui.tui.operations import OperatorActions
 from reclaim_tui.tui.pace import LoopPace
-from reclaim_tui.tui.state import ConsoleState, Window
+from reclaim_tui.tui.state import ConsoleState, Move, Window
 from reclaim_tui.tui.watching import LedgerWatch
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
@@ -188,18 +188,13 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
         self.pace.kick()
 
     @work(exclusive=True, group="page")
-    async def load_page(self, direction: str, cursor: str = "keep") -> None:
+    async def load_page(self, move: Move, cursor: str = "keep") -> None:
         assert self.reader is not None
-        view, window = self.state.view(), self.state.window
-        start = {"from": window.key(0), "after": window.key(-1), "before": window.key(0)}.get(
-            direction
-        )
-        if window.view != view and direction == "from":
-            start = None
-        query = "from" if direction == "first" else direction
+        window = self.state.window
+        view, start, direction = self.state.page_query(move)
         for attempt in range(2):
             try:
-                page = await self.reader.page(view, start, query, self.config.page_size)  # type: ignore[arg-type]
+                page = await self.reader.page(view, start, direction, self.config.page_size)
                 break
             except asyncio.CancelledError:
                 if view.filter.text:
@@ -209,12 +204,7 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
                 if "interrupt" not in str(exc) or attempt:
                     self.notify(f"ledger read failed: {exc}", severity="error")
                     return
-        offset = {"first": 0, "from": window.offset, "after": window.offset + len(window.page.rows)}
-        total = self.state.tab_count(self.state.tab_spec)
-        at = offset.get(direction)
-        if at is None:
-            at = max(0, window.offset - len(page.rows)) if direction == "before" else total
-            at = max(0, total - len(page.rows)) if direction == "last" else at
+        at = self.state.page_offset(window, move, len(page.rows))
         self.post_message(RowsChanged(page, view, at, cursor))
 
     @work(exclusive=True, group="detail")

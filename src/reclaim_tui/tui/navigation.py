@@ -56,16 +56,11 @@ class ViewActions:
 
     # -- view actions ------------------------------------------------------------------------
     def show_bar(self: ReclaimApp) -> None:
-        s, window = self.state, self.state.window
+        s = self.state
         self.bar.mode, self.bar.interval = self.pace.mode, self.pace.interval
         self.bar.marks = len(s.marks)
         self.bar.sort, self.bar.filter = SORTS[s.sort_index].label, s.filter_text
-        shown = len(window.page.rows)
-        if shown:
-            total = "" if s.filter_text else f" of {s.tab_count(s.tab_spec):,}"
-            self.bar.window = f"rows {window.offset + 1:,}–{window.offset + shown:,}{total}"
-        else:
-            self.bar.window = "no rows"
+        self.bar.window = s.window_text()
         self.query_one(LoopBar).show(self.bar)
 
     def action_show_tab(self: ReclaimApp, tab: str) -> None:
