@@ -13,7 +13,7 @@ import asyncio
 import io
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.notifications import SeverityLevel
@@ -192,7 +192,8 @@ class OperatorActions:
     # -- submit -------------------------------------------------------------------------------
     def action_submit(self: ReclaimApp) -> None:
         models = sorted({self.config.settings.model, *self.config.models})
-        screen = SubmitScreen(self.config.settings.model, models)
+        model = self.config.settings.model
+        screen = SubmitScreen(model, models, lambda request: self.submit_jobs(request, screen))
 
         def finished(text: str | None) -> None:
             if text:
@@ -200,11 +201,8 @@ class OperatorActions:
 
         self.push_screen(screen, finished)
 
-    def on_submit_screen_requested(self: ReclaimApp, event: SubmitScreen.Requested) -> None:
-        self.submit_jobs(event.request, self.screen)
-
     @work(group="ops")
-    async def submit_jobs(self: ReclaimApp, request: SubmitRequest, screen: Any) -> None:
+    async def submit_jobs(self: ReclaimApp, request: SubmitRequest, screen: SubmitScreen) -> None:
         assert self.host is not None
         try:
             if request.path:
