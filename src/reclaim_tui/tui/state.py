@@ -1,5 +1,5 @@
 """What the operator is looking at: tab, filter, sort, window, marks and the
-ledger's counts (no I/O). The loop's pace is in pace.py."""
+ledger's counts (no I/O). The main screen owns it; the loop's pace is in pace.py."""
 
 from __future__ import annotations
 
