@@ -1,4 +1,4 @@
-"""Past-tense messages: workers post them, widgets and the app react."""
+"""Past-tense messages: workers post them, the screens and widgets react."""
 
 from __future__ import annotations
 
