@@ -50,7 +50,7 @@ async def main(seconds: float, out: Path) -> None:
         while time.monotonic() < deadline and not interesting(app):
             await pilot.pause(0.5)
         app.action_toggle_pause()  # freeze the picture (the ledger keeps its state)
-        app.action_refresh()
+        app.main.action_refresh()
         await shoot(app, pilot, out, "main")
         consumed = next((r for r in app.table.rows_shown if r.status == Status.CONSUMED), None)
         if consumed is not None:

@@ -6,8 +6,11 @@ Exit codes (see README):
     1  unexpected error, or row errors with --fail-on-errors
     2  bad flags or settings, missing API key
     3  jobs file refused (every bad line named; nothing reserved)
-    4  ledger unusable (newer schema, corrupt, locked past busy timeout, read-only)
+    4  ledger unusable (newer schema, corrupt, locked past busy timeout, read-only,
+       not a reclaim-tui ledger)
     5  operator action refused (unknown key, wrong status, row held by a live process)
+    6  API unreachable or refusing us (a refused key, network down, rate limited, at
+       capacity): the circuit breaker stopped the pass; no job was failed for it
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Coroutine
@@ -37,7 +41,10 @@ from reclaim_tui.errors import (
     ReclaimError,
 )
 
-__all__ = ["EXIT_CODES", "cli", "main"]
+__all__ = ["EXIT_API_UNAVAILABLE", "EXIT_CODES", "cli", "main"]
+
+#: The API was unreachable or refused us: the circuit breaker stopped the pass.
+EXIT_API_UNAVAILABLE = 6
 
 EXIT_CODES: dict[type[ReclaimError], int] = {
     ConfigError: 2,
@@ -142,12 +149,27 @@ def _read_jobs(path: str, settings: Settings) -> list[JobSpec]:
     return read_jobs_file(path, default_model=settings.model)
 
 
-def _report(report: PassReport, fail_on_errors: bool) -> None:
+def _report(report: PassReport, fail_on_errors: bool, settings: Settings | None = None) -> None:
     click.echo(report.summary())
     for idem, message in report.errors[:20]:
         click.echo(f"  {idem}: {message}", err=True)
+    if report.unavailable is not None:
+        cause, message = report.unavailable
+        hint = f"; the key came from {_key_source(settings)}" if cause == "auth" else ""
+        click.echo(f"error: API unreachable or refusing us ({cause}): {message}{hint}", err=True)
+        sys.exit(EXIT_API_UNAVAILABLE)
     if fail_on_errors and report.counts["errors"]:
         sys.exit(1)
+
+
+def _key_source(settings: Settings | None) -> str:
+    """Where the API key came from (never the key itself)."""
+    if settings is not None and settings.api_key:
+        return "--api-key"
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        if os.environ.get(name):
+            return f"${name}"
+    return "nowhere: no key was given (the emulator's default was used)"
 
 
 @click.group(invoke_without_command=True)
@@ -172,7 +194,7 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, **kw: Any) -> None:
     jobs = _read_jobs(jobs_path, settings) if jobs_path else []
     async with open_engine(settings, actor=Actor.TICK) as engine:
         report = await engine.tick(jobs)
-    _report(report, fail_on_errors)
+    _report(report, fail_on_errors, settings)
 
 
 @cli.command()
@@ -189,6 +211,8 @@ async def submit(jobs_path: str, **kw: Any) -> None:
         f"{report.counts['inserted']} reserved, {report.counts['already_present']} "
         f"already in the ledger; {report.summary()}"
     )
+    if report.unavailable is not None:
+        _report(PassReport(unavailable=report.unavailable), False, settings)
 
 
 @cli.command()
@@ -296,7 +320,7 @@ async def recover(force: bool, idems: tuple[str, ...], **kw: Any) -> None:
     async with open_engine(settings, actor=Actor.CLI) as engine:
         keys = [await _resolve(engine.ledger, i) for i in idems] if idems else None
         report = await engine.recover_orphans(force=force, idems=keys)
-    _report(report, False)
+    _report(report, False, settings)
 
 
 @cli.command()
@@ -365,7 +389,12 @@ async def export(db: str, fmt: str, only: str | None, output: str | None) -> Non
     help="Bind address (loopback unless told otherwise).",
 )
 @click.option("--port", default=8765, show_default=True, type=int)
-@click.option("--api-key", default="emulator-key", show_default=True)
+@click.option(
+    "--api-key",
+    default=None,
+    help="Refuse requests without this key (default: accept any key, as local emulators of"
+    " cloud APIs do).",
+)
 @click.option(
     "--latency",
     default=2.0,

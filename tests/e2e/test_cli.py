@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -220,3 +221,40 @@ def test_fast_flags_are_accepted_and_a_short_lease_refused(tmp_path: Path) -> No
     assert proc.returncode == 2 and "lease" in proc.stderr
     assert not (tmp_path / "l.db").exists()
     assert FAST_FLAGS[-1] == "6"
+
+
+def test_a_refused_key_exits_6_spends_nothing_and_the_jobs_resume_once_fixed(
+    make_workspace: Callable[..., Workspace], emulator: EmulatorProcess
+) -> None:
+    """Issue 10: a wrong key is not the jobs' fault. Before: every job `failed`
+    after ~80 s of ticks, each tick exiting 0, and nothing resumed by itself."""
+    ws = make_workspace(use_recording_sink=False, pass_api_key=False)
+    texts = [f"wrong key {i}" for i in range(8)]
+    jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": t} for t in texts])
+    wrong = {"GEMINI_API_KEY": "not-the-key"}
+    for _ in range(3):
+        proc = ws.tick(jobs=jobs, env=wrong)
+        assert proc.returncode == 6, (proc.returncode, proc.stdout, proc.stderr)
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and "(auth)" in lines[0] and "$GEMINI_API_KEY" in lines[0]
+        assert "not-the-key" not in proc.stderr + proc.stdout
+    rows = ws.view().rows()
+    assert {r["status"] for r in rows.values()} == {"reserving"}
+    assert all(r["attempts"] == 0 for r in rows.values()), "a refused key spent attempts"
+    assert emulator.stats()["creates_total"] == 0
+
+    # The key is fixed: every job completes with no operator action.
+    fixed = {"GEMINI_API_KEY": emulator.api_key}
+    conn = sqlite3.connect(ws.db)
+    with conn:  # skip the outside-failure backoff (16 s and up) rather than sleep through it
+        conn.execute("UPDATE jobs SET next_at = 0")
+    conn.close()
+    for _ in range(6):
+        proc = ws.tick(env=fixed)
+        ok(proc)
+        if {r["status"] for r in ws.view().rows().values()} == {"consumed"}:
+            break
+        time.sleep(max(0.0, ws.view().seconds_until_due() or 0.0) + 0.05)
+    rows = ws.view().rows()
+    assert {r["status"] for r in rows.values()} == {"consumed"}
+    assert all(r["attempts"] == 1 and r["duplicates"] == 0 for r in rows.values())

@@ -353,10 +353,10 @@ async def test_P_resumes_the_loop_which_sends_the_reserved_row(seeded: Seeded) -
         await settle(pilot)
         assert (await seeded.get("reserving")).status == Status.RESERVING
         await press(pilot, "P")
-        assert not app.state.paused
+        assert not app.pace.paused
         assert await until(pilot, status_of(seeded, "reserving", Status.SUBMITTED))
         await press(pilot, "P")
-        assert app.state.paused
+        assert app.pace.paused
     row = await seeded.get("reserving")
     assert row.status == Status.SUBMITTED
     assert "console" in await actors(seeded, "reserving")

@@ -6,7 +6,7 @@ import asyncio
 
 from textual.command import CommandList
 
-from reclaim_tui.core.models import Status
+from reclaim_tui.core.models import Actor, Status
 from reclaim_tui.tui.keymap import KEYS, TABS
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
@@ -145,7 +145,7 @@ async def test_ctrl_r_shows_changes_made_elsewhere(seeded: Seeded) -> None:
         # A cron tick in another "process" cancels a row.
         ledger = await Ledger.open(seeded.db, clock=seeded.clock)
         other = Engine(ledger, seeded.fake, DirectorySink(seeded.out), owner="cron|2|x")
-        await other.cancel(seeded.keys["submitted2"], actor="cli")
+        await other.operator.cancel(seeded.keys["submitted2"], actor=Actor.CLI)
         await ledger.close()
         await press(pilot, "ctrl+r")
 
@@ -164,9 +164,9 @@ async def test_plus_minus_change_the_interval(seeded: Seeded) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await press(pilot, "plus")
-        assert app.state.interval == 5.0
+        assert app.pace.interval == 5.0
         await press(pilot, "minus", "minus")
-        assert app.state.interval == 1.0
+        assert app.pace.interval == 1.0
 
 
 async def test_q_quits(seeded: Seeded) -> None:

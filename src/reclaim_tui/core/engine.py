@@ -92,9 +92,6 @@ class Engine:
             # Interactions the provider dropped went back to `reserving`.
             report.merge(await self.send_reserved())
         report.merge(await self.replay())
-        if self.circuit.tripped is not None:
-            cause = self.circuit.tripped.cause or "unknown"
-            report.unavailable = (cause, describe(self.circuit.tripped))
         log.info("tick: %s", report.summary())
         return report
 
@@ -128,7 +125,7 @@ class Engine:
             async with self._hold(claim) as batch:
                 await self._each(claim.rows, send, batch)
             await self._settle_late_creates(late, report)
-        return report
+        return self._noted(report)
 
     async def _send_one(
         self, row: Row, *, commit: GroupCommit, late: list[tuple[Row, str]], report: PassReport
@@ -189,7 +186,7 @@ class Engine:
                 crashpoint("after_done_before_sink")
                 if done:
                     await self._deliver(done, report, batch, stored)
-        return report
+        return self._noted(report)
 
     async def _get_one(self, row: Row) -> RemoteInteraction | Exception:
         assert row.handle is not None, "submitted rows always have a handle"
@@ -280,7 +277,7 @@ class Engine:
                 for row, out in found
             ]
             await self._apply(todo, report)
-        return report
+        return self._noted(report)
 
     async def _lookup_one(self, row: Row) -> RemoteInteraction | Exception | None:
         if not self.backend.supports_lookup:
@@ -290,6 +287,13 @@ class Engine:
         return out
 
     # -- helpers ----------------------------------------------------------------------------
+    def _noted(self, report: PassReport) -> PassReport:
+        """Say in the report when the circuit breaker stopped calling the API."""
+        tripped = self.circuit.tripped
+        if tripped is not None:
+            report.unavailable = (tripped.cause or "unknown", describe(tripped))
+        return report
+
     def _hold(self, claim: Claim) -> contextlib.AbstractAsyncContextManager[HeldBatch]:
         return holding(
             self.ledger, self.owner, [r.idem for r in claim.rows], self.config.lease_seconds

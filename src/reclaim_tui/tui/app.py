@@ -1,126 +1,64 @@
-"""ReclaimApp: bindings, workers and wiring. The widgets draw, the core decides.
+"""ReclaimApp: the console's lifetime. It owns the engine host (start, the
+reclaim loop, stop), the loop's pace and its keys (P, +, -) and the ledger
+reader (open, close); the main screen (screens/main.py) shows and reads the
+ledger and has every other key.
 
-Workers and what they post:
-    boot           start the engine host, open the read side, first page
-    loop           a tick every `interval` s, run by the engine host (a worker
-                   process for real backends, engine_host.py) → TickFinished
-    watch          every second and after every change (watching.py): what changed
-                   since the last look → CountsChanged, RowsChanged
-    page / detail  one keyset window / one row's detail → RowsChanged, DetailLoaded
-    ops            operator actions (operations.py) → ActionFinished
+Workers of the app and what they post:
+    boot    once the main screen is up: start the engine host beside the first
+            paint, open the reader, hand it to the screen (which reads and watches)
+    loop    a pass every `interval` s, run by the engine host (a worker process
+            for real backends, runner/host.py) → TickFinished / TickFailed, to
+            the main screen
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar
 
-from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual import work
+from textual.app import App, SystemCommand
 from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
+from textual.dom import DOMNode
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header
 from textual.worker import WorkerState
 
-from reclaim_tui.core.models import Row
 from reclaim_tui.core.queries import ConsoleReader
-from reclaim_tui.errors import LedgerError, ReclaimError
-from reclaim_tui.runner.host import EngineHost
+from reclaim_tui.errors import ReclaimError
 from reclaim_tui.tui.context import ConsoleConfig
-from reclaim_tui.tui.keymap import KEYS, MUTATING, TABS, app_bindings
-from reclaim_tui.tui.messages import (
-    ActionFinished,
-    CompletionsRecorded,
-    CountsChanged,
-    DetailLoaded,
-    RowsChanged,
-    TickFailed,
-    TickFinished,
-)
-from reclaim_tui.tui.navigation import ViewActions
-from reclaim_tui.tui.operations import OperatorActions
-from reclaim_tui.tui.state import ConsoleState, Window
-from reclaim_tui.tui.watching import LedgerWatch
-from reclaim_tui.tui.widgets.detail_pane import DetailPane
-from reclaim_tui.tui.widgets.filter_bar import FilterBar
+from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS, action_enabled, bindings
+from reclaim_tui.tui.messages import TickFailed, TickFinished
+from reclaim_tui.tui.pace import LoopPace
+from reclaim_tui.tui.screens.main import MainScreen
+from reclaim_tui.tui.state import ConsoleState
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
-from reclaim_tui.tui.widgets.loop_bar import LoopBar, LoopBarState
-from reclaim_tui.tui.widgets.loop_log import LoopLog
-from reclaim_tui.tui.widgets.status_tabs import StatusTabs
-from reclaim_tui.tui.widgets.throughput import Throughput
 
 __all__ = ["ReclaimApp"]
 
-F = TypeVar("F", bound=Callable[..., None])
 
-
-def while_shown(handler: F) -> F:
-    """A worker's message can land after the screen is gone (the app is
-    quitting): there is nothing left to update then."""
-
-    @functools.wraps(handler)
-    def guarded(self: ReclaimApp, *args: object) -> None:
-        try:
-            handler(self, *args)
-        except NoMatches:
-            if self.is_running:
-                raise
-
-    return guarded  # type: ignore[return-value]
-
-
-class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
+class ReclaimApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "reclaim-tui"
-    BINDINGS: ClassVar[list[BindingType]] = app_bindings()
+    BINDINGS: ClassVar[list[BindingType]] = bindings(on_app=True)
 
     def __init__(self, config: ConsoleConfig) -> None:
         super().__init__()
         self.config = config
-        self.state = ConsoleState(interval=config.interval, paused=config.paused)
-        self.host: EngineHost | None = config.host
+        #: Where the engine runs; None: a read-only console (no loop, no operator actions).
+        self.host = config.host
         self.reader: ConsoleReader | None = None
-        self.bar = LoopBarState(mode="read-only" if self.host is None else "starting")
-        self._kick = asyncio.Event()
-        self.init_watch()
+        mode = "read-only" if self.host is None else "starting"
+        self.pace = LoopPace(config.interval, config.paused, mode)
+        self.main = MainScreen(config, self.pace)
         self.sub_title = config.subtitle or config.settings.db
 
-    # -- layout ----------------------------------------------------------------------
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield StatusTabs()
-        with Vertical(id="main"):
-            yield LedgerTable(id="table")
-            yield FilterBar()
-            yield LoopBar(id="loop-bar")
-            with Horizontal(id="lower"):
-                yield DetailPane(id="detail")
-                with Vertical(id="activity"):
-                    yield Throughput(id="throughput")
-                    yield LoopLog(id="log")
-        yield Footer(compact=True)
+    def get_default_screen(self) -> MainScreen:
+        return self.main
 
-    @property
-    def table(self) -> LedgerTable:
-        return self.query_one(LedgerTable)
-
-    def on_mount(self) -> None:
-        self.table.focus()
-        self.show_bar()
-        if self.host is None:
-            note = "read-only: watching the ledger; no loop, no operator actions"
-        else:
-            mode = "paused (P resumes)" if self.state.paused else "running"
-            note = f"console started; reclaim loop {mode}, a pass every {self.state.interval:g}s"
-        self.query_one(LoopLog).line(self.config.clock.now(), note)
+    def on_main_screen_ready(self) -> None:
         self.boot()
 
     async def on_unmount(self) -> None:
@@ -130,22 +68,20 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
             await self.reader.close()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "refuse":
-            return self.host is None
-        if action in MUTATING:
-            return self.host is not None
-        return True
+        return action_enabled(action, readonly=self.host is None)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for spec in KEYS:
             if spec.action == "noop" or (spec.mutating and self.host is None):
                 continue
             if spec.action in ("command_palette", "quit"):
                 continue
+            # The loop's keys are the app's; every other one acts on the main screen.
+            target: DOMNode = self if spec.action in APP_ACTIONS else self.main
 
-            async def run(action: str = spec.action) -> None:
-                await self.run_action(action)
+            async def run(action: str = spec.action, target: DOMNode = target) -> None:
+                await self.run_action(action, target)
 
             yield SystemCommand(f"{spec.title} ({spec.shown})", spec.help, run)
 
@@ -165,9 +101,7 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
         except ReclaimError as exc:
             self.exit(return_code=4, message=f"error: {exc}")
             return
-        await self.load_page("first", cursor="top").wait()
-        self.watch_ledger(force=True)
-        self.set_interval(self.config.watch_every, self.watch_ledger)
+        self.main.follow(self.reader)
 
     @work(group="boot")
     async def start_engine(self) -> None:
@@ -178,142 +112,61 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
         except ReclaimError as exc:
             self.exit(return_code=4, message=f"error: {exc}")
             return
-        self.bar.mode = "paused" if self.state.paused else "running"
-        self.show_bar()
+        self.pace.idle()
+        self.main.show_bar()
         self.reclaim_loop()
 
     @work(exclusive=True, group="loop")
     async def reclaim_loop(self) -> None:
         assert self.host is not None
+        clock = self.config.clock
         while True:
-            if not self.state.paused:
+            if not self.pace.paused:
                 started = time.perf_counter()
-                self.bar.mode = "ticking"
-                self.show_bar()
+                self.pace.mode = "ticking"
+                self.main.show_bar()
                 try:
                     report = await self.host.tick()
                 except ReclaimError as exc:
-                    self.post_message(TickFailed(str(exc), self.config.clock.now()))
+                    self.main.post_message(TickFailed(str(exc), clock.now()))
                 else:
                     elapsed = time.perf_counter() - started
-                    self.post_message(TickFinished(report, elapsed, self.config.clock.now()))
-            self.bar.mode = "paused" if self.state.paused else "running"
-            self.show_bar()
-            self._kick.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), self.state.interval)
+                    self.main.post_message(TickFinished(report, elapsed, clock.now()))
+            self.pace.idle()
+            self.main.show_bar()
+            await self.pace.wait()
 
-    def kick_loop(self) -> None:
-        self._kick.set()
+    # -- the loop's keys ------------------------------------------------------------------
+    def action_toggle_pause(self) -> None:
+        paused = self.pace.toggle_pause()
+        self.notify("reclaim loop paused" if paused else "reclaim loop resumed")
+        self._paced()
 
-    @work(exclusive=True, group="page")
-    async def load_page(self, direction: str, cursor: str = "keep") -> None:
-        assert self.reader is not None
-        view, window = self.state.view(), self.state.window
-        start = {"from": window.key(0), "after": window.key(-1), "before": window.key(0)}.get(
-            direction
-        )
-        if window.view != view and direction == "from":
-            start = None
-        query = "from" if direction == "first" else direction
-        for attempt in range(2):
-            try:
-                page = await self.reader.page(view, start, query, self.config.page_size)  # type: ignore[arg-type]
-                break
-            except asyncio.CancelledError:
-                if view.filter.text:
-                    await self.reader.interrupt()  # a slow scan the operator replaced
-                raise
-            except sqlite3.OperationalError as exc:
-                if "interrupt" not in str(exc) or attempt:
-                    self.notify(f"ledger read failed: {exc}", severity="error")
-                    return
-        offset = {"first": 0, "from": window.offset, "after": window.offset + len(window.page.rows)}
-        total = self.state.tab_count(self.state.tab_spec)
-        at = offset.get(direction)
-        if at is None:
-            at = max(0, window.offset - len(page.rows)) if direction == "before" else total
-            at = max(0, total - len(page.rows)) if direction == "last" else at
-        self.post_message(RowsChanged(page, view, at, cursor))
+    def action_slower(self) -> None:
+        self.notify(f"a pass every {self.pace.step_interval(longer=True):g}s")
+        self._paced()
 
-    @work(exclusive=True, group="detail")
-    async def load_detail(self, idem: str) -> None:
-        assert self.reader is not None
-        for attempt in range(2):
-            try:
-                detail = await self.reader.detail(idem)
-                break
-            except (LedgerError, sqlite3.OperationalError) as exc:
-                # A replaced filter scan interrupts the whole page connection,
-                # and with it a detail read that shared it: read it again.
-                if "interrupt" not in str(exc) or attempt:
-                    self.notify(f"ledger read failed: {exc}", severity="error")
-                    return
-        self.post_message(DetailLoaded(idem, detail))
+    def action_faster(self) -> None:
+        self.notify(f"a pass every {self.pace.step_interval(longer=False):g}s")
+        self._paced()
 
-    # -- reacting -------------------------------------------------------------------------
-    @while_shown
-    def on_rows_changed(self, event: RowsChanged) -> None:
-        if event.view != self.state.view():
-            return  # the operator moved on before this page arrived
-        before = self.table.current_row()
-        self.state.window = Window(event.page, event.view, event.offset)
-        self.table.has_before, self.table.has_after = event.page.has_before, event.page.has_after
-        self.rerender(event.cursor)
-        after = self.table.current_row()
-        if after is not None and after != before:
-            self.load_detail(after.idem)
-        elif after is None:
-            self.query_one(DetailPane).show(None, self.config.clock.now(), empty=True)
+    def _paced(self) -> None:
+        self.main.show_bar()
+        self.pace.kick()
 
-    def rerender(self, cursor: str = "keep") -> None:
-        dead = self.reader.dead if self.reader is not None else []
-        rows = self.state.window.page.rows
-        self.table.show_rows(rows, self.config.clock.now(), self.state.marks, dead, cursor)
-        self.show_bar()
+    def action_refuse(self, what: str) -> None:
+        self.notify(f"read-only console: {what} is disabled", severity="warning")
 
-    @while_shown
-    def on_counts_changed(self, event: CountsChanged) -> None:
-        self.state.counts, self.state.orphans = event.counts, event.orphans
-        self.query_one(StatusTabs).show_counts({t.id: self.state.tab_count(t) for t in TABS})
-        self.show_bar()
+    # -- for tests, benchmarks and screenshots ------------------------------------------------
+    @property
+    def state(self) -> ConsoleState:
+        """What the operator is looking at (the main screen's)."""
+        return self.main.state
 
-    @while_shown
-    def on_detail_loaded(self, event: DetailLoaded) -> None:
-        if event.idem == self.table.current_idem():
-            self.query_one(DetailPane).show(event.detail, self.config.clock.now())
+    @property
+    def table(self) -> LedgerTable:
+        return self.main.table
 
-    @while_shown
-    def on_tick_finished(self, event: TickFinished) -> None:
-        self.query_one(LoopLog).tick(event.report, event.seconds, event.at)
-        self.bar.last = f"last pass {event.seconds:.2f}s: {event.report.summary()}"
-        self.watch_ledger(force=True)
-
-    @while_shown
-    def on_tick_failed(self, event: TickFailed) -> None:
-        self.query_one(LoopLog).line(event.at, f"pass failed: {event.error}", error=True)
-        self.bar.last = "last pass failed (see log)"
-
-    @while_shown
-    def on_completions_recorded(self, event: CompletionsRecorded) -> None:
-        self.query_one(Throughput).record(event.times, self.config.clock.now())
-
-    @while_shown
-    def on_action_finished(self, event: ActionFinished) -> None:
-        self.notify(event.text, severity=event.severity)  # type: ignore[arg-type]
-        self.query_one(LoopLog).line(self.config.clock.now(), f"console: {event.text}")
-        self.watch_ledger(force=True)
-
-    @on(DataTable.RowHighlighted, "#table")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key.value and self.reader is not None:
-            self.load_detail(event.row_key.value)
-
-    @on(DataTable.RowSelected, "#table")
-    def _selected(self) -> None:
-        self.action_toggle_detail()
-
-    # -- for tests and screenshots -------------------------------------------------------------
     async def settle(self, rounds: int = 20) -> None:
         """Wait until no worker but the loop is running."""
         for _ in range(rounds):
@@ -326,6 +179,3 @@ class ReclaimApp(OperatorActions, ViewActions, LedgerWatch, App[None]):
                 return
             await asyncio.gather(*(w.wait() for w in busy), return_exceptions=True)
             await asyncio.sleep(0.01)
-
-    def current_row(self) -> Row | None:
-        return self.table.current_row()

@@ -1,13 +1,23 @@
-"""Every key of the console, in one table: the app's BINDINGS, the help
-screen and the command palette are all built from it, so none can drift."""
+"""Every key of the console, in one table: the bindings (the app's and the main
+screen's), the help screen and the command palette are all built from it, so
+none can drift."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
-__all__ = ["KEYS", "MUTATING", "TABS", "KeySpec", "TabSpec", "app_bindings"]
+__all__ = [
+    "APP_ACTIONS",
+    "KEYS",
+    "MUTATING",
+    "TABS",
+    "KeySpec",
+    "TabSpec",
+    "action_enabled",
+    "bindings",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +128,36 @@ KEYS: tuple[KeySpec, ...] = (
 
 MUTATING = frozenset(k.action for k in KEYS if k.mutating)
 
+#: Bound on the app: the reclaim loop's pace (the app runs the loop) and quit.
+#: Every other key acts on the ledger view and is bound on the main screen.
+#: The footer lists the screen's bindings before the app's, so of the keys it
+#: shows, these must stay the last ones in KEYS (the footer keeps KEYS' order).
+APP_ACTIONS = frozenset({"toggle_pause", "slower", "faster", "quit"})
 
-def app_bindings() -> list[Binding]:
-    """The app's bindings. Each mutating key gets a hidden twin bound to
-    `refuse`: in read-only mode `check_action` disables the real one (hidden
-    from the footer) and the key falls through to the twin, which says why."""
-    out: list[Binding] = []
+
+def bindings(*, on_app: bool) -> list[BindingType]:
+    """The app's bindings (`on_app`) or the main screen's.
+
+    Each mutating key gets a hidden twin bound to `refuse`: in read-only mode
+    `check_action` disables the real one (hidden from the footer) and the key
+    falls through to the twin, which says why."""
+    out: list[BindingType] = []
     for spec in KEYS:
         if spec.action in ("noop", "command_palette", "toggle_detail"):
             continue  # handled by the table / the app's defaults
+        if (spec.action in APP_ACTIONS) != on_app:
+            continue
         out.append(Binding(spec.key, spec.action, spec.title, show=spec.footer))
         if spec.mutating:
             out.append(Binding(spec.key, f"refuse('{spec.title}')", spec.title, show=False))
     return out
+
+
+def action_enabled(action: str, *, readonly: bool) -> bool:
+    """`check_action` for both binding owners: a read-only console disables
+    the mutating actions and enables their refusals."""
+    if action == "refuse":
+        return readonly
+    if action in MUTATING:
+        return not readonly
+    return True

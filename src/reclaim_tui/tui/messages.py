@@ -1,10 +1,16 @@
-"""Past-tense messages: workers post them, widgets and the app react."""
+"""Past-tense messages: workers post them, the screens and widgets react."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
+from textual.css.query import NoMatches
+from textual.dom import DOMNode
 from textual.message import Message
+from textual.notifications import SeverityLevel
 
 from reclaim_tui.core.engine import PassReport
 from reclaim_tui.core.queries import Detail, Page, View
@@ -20,7 +26,26 @@ __all__ = [
     "SubmitProgressed",
     "TickFailed",
     "TickFinished",
+    "while_shown",
 ]
+
+N = TypeVar("N", bound=DOMNode)
+M = TypeVar("M", bound=Message)
+
+
+def while_shown(handler: Callable[[N, M], None]) -> Callable[[N, M], None]:
+    """For a handler of a worker's message: it can land after the widgets are
+    gone (the app is quitting), and there is nothing left to update then."""
+
+    @functools.wraps(handler)
+    def guarded(self: N, event: M) -> None:
+        try:
+            handler(self, event)
+        except NoMatches:
+            if self.app.is_running:
+                raise
+
+    return guarded
 
 
 @dataclass
@@ -68,7 +93,7 @@ class ActionFinished(Message):
     """An operator action went through the engine (or was refused)."""
 
     text: str
-    severity: str = "information"
+    severity: SeverityLevel = "information"
 
 
 @dataclass

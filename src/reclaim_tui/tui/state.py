@@ -1,17 +1,20 @@
-"""What the operator is looking at: tab, filter, sort, window and marks (no I/O)."""
+"""What the operator is looking at: tab, filter, sort, window, marks and the
+ledger's counts (no I/O). The main screen owns it; the loop's pace is in pace.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from reclaim_tui.core.models import Status
-from reclaim_tui.core.queries import SORTS, Page, RowFilter, View
+from reclaim_tui.core.queries import SORTS, Direction, Key, Page, RowFilter, View
 from reclaim_tui.tui.keymap import TABS, TabSpec
 
-__all__ = ["INTERVALS", "ConsoleState", "Window"]
+__all__ = ["ConsoleState", "Move", "Window"]
 
-#: The choices `+` / `-` step through (seconds between reclaim passes).
-INTERVALS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0)
+#: Where the window goes: the view's first or last rows, past either edge of
+#: the window, or "from" its own first row again (a refresh).
+Move = Literal["first", "from", "after", "before", "last"]
 
 
 @dataclass
@@ -23,7 +26,7 @@ class Window:
     view: View = field(default_factory=View)
     offset: int = 0
 
-    def key(self, index: int) -> tuple[float, str] | None:
+    def key(self, index: int) -> Key | None:
         """The sort key of the row at `index` (negative counts from the end)."""
         rows = self.page.rows
         return self.view.key_of(rows[index]) if rows else None
@@ -39,8 +42,6 @@ class ConsoleState:
     window: Window = field(default_factory=Window)
     counts: dict[str, int] = field(default_factory=dict)
     orphans: int = 0
-    interval: float = 2.0
-    paused: bool = False
 
     @property
     def tab_spec(self) -> TabSpec:
@@ -63,15 +64,31 @@ class ConsoleState:
         parsed = RowFilter.parse(text)
         self.filter_text, self.filter = text.strip(), parsed
 
-    def step_interval(self, longer: bool) -> float:
-        choices = INTERVALS
-        if longer:
-            bigger = [i for i in choices if i > self.interval]
-            self.interval = bigger[0] if bigger else choices[-1]
-        else:
-            smaller = [i for i in choices if i < self.interval]
-            self.interval = smaller[-1] if smaller else choices[0]
-        return self.interval
+    def window_text(self) -> str:
+        """Which rows of the tab are shown, for the loop bar."""
+        window, shown = self.window, len(self.window.page.rows)
+        if not shown:
+            return "no rows"
+        total = "" if self.filter_text else f" of {self.tab_count(self.tab_spec):,}"
+        return f"rows {window.offset + 1:,}–{window.offset + shown:,}{total}"
+
+    def page_query(self, move: Move) -> tuple[View, Key | None, Direction]:
+        """What to read for `move`: the view, the key to start at, the direction."""
+        view, window = self.view(), self.window
+        start = {"from": window.key(0), "after": window.key(-1), "before": window.key(0)}.get(move)
+        if window.view != view and move == "from":
+            start = None
+        return view, start, "from" if move == "first" else move
+
+    def page_offset(self, window: Window, move: Move, rows: int) -> int:
+        """Where the page of `rows` rows read for `move` from `window` sits in the view."""
+        total = self.tab_count(self.tab_spec)
+        offset = {"first": 0, "from": window.offset, "after": window.offset + len(window.page.rows)}
+        at = offset.get(move)
+        if at is None:
+            at = max(0, window.offset - rows) if move == "before" else total
+            at = max(0, total - rows) if move == "last" else at
+        return at
 
     def toggle_mark(self, idem: str) -> bool:
         if idem in self.marks:

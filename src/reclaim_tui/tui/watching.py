@@ -1,76 +1,79 @@
-"""Watching the ledger for changes made by anyone: this console's engine,
-a cron tick, another console. Mixed into the app; no I/O but the reader's."""
+"""Watching the ledger for changes made by anyone: this console's engine, a
+cron tick, another console. No I/O but the reader's; the main screen runs the
+looks in a worker and decides what to redraw."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
-from textual import work
+from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.queries import ConsoleReader
+from reclaim_tui.tui.messages import CountsChanged
 
-from reclaim_tui.tui.messages import CompletionsRecorded, CountsChanged
+__all__ = ["LedgerWatch", "Look"]
 
-if TYPE_CHECKING:
-    from reclaim_tui.tui.app import ReclaimApp
 
-__all__ = ["LedgerWatch"]
+@dataclass(frozen=True)
+class Look:
+    """What one look found: whether rows changed, and fresh counts when they were due."""
+
+    changed: bool
+    counts: CountsChanged | None
 
 
 class LedgerWatch:
-    """Mixin for ReclaimApp: `watch_ledger` every second and after every change."""
+    """What the console has seen of the ledger, and one look at a time.
 
-    def init_watch(self: ReclaimApp) -> None:
+    Requests coalesce instead of cancelling each other: a look over a big
+    ledger can outlast the 1 s timer, and a forced one (after a pass or an
+    action) must not be swallowed by the timer's next plain one.
+    """
+
+    def __init__(self) -> None:
         self._seen_update = 0.0
         self._seen_event: int | None = None
         self._counted_at = float("-inf")
-        self._watching = self._watch_wanted = self._watch_force = False
+        self._running = self._wanted = self._force = False
 
-    def watch_ledger(self: ReclaimApp, force: bool = False) -> None:
-        """Look at the ledger again, now or right after the look in progress.
+    def request(self, force: bool) -> bool:
+        """Ask for a look; True when none is running and the caller must `run` one."""
+        self._force = self._force or force
+        self._wanted = True
+        if self._running:
+            return False
+        self._running = True
+        return True
 
-        Requests coalesce instead of cancelling each other: a look over a big
-        ledger can outlast the 1 s timer, and a forced one (after a pass or
-        an action) must not be swallowed by the timer's next plain one.
-        """
-        self._watch_force = self._watch_force or force
-        self._watch_wanted = True
-        if not self._watching:
-            self._watching = True
-            self._watch_loop()
-
-    @work(group="watch")
-    async def _watch_loop(self: ReclaimApp) -> None:
+    async def run(self, look: Callable[[bool], Awaitable[None]]) -> None:
+        """Call `look(force)` until no request is left."""
         try:
-            while self._watch_wanted:
-                self._watch_wanted = False
-                force, self._watch_force = self._watch_force, False
+            while self._wanted:
+                self._wanted = False
+                force, self._force = self._force, False
                 try:
-                    await self._watch_once(force)
+                    await look(force)
                 except BaseException:
-                    self._watch_force = self._watch_force or force
+                    self._force = self._force or force
                     raise
         finally:
-            self._watching = False
+            self._running = False
 
-    async def _watch_once(self: ReclaimApp, force: bool) -> None:
-        reader = self.reader
-        if reader is None:
-            return
+    async def look(self, reader: ConsoleReader, clock: Clock, force: bool) -> Look:
+        """Whether rows changed since the last look; the counts when forced,
+        after a change (at most every 2 s) or every 15 s anyway."""
         changed, latest = await reader.changed_since(self._seen_update - 5.0)
         self._seen_update = max(self._seen_update, latest)
-        now = self.config.clock.now()
-        if force or (changed and now - self._counted_at >= 2.0) or now - self._counted_at > 15:
+        now = clock.now()
+        since = now - self._counted_at
+        counts = None
+        if force or (changed and since >= 2.0) or since > 15:
             self._counted_at = now
             await reader.refresh_liveness()
-            self.post_message(CountsChanged(*await reader.counts()))
-        if not self._paging():
-            # (A page the operator asked for is on its way: it is fresh, and a
-            # refresh started now would cancel it.)
-            if changed or force:
-                self.load_page("from", cursor="keep")
-            else:
-                self.rerender()
-        times, self._seen_event = await reader.completions_since(self._seen_event)
-        self.post_message(CompletionsRecorded(times))
+            counts = CountsChanged(*await reader.counts())
+        return Look(bool(changed), counts)
 
-    def _paging(self: ReclaimApp) -> bool:
-        return any(w.group == "page" and not w.is_finished for w in self.workers)
+    async def completions(self, reader: ConsoleReader) -> list[float]:
+        """Completion times recorded since the last call."""
+        times, self._seen_event = await reader.completions_since(self._seen_event)
+        return times

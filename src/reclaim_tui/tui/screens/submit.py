@@ -1,19 +1,21 @@
 """`s`: submit one prompt, or a JSON Lines file with a progress bar.
 
-The screen does no I/O: it posts `Requested`; the app's worker validates the
-file (core/jobsfile), reserves the jobs through the engine and answers with
-`SubmitProgressed` / `SubmitFinished` / `SubmitFailed`.
+The screen does no I/O: it hands the request to `submit`, whose worker (the
+main screen's) validates the file (core/jobsfile), reserves the jobs through
+the engine and answers with `SubmitProgressed` / `SubmitFinished` /
+`SubmitFailed`. (A callback, not a message: a modal screen's messages bubble
+to the app, not to the screen that opened it.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import (
@@ -56,14 +58,13 @@ class SubmitScreen(ModalScreen[str | None]):
         Binding("ctrl+s", "go", "Submit"),
     ]
 
-    @dataclass
-    class Requested(Message):
-        request: SubmitRequest
-
-    def __init__(self, default_model: str, models: list[str]) -> None:
+    def __init__(
+        self, default_model: str, models: list[str], submit: Callable[[SubmitRequest], object]
+    ) -> None:
         super().__init__()
         self.default_model = default_model
         self.models = models
+        self.submit = submit
         self.busy = False
 
     def compose(self) -> ComposeResult:
@@ -114,7 +115,7 @@ class SubmitScreen(ModalScreen[str | None]):
             return
         self.busy = True
         self.query_one("#submit-error", Static).update("")
-        self.post_message(self.Requested(request))
+        self.submit(request)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.action_go()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
@@ -14,6 +15,7 @@ from reclaim_tui.tui.format import age, next_poll, timestamp
 __all__ = ["DetailPane"]
 
 _PREVIEW = 600
+_TIMES = ("created_at", "state_since", "submitted_at", "done_at", "consumed_at", "updated_at")
 EMPTY_HINT = Content.assemble(
     ("Nothing to show here.\n\n", "bold"),
     "Press ",
@@ -49,46 +51,18 @@ def _spec_text(spec: str) -> str:
     return text + (f"\nconfig: {json.dumps(config, ensure_ascii=False)}" if config else "")
 
 
-def render_detail(detail: Detail, now: float) -> Content:
+def _lease(detail: Detail, now: float) -> str:
     row = detail.row
+    if not row.lease_owner:
+        return "—"
     alive = {True: "alive", False: "dead", None: "unknown"}[detail.holder_alive]
-    lease = "—"
-    if row.lease_owner:
-        left = row.lease_until - now
-        until = f"expires in {age(left)}" if left > 0 else "expired"
-        lease = f"{row.lease_owner} ({alive}, {until})"
-    status_style = "bold $error" if row.status.value == "failed" else "bold"
-    parts = [
-        _pair("key", row.idem, "bold"),
-        _pair("status", f"{row.status.value} for {age(now - row.state_since)}", status_style),
-        _pair("model", row.model),
-        _pair("handle", row.handle or "—"),
-        _pair("attempts", f"{row.attempts} (polls {row.polls}, duplicates {row.duplicates})"),
-        _pair("in flight", f"{'yes' if row.inflight else 'no'}{' · held' if row.held else ''}"),
-        _pair("lease", lease),
-        _pair("next poll", next_poll(row, now) or "—"),
-        _pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
-        _heading("input"),
-        Content(_spec_text(row.spec)[:2000] + "\n"),
-        _heading("timestamps (UTC)"),
-    ]
-    for name in (
-        "created_at",
-        "state_since",
-        "submitted_at",
-        "done_at",
-        "consumed_at",
-        "updated_at",
-    ):
-        parts.append(_pair(name.removesuffix("_at"), timestamp(getattr(row, name))))
-    if detail.result is not None:
-        text = detail.result.output_text
-        more = f" … ({len(text):,} chars)" if len(text) > _PREVIEW else ""
-        parts += [
-            _heading(f"result of {detail.result.interaction_id}"),
-            Content(text[:_PREVIEW] + more + "\n"),
-        ]
-    parts.append(_heading(f"timeline ({len(detail.events)} events)"))
+    left = row.lease_until - now
+    until = f"expires in {age(left)}" if left > 0 else "expired"
+    return f"{row.lease_owner} ({alive}, {until})"
+
+
+def _timeline(detail: Detail) -> list[Content]:
+    parts = [_heading(f"timeline ({len(detail.events)} events)")]
     for event in detail.events:
         arrow = f"{event.from_status or '∅'} → {event.to_status or '∅'}"
         parts.append(
@@ -99,11 +73,39 @@ def render_detail(detail: Detail, now: float) -> Content:
                 f" {event.note}\n",
             )
         )
-    return Content("").join(parts)
+    return parts
+
+
+def render_detail(detail: Detail, now: float) -> Content:
+    row = detail.row
+    status_style = "bold $error" if row.status.value == "failed" else "bold"
+    parts = [
+        _pair("key", row.idem, "bold"),
+        _pair("status", f"{row.status.value} for {age(now - row.state_since)}", status_style),
+        _pair("model", row.model),
+        _pair("handle", row.handle or "—"),
+        _pair("attempts", f"{row.attempts} (polls {row.polls}, duplicates {row.duplicates})"),
+        _pair("in flight", f"{'yes' if row.inflight else 'no'}{' · held' if row.held else ''}"),
+        _pair("lease", _lease(detail, now)),
+        _pair("next poll", next_poll(row, now) or "—"),
+        _pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
+        _heading("input"),
+        Content(_spec_text(row.spec)[:2000] + "\n"),
+        _heading("timestamps (UTC)"),
+    ]
+    parts += [_pair(name.removesuffix("_at"), timestamp(getattr(row, name))) for name in _TIMES]
+    if detail.result is not None:
+        text = detail.result.output_text
+        more = f" … ({len(text):,} chars)" if len(text) > _PREVIEW else ""
+        parts += [
+            _heading(f"result of {detail.result.interaction_id}"),
+            Content(text[:_PREVIEW] + more + "\n"),
+        ]
+    return Content("").join(parts + _timeline(detail))
 
 
 class DetailPane(VerticalScroll):
-    """Scrollable; `show` renders a Detail (no I/O here: the app loads it)."""
+    """Scrollable; `show` renders a Detail (no I/O here: the main screen loads it)."""
 
     ALLOW_MAXIMIZE = True
     shown_idem: str | None = None
@@ -119,7 +121,7 @@ class DetailPane(VerticalScroll):
     DetailPane > Static { width: 1fr; }
     """
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static("Highlight a row to see its detail.", id="detail-body")
 
     def show(self, detail: Detail | None, now: float, empty: bool = False) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from rich.style import Style
 from rich.text import Text
@@ -51,14 +52,14 @@ class LedgerTable(DataTable[Text]):
 
     @dataclass
     class PageRequested(Message):
-        direction: str  # "after", "before", "first" or "last"
+        direction: Literal["after", "before", "first", "last"]
 
     @dataclass
     class SortRequested(Message):
         column: str
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, id=id)
         self.has_before = False
         self.has_after = False
         self.rows_shown: list[Row] = []

@@ -19,10 +19,10 @@ class LoopLog(RichLog):
               border-title-color: $foreground-muted; border-title-style: bold; }
     """
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, *, id: str | None = None) -> None:
         # min_width: RichLog renders every line at least that wide (78 by
         # default) and the narrow pane clipped the rest instead of wrapping.
-        super().__init__(max_lines=500, min_width=20, wrap=True, markup=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__(max_lines=500, min_width=20, wrap=True, markup=False, id=id)
         self.border_title = "loop log"
         self.can_focus = False
 

@@ -10,7 +10,7 @@ __all__ = ["StatusTabs"]
 
 
 class StatusTabs(Tabs):
-    """One tab per view; labels carry the counts. Keys 1–8 switch (the app's
+    """One tab per view; labels carry the counts. Keys 1–8 switch (the main screen's
     bindings), so the tabs never take focus from the table."""
 
     DEFAULT_CSS = """

@@ -24,8 +24,8 @@ class Throughput(Vertical):
     Throughput Static { height: 1; color: $text-muted; }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.border_title = "completions / min"
         self._minutes: Counter[int] = Counter()
 

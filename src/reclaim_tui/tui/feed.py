@@ -1,0 +1,146 @@
+"""The main screen's reads of the ledger: one window of the view, one row's
+detail, and the watch for changes made by anyone.
+
+`LedgerFeed` runs its reads as Textual workers on the screen it serves and
+posts what they found there (past tense, messages.py):
+
+    page / detail  one keyset window / one row's detail → RowsChanged, DetailLoaded
+    watch          every `watch_every` s and after every change (watching.py):
+                   → CountsChanged, then a new window (RowsChanged) or a redraw,
+                   then CompletionsRecorded
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Coroutine
+from functools import partial
+
+from textual.widget import Widget
+from textual.worker import Worker
+
+from reclaim_tui.core.queries import ConsoleReader
+from reclaim_tui.errors import LedgerError
+from reclaim_tui.tui.context import ConsoleConfig
+from reclaim_tui.tui.messages import CompletionsRecorded, DetailLoaded, RowsChanged
+from reclaim_tui.tui.state import ConsoleState, Move
+from reclaim_tui.tui.watching import LedgerWatch
+
+__all__ = ["LedgerFeed"]
+
+
+class LedgerFeed:
+    """Reads for `screen` through the app's reader (none until `follow`).
+
+    `state` is the screen's: the feed reads the view it describes and never
+    changes it; `redraw` is the screen's way to show new ages on the same rows.
+    """
+
+    def __init__(
+        self,
+        screen: Widget,
+        state: ConsoleState,
+        config: ConsoleConfig,
+        redraw: Callable[[], None],
+    ) -> None:
+        self._screen = screen
+        self._state = state
+        self._config = config
+        self._redraw = redraw
+        self._watch = LedgerWatch()
+        self.reader: ConsoleReader | None = None
+
+    def opened(self) -> ConsoleReader:
+        """The reader, for a read that cannot come before the app opened it."""
+        assert self.reader is not None, "no read before the app opened the ledger"
+        return self.reader
+
+    def _run(
+        self, work: Callable[[], Coroutine[None, None, None]], group: str, exclusive: bool = False
+    ) -> Worker[None]:
+        """A worker on the screen, as `@work(group=…, exclusive=…)` would start it."""
+        return self._screen.run_worker(work, group=group, exclusive=exclusive)
+
+    @property
+    def dead(self) -> list[str]:
+        """Lease holders known dead (their rows are orphans)."""
+        return self.reader.dead if self.reader is not None else []
+
+    def follow(self, reader: ConsoleReader) -> Worker[None]:
+        """Read through `reader`: the first page, then watch the ledger."""
+        return self._run(partial(self._follow, reader), group="boot")
+
+    async def _follow(self, reader: ConsoleReader) -> None:
+        self.reader = reader
+        await self.load_page("first", cursor="top").wait()
+        self.watch(force=True)
+        self._screen.set_interval(self._config.watch_every, self.watch)
+
+    # -- a window, a row ---------------------------------------------------------------
+    def load_page(self, move: Move, cursor: str = "keep") -> Worker[None]:
+        """Read the window `move` asks for; the cursor goes to `cursor` (keep, top, bottom)."""
+        return self._run(partial(self._load_page, move, cursor), group="page", exclusive=True)
+
+    async def _load_page(self, move: Move, cursor: str) -> None:
+        reader, window = self.opened(), self._state.window
+        view, start, direction = self._state.page_query(move)
+        for attempt in range(2):
+            try:
+                page = await reader.page(view, start, direction, self._config.page_size)
+                break
+            except asyncio.CancelledError:
+                if view.filter.text:
+                    await reader.interrupt()  # a slow scan the operator replaced
+                raise
+            except sqlite3.OperationalError as exc:
+                if "interrupt" not in str(exc) or attempt:
+                    self._screen.notify(f"ledger read failed: {exc}", severity="error")
+                    return
+        at = self._state.page_offset(window, move, len(page.rows))
+        self._screen.post_message(RowsChanged(page, view, at, cursor))
+
+    def load_detail(self, idem: str) -> Worker[None]:
+        return self._run(partial(self._load_detail, idem), group="detail", exclusive=True)
+
+    async def _load_detail(self, idem: str) -> None:
+        reader = self.opened()
+        for attempt in range(2):
+            try:
+                detail = await reader.detail(idem)
+                break
+            except (LedgerError, sqlite3.OperationalError) as exc:
+                # A replaced filter scan interrupts the whole page connection,
+                # and with it a detail read that shared it: read it again.
+                if "interrupt" not in str(exc) or attempt:
+                    self._screen.notify(f"ledger read failed: {exc}", severity="error")
+                    return
+        self._screen.post_message(DetailLoaded(idem, detail))
+
+    # -- the watch -------------------------------------------------------------------------
+    def watch(self, force: bool = False) -> None:
+        """Look at the ledger again, now or right after the look in progress."""
+        if self._watch.request(force):
+            self._run(self._watch_loop, group="watch")
+
+    async def _watch_loop(self) -> None:
+        await self._watch.run(self._look)
+
+    async def _look(self, force: bool) -> None:
+        reader = self.reader
+        if reader is None:
+            return
+        look = await self._watch.look(reader, self._config.clock, force)
+        if look.counts is not None:
+            self._screen.post_message(look.counts)
+        if not self._paging():
+            # (A page the operator asked for is on its way: it is fresh, and a
+            # refresh started now would cancel it.)
+            if look.changed or force:
+                self.load_page("from", cursor="keep")
+            else:
+                self._redraw()
+        self._screen.post_message(CompletionsRecorded(await self._watch.completions(reader)))
+
+    def _paging(self) -> bool:
+        return any(w.group == "page" and not w.is_finished for w in self._screen.workers)

@@ -1,0 +1,390 @@
+"""The main screen: the ledger table with its tabs and filter, the loop bar, the
+row's detail and the loop's activity, and every key that works on them.
+
+It reacts to what its workers post: the reads' (feed.py: RowsChanged,
+DetailLoaded, CountsChanged, CompletionsRecorded), the operator actions'
+(group "ops", operations.py: ActionFinished), and the app's reclaim loop's
+(TickFinished, TickFailed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input
+
+from reclaim_tui.core.models import Status
+from reclaim_tui.core.queries import SORTS, ConsoleReader, View
+from reclaim_tui.runner.commands import Adopt, Cancel, Retry
+from reclaim_tui.tui import operations
+from reclaim_tui.tui.context import ConsoleConfig
+from reclaim_tui.tui.feed import LedgerFeed
+from reclaim_tui.tui.keymap import TABS, action_enabled, bindings
+from reclaim_tui.tui.messages import (
+    ActionFinished,
+    CompletionsRecorded,
+    CountsChanged,
+    DetailLoaded,
+    RowsChanged,
+    SubmitFinished,
+    TickFailed,
+    TickFinished,
+    while_shown,
+)
+from reclaim_tui.tui.operations import Done, OperatorEngine
+from reclaim_tui.tui.pace import LoopPace
+from reclaim_tui.tui.screens.adopt import AdoptScreen
+from reclaim_tui.tui.screens.confirm import ConfirmScreen
+from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
+from reclaim_tui.tui.screens.help import HelpScreen
+from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
+from reclaim_tui.tui.state import ConsoleState, Window
+from reclaim_tui.tui.widgets.detail_pane import DetailPane
+from reclaim_tui.tui.widgets.filter_bar import FilterBar
+from reclaim_tui.tui.widgets.ledger_table import LedgerTable
+from reclaim_tui.tui.widgets.loop_bar import LoopBar, LoopBarState
+from reclaim_tui.tui.widgets.loop_log import LoopLog
+from reclaim_tui.tui.widgets.status_tabs import StatusTabs
+from reclaim_tui.tui.widgets.throughput import Throughput
+
+__all__ = ["MainScreen"]
+
+
+class MainScreen(Screen[None]):
+    """Owns what the operator is looking at (`state`) and the reads behind it.
+    The app owns the engine host, the reader's lifetime and the loop's `pace`."""
+
+    BINDINGS: ClassVar[list[BindingType]] = bindings(on_app=False)
+
+    class Ready(Message):
+        """The screen is up: the app may start the engine and open the ledger."""
+
+    def __init__(self, config: ConsoleConfig, pace: LoopPace) -> None:
+        super().__init__()
+        self.config = config
+        self.host = config.host
+        self.pace = pace
+        self.state = ConsoleState()
+        self.bar = LoopBarState()
+        self.feed = LedgerFeed(self, self.state, config, redraw=self.rerender)
+
+    # -- layout ----------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield StatusTabs()
+        with Vertical(id="main"):
+            yield LedgerTable(id="table")
+            yield FilterBar()
+            yield LoopBar(id="loop-bar")
+            with Horizontal(id="lower"):
+                yield DetailPane(id="detail")
+                with Vertical(id="activity"):
+                    yield Throughput(id="throughput")
+                    yield LoopLog(id="log")
+        yield Footer(compact=True)
+
+    @property
+    def table(self) -> LedgerTable:
+        return self.query_one(LedgerTable)
+
+    def on_mount(self) -> None:
+        self.table.focus()
+        self.show_bar()
+        if self.host is None:
+            note = "read-only: watching the ledger; no loop, no operator actions"
+        else:
+            mode = "paused (P resumes)" if self.pace.paused else "running"
+            note = f"console started; reclaim loop {mode}, a pass every {self.pace.interval:g}s"
+        self.query_one(LoopLog).line(self.config.clock.now(), note)
+        self.post_message(self.Ready())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return action_enabled(action, readonly=self.host is None)
+
+    def _engine(self) -> OperatorEngine:
+        assert self.host is not None, "mutating keys are off in a read-only console"
+        return self.host
+
+    def follow(self, reader: ConsoleReader) -> None:
+        """Read through `reader` (the app's): the first page, then watch the ledger."""
+        self.feed.follow(reader)
+
+    # -- reacting --------------------------------------------------------------------------
+    @while_shown
+    def on_rows_changed(self, event: RowsChanged) -> None:
+        if event.view != self.state.view():
+            return  # the operator moved on before this page arrived
+        before = self.table.current_row()
+        self.state.window = Window(event.page, event.view, event.offset)
+        self.table.has_before, self.table.has_after = event.page.has_before, event.page.has_after
+        self.rerender(event.cursor)
+        after = self.table.current_row()
+        if after is not None and after != before:
+            self.feed.load_detail(after.idem)
+        elif after is None:
+            self.query_one(DetailPane).show(None, self.config.clock.now(), empty=True)
+
+    def rerender(self, cursor: str = "keep") -> None:
+        rows, now = self.state.window.page.rows, self.config.clock.now()
+        self.table.show_rows(rows, now, self.state.marks, self.feed.dead, cursor)
+        self.show_bar()
+
+    @while_shown
+    def on_counts_changed(self, event: CountsChanged) -> None:
+        self.state.counts, self.state.orphans = event.counts, event.orphans
+        self.query_one(StatusTabs).show_counts({t.id: self.state.tab_count(t) for t in TABS})
+        self.show_bar()
+
+    @while_shown
+    def on_detail_loaded(self, event: DetailLoaded) -> None:
+        if event.idem == self.table.current_idem():
+            self.query_one(DetailPane).show(event.detail, self.config.clock.now())
+
+    @while_shown
+    def on_tick_finished(self, event: TickFinished) -> None:
+        self.query_one(LoopLog).tick(event.report, event.seconds, event.at)
+        self.bar.last = f"last pass {event.seconds:.2f}s: {event.report.summary()}"
+        self.feed.watch(force=True)
+
+    @while_shown
+    def on_tick_failed(self, event: TickFailed) -> None:
+        self.query_one(LoopLog).line(event.at, f"pass failed: {event.error}", error=True)
+        self.bar.last = "last pass failed (see log)"
+
+    @while_shown
+    def on_completions_recorded(self, event: CompletionsRecorded) -> None:
+        self.query_one(Throughput).record(event.times, self.config.clock.now())
+
+    @while_shown
+    def on_action_finished(self, event: ActionFinished) -> None:
+        self.notify(event.text, severity=event.severity)
+        self.query_one(LoopLog).line(self.config.clock.now(), f"console: {event.text}")
+        self.feed.watch(force=True)
+
+    @on(DataTable.RowHighlighted, "#table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value and self.feed.reader is not None:
+            self.feed.load_detail(event.row_key.value)
+
+    @on(DataTable.RowSelected, "#table")
+    def _selected(self) -> None:
+        self.action_toggle_detail()
+
+    def on_ledger_table_page_requested(self, event: LedgerTable.PageRequested) -> None:
+        cursor = {"after": "top", "before": "bottom", "last": "bottom"}.get(event.direction, "top")
+        self.feed.load_page(event.direction, cursor=cursor)
+
+    def on_ledger_table_sort_requested(self, event: LedgerTable.SortRequested) -> None:
+        first = 0 if event.column == "age" else 2
+        current = self.state.sort_index
+        self.set_sort(first + 1 if current == first else first)
+
+    @on(StatusTabs.TabActivated)
+    def _tab_clicked(self, event: StatusTabs.TabActivated) -> None:
+        if event.tab.id in {t.id for t in TABS} and event.tab.id != self.state.tab:
+            self.action_show_tab(event.tab.id)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_entered(self, event: Input.Submitted) -> None:
+        try:
+            self.state.set_filter(event.value)
+        except ValueError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.query_one(FilterBar).close()
+        self.table.focus()
+        self.feed.load_page("first", cursor="top")
+
+    # -- view keys (no I/O: a new state, then a new window) -----------------------------------
+    def show_bar(self) -> None:
+        s, bar = self.state, self.bar
+        bar.mode, bar.interval, bar.marks = self.pace.mode, self.pace.interval, len(s.marks)
+        bar.sort, bar.filter = SORTS[s.sort_index].label, s.filter_text
+        bar.window = s.window_text()
+        self.query_one(LoopBar).show(bar)
+
+    def action_show_tab(self, tab: str) -> None:
+        self.state.tab = tab
+        self.query_one(StatusTabs).active = tab
+        self.feed.load_page("first", cursor="top")
+
+    def set_sort(self, index: int) -> None:
+        self.state.sort_index = index
+        self.feed.load_page("first", cursor="top")
+
+    def action_cycle_sort(self) -> None:
+        self.set_sort((self.state.sort_index + 1) % len(SORTS))
+
+    def action_first_page(self) -> None:
+        self.feed.load_page("first", cursor="top")
+
+    def action_last_page(self) -> None:
+        self.feed.load_page("last", cursor="bottom")
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open(self.state.filter_text)
+
+    def action_toggle_detail(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+            self.table.focus()
+        else:
+            pane = self.query_one(DetailPane)
+            self.maximize(pane, container=False)
+            pane.focus()
+
+    def action_clear(self) -> None:
+        bar = self.query_one(FilterBar)
+        if bar.has_class("-open"):
+            bar.close()
+            self.table.focus()
+        elif self.maximized is not None:
+            self.action_toggle_detail()
+        elif self.state.marks:
+            self.state.marks.clear()
+            self.rerender()
+        elif self.state.filter_text:
+            self.state.set_filter("")
+            self.feed.load_page("first", cursor="top")
+
+    def action_refresh(self) -> None:
+        self.feed.watch(force=True)
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(readonly=self.host is None))
+
+    # -- operator keys (operations.py does the work) --------------------------------------------
+    @work(group="ops")
+    async def operate(self, action: Callable[[], Awaitable[Done]]) -> None:
+        """Run an operator action; unmark the rows it is done with; say how it went."""
+        done = await action()
+        self.state.marks.difference_update(done.unmark)
+        self.post_message(done.finished)
+
+    def _confirm(self, title: str, question: str, yes: str, then: Callable[[], object]) -> None:
+        def answered(confirmed: bool | None) -> None:
+            if confirmed:
+                then()
+
+        self.app.push_screen(ConfirmScreen(title, question, yes), answered)
+
+    def _targets(self) -> list[str]:
+        if self.state.marks:
+            return sorted(self.state.marks)
+        current = self.table.current_idem()
+        return [current] if current else []
+
+    def action_refuse(self, what: str) -> None:
+        self.notify(f"read-only console: {what} is disabled", severity="warning")
+
+    def action_retry(self) -> None:
+        targets = self._targets()
+        if not targets:
+            self.notify("no row to retry", severity="warning")
+            return
+        self.operate(partial(operations.run_rows, self._engine(), "retried", Retry(tuple(targets))))
+
+    def action_cancel_jobs(self) -> None:
+        targets = self._targets()
+        if not targets:
+            self.notify("no row to cancel", severity="warning")
+            return
+        cancel = partial(operations.run_rows, self._engine(), "cancelled", Cancel(tuple(targets)))
+        question = operations.cancel_question(targets)
+        self._confirm("cancel", question, "Cancel jobs", lambda: self.operate(cancel))
+
+    @work(group="ops")
+    async def action_recover(self) -> None:
+        marked = sorted(self.state.marks)
+        idems = marked or (await self.feed.opened().matching_idems(View(orphans=True)))[0]
+        if not idems:
+            self.notify("no orphans to recover", severity="warning")
+            return
+        recover = partial(operations.recover_rows, self._engine(), idems)
+        question = operations.recover_question(len(idems), marked=bool(marked))
+        self._confirm("recover orphans", question, "Recover", lambda: self.operate(recover))
+
+    def action_replay(self) -> None:
+        marked = sorted(self.state.marks)
+        waiting = self.state.counts.get(Status.DONE.value, 0)
+        if not marked and not waiting:
+            self.notify("no done-but-unconsumed rows to replay", severity="warning")
+            return
+        replay = partial(operations.replay_rows, self._engine(), marked or None)
+        question = operations.replay_question(len(marked), waiting)
+        self._confirm("replay", question, "Replay", lambda: self.operate(replay))
+
+    def action_adopt(self) -> None:
+        row = self.table.current_row()
+        if row is None:
+            self.notify("no row to adopt for", severity="warning")
+            return
+        refusal = operations.adopt_refusal(row)
+        if refusal is not None:
+            self.notify(refusal, severity="error")
+            return
+        engine, idem = self._engine(), row.idem
+
+        def answered(handle: str | None) -> None:
+            if handle:
+                verb = f"adopted {handle} for"
+                self.operate(partial(operations.run_rows, engine, verb, Adopt(idem, handle)))
+
+        self.app.push_screen(AdoptScreen(idem, row.status.value), answered)
+
+    def action_submit(self) -> None:
+        default = self.config.settings.model
+        models = sorted({default, *self.config.models})
+        screen = SubmitScreen(default, models, lambda request: self.submit_jobs(request, screen))
+
+        def finished(text: str | None) -> None:
+            if text:
+                self.post_message(ActionFinished(text))
+
+        self.app.push_screen(screen, finished)
+
+    @work(group="ops")
+    async def submit_jobs(self, request: SubmitRequest, screen: SubmitScreen) -> None:
+        engine, default = self._engine(), self.config.settings.model
+        outcome = await operations.submit_jobs(engine, request, default, screen.post_message)
+        if isinstance(outcome, SubmitFinished):
+            self.pace.kick()
+        screen.post_message(outcome)
+
+    def action_export(self) -> None:
+        view = self.state.view()
+        summary = operations.export_summary(self.state.tab_spec.label, self.state.filter_text)
+        name = operations.export_file_name(self.config.clock.now())
+
+        def chosen(request: ExportRequest | None) -> None:
+            if request:
+                self.operate(lambda: operations.export_rows(self.feed.opened(), view, request))
+
+        self.app.push_screen(ExportScreen(summary, name), chosen)
+
+    def action_toggle_mark(self) -> None:
+        idem = self.table.current_idem()
+        if idem is None:
+            return
+        self.table.set_mark(idem, self.state.toggle_mark(idem))
+        self.show_bar()
+        self.table.action_cursor_down()
+
+    @work(group="ops")
+    async def action_mark_all(self) -> None:
+        idems, capped = await self.feed.opened().matching_idems(self.state.view())
+        self.state.marks = set(idems)
+        self.rerender()
+        note = " (capped: narrow the filter)" if capped else ""
+        self.notify(
+            f"marked {len(idems):,} row{'s' if len(idems) != 1 else ''}{note}",
+            severity="warning" if capped else "information",
+        )
