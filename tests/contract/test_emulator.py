@@ -167,7 +167,8 @@ async def test_wrong_api_key_is_not_created_but_retryable(emu: EmulatorServer) -
     try:
         with pytest.raises(NotCreatedError) as caught:
             await client.create(SPEC, IDEM)
-        assert caught.value.status == 401 and caught.value.retryable
+        assert caught.value.status == 400 and caught.value.retryable
+        assert caught.value.cause == "auth"  # the real API: 400 API_KEY_INVALID
         assert "not-the-key" not in str(caught.value)
         with pytest.raises(TransientReadError):
             await client.get("anything")
@@ -348,3 +349,16 @@ def test_real_api_without_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch)
     assert resolve_api_key(None) == "gem-key"
     assert resolve_api_key("flag-key") == "flag-key"
     assert "flag-key" not in repr(GeminiBackend("flag-key"))
+
+
+async def test_a_429_carries_its_cause_and_retry_after(emu: EmulatorServer) -> None:
+    """Issue 10: a rate limit is not the job's fault, and Retry-After is honoured."""
+    await set_faults(emu, create={"rate_429": 1.0})
+    client = GeminiBackend(emu.api_key, emu.base_url)
+    try:
+        with pytest.raises(NotCreatedError) as caught:
+            await client.create(SPEC, IDEM)
+        assert caught.value.status == 429 and caught.value.cause == "rate_limit"
+        assert caught.value.retry_after == 1.0
+    finally:
+        await client.aclose()

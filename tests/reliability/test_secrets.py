@@ -30,7 +30,8 @@ def test_the_api_key_is_never_stored_or_logged(tmp_path: Path) -> None:
 
         jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": f"secret test {i}"} for i in range(3)])
         keep(ws.tick("-v", jobs=jobs, env={"GEMINI_API_KEY": key}))
-        # A wrong key: refused (401), recorded in the row, the key itself nowhere.
+        # A wrong key: refused (400 API_KEY_INVALID, as the real API answers),
+        # recorded in the row, the key itself nowhere.
         more = write_jobs(ws.root / "more.jsonl", [{"input": "sent with a wrong key"}])
         keep(ws.tick("-v", "--api-key", wrong, jobs=more))
         wal_bytes = b"".join(
@@ -46,7 +47,7 @@ def test_the_api_key_is_never_stored_or_logged(tmp_path: Path) -> None:
             keep(ws.cli("show", idem, engine=False))
         errors = [r["last_error"] for r in ws.view().rows().values() if r["last_error"]]
 
-    assert any("401" in e for e in errors) or any("401" in o for o in outputs)
+    assert any("400" in e for e in errors) or any("400" in o for o in outputs)
     rows = ws.view().rows()
     assert {r["status"] for r in rows.values()} == {"consumed"}
     files = [p for p in ws.root.rglob("*") if p.is_file()]

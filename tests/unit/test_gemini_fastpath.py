@@ -220,7 +220,7 @@ async def test_fast_get_with_a_wrong_key_fails_like_stock(emu: EmulatorServer) -
     try:
         got = await _outcome(fast, "some-id")
         assert got == await _outcome(stock, "some-id")
-        assert got[:2] == ("TransientReadError", 401) and "wrong-key" not in got[2]
+        assert got[:2] == ("TransientReadError", 400) and "wrong-key" not in got[2]
     finally:
         await fast.aclose()
         await stock.aclose()
@@ -474,7 +474,7 @@ async def test_fast_create_with_a_wrong_key_fails_like_stock(emu: EmulatorServer
     finally:
         for backend in pair:
             await backend.aclose()
-    assert got[:2] == ("NotCreatedError", 401) and got[3] is True and "wrong-key" not in got[2]
+    assert got[:2] == ("NotCreatedError", 400) and got[3] is True and "wrong-key" not in got[2]
     assert emu.store.creates_log == []
 
 

@@ -36,12 +36,21 @@ _REASONS = {
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
-def _error(status: int, message: str) -> web.Response:
+#: Retry-After (seconds) on an injected 429, as a rate-limiting API sends it.
+RETRY_AFTER_SECONDS = 1
+
+
+def _error(
+    status: int, message: str, *, details: list[dict[str, Any]] | None = None
+) -> web.Response:
     # The SDK parses `error.code` as a string (types/interactions/error.py), so
     # the emulator sends the canonical status name there and in `status`.
     reason = _REASONS.get(status, "UNKNOWN")
-    body = {"error": {"code": reason, "message": message, "status": reason}}
-    return web.json_response(body, status=status)
+    error: dict[str, Any] = {"code": reason, "message": message, "status": reason}
+    if details:
+        error["details"] = details
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 429 else None
+    return web.json_response({"error": error}, status=status, headers=headers)
 
 
 def _interaction(interaction: StoredInteraction, include_input: bool = False) -> web.Response:
@@ -60,7 +69,14 @@ def _key_error(request: web.Request) -> web.Response | None:
     if not given:
         return _error(403, "Method doesn't allow unregistered callers. Send an API key.")
     if given != expected:
-        return _error(401, "API key not valid. Please pass a valid API key.")
+        # The real API answers a wrong key with 400 INVALID_ARGUMENT, not 401,
+        # and names the reason in `details` (google.rpc.ErrorInfo).
+        info = {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "API_KEY_INVALID",
+            "domain": "googleapis.com",
+        }
+        return _error(400, "API key not valid. Please pass a valid API key.", details=[info])
     return None
 
 
