@@ -45,6 +45,8 @@ ALLOWED_TRANSITIONS = frozenset(
         ("failed", "submitted"),
         ("cancelled", "reserving"),
         ("cancelled", "cancelled"),
+        # A cancel that reached an interaction already completed keeps its result.
+        ("cancelled", "submitted"),
         # Notes on a settled row: a late create of a holder that lost its
         # lease is recorded (and cancelled) whatever the row became since.
         ("failed", "failed"),

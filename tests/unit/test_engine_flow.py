@@ -203,3 +203,38 @@ def test_late_polls_move_to_the_next_grid_point() -> None:
     assert config.next_poll(100.0, 1, 108.0) == 116.0
     # Capped.
     assert config.next_poll(100.0, 12, 100.0 + 5000.0) == 100.0 + 5000.0 + 300.0
+
+
+async def test_cancelling_a_row_whose_interaction_completed_keeps_the_result(
+    tmp_path: Path,
+) -> None:
+    """Issue 10: `cancel` on a submitted row whose interaction had already
+    completed threw the paid result away; now it is kept and delivered."""
+    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.sinks import DirectorySink
+    from reclaim_tui.errors import OperatorError
+
+    clock = ManualClock()
+    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    fake = FakeBackend(clock=clock, latency=5.0)
+    engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"))
+    try:
+        spec = JobSpec(input="finished before the cancel", model="m")
+        idem = idempotency_key(spec)
+        await engine.submit([spec])
+        clock.advance(10)  # it completed; nobody has polled yet
+        try:
+            await engine.operator.cancel(idem, actor=Actor.CLI)
+        except OperatorError as exc:
+            assert "already completed" in str(exc)
+        else:
+            raise AssertionError("a completed interaction was cancelled")
+        row = await ledger.get(idem)
+        assert row is not None and row.status == Status.SUBMITTED
+        await engine.tick()
+        row = await ledger.get(idem)
+        assert row is not None and row.status == Status.CONSUMED
+        assert (tmp_path / "out" / f"{idem}.md").read_text() == fake_output_text(spec.input)
+        assert fake.calls["cancel"] == 0
+    finally:
+        await ledger.close()

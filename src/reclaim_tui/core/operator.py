@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from reclaim_tui.core.models import Actor, PassReport, Row, Status
+from reclaim_tui.core.models import Actor, PassReport, RemoteState, Row, Status
 from reclaim_tui.core.owner import holder_alive
 from reclaim_tui.core.transitions import describe
 from reclaim_tui.errors import (
@@ -62,6 +62,8 @@ class Operator:
         search; elsewhere the row records the possible spend.
         """
         before = await self._require(idem)
+        if before.status == Status.SUBMITTED and before.handle:
+            await self._refuse_if_completed(before, actor)
         orphan = before.status == Status.RESERVING and before.inflight
         changes: dict[str, Any] = {"held": 0}
         note = "operator cancel"
@@ -78,9 +80,44 @@ class Operator:
                 remote = await self.backend.cancel(handle)
                 remote_note = f"remote {handle} is {remote.api_status}"
             except BackendError as exc:
+                remote = None
                 remote_note = f"remote cancel of {handle} failed: {describe(exc)}"
             await self.ledger.add_event(idem, actor, remote_note, Status.CANCELLED.value)
+            if remote is not None and remote.state == RemoteState.COMPLETED and before.handle:
+                return await self._keep_completed(row, handle, actor)
         return row
+
+    async def _refuse_if_completed(self, row: Row, actor: Actor) -> None:
+        """A paid result is never thrown away: an interaction that already
+        completed is not cancelled; the next pass stores and delivers it."""
+        try:
+            remote = await self.backend.get(row.handle or "")
+        except BackendError:
+            return  # cannot tell: cancel as asked (the API's own answer is recorded)
+        if remote.state != RemoteState.COMPLETED:
+            return
+        note = f"cancel refused: {row.handle} had already completed; its result is kept"
+        await self._update(
+            row.idem,
+            (Status.SUBMITTED,),
+            Status.SUBMITTED,
+            actor,
+            note,
+            {"next_at": self.ledger.clock.now()},
+        )
+        raise OperatorError(
+            f"{row.idem}: interaction {row.handle} had already completed — not cancelled;"
+            " the next tick stores and delivers its result"
+        )
+
+    async def _keep_completed(self, row: Row, handle: str, actor: Actor) -> Row:
+        # It completed between our look and the cancel reaching the API: take
+        # the row back to `submitted` so the next pass stores the result.
+        note = f"{handle} completed before the cancel reached it: result kept, collecting it"
+        changes = {"next_at": self.ledger.clock.now(), "last_error": None}
+        return await self._update(
+            row.idem, (Status.CANCELLED,), Status.SUBMITTED, actor, note, changes
+        )
 
     async def _find_orphan(self, idem: str, actor: Actor) -> str | None:
         try:
