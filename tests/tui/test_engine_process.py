@@ -172,6 +172,28 @@ async def test_the_host_passes_every_setting_and_keeps_the_key_off_argv(
     assert gone(host.pid)
 
 
+async def test_a_worker_that_dies_is_restarted(tmp_path: Path, emulator: EmulatorServer) -> None:
+    """Issue 10: a console whose worker process died stayed without an engine."""
+    host = ProcessHost(settings_for(tmp_path, emulator))
+    await host.start()
+    try:
+        first = host.pid
+        assert first is not None and (await host.tick()).summary() == "idle"
+        os.kill(first, 9)  # the OOM killer, say
+        assert await _until_gone(first)
+        for _ in range(600):  # until the host has seen the exit (bounded, not timed)
+            if not host.alive:
+                break
+            await asyncio.sleep(0.05)
+        assert not host.alive
+        report = await host.tick()  # goes to a new worker
+        assert report.summary() == "idle"
+        assert host.pid not in (None, first) and host.restarts == 1
+        assert host.last_death is not None and "exited (code -9)" in host.last_death
+    finally:
+        await host.stop()
+
+
 def test_settings_survive_the_wire() -> None:
     settings = Settings(db="x.db", api_key="k", orphan_policy=OrphanPolicy.HOLD, sink="m:f")
     back = Settings.from_wire(settings.to_wire())

@@ -54,6 +54,9 @@ DEFAULT_OPENER = "reclaim_tui.bootstrap:open_engine"
 WORKER = "reclaim_tui.runner.worker"
 #: Seconds the child gets to cancel its pass and close the ledger on quit.
 STOP_GRACE = 5.0
+#: Restarts of a worker that died, in a row without a reply in between; past
+#: that the console says why and stops trying (a worker that cannot live).
+MAX_RESTARTS = 3
 
 
 class ProcessHost(EngineHost):
@@ -83,6 +86,10 @@ class ProcessHost(EngineHost):
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
         self._tasks: list[asyncio.Task[None]] = []
         self._gone: str | None = None
+        #: Times the worker died and was started again (the console shows it).
+        self.restarts = 0
+        self.last_death: str | None = None
+        self._restarts_in_a_row = 0
 
     @property
     def pid(self) -> int | None:
@@ -125,15 +132,30 @@ class ProcessHost(EngineHost):
         self.owner = reply.owner
         self.worker_settings = reply.settings
 
+    @property
+    def alive(self) -> bool:
+        """False once the worker is known to have exited."""
+        return self._proc is not None and self._gone is None
+
     async def _request(self, command: Command) -> Reply:
         assert self._proc is not None
         if self._gone is not None:
-            raise ReclaimError(self._gone)
+            await self._restart()
         ident = next(self._ids)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._waiting[ident] = future
         try:
-            await self._write(command, ident)
+            try:
+                await self._write(command, ident)
+            except ReclaimError:
+                # Died before the command reached it (nothing of it ran): once
+                # the reader has seen the exit, the command goes to a new worker.
+                self._waiting.pop(ident, None)
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(asyncio.shield(self._tasks[0]), STOP_GRACE)
+                if self._gone is None:
+                    raise
+                return await self._request(command)
             reply = await future
         except asyncio.CancelledError:
             if self._gone is None and self._proc.stdin is not None:
@@ -146,7 +168,24 @@ class ProcessHost(EngineHost):
             self._waiting.pop(ident, None)
         if not is_reply(reply):
             raise ReclaimError(f"engine worker: {type(reply).__name__} in reply to {command}")
+        self._restarts_in_a_row = 0
         return reply
+
+    async def _restart(self) -> None:
+        """Start a new worker after the old one died (OOM-killed, crashed): its
+        leases are a dead holder's, free at once; commands in flight when it
+        died failed with the reason, the next ones go to the new worker."""
+        reason = self._gone or "engine worker gone"
+        if self._restarts_in_a_row >= MAX_RESTARTS:
+            raise ReclaimError(f"{reason}; not restarted again ({MAX_RESTARTS} restarts in a row)")
+        self._restarts_in_a_row += 1
+        self.restarts += 1
+        self.last_death = reason
+        await self.stop()
+        self._gone = None
+        self._waiting.clear()
+        self._stderr.clear()
+        await self._start()
 
     async def _write(self, message: Message, ident: int = 0) -> None:
         assert self._proc is not None and self._proc.stdin is not None
