@@ -152,6 +152,15 @@ class MainScreen(Screen[None]):
     def on_tick_finished(self, event: TickFinished) -> None:
         self.query_one(LoopLog).tick(event.report, event.seconds, event.at)
         self.bar.last = f"last pass {event.seconds:.2f}s: {event.report.summary()}"
+        down, deferred = event.report.unavailable, event.report.counts["deferred"]
+        if down:
+            self.bar.api = f"unavailable ({down[0]})"
+        else:
+            self.bar.api = f"degraded ({deferred} deferred)" if deferred else "ok"
+        if down:
+            self.query_one(LoopLog).line(
+                event.at, f"API unreachable or refusing us ({down[0]}): {down[1]}", error=True
+            )
         self.feed.watch(force=True)
 
     @while_shown

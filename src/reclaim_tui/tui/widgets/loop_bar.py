@@ -19,6 +19,9 @@ class LoopBarState:
     filter: str = ""
     window: str = ""
     marks: int = 0
+    #: "" until a pass says; "ok", "degraded (…)" when some calls were refused
+    #: for causes outside the jobs, "unavailable (…)" when the breaker opened
+    api: str = ""
 
 
 class LoopBar(Static):
@@ -35,6 +38,9 @@ class LoopBar(Static):
         parts: list[Content | str | tuple[str, str]] = [(f"● {s.mode}", mode_style)]
         if s.mode not in ("read-only",):
             parts.append(f" every {s.interval:g}s")
+        if s.api:
+            healthy = s.api == "ok"
+            parts += [" │ ", (f"API {s.api}", "$success" if healthy else "bold $error")]
         if s.last:
             parts += [" · ", (s.last, "$text-muted")]
         parts += [" │ sort: ", (s.sort, "$accent")]
