@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import valid_key
 from reclaim_tui.core.models import StoredResult
+from reclaim_tui.core.outputs import output_media
 from reclaim_tui.errors import ConfigError, SinkError
 
 __all__ = ["CallableSink", "DirectorySink", "Sink", "load_sink"]
@@ -115,15 +116,30 @@ class DirectorySink:
             temp_dir.mkdir(parents=True, exist_ok=True)
             with os.scandir(temp_dir) as entries:
                 for entry in entries:
-                    if entry.name.startswith((f"{idem}.md.", f"{idem}.json.")):
+                    if entry.name.startswith(f"{idem}."):
                         Path(entry.path).unlink(missing_ok=True)
             _atomic_write(md, result.output_text.encode("utf-8"), temp_dir)
             crashpoint("inside_sink")
+            self._write_media(idem, result, temp_dir)
             pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
             _atomic_write(js, pretty.encode("utf-8") + b"\n", temp_dir)
             _fsync_dir(js.parent)
         except OSError as exc:
             raise SinkError(f"cannot write result for {idem} in {self.directory}: {exc}") from exc
+
+    def _write_media(self, idem: str, result: StoredResult, temp_dir: Path) -> None:
+        """Images, audio and video the model produced, beside the .md as
+        `<idem>.<n>.<ext>`; an output the API keeps by URI is listed in
+        `<idem>.media.txt` instead (the URI may expire: fetch it soon)."""
+        uris: list[str] = []
+        for n, media in enumerate(output_media(result.raw), start=1):
+            if media.data is not None:
+                path = self.path_for(idem, f".{n}.{media.extension}")
+                _atomic_write(path, media.data, temp_dir)
+            elif media.uri is not None:
+                uris.append(f"{n}\t{media.kind}\t{media.mime_type}\t{media.uri}\n")
+        if uris:
+            _atomic_write(self.path_for(idem, ".media.txt"), "".join(uris).encode(), temp_dir)
 
     async def deliver(self, idem: str, result: StoredResult) -> None:
         await asyncio.to_thread(self._write, idem, result)

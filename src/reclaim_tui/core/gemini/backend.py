@@ -25,6 +25,7 @@ from reclaim_tui.core.gemini.errors import Redactor, create_error, read_error
 from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
 from reclaim_tui.core.gemini.fastpath import _fast_path, install_fast_path
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
+from reclaim_tui.core.outputs import output_text
 from reclaim_tui.errors import BackendError, ConfigError, TransientReadError
 
 __all__ = ["EMULATOR_DEFAULT_KEY", "GeminiBackend", "interaction_from_json", "resolve_api_key"]
@@ -41,32 +42,6 @@ def resolve_api_key(flag_value: str | None) -> str | None:
 
 
 # -- output mapping ---------------------------------------------------------------------
-def _texts(content: Any) -> list[str]:
-    if not isinstance(content, list):
-        return []
-    return [
-        item["text"]
-        for item in content
-        if isinstance(item, dict)
-        and item.get("type") == "text"
-        and isinstance(item.get("text"), str)
-    ]
-
-
-def _output_text(raw: Mapping[str, Any]) -> str | None:
-    parts: list[str] = []
-    for step in raw.get("steps") or ():
-        if isinstance(step, dict) and step.get("type") == "model_output":
-            parts.extend(_texts(step.get("content")))
-    if not parts:
-        # Legacy shape: a flat `outputs` list of content blocks.
-        parts = _texts(raw.get("outputs"))
-    if parts:
-        return "".join(parts)
-    text = raw.get("output_text")
-    return text if isinstance(text, str) and text else None
-
-
 def _error_text(raw: Mapping[str, Any], status: str, state: RemoteState) -> str | None:
     messages = [
         str(err.get("message") or err.get("code"))
@@ -94,7 +69,7 @@ def interaction_from_json(raw: Mapping[str, Any]) -> RemoteInteraction:
         id=str(raw.get("id") or ""),
         state=state,
         api_status=api_status,
-        output_text=_output_text(raw),
+        output_text=output_text(raw),
         usage=usage if isinstance(usage, dict) else None,
         error=_error_text(raw, api_status, state),
         raw=dict(raw),
