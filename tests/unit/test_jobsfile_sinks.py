@@ -159,3 +159,40 @@ def test_core_does_not_import_textual() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_agent_jobs_and_their_own_labels() -> None:
+    """Issue 11: Deep Research jobs name an agent; jobs carry cost labels."""
+    lines = [
+        json.dumps(
+            {
+                "input": "Research the history of SQLite's WAL",
+                "agent": "deep-research-preview-04-2026",
+                "config": {"agent_config": {"type": "deep-research"}},
+                "labels": {"team": "docs", "projekt": "überblick", "empty": ""},
+            }
+        ),
+        '{"input": "x", "model": "m", "agent": "a"}',
+        '{"input": "x", "labels": {"idem": "mine"}}',
+        '{"input": "x", "labels": {"Team": "a"}}',
+        '{"input": "x", "labels": {"team": "' + "a" * 64 + '"}}',
+        '{"input": "x", "config": {"agent": "a"}}',
+    ]
+    with pytest.raises(JobsFileError) as err:
+        parse_jobs(lines, source="f", default_model="m")
+    assert [n for n, _ in err.value.problems] == [2, 3, 4, 5, 6]
+    assert "exclusive" in err.value.problems[0][1]
+    assert "ledger's own" in err.value.problems[1][1]
+    (job,) = parse_jobs(lines[:1], source="f", default_model="m")
+    assert job.agent == "deep-research-preview-04-2026" and job.model == ""
+    assert job.target == job.agent and job.labels["projekt"] == "überblick"
+    assert JobSpec.from_json(job.to_json()) == JobSpec(
+        job.input, "", job.config, None, job.agent, job.labels
+    )
+
+
+def test_a_plain_model_job_keeps_its_key() -> None:
+    """Keys of existing ledgers must not change: the canonical JSON of a model
+    job without labels is what earlier versions hashed."""
+    job = JobSpec(input="a", model="m")
+    assert job.to_json() == '{"input":"a","model":"m"}'

@@ -98,7 +98,7 @@ class Engine:
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool = True) -> PassReport:
         """Reserve rows for new jobs (existing keys are left alone), then send."""
         report = PassReport()
-        rows = [(idempotency_key(j), j.to_json(), j.model) for j in jobs]
+        rows = [(idempotency_key(j), j.to_json(), j.target) for j in jobs]
         inserted, present = await self.ledger.insert_jobs(rows, self.config.actor)
         report.counts["inserted"] += len(inserted)
         report.counts["already_present"] += len(present)

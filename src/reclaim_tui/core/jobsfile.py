@@ -1,9 +1,12 @@
 """The jobs file: JSON Lines, one job per line.
 
 Each line is an object with `input` (a non-empty string, or a JSON list /
-object the API accepts as input) and optionally `model` (string), `key`
-(the job's own idempotency key: 1–63 of a-z 0-9 _ -, starting with a letter
-or digit) and `config` (an object of extra `interactions.create` arguments).
+object the API accepts as input) and optionally `model` (string) or `agent`
+(an agent such as `deep-research-preview-04-2026`, instead of a model),
+`key` (the job's own idempotency key: 1–63 of a-z 0-9 _ -, starting with a
+letter or digit), `config` (an object of extra `interactions.create`
+arguments, `agent_config` among them) and `labels` (the job's own labels,
+for cost attribution; `idem` is the ledger's).
 Blank lines and lines starting with `#` are skipped. The whole file is
 validated before anything is reserved: one bad line refuses the file, with
 every bad line named.
@@ -27,9 +30,11 @@ __all__ = ["MAX_INPUT_BYTES", "parse_jobs", "parse_jobs_bytes", "read_jobs_file"
 #: mistake, not a prompt; it would be refused as 413 by a server that takes
 #: 1 MiB, such as an aiohttp one with its default limit.
 MAX_INPUT_BYTES = 1_000_000
-_ALLOWED = {"input", "model", "key", "config"}
+_ALLOWED = {"input", "model", "agent", "key", "config", "labels"}
 # create() arguments the ledger sets itself; a job may not override them.
-_RESERVED_CONFIG = {"model", "input", "background", "labels", "stream"}
+_RESERVED_CONFIG = {"model", "agent", "input", "background", "labels", "stream"}
+#: The label the ledger writes on every create: a job may not set it.
+RESERVED_LABEL = "idem"
 
 
 def _validate(obj: Any, default_model: str) -> JobSpec:
@@ -37,19 +42,10 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     unknown = sorted(set(obj) - _ALLOWED)
     if unknown:
-        allowed = "input, model, key, config"
+        allowed = ", ".join(sorted(_ALLOWED))
         raise ValueError(f"unknown field(s) {', '.join(unknown)} (allowed: {allowed})")
-    if "input" not in obj:
-        raise ValueError("missing 'input'")
-    value = obj["input"]
-    if isinstance(value, str):
-        if not value.strip():
-            raise ValueError("'input' is empty")
-    elif not isinstance(value, list | dict) or not value:
-        raise ValueError("'input' must be a non-empty string, list or object")
-    model = obj.get("model", default_model)
-    if not isinstance(model, str) or not model.strip() or len(model) > 200:
-        raise ValueError("'model' must be a non-empty string")
+    value = _input(obj)
+    model, agent = _target(obj, default_model)
     key = obj.get("key")
     if key is not None and (not isinstance(key, str) or not valid_key(key)):
         raise ValueError(
@@ -61,11 +57,65 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
     clash = sorted(set(config) & _RESERVED_CONFIG)
     if clash:
         raise ValueError(f"'config' may not set {', '.join(clash)}")
-    return JobSpec(input=value, model=model.strip(), config=config, key=key)
+    labels = _labels(obj.get("labels"))
+    return JobSpec(input=value, model=model, config=config, key=key, agent=agent, labels=labels)
+
+
+def _input(obj: dict[str, Any]) -> Any:
+    if "input" not in obj:
+        raise ValueError("missing 'input'")
+    value = obj["input"]
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("'input' is empty")
+    elif not isinstance(value, list | dict) or not value:
+        raise ValueError("'input' must be a non-empty string, list or object")
+    return value
+
+
+def _target(obj: dict[str, Any], default_model: str) -> tuple[str, str | None]:
+    """(model, agent): an agent job names no model (the API refuses both)."""
+    if "agent" in obj:
+        agent = obj["agent"]
+        if "model" in obj:
+            raise ValueError("'model' and 'agent' are exclusive: name one")
+        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
+            raise ValueError("'agent' must be a non-empty string")
+        return "", agent.strip()
+    model = obj.get("model", default_model)
+    if not isinstance(model, str) or not model.strip() or len(model) > 200:
+        raise ValueError("'model' must be a non-empty string")
+    return model.strip(), None
+
+
+def _label_text_ok(text: str, *, key: bool) -> bool:
+    # The API's rule (google-genai's `labels` docstring): ≤ 63 characters of
+    # lowercase letters (non-ASCII lowercase too), digits, '_' and '-'; a key
+    # starts with a letter, a value may be empty.
+    if len(text) > 63 or (key and not (text and text[0].isalpha() and text[0].islower())):
+        return False
+    return all((c.isalpha() and c.islower()) or c.isdigit() or c in "_-" for c in text)
+
+
+def _labels(raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise ValueError("'labels' must be an object of string values")
+    if RESERVED_LABEL in raw:
+        raise ValueError(f"label {RESERVED_LABEL!r} is the ledger's own")
+    for name, value in raw.items():
+        if not _label_text_ok(name, key=True) or not _label_text_ok(value, key=False):
+            raise ValueError(
+                f"label {name!r}: keys and values are ≤ 63 lowercase letters, digits, '_'"
+                " or '-', a key starting with a letter"
+            )
+    return dict(raw)
 
 
 def _check_sent_size(job: JobSpec) -> None:
-    body = {"input": job.input, "model": job.model, **dict(job.config)}
+    body = {"input": job.input, "target": job.target, "labels": dict(job.labels)}
+    body.update(job.config)
     sent = len(json.dumps(body, ensure_ascii=True))
     if sent > MAX_INPUT_BYTES:
         raise ValueError(

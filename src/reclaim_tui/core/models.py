@@ -71,29 +71,52 @@ class RemoteState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class JobSpec:
-    """What to send: the input, the model and extra create parameters.
+    """What to send: the input, the model (or an agent) and extra create parameters.
 
-    `config` holds further `interactions.create` keyword arguments
-    (`system_instruction`, `generation_config`, …); `key` is the caller's own
-    idempotency key, if it chose one.
+    `agent` names an agent (Deep Research) instead of a model: the two are
+    exclusive, and an agent job's `model` is "". `config` holds further
+    `interactions.create` keyword arguments (`system_instruction`,
+    `generation_config`, `agent_config`, …); `labels` are the job's own
+    labels, merged with the ledger's; `key` is the caller's own idempotency
+    key, if it chose one.
     """
 
     input: Any
     model: str
     config: Mapping[str, Any] = field(default_factory=dict)
     key: str | None = None
+    agent: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def target(self) -> str:
+        """The agent or model the job runs on (what the ledger shows as its model)."""
+        return self.agent or self.model
 
     def to_json(self) -> str:
-        """Canonical JSON of what is sent (the key is not part of it)."""
-        body: dict[str, Any] = {"input": self.input, "model": self.model}
+        """Canonical JSON of what is sent (the key is not part of it). A model
+        job without labels keeps the shape earlier versions keyed it by."""
+        body: dict[str, Any] = {"input": self.input}
+        if self.agent:
+            body["agent"] = self.agent
+        else:
+            body["model"] = self.model
         if self.config:
             body["config"] = dict(self.config)
+        if self.labels:
+            body["labels"] = dict(self.labels)
         return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
         data = json.loads(text)
-        return cls(input=data["input"], model=data["model"], config=data.get("config") or {})
+        return cls(
+            input=data["input"],
+            model=data.get("model") or "",
+            config=data.get("config") or {},
+            agent=data.get("agent"),
+            labels=data.get("labels") or {},
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ JSON line: `encode`/`decode`, tagged with the message's class name.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from dataclasses import dataclass, field, fields
@@ -146,7 +147,7 @@ class Submit(Message):
         for item in data["jobs"]:
             spec = JobSpec.from_json(item["spec"])
             key = item.get("key")
-            jobs.append(JobSpec(spec.input, spec.model, spec.config, key) if key else spec)
+            jobs.append(dataclasses.replace(spec, key=key) if key else spec)
         return cls(tuple(jobs), bool(data["send"]))
 
 

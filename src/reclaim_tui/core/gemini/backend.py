@@ -141,10 +141,22 @@ class GeminiBackend:
 
     async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
         extra = dict(spec.config)
-        labels = {**(extra.pop("labels", None) or {}), "idem": idem}
+        # The job's own labels, then the ledger's key (which no job may set).
+        labels = {**(extra.pop("labels", None) or {}), **spec.labels, "idem": idem}
         try:
             with _fast_path(self.fast_path):
-                interaction = await self._create(spec.model, spec.input, labels, extra)
+                if spec.agent:
+                    # Agents go through the stock create: the fast path's body
+                    # template is verified for model requests only.
+                    interaction = await self._interactions.create(
+                        agent=spec.agent,
+                        input=spec.input,
+                        background=True,
+                        labels=labels,
+                        **extra,
+                    )
+                else:
+                    interaction = await self._create(spec.model, spec.input, labels, extra)
             return _to_remote(interaction)
         except Exception as exc:
             raise create_error(exc, self._say) from exc
