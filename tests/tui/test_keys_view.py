@@ -201,3 +201,33 @@ async def test_command_palette_runs_actions(seeded: Seeded) -> None:
         await press(pilot, "enter")
         assert app.state.tab == "failed"
         assert await until(pilot, lambda: shown(pilot) == [seeded.keys["failed"]])
+
+
+async def test_escape_from_the_full_screen_detail_gives_the_table_its_keys(
+    seeded: Seeded,
+) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, seeded.keys["consumed"])
+        await press(pilot, "enter")
+        assert app.screen.maximized is app.query_one(DetailPane)
+        await press(pilot, "escape")
+        assert app.screen.maximized is None
+        assert app.focused is app.table
+        row = app.table.cursor_row
+        await press(pilot, "down")
+        assert app.table.cursor_row == row + 1
+        await press(pilot, "enter")
+        assert app.screen.maximized is app.query_one(DetailPane)
+
+
+async def test_enter_closes_the_full_screen_detail_too(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "enter")
+        assert app.screen.maximized is app.query_one(DetailPane)
+        await press(pilot, "enter")
+        assert app.screen.maximized is None
+        assert app.focused is app.table

@@ -143,7 +143,7 @@ def bindings(*, on_app: bool) -> list[BindingType]:
     falls through to the twin, which says why."""
     out: list[BindingType] = []
     for spec in KEYS:
-        if spec.action in ("noop", "command_palette", "toggle_detail"):
+        if spec.action in ("noop", "command_palette"):
             continue  # handled by the table / the app's defaults
         if (spec.action in APP_ACTIONS) != on_app:
             continue

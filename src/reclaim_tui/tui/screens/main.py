@@ -63,6 +63,10 @@ class MainScreen(Screen[None]):
     The app owns the engine host, the reader's lifetime and the loop's `pace`."""
 
     BINDINGS: ClassVar[list[BindingType]] = bindings(on_app=False)
+    #: Esc goes through our binding (`clear`), which closes the full-screen
+    #: detail *and* hands the keys back to the table; Textual's own minimize
+    #: would leave the focus on the detail.
+    ESCAPE_TO_MINIMIZE = False
 
     class Ready(Message):
         """The screen is up: the app may start the engine and open the ledger."""
