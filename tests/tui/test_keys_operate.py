@@ -62,7 +62,7 @@ async def test_r_on_a_consumed_row_is_refused_and_changes_nothing(seeded: Seeded
         await settle(pilot)
         await select(pilot, seeded.keys["consumed"])
         await press(pilot, "r")
-        assert await until(pilot, notified(pilot, "is consumed; this applies to"))
+        assert await until(pilot, notified(pilot, "is consumed; retry applies to"))
     assert await seeded.snapshot() == before
 
 
@@ -75,11 +75,56 @@ async def test_space_marks_and_r_retries_every_marked_row(seeded: Seeded) -> Non
             await press(pilot, "space")
         assert app.state.marks == {seeded.keys["failed"], seeded.keys["cancelled"]}
         await press(pilot, "r")
+        assert isinstance(app.screen, ConfirmScreen)
+        await press(pilot, "y")
         assert await until(pilot, status_of(seeded, "cancelled", Status.RESERVING))
         assert await until(pilot, status_of(seeded, "failed", Status.RESERVING))
         assert await until(pilot, lambda: app.state.marks == set())
     assert (await seeded.get("failed")).status == Status.RESERVING
     assert (await seeded.get("cancelled")).status == Status.RESERVING
+
+
+async def test_r_with_marks_asks_first_and_says_how_many(seeded: Seeded) -> None:
+    before = await seeded.snapshot()
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for role in ("failed", "cancelled", "consumed"):
+            await select(pilot, seeded.keys[role])
+            await press(pilot, "space")
+        await press(pilot, "r")
+        assert isinstance(app.screen, ConfirmScreen)
+        question = app.screen.question
+        assert "Retry 2 of 3 marked rows?" in question, question
+        assert "1 is consumed" in question, question
+        await press(pilot, "n")
+        assert await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        await settle(pilot)
+    assert await seeded.snapshot() == before
+
+
+async def test_r_on_marked_rows_none_can_retry_is_refused_before_asking(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for role in ("consumed", "submitted"):
+            await select(pilot, seeded.keys[role])
+            await press(pilot, "space")
+        await press(pilot, "r")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert await until(pilot, notified(pilot, "none of the 2 marked rows can be retried"))
+
+
+async def test_c_on_a_consumed_row_is_refused_before_asking(seeded: Seeded) -> None:
+    before = await seeded.snapshot()
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, seeded.keys["consumed"])
+        await press(pilot, "c")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert await until(pilot, notified(pilot, "is consumed; cancel applies to"))
+    assert await seeded.snapshot() == before
 
 
 async def test_A_marks_every_row_matching_tab_and_filter(seeded: Seeded) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import io
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,11 +36,15 @@ from reclaim_tui.tui.screens.export import ExportRequest
 from reclaim_tui.tui.screens.submit import SubmitRequest
 
 __all__ = [
+    "CANCELLABLE",
+    "RETRYABLE",
     "SUBMIT_CHUNK",
+    "Checked",
     "Done",
     "OperatorEngine",
     "adopt_refusal",
     "cancel_question",
+    "check_rows",
     "export_file_name",
     "export_rows",
     "export_summary",
@@ -47,12 +52,18 @@ __all__ = [
     "recover_rows",
     "replay_question",
     "replay_rows",
+    "retry_question",
     "run_rows",
     "submit_jobs",
 ]
 
 #: Jobs reserved per engine command while a file is submitted (progress moves per chunk).
 SUBMIT_CHUNK = 500
+#: The statuses retry and cancel apply to (core/operator.py's rule). The
+#: engine stays the judge; the console checks first so that it never asks
+#: about rows the engine would refuse.
+RETRYABLE = (Status.FAILED, Status.CANCELLED)
+CANCELLABLE = (Status.RESERVING, Status.SUBMITTED)
 
 
 class OperatorEngine(Protocol):
@@ -80,10 +91,81 @@ def _rows(count: int) -> str:
     return f"row{'s' if count != 1 else ''}"
 
 
-# -- questions (asked before anything irreversible) ------------------------------------------
-def cancel_question(targets: Sequence[str]) -> str:
-    which = targets[0] if len(targets) == 1 else f"{len(targets):,} marked rows"
-    return f"Cancel {which}? Submitted jobs are cancelled at the API too."
+# -- checks and questions (before anything irreversible) --------------------------------------
+@dataclass(frozen=True)
+class Checked:
+    """The targets of a row action split into those it applies to and the rest."""
+
+    verb: str  # "retry", "cancel"
+    applies_to: tuple[Status, ...]
+    eligible: list[str]
+    #: The others, by what they are ("consumed", "gone").
+    left: Counter[str]
+    #: The first of the others, to name it when it is the only target.
+    first_left: str = ""
+
+    @property
+    def total(self) -> int:
+        return len(self.eligible) + self.left.total()
+
+    def left_text(self) -> str:
+        """'1 is consumed, 2 are submitted'."""
+        return ", ".join(
+            f"{n:,} {'is' if n == 1 else 'are'} {what}" for what, n in self.left.most_common()
+        )
+
+    def refusal(self) -> str:
+        """Why nothing can be done (when `eligible` is empty)."""
+        allowed = "/".join(s.value for s in self.applies_to)
+        if self.total == 1:
+            what = self.left.most_common(1)[0][0]
+            return f"{self.first_left} is {what}; {self.verb} applies to {allowed} rows"
+        past = {"retry": "retried", "cancel": "cancelled"}.get(self.verb, self.verb)
+        return (
+            f"none of the {self.total:,} marked rows can be {past}"
+            f" ({self.left_text()}; {self.verb} applies to {allowed} rows)"
+        )
+
+
+async def check_rows(
+    reader: ConsoleReader, verb: str, idems: Sequence[str], applies_to: tuple[Status, ...]
+) -> Checked:
+    """Which of `idems` the action applies to, as the ledger has them now."""
+    rows = await reader.rows_by_idem(idems)
+    eligible, left = [], Counter[str]()
+    first_left = ""
+    for idem in idems:
+        row = rows.get(idem)
+        if row is not None and row.status in applies_to:
+            eligible.append(idem)
+            continue
+        left[row.status.value if row is not None else "gone"] += 1
+        first_left = first_left or idem
+    return Checked(verb, applies_to, eligible, left, first_left)
+
+
+def _of_marked(checked: Checked) -> str:
+    count = len(checked.eligible)
+    if checked.left:
+        return f"{count:,} of {checked.total:,} marked rows"
+    return f"{count:,} marked {_rows(count)}"
+
+
+def _left_alone(checked: Checked) -> str:
+    return f"\n{checked.left_text()}: left alone." if checked.left else ""
+
+
+def retry_question(checked: Checked) -> str:
+    return (
+        f"Retry {_of_marked(checked)}?"
+        "\nEach is sent to the API again with a fresh attempt budget: each one spends again."
+        + _left_alone(checked)
+    )
+
+
+def cancel_question(checked: Checked, marked: bool) -> str:
+    which = _of_marked(checked) if marked else checked.eligible[0]
+    return f"Cancel {which}? Submitted jobs are cancelled at the API too." + _left_alone(checked)
 
 
 def recover_question(count: int, marked: bool) -> str:

@@ -9,6 +9,7 @@ DetailLoaded, CountsChanged, CompletionsRecorded), the operator actions'
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import ClassVar
@@ -23,6 +24,7 @@ from textual.widgets import DataTable, Footer, Header, Input
 
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.queries import SORTS, ConsoleReader, View
+from reclaim_tui.errors import LedgerError
 from reclaim_tui.runner.commands import Adopt, Cancel, Retry
 from reclaim_tui.tui import operations
 from reclaim_tui.tui.context import ConsoleConfig
@@ -298,21 +300,45 @@ class MainScreen(Screen[None]):
     def action_refuse(self, what: str) -> None:
         self.notify(f"read-only console: {what} is disabled", severity="warning")
 
-    def action_retry(self) -> None:
-        targets = self._targets()
-        if not targets:
-            self.notify("no row to retry", severity="warning")
+    @work(group="ops")
+    async def action_retry(self) -> None:
+        checked = await self._check("retry", operations.RETRYABLE)
+        if checked is None:
             return
-        self.operate(partial(operations.run_rows, self._engine(), "retried", Retry(tuple(targets))))
+        retry = partial(self.operate, self._row_action("retried", Retry(tuple(checked.eligible))))
+        if not self.state.marks:
+            retry()  # the row the operator is looking at: no question
+            return
+        # Every marked row is sent again, and paid for again: ask first.
+        self._confirm("retry", operations.retry_question(checked), "Retry", retry)
 
-    def action_cancel_jobs(self) -> None:
+    @work(group="ops")
+    async def action_cancel_jobs(self) -> None:
+        checked = await self._check("cancel", operations.CANCELLABLE)
+        if checked is None:
+            return
+        cancel = self._row_action("cancelled", Cancel(tuple(checked.eligible)))
+        question = operations.cancel_question(checked, marked=bool(self.state.marks))
+        self._confirm("cancel", question, "Cancel jobs", lambda: self.operate(cancel))
+
+    async def _check(self, verb: str, applies_to: tuple[Status, ...]) -> operations.Checked | None:
+        """The targets `verb` applies to; None (and a line saying why) when none."""
         targets = self._targets()
         if not targets:
-            self.notify("no row to cancel", severity="warning")
-            return
-        cancel = partial(operations.run_rows, self._engine(), "cancelled", Cancel(tuple(targets)))
-        question = operations.cancel_question(targets)
-        self._confirm("cancel", question, "Cancel jobs", lambda: self.operate(cancel))
+            self.notify(f"no row to {verb}", severity="warning")
+            return None
+        try:
+            checked = await operations.check_rows(self.feed.opened(), verb, targets, applies_to)
+        except (LedgerError, sqlite3.OperationalError) as exc:
+            self.notify(f"ledger read failed: {exc}", severity="error")
+            return None
+        if not checked.eligible:
+            self.notify(checked.refusal(), severity="error")
+            return None
+        return checked
+
+    def _row_action(self, verb: str, command: Retry | Cancel) -> Callable[[], Awaitable[Done]]:
+        return partial(operations.run_rows, self._engine(), verb, command)
 
     @work(group="ops")
     async def action_recover(self) -> None:
