@@ -7,6 +7,7 @@ import asyncio
 from textual.command import CommandList
 
 from reclaim_tui.core.models import Actor, Status
+from reclaim_tui.tui.format import age
 from reclaim_tui.tui.keymap import KEYS, TABS
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
@@ -231,3 +232,48 @@ async def test_enter_closes_the_full_screen_detail_too(seeded: Seeded) -> None:
         await press(pilot, "enter")
         assert app.screen.maximized is None
         assert app.focused is app.table
+
+
+def _detail_text(app: object) -> str:
+    return str(app.query_one(DetailPane).query_one("#detail-body").render())  # type: ignore[attr-defined]
+
+
+async def test_the_detail_ages_with_the_table(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, seeded.keys["consumed"])
+        row = app.table.current_row()
+        assert row is not None
+        seeded.clock.advance(15)
+        await press(pilot, "ctrl+r")  # the table redraws its ages; so must the detail
+        shown = age(seeded.clock.now() - row.state_since)
+        cell = str(app.table.get_cell(row.idem, "age"))
+        assert cell == shown
+        assert f"consumed for {shown}" in _detail_text(app)
+
+
+async def test_the_detail_says_when_its_row_left_the_tab(seeded: Seeded) -> None:
+    from reclaim_tui.core.engine import Engine
+    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.sinks import DirectorySink
+
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "4")  # submitted
+        await select(pilot, seeded.keys["submitted"])
+        # A cron tick in another process cancels the highlighted row.
+        ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+        other = Engine(ledger, seeded.fake, DirectorySink(seeded.out), owner="cron|2|x")
+        await other.operator.cancel(seeded.keys["submitted"], actor=Actor.CLI)
+        await ledger.close()
+        await press(pilot, "ctrl+r")
+        assert await until(pilot, lambda: shown(pilot) == [seeded.keys["submitted2"]])
+        await settle(pilot)
+        pane = app.query_one(DetailPane)
+        assert pane.shown_idem == app.table.current_idem()  # what r / c would act on
+        text = _detail_text(app)
+        assert f"{seeded.keys['submitted']} left this tab (now cancelled)" in text, text
+        await press(pilot, "1")  # the operator moves on: the note goes
+        assert "left this tab" not in _detail_text(app)

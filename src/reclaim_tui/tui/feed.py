@@ -100,14 +100,16 @@ class LedgerFeed:
         at = self._state.page_offset(window, move, len(page.rows))
         self._screen.post_message(RowsChanged(page, view, at, cursor))
 
-    def load_detail(self, idem: str) -> Worker[None]:
-        return self._run(partial(self._load_detail, idem), group="detail", exclusive=True)
+    def load_detail(self, idem: str, left: str | None = None) -> Worker[None]:
+        """Read `idem`'s detail; `left`: the row shown before, which left the tab."""
+        return self._run(partial(self._load_detail, idem, left), group="detail", exclusive=True)
 
-    async def _load_detail(self, idem: str) -> None:
+    async def _load_detail(self, idem: str, left: str | None) -> None:
         reader = self.opened()
         for attempt in range(2):
             try:
                 detail = await reader.detail(idem)
+                gone = (await reader.rows_by_idem([left])).get(left) if left else None
                 break
             except (LedgerError, sqlite3.OperationalError) as exc:
                 # A replaced filter scan interrupts the whole page connection,
@@ -115,7 +117,10 @@ class LedgerFeed:
                 if "interrupt" not in str(exc) or attempt:
                     self._screen.notify(f"ledger read failed: {exc}", severity="error")
                     return
-        self._screen.post_message(DetailLoaded(idem, detail))
+        where = None
+        if left:
+            where = (left, f"now {gone.status.value}" if gone else "gone from the ledger")
+        self._screen.post_message(DetailLoaded(idem, detail, where))
 
     # -- the watch -------------------------------------------------------------------------
     def watch(self, force: bool = False) -> None:

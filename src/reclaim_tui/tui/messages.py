@@ -68,6 +68,8 @@ class CountsChanged(Message):
 class DetailLoaded(Message):
     idem: str
     detail: Detail | None
+    #: The row the detail showed before, when it left the tab: (key, "now cancelled").
+    left: tuple[str, str] | None = None
 
 
 @dataclass

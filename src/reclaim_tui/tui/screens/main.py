@@ -81,6 +81,8 @@ class MainScreen(Screen[None]):
         self.state = ConsoleState()
         self.bar = LoopBarState()
         self.feed = LedgerFeed(self, self.state, config, redraw=self.rerender)
+        #: The row whose detail was asked for last (shown, or on its way).
+        self._detail_for: str | None = None
 
     # -- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -133,14 +135,27 @@ class MainScreen(Screen[None]):
         self.table.has_before, self.table.has_after = event.page.has_before, event.page.has_after
         self.rerender(event.cursor)
         after = self.table.current_row()
-        if after is not None and after != before:
-            self.feed.load_detail(after.idem)
+        # The highlighted row left the tab (it moved to another status): the
+        # cursor is on its neighbour now, and the detail says so.
+        left, pane = None, self.query_one(DetailPane)
+        if event.cursor != "keep":
+            pane.forget_left(self.config.clock.now())  # the operator moved on
+        elif before is not None and before.idem not in self.table.rows:
+            left = before.idem
+        if after is not None and (after != before or left):
+            self._load_detail(after.idem, left)
         elif after is None:
-            self.query_one(DetailPane).show(None, self.config.clock.now(), empty=True)
+            note = (left, "the tab is empty now") if left else None
+            pane.show(None, self.config.clock.now(), True, note)
+
+    def _load_detail(self, idem: str, left: str | None = None) -> None:
+        self._detail_for = idem
+        self.feed.load_detail(idem, left)
 
     def rerender(self, cursor: str = "keep") -> None:
         rows, now = self.state.window.page.rows, self.config.clock.now()
         self.table.show_rows(rows, now, self.state.marks, self.feed.dead, cursor)
+        self.query_one(DetailPane).redraw(now)  # the detail's ages move with the table's
         self.show_bar()
 
     @while_shown
@@ -152,7 +167,7 @@ class MainScreen(Screen[None]):
     @while_shown
     def on_detail_loaded(self, event: DetailLoaded) -> None:
         if event.idem == self.table.current_idem():
-            self.query_one(DetailPane).show(event.detail, self.config.clock.now())
+            self.query_one(DetailPane).show(event.detail, self.config.clock.now(), left=event.left)
 
     @while_shown
     def on_tick_finished(self, event: TickFinished) -> None:
@@ -186,8 +201,13 @@ class MainScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted, "#table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key.value and self.feed.reader is not None:
-            self.feed.load_detail(event.row_key.value)
+        # A redraw highlights rows on its way to the cursor's: only the row
+        # under the cursor counts, and only when its detail is not on its way.
+        idem = event.row_key.value
+        if idem is None or self.feed.reader is None or idem != self.table.current_idem():
+            return
+        if idem != self._detail_for:
+            self._load_detail(idem)
 
     @on(DataTable.RowSelected, "#table")
     def _selected(self) -> None:

@@ -104,8 +104,19 @@ def render_detail(detail: Detail, now: float) -> Content:
     return Content("").join(parts + _timeline(detail))
 
 
+def left_note(left: tuple[str, str]) -> Content:
+    """The line that says the row shown before left the tab, and where it went."""
+    idem, where = left
+    return Content.assemble(
+        (f"{idem} left this tab ({where}).", "bold $warning"),
+        ("\nBelow: the row the cursor moved to.\n\n", "$text-muted"),
+    )
+
+
 class DetailPane(VerticalScroll):
-    """Scrollable; `show` renders a Detail (no I/O here: the main screen loads it)."""
+    """Scrollable; `show` renders a Detail (no I/O here: the main screen loads
+    it) and `redraw` renders it again at a new `now`, so that its ages move
+    with the table's."""
 
     ALLOW_MAXIMIZE = True
     shown_idem: str | None = None
@@ -121,16 +132,52 @@ class DetailPane(VerticalScroll):
     DetailPane > Static { width: 1fr; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._detail: Detail | None = None
+        self._left: tuple[str, str] | None = None
+
     def compose(self) -> ComposeResult:
         yield Static("Highlight a row to see its detail.", id="detail-body")
 
-    def show(self, detail: Detail | None, now: float, empty: bool = False) -> None:
-        body = self.query_one("#detail-body", Static)
-        self.shown_idem = detail.row.idem if detail is not None else None
+    def show(
+        self,
+        detail: Detail | None,
+        now: float,
+        empty: bool = False,
+        left: tuple[str, str] | None = None,
+    ) -> None:
+        """Show `detail`; `left`: the row shown before left the tab (said until
+        another row is shown)."""
+        idem = detail.row.idem if detail is not None else None
+        if left is not None or idem != self.shown_idem:
+            self._left = left
+        self.shown_idem, self._detail = idem, detail
         self.shows += 1
         if detail is None:
-            body.update(EMPTY_HINT if empty else "The row is gone (or nothing is highlighted).")
             self.border_title = "detail"
+            self._body().update(self._with_note(self._empty_text(empty)))
             return
         self.border_title = f"detail · {detail.row.idem}"
-        body.update(render_detail(detail, now))
+        self.redraw(now)
+
+    def redraw(self, now: float) -> None:
+        """The same detail, its ages counted to `now`."""
+        if self._detail is not None:
+            self._body().update(self._with_note(render_detail(self._detail, now)))
+
+    def forget_left(self, now: float) -> None:
+        """Stop saying that a row left the tab (the operator moved on)."""
+        if self._left is not None:
+            self._left = None
+            self.redraw(now)
+
+    def _body(self) -> Static:
+        return self.query_one("#detail-body", Static)
+
+    @staticmethod
+    def _empty_text(empty: bool) -> Content:
+        return EMPTY_HINT if empty else Content("The row is gone (or nothing is highlighted).")
+
+    def _with_note(self, body: Content) -> Content:
+        return left_note(self._left) + body if self._left is not None else body
