@@ -10,15 +10,14 @@ CLI exits with its own code. A long-lived engine (the console's loop) tries
 again on its next pass with a single probe: one more outside failure opens
 the circuit again at once, one success closes it.
 
-Until one call has come back without an outside failure, calls go one at a
-time (`ready`): with 16 calls in flight at once, a dead API would otherwise
-cost 16 calls before the breaker could say anything.
+Until one call has come back without an outside failure (`warm`), the
+engine sends calls one at a time: with 16 calls in flight at once, a dead
+API would otherwise cost 16 calls before the breaker could say anything.
 """
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from reclaim_tui.errors import BackendError
 
@@ -32,7 +31,6 @@ class Circuit:
     tripped: BackendError | None = None
     probing: bool = False
     warm: bool = False
-    _gate: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property
     def open(self) -> bool:
@@ -44,17 +42,10 @@ class Circuit:
             self.consecutive += 1
             if self.consecutive >= (1 if self.probing else self.threshold):
                 self.tripped = outcome
-                self._gate.set()
             return
         self.consecutive = 0
         self.probing = False
         self.warm = True
-        self._gate.set()
-
-    async def ready(self) -> None:
-        """Return once a call has succeeded (calls may go concurrently) or the
-        circuit opened (no more calls)."""
-        await self._gate.wait()
 
     def next_pass(self) -> None:
         """A new pass: an open circuit becomes a single probe."""
@@ -63,4 +54,3 @@ class Circuit:
             self.consecutive = 0
             self.probing = True
             self.warm = False
-            self._gate.clear()

@@ -394,18 +394,29 @@ class Engine:
         An item whose lease this process lost is not started and not returned."""
         outs: dict[int, Any] = {}
         queue = iter(enumerate(items))
+        # Until one call comes back without an outside failure, calls go one
+        # at a time (circuit.py): the first worker probes, the others wait
+        # for it to warm the circuit, open it, or run out of items.
+        go = asyncio.Event()
+        if not calls_api or self.circuit.warm:
+            go.set()
 
         async def worker(probe: bool) -> None:
-            for index, item in queue:
-                if calls_api and not probe:
-                    await self.circuit.ready()  # one call at a time until one succeeds
-                if not batch.holds(key(item)) or (calls_api and self.circuit.open):
-                    continue
-                batch.started.add(key(item))
-                try:
-                    outs[index] = await fn(item)
-                except Exception as exc:
-                    outs[index] = exc
+            if not probe:
+                await go.wait()
+            try:
+                for index, item in queue:
+                    if not batch.holds(key(item)) or (calls_api and self.circuit.open):
+                        continue
+                    batch.started.add(key(item))
+                    try:
+                        outs[index] = await fn(item)
+                    except Exception as exc:
+                        outs[index] = exc
+                    if self.circuit.warm or self.circuit.open:
+                        go.set()
+            finally:
+                go.set()
 
         workers = min(self.config.concurrency, len(items))
         await asyncio.gather(*(worker(n == 0) for n in range(workers)))

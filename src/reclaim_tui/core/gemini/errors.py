@@ -77,10 +77,30 @@ class Redactor:
         self._secret = secret
 
     def __call__(self, what: str, exc: BaseException) -> str:
-        detail = str(exc) or type(exc).__name__
+        detail = _api_message(exc) or str(exc) or type(exc).__name__
         if self._secret:
             detail = detail.replace(self._secret, "***")
-        return f"{what}: {type(exc).__name__}: {detail[:500]}"
+        return f"{what}: {type(exc).__name__}: {_shorten(detail, 300)}"
+
+
+def _api_message(exc: BaseException) -> str | None:
+    """The API's own words from an error body ({"error": {"status", "message"}}),
+    instead of the SDK's repr of the whole dict."""
+    for err in _chain(exc):
+        body = getattr(err, "body", None)
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            status = error.get("status") or error.get("code")
+            return f"{status}: {error['message']}" if status else error["message"]
+    return None
+
+
+def _shorten(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word boundary, marked with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return f"{cut} …"
 
 
 def _retry_after(exc: BaseException) -> float | None:
