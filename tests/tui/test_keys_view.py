@@ -11,6 +11,7 @@ from reclaim_tui.tui.format import age
 from reclaim_tui.tui.keymap import KEYS, TABS
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
+from reclaim_tui.tui.widgets.loop_log import LoopLog
 
 from .conftest import Seeded
 from .pilot_helpers import SIZE, notified, press, select, settle, shown, until
@@ -277,3 +278,32 @@ async def test_the_detail_says_when_its_row_left_the_tab(seeded: Seeded) -> None
         assert f"{seeded.keys['submitted']} left this tab (now cancelled)" in text, text
         await press(pilot, "1")  # the operator moves on: the note goes
         assert "left this tab" not in _detail_text(app)
+
+
+async def test_the_full_screen_detail_fits_the_screen(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "enter")
+        pane = app.query_one(DetailPane)
+        assert app.screen.maximized is pane
+        assert pane.region.x >= 0 and pane.region.right <= SIZE[0], pane.region
+        assert pane.region.width == SIZE[0]  # all of it, its right border too
+
+
+async def test_log_lines_written_under_the_full_screen_detail_wrap_at_the_logs_width(
+    seeded: Seeded,
+) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        log = app.query_one(LoopLog)
+        before = len(log.lines)
+        await press(pilot, "enter")
+        text = "a line written while the detail fills the screen " * 3
+        log.line(seeded.clock.now(), text)
+        await press(pilot, "escape")
+        width = log.scrollable_content_region.width
+        assert max(strip.cell_length for strip in log.lines) <= width
+        # 160 characters in a log 40-odd wide: 4 lines, not 9 at 20 wide.
+        assert len(log.lines) - before <= -(-(len(text) + 10) // (width - 2)), log.lines[before:]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from rich.style import Style
 from rich.text import Text
+from textual.events import Resize
 from textual.widgets import RichLog
 
 from reclaim_tui.core.engine import PassReport
@@ -11,8 +14,14 @@ from reclaim_tui.tui.format import clock_time
 
 __all__ = ["LoopLog"]
 
+MAX_LINES = 500
+
 
 class LoopLog(RichLog):
+    """RichLog wraps a line once, at the width it has when the line is written
+    (20, its `min_width`, while the full-screen detail hides it). It keeps its
+    lines and wraps them again whenever its width changes."""
+
     DEFAULT_CSS = """
     LoopLog { border: round $panel-lighten-2; height: 1fr; background: $surface;
               overflow-y: auto; overflow-x: hidden;
@@ -22,9 +31,11 @@ class LoopLog(RichLog):
     def __init__(self, *, id: str | None = None) -> None:
         # min_width: RichLog renders every line at least that wide (78 by
         # default) and the narrow pane clipped the rest instead of wrapping.
-        super().__init__(max_lines=500, min_width=20, wrap=True, markup=False, id=id)
+        super().__init__(max_lines=MAX_LINES, min_width=20, wrap=True, markup=False, id=id)
         self.border_title = "loop log"
         self.can_focus = False
+        self._entries: deque[Text] = deque(maxlen=MAX_LINES)
+        self._wrapped_at = 0
 
     def tick(self, report: PassReport, seconds: float, at: float) -> None:
         self.line(at, f"pass {seconds:.2f}s: {report.summary()}")
@@ -36,4 +47,17 @@ class LoopLog(RichLog):
     def line(self, at: float, text: str, *, error: bool = False) -> None:
         # RichLog renders Rich text, so the theme's colour is looked up here.
         style = Style.parse(self.app.theme_variables.get("error", "")) if error else Style()
-        self.write(Text.assemble((clock_time(at), "dim"), " ", (text, style)))
+        entry = Text.assemble((clock_time(at), "dim"), " ", (text, style))
+        self._entries.append(entry)
+        self._write(entry)
+
+    def _write(self, entry: Text) -> None:
+        self._wrapped_at = self.scrollable_content_region.width
+        self.write(entry)
+
+    def on_resize(self, event: Resize) -> None:
+        width = self.scrollable_content_region.width
+        if self._size_known and width and width != self._wrapped_at:
+            self.clear()
+            for entry in self._entries:
+                self._write(entry)
