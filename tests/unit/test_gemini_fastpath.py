@@ -1,14 +1,23 @@
-"""The memoized SDK fast path gives the stock path's results, and steps aside when unsure."""
+"""The memoized SDK fast path gives the stock path's results, and steps aside when unsure.
+
+These tests are how a google-genai version gets verified: they switch the fast path on
+for whatever SDK is installed (see `_fast_path_on_the_installed_sdk`), and one test
+fails until that version is listed in `FAST_PATH_SDK_VERSIONS`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import json
+import logging
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from google import genai
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +27,25 @@ from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.errors import BackendError
 
 SPEC = JobSpec(input="Tell me about lighthouses.", model="gemini-3-flash")
+INSTALLED_SDK = str(genai.__version__)
+VERIFIED_SDKS = fastpath.FAST_PATH_SDK_VERSIONS  # as shipped, before the fixture below
+
+
+@pytest.fixture(autouse=True)
+def _fast_path_on_the_installed_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installed SDK counts as verified here, so every comparison runs the fast path."""
+    if INSTALLED_SDK not in VERIFIED_SDKS:
+        monkeypatch.setattr(fastpath, "FAST_PATH_SDK_VERSIONS", (*VERIFIED_SDKS, INSTALLED_SDK))
+    monkeypatch.setattr(fastpath, "_warned", [])  # each test gets its own first warning
+
+
+def test_the_installed_sdk_is_a_verified_one() -> None:
+    assert INSTALLED_SDK in VERIFIED_SDKS, (
+        f"google-genai {INSTALLED_SDK} is installed but not in FAST_PATH_SDK_VERSIONS "
+        f"{VERIFIED_SDKS}: the other tests of this module ran the fast path on it. If they "
+        "and tests/contract pass, add it there (fastpath.py); until then users of it get "
+        "the stock path."
+    )
 
 
 @pytest.fixture
@@ -84,21 +112,49 @@ async def test_backend_results_match_with_and_without_fast_path(emu: EmulatorSer
 
 
 async def test_other_sdk_versions_use_the_stock_path(
-    emu: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+    emu: EmulatorServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from google import genai
-
-    assert install_fast_path(version="3.4.0") is False
+    assert install_fast_path(version="3.7.0") is False
     monkeypatch.setattr(genai, "__version__", "3.3.1")
-    backend = GeminiBackend(emu.api_key, emu.base_url)
-    assert backend.fast_path is False
+    backends = [GeminiBackend(emu.api_key, emu.base_url) for _ in range(2)]
+    backend = backends[0]
+    assert backend.fast_path is False and backend._fast_get is None
     fastpath._MODEL_CACHE.clear()
     try:
         created = await backend.create(SPEC, "c" * 32)
         assert (await backend.get(created.id)).id == created.id
     finally:
-        await backend.aclose()
+        for each in backends:
+            await each.aclose()
     assert fastpath._MODEL_CACHE == {}
+    # One warning for the process, naming the first version asked about.
+    warnings = [r for r in caplog.records if r.name == fastpath.__name__]
+    assert [r.levelno for r in warnings] == [logging.WARNING]
+    assert "google-genai 3.7.0" in warnings[0].getMessage()
+    assert "stock SDK path" in warnings[0].getMessage()
+
+
+def test_an_unverified_sdk_is_reported_once_on_stderr() -> None:
+    # A fresh process, logging not configured: what a user of the CLI sees.
+    script = (
+        "from google import genai\n"
+        "from reclaim_tui.core.gemini import GeminiBackend\n"
+        "genai.__version__ = '3.99.0'\n"
+        "for _ in range(3):\n"
+        "    assert not GeminiBackend('k', 'http://127.0.0.1:9').fast_path\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert "google-genai 3.99.0" in lines[0] and "using the stock SDK path" in lines[0]
+
+
+def test_verified_sdks_say_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    assert install_fast_path() is True
+    assert not [r for r in caplog.records if r.name == fastpath.__name__]
 
 
 def test_changed_sdk_layout_is_refused() -> None:
@@ -139,7 +195,8 @@ async def _outcome(backend: GeminiBackend, handle: str) -> Any:
     try:
         return await backend.get(handle)
     except BackendError as exc:
-        return (type(exc).__name__, exc.status, str(exc))
+        # The SDK's own exception class too (3.5.0 moved them to `_interactions_errors`).
+        return (type(exc).__name__, exc.status, str(exc), type(exc.__cause__))
 
 
 @pytest.fixture
@@ -169,7 +226,7 @@ async def _same(pair: tuple[GeminiBackend, GeminiBackend], handle: str) -> Any:
         ("completed", None, RemoteState.COMPLETED),
         ("failed", "quota of thoughts exceeded", RemoteState.FAILED),
         ("cancelled", None, RemoteState.CANCELLED),
-        ("requires_action", None, RemoteState.FAILED),
+        ("requires_action", None, RemoteState.ACTION),
         ("weird_status", None, RemoteState.UNKNOWN),
     ],
 )
@@ -185,6 +242,16 @@ async def test_fast_get_gives_the_stock_interaction(
     got = await _same(pair, handle)
     assert isinstance(got, RemoteInteraction) and got.state is state
     assert pair[0]._fast_get is not None and await pair[0]._fast_get.ready()
+
+
+async def test_fast_get_of_an_idle_interaction_is_the_stock_one(
+    emu: EmulatorServer, pair: tuple[GeminiBackend, GeminiBackend]
+) -> None:
+    # "idle": a status google-genai names from 3.5.0 on (older ones keep it as a str).
+    handle = (await pair[1].create(SPEC, "d" * 32)).id
+    emu.store.finish(emu.store.interactions[handle], "idle", None, None)
+    got = await _same(pair, handle)
+    assert isinstance(got, RemoteInteraction) and got.api_status == "idle"
 
 
 @pytest.mark.parametrize(
@@ -360,7 +427,8 @@ async def _create_outcome(backend: GeminiBackend, spec: JobSpec) -> Any:
     try:
         got = await backend.create(spec, IDEM)
     except BackendError as exc:
-        return (type(exc).__name__, exc.status, str(exc), getattr(exc, "retryable", None))
+        retryable = getattr(exc, "retryable", None)
+        return (type(exc).__name__, exc.status, str(exc), retryable, type(exc.__cause__))
     raw = {k: v for k, v in got.raw.items() if k != "id"}
     return dataclasses.replace(got, id="", raw=raw)
 
@@ -677,7 +745,9 @@ def test_every_name_of_the_sdk_table_is_found() -> None:
     assert fastpath._sdk() is sdk
 
 
-async def test_a_missing_sdk_name_turns_the_whole_fast_path_off() -> None:
+async def test_a_missing_sdk_name_turns_the_whole_fast_path_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     backend = _backend_without_server(fast_path=False)
     try:
         with pytest.MonkeyPatch.context() as patch:
@@ -691,6 +761,8 @@ async def test_a_missing_sdk_name_turns_the_whole_fast_path_off() -> None:
             off = _backend_without_server()
             assert not off.fast_path and off._fast_get is None and off._fast_create is None
             await off.aclose()
+            warned = [r.getMessage() for r in caplog.records if r.name == fastpath.__name__]
+            assert len(warned) == 1 and "lacks an SDK internal" in warned[0]
     finally:
         fastpath._sdk.cache_clear()
         await backend.aclose()

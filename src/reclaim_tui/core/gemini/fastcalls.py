@@ -1,8 +1,9 @@
-"""`_FastGet` and `_FastCreate`: google-genai 3.3.0's `interactions.get` and `create`
+"""`_FastGet` and `_FastCreate`: google-genai's `interactions.get` and `create`
 without their per-call work, sending and returning exactly what the stock calls do.
 
-Built by `_FastCall.attach` (fastpath.py), which returns None when the SDK is not
-the verified one; the backend then keeps the stock call.
+Built by `_FastCall.attach` (fastpath.py), which returns None when the SDK's layout
+is not the verified one; the backend then keeps the stock call. (The backend uses
+them only on a verified SDK version, `FAST_PATH_SDK_VERSIONS`.)
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _str_map(value: Mapping[str, Any]) -> bool:
 
 
 class _FastGet(_FastCall):
-    """`interactions.get(id)` of google-genai 3.3.0 with the per-call overhead removed."""
+    """`interactions.get(id)` of google-genai with the per-call overhead removed."""
 
     operation_id = "getInteractionById"
 
@@ -109,7 +110,7 @@ class _FastGet(_FastCall):
 
 class _FastCreate(_FastCall):
     """`interactions.create(model=, input=, background=True, labels=, **config)` of
-    google-genai 3.3.0 with the per-call overhead removed.
+    google-genai with the per-call overhead removed.
 
     `body(...)` gives the JSON the stock create would send (None: use the stock create
     for this call); `create(body)` sends it once and parses the answer the stock way.

@@ -1,7 +1,8 @@
-"""The fast path: google-genai 3.3.0's per-call overhead removed, results unchanged.
+"""The fast path: google-genai's per-call overhead removed, results unchanged.
 
-Two layers, both off unless the SDK is exactly the verified version and every
-internal it relies on is where it was (anything else: the stock SDK path):
+Two layers, both off unless the SDK is one of the verified versions
+(`FAST_PATH_SDK_VERSIONS`) and every internal it relies on is where it was
+(anything else: the stock SDK path, and one warning on stderr):
 
 - `install_fast_path` memoizes two pure SDK helpers, only inside GeminiBackend
   calls (`_fast_path`, a ContextVar);
@@ -24,14 +25,28 @@ import contextvars
 import functools
 import importlib
 import inspect
+import logging
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn, Self
 
-__all__ = ["FAST_PATH_SDK_VERSION", "install_fast_path"]
+__all__ = ["FAST_PATH_SDK_VERSION", "FAST_PATH_SDK_VERSIONS", "install_fast_path"]
 
-FAST_PATH_SDK_VERSION = "3.3.0"
+# The google-genai versions on which tests/unit/test_gemini_fastpath.py (fast and stock
+# paths compared byte for byte) and tests/contract passed with the fast path on. To add
+# one: `RECLAIM_SDK=X.Y.Z ./dev test tests/unit/test_gemini_fastpath.py tests/contract`
+# (that test module switches the fast path on for the installed SDK), then list it here.
+# In all four, every name of `_SDK_NAMES` below has the same source (inspect.getsource),
+# as have basesdk.py and the stock get/cancel. Around them, 3.5.0 moved the error classes
+# that `wrap_sdk_error` builds from `lib/compat_errors.py` to `google/genai/
+# _interactions_errors.py` (same names, re-exported) and added the status "idle": the
+# fast path names neither, so both paths raise and return each version's own classes
+# (the tests compare the exception classes, and an "idle" interaction).
+FAST_PATH_SDK_VERSIONS: tuple[str, ...] = ("3.3.0", "3.4.0", "3.5.0", "3.6.1")
+FAST_PATH_SDK_VERSION = FAST_PATH_SDK_VERSIONS[-1]  # the newest verified; see the tuple
+
+_log = logging.getLogger(__name__)
 
 # -- the google-genai internals the fast path touches --------------------------------------
 _GAOS = "google.genai._gaos"
@@ -106,7 +121,7 @@ def _sdk() -> Mapping[str, Any] | None:
 
 
 # -- memoized SDK helpers --------------------------------------------------------------------
-# google-genai 3.3.0 redoes per-type work on every call: `serializers.unmarshal`
+# google-genai (3.3.0–3.6.1) redoes per-type work on every call: `serializers.unmarshal`
 # and `marshal_json` build a fresh pydantic model (`create_model("Unmarshaller",
 # body=(typ, ...), ...)`), and `utils/url.py`, `queryparams.py` and `forms.py`
 # re-evaluate the request class's string annotations (`get_type_hints`): about
@@ -119,6 +134,7 @@ _MODEL_CACHE: dict[Any, Any] = {}
 _HINTS_CACHE: dict[type, dict[str, Any]] = {}
 _HINT_MODULES = ("url", "queryparams", "forms")
 _installed: list[bool] = []
+_warned: list[str] = []  # the one "stock path" warning of this process, once given
 
 
 def _first(pair: tuple[str, Any]) -> str:
@@ -173,33 +189,51 @@ def _sdk_shape_ok(serializers: Any, hint_modules: list[Any]) -> bool:
 
 
 def install_fast_path(version: str | None = None) -> bool:
-    """Install the memoized helpers if the SDK is exactly 3.3.0; True when active.
+    """Install the memoized helpers on a verified SDK version; True when active.
 
     `version` overrides the detected SDK version (tests use it to check the
-    fallback). A name of the table missing, or any other surprise, leaves the
-    stock SDK untouched and returns False.
+    fallback). An unverified version, a name of the table missing, or any other
+    surprise leaves the stock SDK untouched, returns False and logs one warning
+    per process (on stderr when logging is not configured).
     """
-    try:
-        from google import genai
+    from google import genai
 
-        if (version or genai.__version__) != FAST_PATH_SDK_VERSION:
-            return False
-        sdk = _sdk()
-        if sdk is None:
-            return False
-        if _installed:
-            return True
-        serializers = sdk["serializers"]
-        hint_modules = [sdk[name] for name in _HINT_MODULES]
-        if not _sdk_shape_ok(serializers, hint_modules):
-            return False
-        setattr(serializers, "create_model", _memo_create_model(serializers.create_model))  # noqa: B010
-        for module in hint_modules:
-            setattr(module, "get_type_hints", _memo_type_hints(module.get_type_hints))  # noqa: B010
-        _installed.append(True)
-        return True
-    except Exception:  # a changed SDK layout: use the stock path
+    version = version or str(genai.__version__)
+    if version not in FAST_PATH_SDK_VERSIONS:
+        verified = ", ".join(FAST_PATH_SDK_VERSIONS)
+        _warn_once(f"google-genai {version} is not one the fast path was verified on ({verified})")
         return False
+    try:
+        if _install():
+            return True
+    except Exception:  # a changed SDK layout: use the stock path
+        pass
+    _warn_once(f"google-genai {version} lacks an SDK internal the fast path was verified with")
+    return False
+
+
+def _install() -> bool:
+    sdk = _sdk()
+    if sdk is None:
+        return False
+    if _installed:
+        return True
+    serializers = sdk["serializers"]
+    hint_modules = [sdk[name] for name in _HINT_MODULES]
+    if not _sdk_shape_ok(serializers, hint_modules):
+        return False
+    setattr(serializers, "create_model", _memo_create_model(serializers.create_model))  # noqa: B010
+    for module in hint_modules:
+        setattr(module, "get_type_hints", _memo_type_hints(module.get_type_hints))  # noqa: B010
+    _installed.append(True)
+    return True
+
+
+def _warn_once(reason: str) -> None:
+    # Once per process: every GeminiBackend asks, and the answer does not change.
+    if not _warned:
+        _warned.append(reason)
+        _log.warning("%s: using the stock SDK path (same results, more CPU per call)", reason)
 
 
 @contextlib.contextmanager
