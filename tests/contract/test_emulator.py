@@ -13,6 +13,7 @@ from reclaim_tui.core.models import JobSpec, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.emulator.faults import FaultDice
 from reclaim_tui.emulator.lookup import EmulatorFinder
+from reclaim_tui.emulator.request import parse_create
 from reclaim_tui.emulator.state import InteractionStore
 from reclaim_tui.errors import (
     ConfigError,
@@ -319,7 +320,8 @@ def test_latency_range_is_drawn_per_interaction_from_the_seed() -> None:
         store = InteractionStore(
             FaultConfig(), FaultDice(seed), latency_range=(1.0, 5.0), seed=seed, clock=lambda: 0.0
         )
-        return [store.create("m", "x", {}, background=True).ready_at for _ in range(5)]
+        request = parse_create({"model": "m", "input": "x", "background": True})
+        return [store.create(request).ready_at for _ in range(5)]
 
     first = ready_times(3)
     assert first == ready_times(3)

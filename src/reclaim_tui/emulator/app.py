@@ -1,9 +1,11 @@
 """The aiohttp application: the Interactions REST API plus the `/_emulator/` admin API.
 
 Paths and JSON follow what google-genai 3.3.0 sends and parses
-(`_gaos/interactions.py`): `POST /{version}/interactions`,
-`GET|DELETE /{version}/interactions/{id}`, `POST /{version}/interactions/{id}/cancel`;
-errors are `{"error": {"code", "message", "status"}}`. The admin API needs no key.
+(`_gaos/interactions.py`): `POST /{version}/interactions` (JSON, or
+`text/event-stream` with `stream: true`), `GET|DELETE
+/{version}/interactions/{id}` (`?stream=true&last_event_id=…` streams),
+`POST /{version}/interactions/{id}/cancel`. Error bodies: errors.py. The
+admin API needs no key.
 """
 
 from __future__ import annotations
@@ -15,50 +17,39 @@ from typing import Any
 from aiohttp import web
 
 from reclaim_tui.emulator.config import EmulatorConfig
+from reclaim_tui.emulator.errors import (
+    RETRY_AFTER_SECONDS,
+    ApiProblem,
+    api_error,
+    front_end_error,
+    problem_response,
+)
+from reclaim_tui.emulator.events import DONE, event_index, frame, timeline
 from reclaim_tui.emulator.faults import EndpointFaults, FaultConfig, FaultDice
+from reclaim_tui.emulator.request import parse_create
 from reclaim_tui.emulator.state import InteractionStore, StoredInteraction
 
-__all__ = ["STORE_KEY", "make_app"]
+__all__ = ["CONFIG_KEY", "RETRY_AFTER_SECONDS", "STORE_KEY", "make_app"]
 
 STORE_KEY: web.AppKey[InteractionStore] = web.AppKey("store", InteractionStore)
 CONFIG_KEY: web.AppKey[EmulatorConfig] = web.AppKey("config", EmulatorConfig)
 
 _VERSION = "{version:v1[a-z0-9]*}"
-_REASONS = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    503: "UNAVAILABLE",
+#: The longest a live stream waits before looking at its interaction again.
+_STREAM_POLL_SECONDS = 0.5
+_FAULT_MESSAGES = {
+    429: "Resource has been exhausted (e.g. check quota). (injected by the emulator)",
+    500: "An internal error has occurred. (injected by the emulator)",
+    503: "The model is overloaded. Please try again later. (injected by the emulator)",
 }
-_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-#: Retry-After (seconds) on an injected 429, as a rate-limiting API sends it.
-RETRY_AFTER_SECONDS = 1
-
-
-def _error(
-    status: int, message: str, *, details: list[dict[str, Any]] | None = None
-) -> web.Response:
-    # The SDK parses `error.code` as a string (types/interactions/error.py), so
-    # the emulator sends the canonical status name there and in `status`.
-    reason = _REASONS.get(status, "UNKNOWN")
-    error: dict[str, Any] = {"code": reason, "message": message, "status": reason}
-    if details:
-        error["details"] = details
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 429 else None
-    return web.json_response({"error": error}, status=status, headers=headers)
-
-
-def _interaction(interaction: StoredInteraction, include_input: bool = False) -> web.Response:
-    return web.json_response(interaction.to_json(include_input))
 
 
 def _store(request: web.Request) -> InteractionStore:
     return request.app[STORE_KEY]
+
+
+def _fault(status: int) -> web.Response:
+    return api_error(status, _FAULT_MESSAGES.get(status, f"injected fault {status} (emulator)"))
 
 
 def _key_error(request: web.Request) -> web.Response | None:
@@ -67,23 +58,36 @@ def _key_error(request: web.Request) -> web.Response | None:
         return None
     given = request.headers.get("x-goog-api-key") or request.query.get("key")
     if not given:
-        return _error(403, "Method doesn't allow unregistered callers. Send an API key.")
+        return front_end_error(
+            403,
+            "Method doesn't allow unregistered callers (callers without established identity)."
+            " Please use API Key or other form of API consumer identity to call this API.",
+        )
     if given != expected:
         # The real API answers a wrong key with 400 INVALID_ARGUMENT, not 401,
         # and names the reason in `details` (google.rpc.ErrorInfo).
-        info = {
-            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-            "reason": "API_KEY_INVALID",
-            "domain": "googleapis.com",
-        }
-        return _error(400, "API key not valid. Please pass a valid API key.", details=[info])
+        message = "API key not valid. Please pass a valid API key."
+        details: list[dict[str, Any]] = [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "API_KEY_INVALID",
+                "domain": "googleapis.com",
+                "metadata": {"service": "generativelanguage.googleapis.com"},
+            },
+            {
+                "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+                "locale": "en-US",
+                "message": message,
+            },
+        ]
+        return front_end_error(400, message, details=details)
     return None
 
 
 async def _injected_fault(store: InteractionStore, faults: EndpointFaults) -> web.Response | None:
     status = store.dice.error_status(faults)
     if status is not None:
-        return _error(status, f"injected fault {status} (emulator)")
+        return _fault(status)
     await _maybe_slow(store)
     return None
 
@@ -93,27 +97,41 @@ async def _maybe_slow(store: InteractionStore) -> None:
         await asyncio.sleep(store.faults.slow_seconds)
 
 
-def _labels_problem(labels: Any) -> str | None:
-    if not isinstance(labels, dict):
-        return "labels must be an object"
-    for key, value in labels.items():
-        if not isinstance(value, str) or not key or not key[0].isalpha():
-            return f"invalid label {key!r}"
-        if len(key) > 63 or len(value) > 63 or not set(key + value) <= _LABEL_CHARS:
-            return f"invalid label {key!r}: lowercase letters, digits, '_' and '-', ≤ 63 chars"
-    return None
+async def _stream(
+    request: web.Request, interaction: StoredInteraction, after: int
+) -> web.StreamResponse:
+    """Send the interaction's events after position `after`, live until its run ends."""
+    store = _store(request)
+    response = web.StreamResponse(headers={"Cache-Control": "no-cache"})
+    response.content_type = "text/event-stream"
+    await response.prepare(request)
+    sent = after
+    try:
+        while True:
+            now = store.clock()
+            events, next_due = timeline(interaction, now)
+            for event in events[sent:]:
+                await response.write(frame(event))
+            sent = max(sent, len(events))
+            if next_due is None or store.interactions.get(interaction.id) is not interaction:
+                break
+            await asyncio.sleep(min(max(next_due - now, 0.01), _STREAM_POLL_SECONDS))
+        await response.write(DONE)
+        await response.write_eof()
+    except ConnectionError:
+        pass  # the client went away; it may resume with last_event_id
+    return response
 
 
-def _create_problem(body: Any) -> str | None:
-    if not isinstance(body, dict):
-        return "request body must be a JSON object"
-    if not body.get("model") and not body.get("agent"):
-        return "model is required"
-    if body.get("input") in (None, "", []):
-        return "input is required"
-    if body.get("stream"):
-        return "the emulator does not stream; use background=true"
-    return _labels_problem(body.get("labels") or {})
+def _drop(request: web.Request, store: InteractionStore) -> web.StreamResponse:
+    """Accepted, stored and logged, but the client never gets a usable answer."""
+    if store.faults.drop_mode == "503":
+        return _fault(503)
+    if request.transport is not None:
+        request.transport.close()
+    # aiohttp answers nothing once the transport is closed; the client sees
+    # the connection end without a response (httpx RemoteProtocolError).
+    raise asyncio.CancelledError
 
 
 async def create_interaction(request: web.Request) -> web.StreamResponse:
@@ -126,36 +144,27 @@ async def create_interaction(request: web.Request) -> web.StreamResponse:
     try:
         body = await request.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return _error(400, "request body is not valid JSON")
-    problem = _create_problem(body)
-    if problem is not None:
-        return _error(400, problem)
-    fault = store.dice.error_status(store.faults.create)
-    if fault is not None:
-        return _error(fault, f"injected fault {fault} (emulator)")
-    interaction = store.create(
-        str(body.get("model") or body.get("agent")),
-        body["input"],
-        dict(body.get("labels") or {}),
-        background=bool(body.get("background")),
-    )
+        return front_end_error(400, "Invalid JSON payload received.")
+    try:
+        create = parse_create(body, models=request.app[CONFIG_KEY].models)
+        fault = store.dice.error_status(store.faults.create)
+        if fault is not None:
+            return _fault(fault)
+        interaction = store.create(create)
+    except ApiProblem as problem:
+        return problem_response(problem)
     dropped = store.dice.roll(store.faults.drop_rate)
     store.log_create(interaction, dropped=dropped)
     if dropped:
         return _drop(request, store)
     await _maybe_slow(store)
-    return _interaction(interaction)
+    if create.stream:
+        return await _stream(request, interaction, 0)
+    return web.json_response(interaction.created_view())
 
 
-def _drop(request: web.Request, store: InteractionStore) -> web.StreamResponse:
-    """Accepted, stored and logged, but the client never gets a usable answer."""
-    if store.faults.drop_mode == "503":
-        return _error(503, "The service is currently unavailable (emulated lost response).")
-    if request.transport is not None:
-        request.transport.close()
-    # aiohttp answers nothing once the transport is closed; the client sees
-    # the connection end without a response (httpx RemoteProtocolError).
-    raise asyncio.CancelledError
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("true", "1")
 
 
 async def get_interaction(request: web.Request) -> web.StreamResponse:
@@ -166,9 +175,19 @@ async def get_interaction(request: web.Request) -> web.StreamResponse:
         return refused
     interaction = store.get(request.match_info["id"])
     if interaction is None:
-        return _error(404, f"Interaction {request.match_info['id']} not found.")
-    include_input = request.query.get("include_input", "").lower() == "true"
-    return _interaction(interaction, include_input)
+        return api_error(404, f"Interaction {request.match_info['id']} not found.")
+    last_event_id = request.query.get("last_event_id")
+    if not _flag(request, "stream"):
+        if last_event_id is not None:
+            return api_error(400, "last_event_id can only be used with stream=true.")
+        return web.json_response(interaction.to_json(include_input=_flag(request, "include_input")))
+    try:
+        after = event_index(last_event_id) if last_event_id else 0
+        if after > len(timeline(interaction, store.clock())[0]):
+            raise ApiProblem(400, f"last_event_id {last_event_id!r} is not an event of this stream")
+    except ApiProblem as problem:
+        return problem_response(problem)
+    return await _stream(request, interaction, after)
 
 
 async def cancel_interaction(request: web.Request) -> web.StreamResponse:
@@ -179,9 +198,12 @@ async def cancel_interaction(request: web.Request) -> web.StreamResponse:
         return refused
     interaction = store.get(request.match_info["id"])
     if interaction is None:
-        return _error(404, f"Interaction {request.match_info['id']} not found.")
-    store.cancel(interaction)
-    return _interaction(interaction)
+        return api_error(404, f"Interaction {request.match_info['id']} not found.")
+    try:
+        store.cancel(interaction)
+    except ApiProblem as problem:
+        return problem_response(problem)
+    return web.json_response(interaction.to_json())
 
 
 async def delete_interaction(request: web.Request) -> web.StreamResponse:
@@ -191,11 +213,15 @@ async def delete_interaction(request: web.Request) -> web.StreamResponse:
     if refused is not None:
         return refused
     if not store.delete(request.match_info["id"]):
-        return _error(404, f"Interaction {request.match_info['id']} not found.")
+        return api_error(404, f"Interaction {request.match_info['id']} not found.")
     return web.json_response({})
 
 
 # -- admin API -------------------------------------------------------------------------
+def _admin_error(message: str, status: int = 400) -> web.Response:
+    return web.json_response({"error": {"code": status, "message": message}}, status=status)
+
+
 async def admin_stats(request: web.Request) -> web.Response:
     return web.json_response(_store(request).stats())
 
@@ -209,7 +235,7 @@ async def admin_set_faults(request: web.Request) -> web.Response:
     try:
         faults = FaultConfig.from_json(await request.json())
     except (ValueError, TypeError) as exc:
-        return _error(400, f"bad fault settings: {exc}")
+        return _admin_error(f"bad fault settings: {exc}")
     store.faults = faults
     return web.json_response(faults.to_json())
 
@@ -220,7 +246,7 @@ async def admin_find(request: web.Request) -> web.Response:
     if idem is None and label.startswith("idem:"):
         idem = label.removeprefix("idem:")
     if not idem:
-        return _error(400, "pass ?idem=<value> or ?label=idem:<value>")
+        return _admin_error("pass ?idem=<value> or ?label=idem:<value>")
     return web.json_response([i.to_json() for i in _store(request).find(idem)])
 
 
@@ -228,16 +254,16 @@ async def admin_finish(request: web.Request) -> web.Response:
     store = _store(request)
     interaction = store.get(request.match_info["id"])
     if interaction is None:
-        return _error(404, f"Interaction {request.match_info['id']} not found.")
+        return _admin_error(f"Interaction {request.match_info['id']} not found.", 404)
     try:
-        body = await request.json()
+        body: Any = await request.json()
     except json.JSONDecodeError:
-        return _error(400, "request body is not valid JSON")
+        return _admin_error("request body is not valid JSON")
     status = body.get("status") if isinstance(body, dict) else None
     if not isinstance(status, str) or not status:
-        return _error(400, "status (a string) is required")
+        return _admin_error("status (a string) is required")
     store.finish(interaction, status, body.get("text"), body.get("error"))
-    return _interaction(interaction)
+    return web.json_response(interaction.to_json())
 
 
 async def admin_creates(request: web.Request) -> web.Response:
@@ -262,6 +288,10 @@ def make_app(config: EmulatorConfig | None = None) -> web.Application:
         latency_range=config.latency_range,
         seed=config.seed,
         clock=config.clock,
+        agent_time_scale=config.agent_time_scale,
+        queued_share=config.queued_share,
+        retention_seconds=config.retention_seconds,
+        full_steps=config.full_steps,
     )
     base = f"/{_VERSION}/interactions"
     app.router.add_post(base, create_interaction)

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from reclaim_tui.emulator.catalog import KNOWN_MODELS
 from reclaim_tui.emulator.faults import FaultConfig
 
 __all__ = ["DEFAULT_API_KEY", "EmulatorConfig"]
@@ -17,10 +18,20 @@ DEFAULT_API_KEY = "emulator-key"
 class EmulatorConfig:
     """How the emulator behaves.
 
-    `latency` is how long an interaction runs before it ends by itself (None:
-    it stays `in_progress` until the admin API finishes it); `latency_range`,
-    when set, replaces it with a per-interaction uniform draw from the seeded
-    RNG. `api_key=None` turns the key check off. `clock` defaults to
+    `latency` is how long a background model interaction runs before it ends
+    by itself (None: it stays `in_progress` until the admin API finishes it);
+    `latency_range`, when set, replaces it with a per-interaction uniform draw
+    from the seeded RNG. The first `queued_share` of a run is `queued`.
+    Agents run for their own minutes (catalog.py) times `agent_time_scale`
+    (tests use a small scale). Past `retention_seconds` after its creation an
+    interaction is gone (404), as the real API drops stored interactions
+    after 1 day (free tier) or 55 days (paid). `models`, when set, is the set
+    of model names accepted (e.g. `catalog.KNOWN_MODELS`); None accepts any
+    name. `full_steps` shows the whole step timeline as the real API does
+    (GET starts with the turn's `user_input` step; a model's answer starts
+    with a `thought` step): off by default only because tests outside the
+    emulator's own (tests/e2e/test_cli.py, tests/contract/test_backend_contract.py)
+    still read `steps[0]` as the answer. `api_key=None` turns the key check off. `clock` defaults to
     `time.time`; tests may inject their own.
     """
 
@@ -30,6 +41,19 @@ class EmulatorConfig:
     seed: int = 0
     faults: FaultConfig = field(default_factory=FaultConfig)
     clock: Callable[[], float] = time.time
+    agent_time_scale: float = 1.0
+    queued_share: float = 0.1
+    retention_seconds: float | None = None
+    models: frozenset[str] | None = None
+    full_steps: bool = False
+
+    def __post_init__(self) -> None:
+        if self.agent_time_scale < 0:
+            raise ValueError("agent_time_scale must be >= 0")
+        if not 0.0 <= self.queued_share < 1.0:
+            raise ValueError("queued_share must be within [0, 1)")
+        if self.retention_seconds is not None and self.retention_seconds <= 0:
+            raise ValueError("retention_seconds must be > 0")
 
     @classmethod
     def from_flags(
@@ -46,6 +70,14 @@ class EmulatorConfig:
         drop_rate: float = 0.0,
         slow_rate: float = 0.0,
         slow_seconds: float = 0.0,
+        incomplete_rate: float = 0.0,
+        budget_exceeded_rate: float = 0.0,
+        requires_action_rate: float = 0.0,
+        continuation_rate: float = 0.0,
+        agent_time_scale: float = 1.0,
+        retention: float | None = None,
+        strict_models: bool = False,
+        full_steps: bool = False,
     ) -> EmulatorConfig:
         """Build a config from the flat values of `reclaim-tui emulator` flags."""
         faults = FaultConfig.uniform(
@@ -56,7 +88,19 @@ class EmulatorConfig:
             slow_rate=slow_rate,
             slow_seconds=slow_seconds,
             fail_rate=fail_rate,
+            incomplete_rate=incomplete_rate,
+            budget_exceeded_rate=budget_exceeded_rate,
+            requires_action_rate=requires_action_rate,
+            continuation_rate=continuation_rate,
         )
         return cls(
-            api_key=api_key, latency=latency, latency_range=latency_range, seed=seed, faults=faults
+            api_key=api_key,
+            latency=latency,
+            latency_range=latency_range,
+            seed=seed,
+            faults=faults,
+            agent_time_scale=agent_time_scale,
+            retention_seconds=retention,
+            models=KNOWN_MODELS if strict_models else None,
+            full_steps=full_steps,
         )

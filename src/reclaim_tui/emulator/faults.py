@@ -11,14 +11,30 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["DROP_MODES", "EndpointFaults", "FaultConfig", "FaultDice"]
+__all__ = ["DROP_MODES", "ENDING_RATES", "EndpointFaults", "FaultConfig", "FaultDice"]
 
 #: How an accepted-then-dropped create is hidden from the client:
 #: "disconnect" closes the connection without any response (httpx sees
 #: RemoteProtocolError: the client cannot know); "503" stores the interaction
 #: and still answers 503, like a gateway that lost the backend's answer.
 DROP_MODES = ("disconnect", "503")
-_FIELDS = ("create", "get", "drop_rate", "drop_mode", "slow_rate", "slow_seconds", "fail_rate")
+#: Rates of endings forced on an interaction at create time (script.OUTCOMES).
+ENDING_RATES = (
+    "incomplete_rate",
+    "budget_exceeded_rate",
+    "requires_action_rate",
+    "continuation_rate",
+)
+_FIELDS = (
+    "create",
+    "get",
+    "drop_rate",
+    "drop_mode",
+    "slow_rate",
+    "slow_seconds",
+    "fail_rate",
+    *ENDING_RATES,
+)
 _ERROR_RATES = ((429, "rate_429"), (500, "rate_500"), (503, "rate_503"))
 
 
@@ -54,6 +70,14 @@ class FaultConfig:
     slow_rate: float = 0.0
     slow_seconds: float = 0.0
     fail_rate: float = 0.0
+    #: `incomplete` / `budget_exceeded`: the run stops half-way, with partial
+    #: steps and usage. `requires_action`: it stops on a function call.
+    #: `requires_continuation`: a foreground run stops at the decode limit with
+    #: a continuation token (the SDK continues it by itself).
+    incomplete_rate: float = 0.0
+    budget_exceeded_rate: float = 0.0
+    requires_action_rate: float = 0.0
+    continuation_rate: float = 0.0
 
     @classmethod
     def uniform(
@@ -87,6 +111,7 @@ class FaultConfig:
             slow_rate=_rate(data.get("slow_rate", 0.0), "slow_rate"),
             slow_seconds=slow_seconds,
             fail_rate=_rate(data.get("fail_rate", 0.0), "fail_rate"),
+            **{name: _rate(data.get(name, 0.0), name) for name in ENDING_RATES},
         )
 
     def to_json(self) -> dict[str, Any]:

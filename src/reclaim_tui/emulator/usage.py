@@ -1,0 +1,83 @@
+"""Token usage of an interaction, with every field of google-genai's `Usage`.
+
+Counts are the emulator's (one token per word; a thought costs 16 plus its
+summary; a tool result 20 plus its words; an image 1290); which parts go to
+which field follows the SDK's docstrings: `total_cached_tokens` is the part
+of the prompt that was cached (the conversation before this turn, which
+`previous_interaction_id` lets the API cache), `total_tool_use_tokens` the
+tool results fed back, `grounding_tool_count` the searches run, and
+`total_tokens` everything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from reclaim_tui.emulator.content import IMAGE_TOKENS, tokens
+
+__all__ = ["Counts", "usage"]
+
+_THOUGHT_TOKENS = 16
+_TOOL_RESULT_TOKENS = 20
+
+
+@dataclass
+class Counts:
+    text_out: int = 0
+    image_out: int = 0
+    thought: int = 0
+    tool_use: int = 0
+    searches: int = 0
+
+    def add(self, step: Mapping[str, Any]) -> None:
+        kind = step.get("type")
+        if kind == "model_output":
+            for block in step.get("content") or ():
+                if block.get("type") == "text":
+                    self.text_out += tokens(str(block.get("text", "")))
+                elif block.get("type") in ("image", "audio", "video"):
+                    self.image_out += IMAGE_TOKENS
+        elif kind == "thought":
+            summary = " ".join(str(s.get("text", "")) for s in step.get("summary") or ())
+            self.thought += _THOUGHT_TOKENS + tokens(summary)
+        elif kind == "function_call":
+            self.text_out += 1 + tokens(json.dumps(step.get("arguments") or {}))
+        elif kind == "google_search_call":
+            self.searches += len((step.get("arguments") or {}).get("queries") or ())
+        elif kind in ("google_search_result", "url_context_result"):
+            self.tool_use += _TOOL_RESULT_TOKENS + tokens(json.dumps(step.get("result")))
+
+
+def _by_modality(**counts: int) -> list[dict[str, Any]]:
+    return [{"modality": name, "tokens": n} for name, n in counts.items() if n]
+
+
+def usage(steps: Iterable[Mapping[str, Any]], own_input: int, cached: int) -> dict[str, Any]:
+    """Usage of a turn whose prompt is `own_input` tokens after `cached` tokens of history."""
+    counts = Counts()
+    for step in steps:
+        counts.add(step)
+    total_input = own_input + cached
+    output = counts.text_out + counts.image_out
+    body: dict[str, Any] = {
+        "total_input_tokens": total_input,
+        "initial_input_tokens": total_input,
+        "total_output_tokens": output,
+        "total_thought_tokens": counts.thought,
+        "total_cached_tokens": cached,
+        "total_tool_use_tokens": counts.tool_use,
+        "total_tokens": total_input + output + counts.thought + counts.tool_use,
+    }
+    breakdowns = {
+        "input_tokens_by_modality": _by_modality(text=total_input),
+        "output_tokens_by_modality": _by_modality(text=counts.text_out, image=counts.image_out),
+        "cached_tokens_by_modality": _by_modality(text=cached),
+        "tool_use_tokens_by_modality": _by_modality(text=counts.tool_use),
+    }
+    body.update((name, items) for name, items in breakdowns.items() if items)
+    if counts.searches:
+        body["grounding_tool_count"] = [{"type": "google_search", "count": counts.searches}]
+    return body
