@@ -32,7 +32,14 @@ from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT, Settings
 from reclaim_tui.core.export import row_dict, write_export
 from reclaim_tui.core.jobsfile import parse_jobs_bytes, read_jobs_file
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import Actor, JobSpec, OrphanPolicy, PassReport, Status
+from reclaim_tui.core.models import (
+    Actor,
+    GonePolicy,
+    JobSpec,
+    OrphanPolicy,
+    PassReport,
+    Status,
+)
 from reclaim_tui.errors import (
     ConfigError,
     JobsFileError,
@@ -114,13 +121,33 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
             help="Lease length; at least 3 × (request + busy timeout).",
         ),
         click.option("--max-attempts", default=5, show_default=True, type=int),
-        click.option("--first-poll", default=2.0, show_default=True, type=float,
-                     help="Age of a job at its first poll; later polls at 2x, 4x, 8x … that."),
+        click.option(
+            "--first-poll",
+            default=2.0,
+            show_default=True,
+            type=float,
+            help="Age of a job at its first poll; later polls at 2x, 4x, 8x … that.",
+        ),
         click.option(
             "--orphan-policy",
             type=click.Choice([p.value for p in OrphanPolicy]),
             default=OrphanPolicy.RESUBMIT.value,
             show_default=True,
+        ),
+        click.option(
+            "--on-gone",
+            type=click.Choice([p.value for p in GonePolicy]),
+            default=GonePolicy.RESUBMIT.value,
+            show_default=True,
+            help="A 404 for a created interaction (past retention): resend it (recorded as a"
+            " possible duplicate spend) or hold it for an operator.",
+        ),
+        click.option(
+            "--deadline",
+            default=None,
+            type=float,
+            help="Seconds a submitted job may run before it is cancelled (default: none for"
+            " models, 4 h for agents; a job's own 'deadline' wins).",
         ),
         click.option(
             "--emulator-lookup/--no-emulator-lookup",
@@ -139,7 +166,8 @@ def settings_from(kw: dict[str, Any]) -> Settings:
     if kw.pop("verbose", False):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     policy = OrphanPolicy(kw.pop("orphan_policy", OrphanPolicy.RESUBMIT.value))
-    return Settings(orphan_policy=policy, **kw).validate()
+    gone = GonePolicy(kw.pop("on_gone", GonePolicy.RESUBMIT.value))
+    return Settings(orphan_policy=policy, on_gone=gone, **kw).validate()
 
 
 def _read_jobs(path: str, settings: Settings) -> list[JobSpec]:
@@ -350,6 +378,20 @@ async def cancel(idem: str, **kw: Any) -> None:
 @cli.command()
 @common
 @click.argument("idem")
+@click.argument("text")
+@run
+async def answer(idem: str, text: str, **kw: Any) -> None:
+    """Answer a job whose interaction requires action (continue it with TEXT)."""
+    settings = settings_from(kw)
+    async with open_engine(settings, actor=Actor.CLI) as engine:
+        key = await _resolve(engine.ledger, idem)
+        row = await engine.operator.answer(key, text, actor=Actor.CLI)
+    click.echo(f"{row.idem}: {row.status.value} ({row.handle})")
+
+
+@cli.command()
+@common
+@click.argument("idem")
 @click.argument("interaction_id")
 @run
 async def adopt(idem: str, interaction_id: str, **kw: Any) -> None:
@@ -430,8 +472,14 @@ def emulator(**kw: Any) -> None:
     host, port = kw.pop("host"), kw.pop("port")
     config = EmulatorConfig.from_flags(latency_range=latency_range, **kw)
     try:
-        run_forever(host, port, config, ready=lambda url: click.echo(
-            f"emulator on {url} (admin: {url}/_emulator/stats)", err=True))
+        run_forever(
+            host,
+            port,
+            config,
+            ready=lambda url: click.echo(
+                f"emulator on {url} (admin: {url}/_emulator/stats)", err=True
+            ),
+        )
     except KeyboardInterrupt:
         pass
 
@@ -439,8 +487,13 @@ def emulator(**kw: Any) -> None:
 @cli.command()
 @common
 @click.option("--readonly", is_flag=True, help="Watch only: every mutating action is hidden.")
-@click.option("--interval", default=2.0, show_default=True, type=float,
-              help="Seconds between the console's reclaim passes.")
+@click.option(
+    "--interval",
+    default=2.0,
+    show_default=True,
+    type=float,
+    help="Seconds between the console's reclaim passes.",
+)
 def console(readonly: bool, interval: float, **kw: Any) -> None:
     """The operator console on a ledger (also: bare `reclaim-tui`)."""
     from reclaim_tui.tui.launch import run_console
@@ -455,8 +508,9 @@ def console(readonly: bool, interval: float, **kw: Any) -> None:
 
 @cli.command()
 @click.option("--db", default=None, help="Ledger for the demo (default: a fresh temp file).")
-@click.option("--jobs", "job_count", default=36, show_default=True, type=int,
-              help="Demo jobs to seed.")
+@click.option(
+    "--jobs", "job_count", default=36, show_default=True, type=int, help="Demo jobs to seed."
+)
 @click.option("--seed", default=7, show_default=True, type=int)
 def demo(db: str | None, job_count: int, seed: int) -> None:
     """The console on the embedded emulator with seeded demo jobs; no key, no network."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from reclaim_tui.core.engine import EngineConfig
-from reclaim_tui.core.models import Actor, OrphanPolicy
+from reclaim_tui.core.models import Actor, GonePolicy, OrphanPolicy
 from reclaim_tui.errors import ConfigError
 
 __all__ = ["DEFAULT_DB", "DEFAULT_MODEL", "DEFAULT_OUT", "Settings"]
@@ -35,6 +35,13 @@ class Settings:
     orphan_policy: OrphanPolicy = OrphanPolicy.RESUBMIT
     emulator_lookup: bool = False
     actor: Actor = Actor.CLI
+    #: seconds a submitted job may run before it is cancelled (None: the
+    #: defaults — no limit for model jobs, 4 h for agent jobs)
+    deadline: float | None = None
+    on_gone: GonePolicy = GonePolicy.RESUBMIT
+    #: days the API keeps a stored interaction (55 paid, 1 free tier):
+    #: `status` warns about submitted rows older than that
+    retention_days: float = 55.0
 
     @property
     def lease(self) -> float:
@@ -64,7 +71,7 @@ class Settings:
         return self
 
     def engine_config(self, actor: Actor | None = None) -> EngineConfig:
-        return EngineConfig(
+        config = EngineConfig(
             concurrency=self.concurrency,
             batch_size=self.batch_size,
             lease_seconds=self.lease,
@@ -75,7 +82,11 @@ class Settings:
             # more request timeout) covers a server that answers late.
             lookup_window=2 * self.request_timeout,
             actor=actor or self.actor,
+            on_gone=self.on_gone,
         )
+        if self.deadline is None:
+            return config
+        return replace(config, deadline_model=self.deadline, deadline_agent=self.deadline)
 
     def with_(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -85,6 +96,7 @@ class Settings:
         # The key travels in the worker's environment: never on a pipe or in argv.
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
         out["orphan_policy"] = self.orphan_policy.value
+        out["on_gone"] = self.on_gone.value
         out["actor"] = self.actor.value
         return out
 
@@ -95,4 +107,5 @@ class Settings:
         values = {k: v for k, v in data.items() if k in known}
         values["orphan_policy"] = OrphanPolicy(values.get("orphan_policy", OrphanPolicy.RESUBMIT))
         values["actor"] = Actor(values.get("actor", Actor.CLI))
+        values["on_gone"] = GonePolicy(values.get("on_gone", GonePolicy.RESUBMIT))
         return cls(**values)

@@ -130,7 +130,21 @@ async def test_unknown_status_maps_to_unknown(backend_and_driver: tuple[Backend,
     assert seen.api_status == "weird_status"
 
 
-@pytest.mark.parametrize("status", ["requires_action", "incomplete", "budget_exceeded"])
+@pytest.mark.parametrize(
+    ("status", "state"),
+    [("requires_action", RemoteState.ACTION), ("requires_continuation", RemoteState.PENDING)],
+)
+async def test_statuses_that_wait_or_go_on(
+    backend_and_driver: tuple[Backend, Driver], status: str, state: RemoteState
+) -> None:
+    backend, driver = backend_and_driver
+    handle = (await backend.create(SPEC, "f" * 32)).id
+    await driver.end(handle, status)
+    seen = await backend.get(handle)
+    assert seen.state is state and seen.api_status == status
+
+
+@pytest.mark.parametrize("status", ["incomplete", "budget_exceeded"])
 async def test_statuses_nobody_can_continue_map_to_failed(
     backend_and_driver: tuple[Backend, Driver], status: str
 ) -> None:

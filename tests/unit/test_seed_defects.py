@@ -196,5 +196,14 @@ async def test_defect_10_other_statuses_are_handled(
         if status == "weird_new_status":
             assert row.status == Status.SUBMITTED
             assert "unknown API status 'weird_new_status'" in (row.last_error or "")
+        elif status == "requires_action":
+            # Issue 11: someone must answer; the row waits, held for an operator.
+            assert row.status == Status.SUBMITTED and row.held
+            assert "requires action" in (row.last_error or "")
+        elif status == "requires_continuation":
+            # Server-managed continuation of a background interaction: still running.
+            assert row.status == Status.SUBMITTED and not row.held
         else:
             assert row.status == Status.FAILED and status in (row.last_error or "")
+            stored = await engine.ledger.result(row.idem)
+            assert stored is not None  # paid partial output is kept

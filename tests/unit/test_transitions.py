@@ -219,7 +219,7 @@ def test_orphan_rule_in_sql_matches_row_is_orphan(
 async def test_adopting_a_handle_another_job_holds_is_refused(tmp_path: Path) -> None:
     clock = ManualClock(NOW)
     ledger = await Ledger.open(tmp_path / "l.db", clock=clock)
-    backend = FakeBackend(clock)
+    backend = FakeBackend(clock, latency=None)  # still running, so it can be cancelled
     engine = Engine(ledger, backend, DirectorySink(tmp_path / "out"), config=CONFIG)
     try:
         await engine.submit([JobSpec(input="a", model="m"), JobSpec(input="b", model="m")])

@@ -21,16 +21,21 @@ __all__ = ["Backend", "LabelFinder", "map_api_status"]
 _STATUS_MAP: dict[str, RemoteState] = {
     "queued": RemoteState.PENDING,
     "in_progress": RemoteState.PENDING,
+    # A background interaction's continuation is server-managed (google-genai
+    # 3.3 `_interactions_continuation.py`): it is still running.
+    "requires_continuation": RemoteState.PENDING,
     "completed": RemoteState.COMPLETED,
     "failed": RemoteState.FAILED,
     "cancelled": RemoteState.CANCELLED,
-    # Terminal for a background reclaim: nobody is there to continue the turn
-    # or to raise the budget, so the row fails with the status as its reason
-    # and an operator can retry it.
+    # Terminal, with paid partial output: the row fails with the status as its
+    # reason (steps and usage stored) and an operator can retry it.
     "incomplete": RemoteState.FAILED,
     "budget_exceeded": RemoteState.FAILED,
-    "requires_action": RemoteState.FAILED,
-    "requires_continuation": RemoteState.FAILED,
+    # Asks someone something (Deep Research's collaborative planning, a
+    # function call): an operator answers or cancels (`answer`, `cancel`).
+    "requires_action": RemoteState.ACTION,
+    # google-genai 3.5 adds `idle`, undocumented in meaning: polled with
+    # backoff like any unknown status, bounded by the job's deadline.
 }
 
 

@@ -188,11 +188,19 @@ class Engine:
                     await self._deliver(done, report, batch, stored)
         return self._noted(report)
 
-    async def _get_one(self, row: Row) -> RemoteInteraction | Exception:
+    async def _get_one(self, row: Row) -> RemoteInteraction | transitions.Overdue | Exception:
         assert row.handle is not None, "submitted rows always have a handle"
         out = await self._outcome(self.backend.get(row.handle))
         self.circuit.record(out)
-        return out
+        if not isinstance(out, RemoteInteraction):
+            return out
+        deadline = transitions.overdue(row, out, self.config, self.clock.now())
+        if deadline is None:
+            return out
+        # Past its deadline: cancel it, and keep whatever it produced so far.
+        cancelled = await self._outcome(self.backend.cancel(row.handle))
+        self.circuit.record(cancelled)
+        return transitions.Overdue(out, deadline, cancelled)
 
     # -- replay and delivery ------------------------------------------------------------
     async def replay(

@@ -5,8 +5,9 @@ object the API accepts as input) and optionally `model` (string) or `agent`
 (an agent such as `deep-research-preview-04-2026`, instead of a model),
 `key` (the job's own idempotency key: 1–63 of a-z 0-9 _ -, starting with a
 letter or digit), `config` (an object of extra `interactions.create`
-arguments, `agent_config` among them) and `labels` (the job's own labels,
-for cost attribution; `idem` is the ledger's).
+arguments, `agent_config` among them), `labels` (the job's own labels,
+for cost attribution; `idem` is the ledger's) and `deadline` (seconds the
+job may run once submitted before it is cancelled).
 Blank lines and lines starting with `#` are skipped. The whole file is
 validated before anything is reserved: one bad line refuses the file, with
 every bad line named.
@@ -30,7 +31,7 @@ __all__ = ["MAX_INPUT_BYTES", "parse_jobs", "parse_jobs_bytes", "read_jobs_file"
 #: mistake, not a prompt; it would be refused as 413 by a server that takes
 #: 1 MiB, such as an aiohttp one with its default limit.
 MAX_INPUT_BYTES = 1_000_000
-_ALLOWED = {"input", "model", "agent", "key", "config", "labels"}
+_ALLOWED = {"input", "model", "agent", "key", "config", "labels", "deadline"}
 # create() arguments the ledger sets itself; a job may not override them.
 _RESERVED_CONFIG = {"model", "agent", "input", "background", "labels", "stream"}
 #: The label the ledger writes on every create: a job may not set it.
@@ -58,7 +59,20 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
     if clash:
         raise ValueError(f"'config' may not set {', '.join(clash)}")
     labels = _labels(obj.get("labels"))
-    return JobSpec(input=value, model=model, config=config, key=key, agent=agent, labels=labels)
+    deadline = obj.get("deadline")
+    if deadline is not None and (
+        isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline <= 0
+    ):
+        raise ValueError("'deadline' must be a positive number of seconds")
+    return JobSpec(
+        input=value,
+        model=model,
+        config=config,
+        key=key,
+        agent=agent,
+        labels=labels,
+        deadline=float(deadline) if deadline is not None else None,
+    )
 
 
 def _input(obj: dict[str, Any]) -> Any:

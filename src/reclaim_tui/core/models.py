@@ -14,6 +14,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "Actor",
     "Event",
+    "GonePolicy",
     "JobSpec",
     "OrphanPolicy",
     "PassReport",
@@ -55,6 +56,13 @@ class OrphanPolicy(StrEnum):
     HOLD = "hold"  # leave it for an operator (adopt, or recover --force)
 
 
+class GonePolicy(StrEnum):
+    """What a 404 for a row that has an interaction does (`--on-gone`)."""
+
+    RESUBMIT = "resubmit"  # send again, recorded as a possible duplicate spend
+    HOLD = "hold"  # leave it for an operator (retry, or recover --force)
+
+
 class RemoteState(StrEnum):
     """What an API interaction status means to the ledger.
 
@@ -66,6 +74,7 @@ class RemoteState(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    ACTION = "action"  # requires_action: waiting for someone to answer
     UNKNOWN = "unknown"
 
 
@@ -87,6 +96,8 @@ class JobSpec:
     key: str | None = None
     agent: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: seconds the job may run once submitted (None: the engine's default)
+    deadline: float | None = None
 
     @property
     def target(self) -> str:
@@ -105,6 +116,8 @@ class JobSpec:
             body["config"] = dict(self.config)
         if self.labels:
             body["labels"] = dict(self.labels)
+        if self.deadline is not None:
+            body["deadline"] = self.deadline
         return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -116,6 +129,7 @@ class JobSpec:
             config=data.get("config") or {},
             agent=data.get("agent"),
             labels=data.get("labels") or {},
+            deadline=data.get("deadline"),
         )
 
 

@@ -9,6 +9,7 @@ the wrong status, or held by a live process, is refused with an
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from reclaim_tui.core.models import Actor, PassReport, RemoteState, Row, Status
@@ -159,6 +160,40 @@ class Operator:
             return await self._update(idem, expect, Status.SUBMITTED, actor, note, changes)
         except LedgerConflictError as exc:  # jobs.handle is UNIQUE
             raise OperatorError(f"{interaction_id} is already the handle of another job") from exc
+
+    async def answer(self, idem: str, text: str, *, actor: Actor) -> Row:
+        """Answer an interaction that requires action (a research plan to
+        approve, a question): a follow-up interaction with
+        `previous_interaction_id` becomes the row's handle."""
+        text = text.strip()
+        if not text:
+            raise OperatorError("an answer must not be empty")
+        before = await self._require(idem)
+        if before.status != Status.SUBMITTED or not before.held or not before.handle:
+            raise OperatorError(f"{idem} is not waiting for an answer ({before.status})")
+        job = before.job
+        follow = replace(
+            job, input=text, config={**job.config, "previous_interaction_id": before.handle}
+        )
+        # Said before the create: if this process dies in between, the history
+        # shows a follow-up may exist (the row stays held, answerable again).
+        note = f"answering {before.handle}: sending a follow-up interaction"
+        await self.ledger.add_event(idem, actor, note, Status.SUBMITTED.value)
+        try:
+            remote = await self.backend.create(follow, idem)
+        except BackendError as exc:
+            raise OperatorError(f"the follow-up was not sent: {describe(exc)}") from exc
+        now = self.ledger.clock.now()
+        changes = {
+            "handle": remote.id,
+            "held": 0,
+            "polls": 0,
+            "submitted_at": now,
+            "next_at": now,
+            "last_error": None,
+        }
+        note = f"operator answered {before.handle}; follow-up {remote.id}"
+        return await self._update(idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, changes)
 
     async def replay(self, idems: Sequence[str] | None = None) -> PassReport:
         """Deliver the stored results of these `done` rows now (all when None),

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MediaOutput", "output_media", "output_text"]
+__all__ = ["MediaOutput", "action_summary", "output_media", "output_text"]
 
 _MEDIA = ("image", "audio", "video")
 _EXTENSIONS = {
@@ -125,3 +126,16 @@ def _media(item: Any) -> MediaOutput | None:
     if data is None and uri is None:
         return None
     return MediaOutput(str(item["type"]), mime, data, uri)
+
+
+def action_summary(raw: Mapping[str, Any], limit: int = 300) -> str:
+    """What a `requires_action` interaction asks, in one line: the function
+    calls it makes, else the text of its last output (a research plan)."""
+    calls = [
+        f"{step.get('name') or 'function'}({json.dumps(step.get('arguments') or {})[:80]})"
+        for step in _steps(raw)
+        if isinstance(step, Mapping) and step.get("type") == "function_call"
+    ]
+    text = "call " + ", ".join(calls[-3:]) if calls else (output_text(raw) or "an answer")
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + " …"

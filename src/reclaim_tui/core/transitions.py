@@ -22,22 +22,27 @@ from typing import Any
 
 from reclaim_tui.core.models import (
     Actor,
+    GonePolicy,
+    JobSpec,
     OrphanPolicy,
     RemoteInteraction,
     RemoteState,
     Row,
     Status,
 )
+from reclaim_tui.core.outputs import action_summary
 from reclaim_tui.errors import BackendError, InteractionGoneError, NotCreatedError
 
 __all__ = [
     "EngineConfig",
+    "Overdue",
     "Transition",
     "after_create",
     "after_poll",
     "delivered",
     "describe",
     "late_create_adopted",
+    "overdue",
     "settle_orphan",
     "sink_failed",
 ]
@@ -66,6 +71,18 @@ class EngineConfig:
     retry_cap: float = 6 * 3600.0
     #: consecutive failures outside the job after which a pass stops calling the API
     circuit_threshold: int = 5
+    #: seconds a submitted model job may run before it is cancelled (None: no limit)
+    deadline_model: float | None = None
+    #: the same for agent jobs (Deep Research runs for minutes to tens of minutes)
+    deadline_agent: float | None = 4 * 3600.0
+    #: what a 404 for a row that has an interaction does (`--on-gone`)
+    on_gone: GonePolicy = GonePolicy.RESUBMIT
+
+    def deadline(self, job: JobSpec) -> float | None:
+        """The job's own deadline, else the default for its kind."""
+        if job.deadline is not None:
+            return job.deadline
+        return self.deadline_agent if job.agent else self.deadline_model
 
     def retry_delay(self, n: int, idem: str) -> float:
         """Wait before the n-th retry after a failure outside the job: Sidekiq's
@@ -218,11 +235,13 @@ def _deferred(
 
 # -- submitted → … (after a poll) --------------------------------------------------------
 def after_poll(
-    row: Row, out: RemoteInteraction | BaseException, config: EngineConfig, now: float
+    row: Row, out: RemoteInteraction | Overdue | BaseException, config: EngineConfig, now: float
 ) -> Transition:
     """The edge a poll's outcome takes from `submitted`."""
     if isinstance(out, RemoteInteraction):
         return _after_state(row, out, config, now)
+    if isinstance(out, Overdue):
+        return _after_overdue(row, out, config, now)
     if isinstance(out, InteractionGoneError):
         return _gone(row, describe(out), config, now)
     if isinstance(out, BackendError) and out.cause is not None:
@@ -254,29 +273,40 @@ def _read_deferred(
 
 
 def _gone(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
+    """A 404 for an interaction that was created: gone past the API's
+    retention (55 days paid, 1 day free tier), or a server-side bug. Never a
+    silent resubmission: resent as a possible duplicate spend, or held for an
+    operator (`--on-gone hold`)."""
     base = {"polls": row.polls + 1}
+    gone = f"interaction {row.handle} gone (404)"
+    if config.on_gone == GonePolicy.HOLD:
+        changes = {**base, "handle": None, "inflight": 1, "held": 1, "last_error": gone}
+        note = f"{gone} before its result was stored; held for an operator (--on-gone hold)"
+        return Transition(
+            row.idem, Status.SUBMITTED, Status.RESERVING, note, changes, tally="held", error=message
+        )
     if row.attempts >= config.max_attempts:
         return Transition(
             row.idem,
             Status.SUBMITTED,
             Status.FAILED,
-            f"interaction {row.handle} gone (404) and attempts exhausted",
-            {**base, "last_error": f"interaction {row.handle} gone (404)"},
+            f"{gone} and attempts exhausted",
+            {**base, "last_error": gone},
             tally="failed",
             error=message,
         )
-    # The provider dropped it before we stored a result: send it again.
     return Transition(
         row.idem,
         Status.SUBMITTED,
         Status.RESERVING,
-        f"interaction {row.handle} gone (404) before its result was stored; resubmitting",
+        f"{gone} before its result was stored; resubmitting — possible duplicate spend",
         {
             **base,
             "handle": None,
             "inflight": 0,
             "next_at": now,
-            "last_error": f"interaction {row.handle} gone (404)",
+            "last_error": gone,
+            "duplicates": row.duplicates + 1,
         },
         tally="gone",
         error=message,
@@ -334,9 +364,14 @@ def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: fl
     if out.state in (RemoteState.FAILED, RemoteState.CANCELLED):
         to = Status.CANCELLED if out.state == RemoteState.CANCELLED else Status.FAILED
         reason = f"API status {out.api_status}" + (f": {out.error}" if out.error else "")
+        # Partial steps and usage may have been paid for: the raw interaction
+        # is stored with the row whatever its end.
+        changes = {**base, "last_error": reason}
         return Transition(
-            row.idem, Status.SUBMITTED, to, reason, {**base, "last_error": reason}, tally=to.value
+            row.idem, Status.SUBMITTED, to, reason, changes, result=out, tally=to.value
         )
+    if out.state == RemoteState.ACTION:
+        return _requires_action(row, out, config, now)
     next_at = config.next_poll(row.submitted_at or now, row.polls + 1, now)
     changes = {**base, "error_streak": 0, "next_at": next_at}
     if row.outside_streak:
@@ -349,6 +384,72 @@ def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: fl
         changes["last_error"] = None
     # Still running: no state change and no event (counted in `polls`).
     return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, "", changes)
+
+
+def _requires_action(
+    row: Row, out: RemoteInteraction, config: EngineConfig, now: float
+) -> Transition:
+    """The interaction asks someone something: held for an operator (`answer`
+    or `cancel`), its question stored with the row, looked at again rarely."""
+    asked = action_summary(out.raw)
+    changes: dict[str, Any] = {
+        "polls": row.polls + 1,
+        "held": 1,
+        "last_error": f"requires action: {asked}",
+        "next_at": now + config.poll_cap,
+    }
+    note = "" if row.held else f"requires action, held for an operator: {asked}"
+    return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes, result=out)
+
+
+@dataclass(frozen=True, slots=True)
+class Overdue:
+    """A poll found the job still running past its deadline; `cancelled` is
+    the answer to the cancel sent for it (or why that failed)."""
+
+    remote: RemoteInteraction
+    deadline: float
+    cancelled: RemoteInteraction | BaseException
+
+
+def overdue(row: Row, remote: RemoteInteraction, config: EngineConfig, now: float) -> float | None:
+    """The deadline a still-running job has passed, if it has."""
+    if remote.state in (RemoteState.COMPLETED, RemoteState.FAILED, RemoteState.CANCELLED):
+        return None
+    deadline = config.deadline(row.job)
+    if deadline is None or row.submitted_at is None or now - row.submitted_at < deadline:
+        return None
+    return deadline
+
+
+def _after_overdue(row: Row, out: Overdue, config: EngineConfig, now: float) -> Transition:
+    answer = out.cancelled
+    if isinstance(answer, BaseException):
+        message = f"deadline of {out.deadline:g}s passed; cancel failed: {describe(answer)}"
+        changes = {
+            "polls": row.polls + 1,
+            "last_error": message,
+            "next_at": now + config.backoff(1),
+        }
+        return Transition(
+            row.idem, Status.SUBMITTED, Status.SUBMITTED, message, changes, error=message
+        )
+    if answer.state == RemoteState.COMPLETED:
+        return _after_state(row, answer, config, now)  # it finished in time after all
+    reason = (
+        f"deadline of {out.deadline:g}s passed: interaction {answer.id} cancelled"
+        f" ({answer.api_status}); its partial output is stored"
+    )
+    changes = {"polls": row.polls + 1, "last_error": reason}
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.CANCELLED,
+        reason,
+        changes,
+        result=answer,
+        tally="cancelled",
+    )
 
 
 # -- done → … (after the sink) -----------------------------------------------------------
