@@ -13,6 +13,7 @@ __all__ = [
     "KEYS",
     "MUTATING",
     "TABS",
+    "TITLED",
     "KeySpec",
     "TabSpec",
     "action_enabled",
@@ -30,6 +31,8 @@ class KeySpec:
     group: str
     mutating: bool = False
     footer: bool = True
+    #: A footer too narrow for every title keeps this one's (the others show their key only).
+    titled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +41,19 @@ class TabSpec:
     label: str
     status: str | None  # a Status value; None for "all" and the derived orphans
     orphans: bool = False
+    #: The label in a narrow terminal (80 columns hold all eight tabs).
+    short: str = ""
 
 
 TABS: tuple[TabSpec, ...] = (
-    TabSpec("all", "All", None),
-    TabSpec("reserving", "reserving", "reserving"),
-    TabSpec("orphans", "orphans", None, orphans=True),
-    TabSpec("submitted", "submitted", "submitted"),
-    TabSpec("done", "done (unconsumed)", "done"),
-    TabSpec("consumed", "consumed", "consumed"),
-    TabSpec("failed", "failed", "failed"),
-    TabSpec("cancelled", "cancelled", "cancelled"),
+    TabSpec("all", "All", None, short="All"),
+    TabSpec("reserving", "reserving", "reserving", short="resv"),
+    TabSpec("orphans", "orphans", None, orphans=True, short="orph"),
+    TabSpec("submitted", "submitted", "submitted", short="subm"),
+    TabSpec("done", "done (unconsumed)", "done", short="done"),
+    TabSpec("consumed", "consumed", "consumed", short="cons"),
+    TabSpec("failed", "failed", "failed", short="fail"),
+    TabSpec("cancelled", "cancelled", "cancelled", short="canc"),
 )
 
 _NAV = "Navigate"
@@ -57,8 +62,16 @@ _OPS = "Operate (through the engine, actor 'console')"
 _LOOP = "Reclaim loop"
 
 KEYS: tuple[KeySpec, ...] = (
-    KeySpec("question_mark", "?", "help", "Help", "Show every key", _NAV),
-    KeySpec("slash", "/", "filter", "Filter", "Filter: text, status:NAME, model:TEXT", _VIEW),
+    KeySpec("question_mark", "?", "help", "Help", "Show every key", _NAV, titled=True),
+    KeySpec(
+        "slash",
+        "/",
+        "filter",
+        "Filter",
+        "Filter: text, status:NAME, model:TEXT",
+        _VIEW,
+        titled=True,
+    ),
     *(
         KeySpec(
             str(n),
@@ -91,7 +104,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec(
         "escape", "esc", "clear", "Clear", "Clear marks, close filter / detail", _NAV, footer=False
     ),
-    KeySpec("s", "s", "submit", "Submit", "Submit a prompt or a JSONL file", _OPS, True),
+    KeySpec(
+        "s", "s", "submit", "Submit", "Submit a prompt or a JSONL file", _OPS, True, titled=True
+    ),
     KeySpec("r", "r", "retry", "Retry", "Retry failed / cancelled rows", _OPS, True),
     KeySpec("c", "c", "cancel_jobs", "Cancel", "Cancel reserving / submitted rows", _OPS, True),
     KeySpec("o", "o", "recover", "Recover", "Force orphan recovery (resubmit)", _OPS, True),
@@ -123,10 +138,12 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec(
         "ctrl+p", "ctrl+p", "command_palette", "Palette", "Command palette", _NAV, footer=False
     ),
-    KeySpec("q", "q", "quit", "Quit", "Quit (the ledger keeps everything)", _NAV),
+    KeySpec("q", "q", "quit", "Quit", "Quit (the ledger keeps everything)", _NAV, titled=True),
 )
 
 MUTATING = frozenset(k.action for k in KEYS if k.mutating)
+#: Actions whose footer titles stay when the footer is too narrow for all of them.
+TITLED = frozenset(k.action for k in KEYS if k.titled)
 
 #: Bound on the app: the reclaim loop's pace (the app runs the loop) and quit.
 #: Every other key acts on the ledger view and is bound on the main screen.

@@ -20,7 +20,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input
+from textual.widgets import DataTable, Header, Input
 
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.queries import SORTS, ConsoleReader, View
@@ -51,6 +51,7 @@ from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 from reclaim_tui.tui.state import ConsoleState, Window
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
+from reclaim_tui.tui.widgets.footer import ConsoleFooter
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 from reclaim_tui.tui.widgets.loop_bar import LoopBar, LoopBarState
 from reclaim_tui.tui.widgets.loop_log import LoopLog
@@ -69,6 +70,14 @@ class MainScreen(Screen[None]):
     #: detail *and* hands the keys back to the table; Textual's own minimize
     #: would leave the focus on the detail.
     ESCAPE_TO_MINIMIZE = False
+    #: Below 34 rows the lower panels shrink (the table keeps ten rows at 24),
+    #: below 20 they go: app.tcss. (No ClassVar: Textual declares it
+    #: `ClassVar[…] | None`, which mypy reads as an instance variable.)
+    VERTICAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-tiny"),
+        (20, "-short"),
+        (34, "-tall"),
+    ]
 
     class Ready(Message):
         """The screen is up: the app may start the engine and open the ledger."""
@@ -97,7 +106,7 @@ class MainScreen(Screen[None]):
                 with Vertical(id="activity"):
                     yield Throughput(id="throughput")
                     yield LoopLog(id="log")
-        yield Footer(compact=True)
+        yield ConsoleFooter()
 
     @property
     def table(self) -> LedgerTable:

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.widgets import Static
 
-__all__ = ["LoopBar", "LoopBarState"]
+__all__ = ["LoopBar", "LoopBarState", "fit"]
+
+#: A truncated part keeps at least this many cells, or goes altogether.
+MIN_TRUNCATED = 16
 
 
 @dataclass
@@ -24,30 +27,76 @@ class LoopBarState:
     api: str = ""
 
 
+@dataclass
+class Part:
+    """A piece of the bar; the lowest `keep` goes first when the bar is too narrow."""
+
+    keep: int
+    content: Content
+    truncate: bool = False
+
+
+def fit(parts: list[Part], width: int) -> Content:
+    """The parts, in order, in `width` cells: the least kept are shortened
+    (when they may be) or left out until the rest fits."""
+    parts = list(parts)
+    while (excess := sum(p.content.cell_length for p in parts) - width) > 0:
+        victim = min(parts, key=lambda p: p.keep)
+        room = victim.content.cell_length - excess
+        if victim.truncate and room >= MIN_TRUNCATED:
+            victim.content = victim.content.truncate(room, ellipsis=True)
+            break
+        parts.remove(victim)
+    return Content("").join(p.content for p in parts)
+
+
+def bar_parts(s: LoopBarState) -> list[Part]:
+    """The bar's parts, in the order shown; marks and the mode are kept longest."""
+    mode_style = {
+        "paused": "bold $warning",
+        "read-only": "bold $secondary",
+        "ticking": "bold $accent",
+    }.get(s.mode, "bold $success")
+    parts = [Part(9, Content.styled(f"● {s.mode}", mode_style))]
+    if s.mode not in ("read-only",):
+        parts.append(Part(3, Content(f" every {s.interval:g}s")))
+    if s.api:
+        style = "$success" if s.api == "ok" else "bold $error"
+        parts.append(Part(6, Content.assemble(" │ ", (f"API {s.api}", style))))
+    if s.last:
+        parts.append(Part(1, Content.assemble(" · ", (s.last, "$text-muted")), truncate=True))
+    parts.append(Part(2, Content.assemble(" │ sort: ", (s.sort, "$accent"))))
+    if s.filter:
+        content = Content.assemble(" │ filter: ", (s.filter, "bold $warning"))
+        parts.append(Part(7, content, truncate=True))
+    if s.window:
+        parts.append(Part(5, Content(f" │ {s.window}")))
+    if s.marks:
+        parts.append(Part(8, Content.assemble(" │ ", (f"{s.marks:,} marked", "bold $primary"))))
+    return parts
+
+
 class LoopBar(Static):
+    """Fits its line to its width: the last pass's summary is shortened first,
+    the marks and the loop's mode are kept longest."""
+
     DEFAULT_CSS = """
     LoopBar { height: 1; background: $panel; color: $foreground; padding: 0 1; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._state = LoopBarState()
+
     def show(self, s: LoopBarState) -> None:
-        mode_style = {
-            "paused": "bold $warning",
-            "read-only": "bold $secondary",
-            "ticking": "bold $accent",
-        }.get(s.mode, "bold $success")
-        parts: list[Content | str | tuple[str, str]] = [(f"● {s.mode}", mode_style)]
-        if s.mode not in ("read-only",):
-            parts.append(f" every {s.interval:g}s")
-        if s.api:
-            healthy = s.api == "ok"
-            parts += [" │ ", (f"API {s.api}", "$success" if healthy else "bold $error")]
-        if s.last:
-            parts += [" · ", (s.last, "$text-muted")]
-        parts += [" │ sort: ", (s.sort, "$accent")]
-        if s.filter:
-            parts += [" │ filter: ", (s.filter, "bold $warning")]
-        if s.window:
-            parts += [" │ ", s.window]
-        if s.marks:
-            parts += [" │ ", (f"{s.marks:,} marked", "bold $primary")]
-        self.update(Content.assemble(*parts))
+        self._state = s
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        width = self.content_region.width
+        parts = bar_parts(self._state)
+        # Before the first layout the width is 0: everything, fitted on resize.
+        self.update(fit(parts, width) if width else Content("").join(p.content for p in parts))

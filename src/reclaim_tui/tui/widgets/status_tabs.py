@@ -2,34 +2,79 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.widgets import Tab, Tabs
 
-from reclaim_tui.tui.keymap import TABS
+from reclaim_tui.tui.keymap import TABS, TabSpec
 
-__all__ = ["StatusTabs"]
+__all__ = ["StatusTabs", "compact_count"]
+
+
+def compact_count(count: int) -> str:
+    """At most four characters: 987, 1.2k, 12k, 3.4M."""
+    for size, unit in ((1_000_000, "M"), (1_000, "k")):
+        if count >= size:
+            scaled = count / size
+            return f"{scaled:.1f}{unit}" if scaled < 10 else f"{int(scaled)}{unit}"
+    return str(count)
+
+
+Form = tuple[Callable[[TabSpec], str], Callable[[int], str], bool]
+
+#: Label forms, longest first: (name, count, tight). The first whose labels
+#: fit the width is used; a tight one drops each tab's right padding.
+FORMS: tuple[Form, ...] = (
+    (lambda t: t.label, lambda n: f"{n:,}", False),
+    (lambda t: t.label.split(" (")[0], lambda n: f"{n:,}", False),
+    (lambda t: t.short, compact_count, False),
+    (lambda t: t.short, compact_count, True),
+)
 
 
 class StatusTabs(Tabs):
     """One tab per view; labels carry the counts. Keys 1–8 switch (the main screen's
-    bindings), so the tabs never take focus from the table."""
+    bindings), so the tabs never take focus from the table. Labels shorten until
+    all eight fit the width."""
 
     DEFAULT_CSS = """
     StatusTabs { height: 2; }
     StatusTabs Tab { padding: 0 1; }
+    StatusTabs.-tight Tab { padding: 0 0 0 1; }
     """
     can_focus = False
 
     def __init__(self) -> None:
-        tabs = [Tab(self._label(n, t.label, None), id=t.id) for n, t in enumerate(TABS, start=1)]
+        self._counts: dict[str, int] = {}
+        tabs = [Tab(self._label(n, t, None, FORMS[0]), id=t.id) for n, t in enumerate(TABS, 1)]
         super().__init__(*tabs)
 
     @staticmethod
-    def _label(number: int, label: str, count: int | None) -> str:
-        shown = "…" if count is None else f"{count:,}"
-        return f"{number} {label} {shown}"
+    def _label(number: int, tab: TabSpec, count: int | None, form: Form) -> str:
+        name, counted, _ = form
+        return f"{number} {name(tab)} {'…' if count is None else counted(count)}"
 
     def show_counts(self, counts: dict[str, int]) -> None:
         """`counts` maps tab id → rows in it."""
-        for number, tab in enumerate(TABS, start=1):
-            widget = self.query_one(f"#{tab.id}", Tab)
-            widget.label = self._label(number, tab.label, counts.get(tab.id))
+        self._counts = counts
+        self._relabel()
+
+    def on_resize(self) -> None:
+        self._relabel()
+
+    def _relabel(self) -> None:
+        width, form = self.size.width, FORMS[-1]
+        for candidate in FORMS:
+            labels = self._labels(candidate)
+            padding = 1 if candidate[2] else 2
+            if not width or sum(len(label) + padding for label in labels) <= width:
+                form = candidate
+                break
+        self.set_class(form[2], "-tight")
+        for tab, label in zip(TABS, self._labels(form), strict=True):
+            self.query_one(f"#{tab.id}", Tab).label = label
+
+    def _labels(self, form: Form) -> list[str]:
+        return [
+            self._label(n, tab, self._counts.get(tab.id), form) for n, tab in enumerate(TABS, 1)
+        ]
