@@ -342,7 +342,8 @@ def _paused(script: Script, turn: Turn) -> Script:
         steps=steps,
         status="requires_continuation",
         continuation_token=token,
-        rest=" ".join(words[half:]),
+        # The rest continues the same text: its leading space joins the hops' words.
+        rest=" " + " ".join(words[half:]),
     )
 
 

@@ -350,7 +350,7 @@ class InteractionStore:
                 return outcome
         # Only foreground model runs stop at the decode limit: the SDK continues
         # them itself; background and agent runs are continued by the server.
-        if not request.background and request.agent is None:
+        if not request.background and request.agent is None and request.continuation_token is None:
             if self.dice.roll(faults.continuation_rate):
                 return "requires_continuation"
         return None
