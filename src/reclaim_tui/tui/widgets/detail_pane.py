@@ -63,12 +63,15 @@ def _lease(detail: Detail, now: float) -> str:
 
 def _timeline(detail: Detail) -> list[Content]:
     parts = [_heading(f"timeline ({len(detail.events)} events)")]
+    # As wide as the longest actor shown ("console-loop" is 12), at least 8.
+    width = max((len(e.actor) for e in detail.events), default=0)
+    width = max(8, width)
     for event in detail.events:
         arrow = f"{event.from_status or '∅'} → {event.to_status or '∅'}"
         parts.append(
             Content.assemble(
                 (timestamp(event.at), "$text-muted"),
-                f"  {event.actor:<8} ",
+                f"  {event.actor:<{width}} ",
                 (f"{arrow:<24}", "$accent"),
                 f" {event.note}\n",
             )
