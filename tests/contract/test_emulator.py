@@ -8,6 +8,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from reclaim_tui.core.fakes import fake_output_text
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.models import JobSpec, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
@@ -364,3 +365,53 @@ async def test_a_429_carries_its_cause_and_retry_after(emu: EmulatorServer) -> N
         assert caught.value.retry_after == 1.0
     finally:
         await client.aclose()
+
+
+def test_flags_reach_the_config() -> None:
+    config = EmulatorConfig.from_flags(
+        incomplete_rate=0.1,
+        budget_exceeded_rate=0.2,
+        requires_action_rate=0.3,
+        continuation_rate=0.4,
+        agent_time_scale=0.01,
+        retention=86400.0,
+        strict_models=True,
+        full_steps=True,
+    )
+    faults = config.faults
+    assert (faults.incomplete_rate, faults.budget_exceeded_rate) == (0.1, 0.2)
+    assert (faults.requires_action_rate, faults.continuation_rate) == (0.3, 0.4)
+    assert config.agent_time_scale == 0.01 and config.retention_seconds == 86400.0
+    assert config.models is not None and "gemini-flash-latest" in config.models
+    assert config.full_steps
+    assert EmulatorConfig.from_flags().models is None  # any model name, by default
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"agent_time_scale": -1.0}, {"queued_share": 1.0}, {"retention_seconds": 0.0}],
+)
+def test_bad_config_values_are_refused(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        EmulatorConfig(**bad)
+
+
+async def test_ending_rates_round_trip_through_the_admin_api(emu: EmulatorServer) -> None:
+    await set_faults(emu, incomplete_rate=0.5, continuation_rate=1.0)
+    faults = await admin(emu, "GET", "faults")
+    assert faults["incomplete_rate"] == 0.5 and faults["continuation_rate"] == 1.0
+    assert faults["budget_exceeded_rate"] == faults["requires_action_rate"] == 0.0
+
+
+async def test_a_product_job_on_a_forced_ending_keeps_its_partial_output_and_usage() -> None:
+    config = EmulatorConfig(latency=0.0, faults=FaultConfig(budget_exceeded_rate=1.0))
+    async with EmulatorServer(config) as server:
+        client = GeminiBackend(server.api_key, server.base_url)
+        try:
+            handle = (await client.create(SPEC, IDEM)).id
+            seen = await client.get(handle)
+        finally:
+            await client.aclose()
+    assert seen.api_status == "budget_exceeded" and seen.state is RemoteState.FAILED
+    assert seen.usage and seen.usage["total_output_tokens"] > 0
+    assert seen.output_text and len(seen.output_text) < len(fake_output_text(SPEC.input))

@@ -5,12 +5,15 @@ and the benchmarks drive faults and read stats through `/_emulator/`.
 """
 
 from reclaim_tui.emulator.app import make_app
+from reclaim_tui.emulator.catalog import AGENTS, KNOWN_MODELS
 from reclaim_tui.emulator.config import DEFAULT_API_KEY, EmulatorConfig
 from reclaim_tui.emulator.faults import EndpointFaults, FaultConfig
 from reclaim_tui.emulator.server import EmulatorServer, run_forever, serve
 
 __all__ = [
+    "AGENTS",
     "DEFAULT_API_KEY",
+    "KNOWN_MODELS",
     "EmulatorConfig",
     "EmulatorServer",
     "EndpointFaults",
