@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reclaim_tui.emulator.errors import ApiProblem, error_body
+from reclaim_tui.emulator.errors import ApiProblem
 from reclaim_tui.emulator.state import StoredInteraction, _iso
 
 __all__ = ["DONE", "event_index", "frame", "timeline"]
@@ -111,7 +111,7 @@ def _ending(interaction: StoredInteraction, end: float) -> list[dict[str, Any]]:
         update["continuation_token"] = final["continuation_token"] = token
     events = [update]
     for error in interaction.errors() if status == "failed" else ():
-        events.append({"event_type": "error", "error": {**error_body(500, ""), **error}})
+        events.append({"event_type": "error", "error": dict(error)})
     events.append({"event_type": "interaction.completed", "interaction": final})
     return events
 
@@ -145,7 +145,9 @@ def timeline(
 ) -> tuple[list[dict[str, Any]], float | None]:
     """The events up to `now`, with ids, and when the next one is due (None: the stream is over,
     or nothing more comes by itself)."""
-    events = _all_events(interaction)
+    # Sorted by time (stable), so the events up to any moment are a prefix and
+    # an event's position, its id, never changes.
+    events = sorted(_all_events(interaction), key=lambda pair: pair[0])
     due = [{**event, "event_id": f"evt_{n}"} for n, (at, event) in enumerate(events) if at <= now]
     later = [at for at, _ in events[len(due) :]]
     end = interaction.end_at()

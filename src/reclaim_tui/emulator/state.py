@@ -86,6 +86,7 @@ class StoredInteraction:
     #: GET shows the turn's input as its first step(s) (EmulatorConfig.full_steps).
     show_input: bool = False
     forced: str | None = None
+    forced_at: float = 0.0
     settled: Settled | None = None
 
     @property
@@ -126,10 +127,13 @@ class StoredInteraction:
         """Every output step with the time it is done (future ones included)."""
         if self.settled is not None:
             return list(self.settled.steps)
-        if self.ready_at is None or self.forced is not None:
+        if self.ready_at is None:
             return []
         span = self.ready_at - self.start_at
-        return [(self.start_at + p.at * span, p.step) for p in self.script.steps]
+        timed = [(self.start_at + p.at * span, p.step) for p in self.script.steps]
+        if self.forced is not None:  # held by the admin API: what was done stays
+            return [(at, step) for at, step in timed if at <= self.forced_at]
+        return timed
 
     def steps_at(self, now: float) -> list[dict[str, Any]]:
         return [step for at, step in self.timed_steps() if at <= now]
@@ -423,6 +427,8 @@ class InteractionStore:
     ) -> None:
         """Set the status now (any string); a pending status stays until set again."""
         if status in PENDING:
+            if interaction.forced is None:
+                interaction.forced_at = self.clock()
             interaction.forced = status
             interaction.settled = None
             return
