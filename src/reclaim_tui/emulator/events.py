@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from reclaim_tui.emulator.errors import ApiProblem
-from reclaim_tui.emulator.state import StoredInteraction, _iso
+from reclaim_tui.emulator.interaction import StoredInteraction, iso
 
 __all__ = ["DONE", "event_index", "frame", "timeline"]
 
@@ -91,7 +91,7 @@ def _step_parts(step: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, An
 
 def _lifecycle(interaction: StoredInteraction, status: str, at: float) -> dict[str, Any]:
     body = interaction.head()
-    body.update(status=status, created=_iso(interaction.created_at), updated=_iso(at))
+    body.update(status=status, created=iso(interaction.created_at), updated=iso(at))
     if "service_tier" in interaction.request.echo:
         body["service_tier"] = interaction.request.echo["service_tier"]
     return body
