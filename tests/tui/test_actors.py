@@ -3,8 +3,6 @@ its operator's actions must be told apart in a row's history."""
 
 from __future__ import annotations
 
-import pytest
-
 from reclaim_tui.core.models import Event, Row, Status
 from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.widgets.detail_pane import render_detail
@@ -54,10 +52,6 @@ def test_the_timeline_keeps_its_columns_for_long_actor_names() -> None:
     assert len(starts) == 1, lines
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the runner to write the loop's passes as their own actor (issue 15, item 6)",
-)
 async def test_a_pass_of_the_loop_is_not_recorded_as_the_operator(seeded: Seeded) -> None:
     app = seeded.app(paused=True, interval=3600.0)
     async with app.run_test(size=SIZE) as pilot:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,6 +28,7 @@ from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Claim, Ledger
 from reclaim_tui.core.models import (
+    Actor,
     JobSpec,
     OrphanPolicy,
     PassReport,
@@ -71,6 +73,19 @@ class Engine:
     @property
     def clock(self) -> Clock:
         return self.ledger.clock
+
+    def acting_as(self, actor: Actor) -> Engine:
+        """This engine (same ledger, backend, sink, owner and circuit) writing
+        its history as `actor`: the console's loop and its operator share one."""
+        twin = Engine(
+            self.ledger,
+            self.backend,
+            self.sink,
+            config=dataclasses.replace(self.config, actor=actor),
+            owner=self.owner,
+        )
+        twin.circuit = self.circuit
+        return twin
 
     @property
     def operator(self) -> Operator:

@@ -46,7 +46,8 @@ class Actor(StrEnum):
 
     TICK = "tick"  # a cron tick (or any automatic pass run from the CLI)
     CLI = "cli"  # an operator's CLI command
-    CONSOLE = "console"  # the operator console
+    CONSOLE = "console"  # an operator's action in the console
+    CONSOLE_LOOP = "console-loop"  # the console's automatic reclaim loop
 
 
 class OrphanPolicy(StrEnum):

@@ -294,7 +294,8 @@ async def execute(engine: Engine, command: Command) -> Reply:
 async def _run(engine: Engine, command: Command) -> Reply:
     match command:
         case Tick():
-            return Passed(await engine.tick())
+            # The loop's passes are not an operator's doing: their own actor.
+            return Passed(await engine.acting_as(Actor.CONSOLE_LOOP).tick())
         case Retry() | Cancel() | Adopt():
             return await _each_row(engine, command)
         case Recover(idems=idems):
