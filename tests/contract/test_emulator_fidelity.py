@@ -15,8 +15,8 @@ from typing import Any
 import aiohttp
 import pytest
 from google import genai
+from google.genai import _interactions as sdk_errors
 from google.genai import types
-from google.genai._gaos.lib import compat_errors
 from google.genai._gaos.types import interactions as sdk
 
 from reclaim_tui.core.fakes import fake_output_text
@@ -266,7 +266,7 @@ async def test_raw_sse_frames_name_their_event(emu: Emu) -> None:
 async def test_a_bad_last_event_id_is_refused(emu: Emu) -> None:
     created = await emu.aio.create(model=MODEL, input="x")
     for bad in ("nope", "evt_99999"):
-        with pytest.raises(compat_errors.BadRequestError):
+        with pytest.raises(sdk_errors.BadRequestError):
             await emu.aio.get(created.id, stream=True, last_event_id=bad)
     status, _ = await emu.raw("GET", f"interactions/{created.id}?last_event_id=evt_1")
     assert status == 400
@@ -357,7 +357,7 @@ async def test_refused_requests(emu: Emu, body: dict[str, Any], message: str) ->
 
 
 async def test_unknown_fields_are_refused_by_the_front_end(emu: Emu) -> None:
-    with pytest.raises(compat_errors.BadRequestError) as caught:
+    with pytest.raises(sdk_errors.BadRequestError) as caught:
         await emu.aio.create(model=MODEL, input="x", extra_body={"metadata": {"a": 1}})
     assert caught.value.body["error"]["status"] == "INVALID_ARGUMENT"  # type: ignore[index]
     assert 'Unknown name "metadata"' in caught.value.body["error"]["message"]  # type: ignore[index]
@@ -419,7 +419,7 @@ async def test_function_calling_loop(emu: Emu) -> None:
         tools=[weather],
     )
     assert answer.status == "completed" and "sunny" in answer.output_text
-    with pytest.raises(compat_errors.BadRequestError):
+    with pytest.raises(sdk_errors.BadRequestError):
         await emu.aio.create(
             model=MODEL,
             previous_interaction_id=asked.id,
@@ -512,34 +512,34 @@ async def test_cancel_a_running_job_and_refuse_a_finished_one(emu: Emu) -> None:
     running = await emu.aio.create(model=MODEL, input="x", background=True)
     cancelled = await emu.aio.cancel(running.id)
     assert cancelled.status == "cancelled"
-    with pytest.raises(compat_errors.BadRequestError):
+    with pytest.raises(sdk_errors.BadRequestError):
         await emu.aio.cancel(running.id)
     finished = await emu.aio.create(model=MODEL, input="y")
-    with pytest.raises(compat_errors.BadRequestError):
+    with pytest.raises(sdk_errors.BadRequestError):
         await emu.aio.cancel(finished.id)
 
 
 async def test_delete_then_get_is_404(emu: Emu) -> None:
     created = await emu.aio.create(model=MODEL, input="x")
     await emu.aio.delete(created.id)
-    with pytest.raises(compat_errors.NotFoundError):
+    with pytest.raises(sdk_errors.NotFoundError):
         await emu.aio.get(created.id)
 
 
 async def test_store_false_is_not_kept(emu: Emu) -> None:
     done = await emu.aio.create(model=MODEL, input="x", store=False)
     assert done.status == "completed"
-    with pytest.raises(compat_errors.NotFoundError):
+    with pytest.raises(sdk_errors.NotFoundError):
         await emu.aio.get(done.id)
 
 
 async def test_errors_map_to_the_sdks_status_classes(emu: Emu) -> None:
-    with pytest.raises(compat_errors.NotFoundError):
+    with pytest.raises(sdk_errors.NotFoundError):
         await emu.aio.get("emu-nope-0000001")
     for status, cls in (
-        (429, compat_errors.RateLimitError),
-        (500, compat_errors.InternalServerError),
-        (503, compat_errors.InternalServerError),
+        (429, sdk_errors.RateLimitError),
+        (500, sdk_errors.InternalServerError),
+        (503, sdk_errors.InternalServerError),
     ):
         emu.server.store.faults = FaultConfig.from_json({"create": {f"rate_{status}": 1.0}})
         with pytest.raises(cls) as caught:
@@ -564,8 +564,8 @@ async def test_retention_makes_get_404() -> None:
         now[0] += 59.0
         assert (await aio.get(created.id)).status == "completed"
         now[0] += 2.0
-        with pytest.raises(compat_errors.NotFoundError):
+        with pytest.raises(sdk_errors.NotFoundError):
             await aio.get(created.id)
-        with pytest.raises(compat_errors.NotFoundError):
+        with pytest.raises(sdk_errors.NotFoundError):
             await aio.create(model=MODEL, input="more", previous_interaction_id=created.id)
         await client.aio.aclose()
