@@ -24,7 +24,7 @@ from reclaim_tui.core.queries import ConsoleReader
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.messages import CompletionsRecorded, DetailLoaded, RowsChanged
-from reclaim_tui.tui.state import ConsoleState, Move
+from reclaim_tui.tui.state import ConsoleState, Cursor, Move
 from reclaim_tui.tui.watching import LedgerWatch
 
 __all__ = ["LedgerFeed"]
@@ -49,6 +49,7 @@ class LedgerFeed:
         self._config = config
         self._redraw = redraw
         self._watch = LedgerWatch()
+        self._page: tuple[Move, Worker[None]] | None = None
         self.reader: ConsoleReader | None = None
 
     def opened(self) -> ConsoleReader:
@@ -78,11 +79,20 @@ class LedgerFeed:
         self._screen.set_interval(self._config.watch_every, self.watch)
 
     # -- a window, a row ---------------------------------------------------------------
-    def load_page(self, move: Move, cursor: str = "keep") -> Worker[None]:
-        """Read the window `move` asks for; the cursor goes to `cursor` (keep, top, bottom)."""
-        return self._run(partial(self._load_page, move, cursor), group="page", exclusive=True)
+    def load_page(self, move: Move, cursor: Cursor = "keep") -> Worker[None]:
+        """Read the window `move` asks for; the cursor goes to `cursor`.
 
-    async def _load_page(self, move: Move, cursor: str) -> None:
+        The window past an edge that is already being read is not read again
+        (a key held down at the edge would restart it for ever)."""
+        paging = self._page
+        if move in ("after", "before") and paging and paging[0] == move:
+            if not paging[1].is_finished:
+                return paging[1]
+        worker = self._run(partial(self._load_page, move, cursor), group="page", exclusive=True)
+        self._page = (move, worker)
+        return worker
+
+    async def _load_page(self, move: Move, cursor: Cursor) -> None:
         reader, window = self.opened(), self._state.window
         view, start, direction = self._state.page_query(move)
         for attempt in range(2):

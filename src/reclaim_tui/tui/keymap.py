@@ -95,10 +95,16 @@ KEYS: tuple[KeySpec, ...] = (
         footer=False,
     ),
     KeySpec(
-        "pagedown,pageup", "pgup/pgdn", "noop", "Page", "Next / previous window", _NAV, footer=False
+        "pagedown,pageup",
+        "pgdn / pgup",
+        "noop",
+        "Page",
+        "Page down / up, through the whole view",
+        _NAV,
+        footer=False,
     ),
-    KeySpec("g", "g / G", "first_page", "First", "First / last window (G)", _NAV, footer=False),
-    KeySpec("G", "G", "last_page", "Last", "Last window", _NAV, footer=False),
+    KeySpec("g", "g / home", "first_page", "First", "First row of the view", _NAV, footer=False),
+    KeySpec("G", "G / end", "last_page", "Last", "Last row of the view", _NAV, footer=False),
     KeySpec("space", "space", "toggle_mark", "Mark", "Mark / unmark the row", _OPS),
     KeySpec("A", "A", "mark_all", "Mark all", "Mark every row matching tab + filter", _OPS),
     KeySpec(

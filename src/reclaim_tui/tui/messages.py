@@ -14,6 +14,7 @@ from textual.notifications import SeverityLevel
 
 from reclaim_tui.core.engine import PassReport
 from reclaim_tui.core.queries import Detail, Page, View
+from reclaim_tui.tui.state import Cursor
 
 __all__ = [
     "ActionFinished",
@@ -55,7 +56,7 @@ class RowsChanged(Message):
     page: Page
     view: View
     offset: int
-    cursor: str  # "keep", "top" or "bottom": where the cursor goes
+    cursor: Cursor
 
 
 @dataclass

@@ -10,11 +10,14 @@ from reclaim_tui.core.models import Status
 from reclaim_tui.core.queries import SORTS, Direction, Key, Page, RowFilter, View
 from reclaim_tui.tui.keymap import TABS, TabSpec
 
-__all__ = ["ConsoleState", "Move", "Window"]
+__all__ = ["ConsoleState", "Cursor", "Move", "Window"]
 
 #: Where the window goes: the view's first or last rows, past either edge of
 #: the window, or "from" its own first row again (a refresh).
 Move = Literal["first", "from", "after", "before", "last"]
+#: Where the cursor goes in a new window: "keep" its row (else its index),
+#: "top", "bottom", or a row index (negative: from the window's end).
+Cursor = Literal["keep", "top", "bottom"] | int
 
 
 @dataclass

@@ -20,12 +20,13 @@ __all__ = ["HelpScreen"]
 def help_text(readonly: bool) -> Content:
     parts: list[Content | str | tuple[str, str]] = []
     shown = [k for k in KEYS if not (readonly and k.mutating)]
+    width = max(len(k.shown) for k in shown)
     order = list(dict.fromkeys(k.group for k in shown))
     shown.sort(key=lambda k: order.index(k.group))  # stable: table order within a group
     for group, keys in groupby(shown, key=lambda k: k.group):
         parts += [(group, "bold $accent"), "\n"]
         for spec in keys:
-            parts += [(f"  {spec.shown:>10}  ", "bold $primary"), spec.help, "\n"]
+            parts += [(f"  {spec.shown:>{width}}  ", "bold $primary"), spec.help, "\n"]
         parts.append("\n")
     if readonly:
         parts.append(("Read-only console: operator actions and the loop are off.\n", "$warning"))

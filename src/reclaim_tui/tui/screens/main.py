@@ -48,7 +48,7 @@ from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
-from reclaim_tui.tui.state import ConsoleState, Window
+from reclaim_tui.tui.state import ConsoleState, Cursor, Window
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
 from reclaim_tui.tui.widgets.footer import ConsoleFooter
@@ -161,7 +161,7 @@ class MainScreen(Screen[None]):
         self._detail_for = idem
         self.feed.load_detail(idem, left)
 
-    def rerender(self, cursor: str = "keep") -> None:
+    def rerender(self, cursor: Cursor = "keep") -> None:
         rows, now = self.state.window.page.rows, self.config.clock.now()
         self.table.show_rows(rows, now, self.state.marks, self.feed.dead, cursor)
         self.query_one(DetailPane).redraw(now)  # the detail's ages move with the table's
@@ -223,8 +223,7 @@ class MainScreen(Screen[None]):
         self.action_toggle_detail()
 
     def on_ledger_table_page_requested(self, event: LedgerTable.PageRequested) -> None:
-        cursor = {"after": "top", "before": "bottom", "last": "bottom"}.get(event.direction, "top")
-        self.feed.load_page(event.direction, cursor=cursor)
+        self.feed.load_page(event.direction, cursor=event.cursor)
 
     def on_ledger_table_sort_requested(self, event: LedgerTable.SortRequested) -> None:
         first = 0 if event.column == "age" else 2

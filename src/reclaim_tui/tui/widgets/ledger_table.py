@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from rich.style import Style
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.tui.format import age, next_poll, short
+from reclaim_tui.tui.state import Cursor
 
 __all__ = ["COLUMNS", "LedgerTable"]
 
@@ -50,9 +52,19 @@ class LedgerTable(DataTable[Text]):
     LedgerTable > .datatable--header { text-style: bold; }
     """
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # DataTable's home/end scroll sideways; here they go to the view's ends.
+        Binding("home", "scroll_top", "First row", show=False),
+        Binding("end", "scroll_bottom", "Last row", show=False),
+    ]
+
     @dataclass
     class PageRequested(Message):
+        """The cursor is crossing an edge of the window: show the window in
+        `direction` with the cursor on its row `cursor` (negative: from its end)."""
+
         direction: Literal["after", "before", "first", "last"]
+        cursor: int = 0
 
     @dataclass
     class SortRequested(Message):
@@ -64,6 +76,9 @@ class LedgerTable(DataTable[Text]):
         self.has_after = False
         self.rows_shown: list[Row] = []
         self._drawn: list[list[Text]] = []
+        #: The window asked for and not shown yet, and where its cursor goes:
+        #: keys pressed meanwhile move that target instead of asking again.
+        self._asked: tuple[str, int] | None = None
         #: Windows drawn so far (benchmarks and tests wait on it).
         self.renders = 0
 
@@ -94,13 +109,16 @@ class LedgerTable(DataTable[Text]):
         now: float,
         marks: set[str],
         dead: Iterable[str] = (),
-        cursor: str = "keep",
+        cursor: Cursor = "keep",
     ) -> None:
-        """Replace the window; the cursor stays on its row when it is still shown.
+        """Replace the window; the cursor goes to `cursor` ("top", "bottom", a
+        row index, negative from the end) or, by default, stays on its row
+        when it is still shown.
 
         The same rows in the same order (the usual refresh: only ages moved)
         are updated cell by cell, so the table neither flickers nor scrolls.
         """
+        asked, self._asked = self._asked, (self._asked if cursor == "keep" else None)
         styles = self._styles()
         dead = set(dead)
         cells = [self._cells(row, now, marks, dead, styles) for row in rows]
@@ -117,11 +135,16 @@ class LedgerTable(DataTable[Text]):
         self._drawn = cells
         if not rows:
             return
-        target = {"top": 0, "bottom": len(rows) - 1}.get(cursor)
-        if target is None:
+        if isinstance(cursor, int):
+            if asked is not None:
+                cursor = asked[1]  # with the keys pressed while it loaded
+            target = cursor if cursor >= 0 else len(rows) + cursor
+        elif cursor in ("top", "bottom"):
+            target = 0 if cursor == "top" else len(rows) - 1
+        else:
             keys = [r.idem for r in rows]
-            target = keys.index(current) if current in keys else min(index, len(rows) - 1)
-        self.move_cursor(row=target, animate=False)
+            target = keys.index(current) if current in keys else index
+        self.move_cursor(row=max(0, min(target, len(rows) - 1)), animate=False)
 
     def _update_cells(self, rows: list[Row], cells: list[list[Text]]) -> None:
         for row, new, old in zip(rows, cells, self._drawn, strict=True):
@@ -166,35 +189,52 @@ class LedgerTable(DataTable[Text]):
             self._drawn[index][0] = cell
 
     # -- paging at the edges ------------------------------------------------------------
+    def _page_rows(self) -> int:
+        """Rows one page key moves (DataTable's own measure)."""
+        header = self.header_height if self.show_header else 0
+        return max(1, self.scrollable_content_region.height - header)
+
+    def _cross(self, direction: Literal["after", "before"], step: int) -> bool:
+        """Ask for the window past the edge when moving `step` rows (negative:
+        up) from the cursor crosses it; False when the move stays inside."""
+        target = self.cursor_row + step
+        if direction == "after":
+            if not self.has_after or target < self.row_count:
+                return False
+            landing = target - self.row_count
+        else:
+            if not self.has_before or target >= 0:
+                return False
+            landing = target  # from the end of the window before
+        if self._asked is not None and self._asked[0] == direction:
+            landing = self._asked[1] + step  # the keys pressed while it loads count too
+        self._asked = (direction, landing)
+        self.post_message(self.PageRequested(direction, landing))
+        return True
+
     def action_cursor_down(self) -> None:
-        if self.has_after and self.cursor_row >= self.row_count - 1:
-            self.post_message(self.PageRequested("after"))
-            return
-        super().action_cursor_down()
+        if not self._cross("after", 1):
+            super().action_cursor_down()
 
     def action_cursor_up(self) -> None:
-        if self.has_before and self.cursor_row <= 0:
-            self.post_message(self.PageRequested("before"))
-            return
-        super().action_cursor_up()
+        if not self._cross("before", -1):
+            super().action_cursor_up()
 
     def action_page_down(self) -> None:
-        if self.has_after and self.cursor_row >= self.row_count - 1:
-            self.post_message(self.PageRequested("after"))
-            return
-        super().action_page_down()
+        if not self._cross("after", self._page_rows()):
+            super().action_page_down()
 
     def action_page_up(self) -> None:
-        if self.has_before and self.cursor_row <= 0:
-            self.post_message(self.PageRequested("before"))
-            return
-        super().action_page_up()
+        if not self._cross("before", -self._page_rows()):
+            super().action_page_up()
 
     def action_scroll_top(self) -> None:
-        self.post_message(self.PageRequested("first"))
+        self._asked = None
+        self.post_message(self.PageRequested("first", 0))
 
     def action_scroll_bottom(self) -> None:
-        self.post_message(self.PageRequested("last"))
+        self._asked = None
+        self.post_message(self.PageRequested("last", -1))
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         key = event.column_key.value or ""
