@@ -73,3 +73,10 @@ async def test_a_pass_of_the_loop_is_not_recorded_as_the_operator(seeded: Seeded
     operator = (await seeded.events("failed"))[-1].actor
     assert operator == "console"
     assert loop and operator not in loop, loop
+
+
+def test_the_help_names_both_console_actors() -> None:
+    from reclaim_tui.tui.screens.help import help_text
+
+    text = help_text(readonly=False).plain
+    assert "actor 'console'" in text and "'console-loop'" in text

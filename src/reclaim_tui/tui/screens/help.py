@@ -33,7 +33,7 @@ def help_text(readonly: bool) -> Content:
     parts.append(
         (
             "Every action goes through the engine and is written to the row's timeline"
-            " with actor 'console'.",
+            " with actor 'console'; the reclaim loop's passes with 'console-loop'.",
             "$text-muted",
         )
     )
