@@ -460,11 +460,60 @@ async def export(db: str, fmt: str, only: str | None, output: str | None) -> Non
 @click.option("--slow-rate", default=0.0, type=float)
 @click.option("--slow-seconds", default=0.0, type=float)
 @click.option("--seed", default=0, type=int)
+@click.option(
+    "--incomplete-rate",
+    default=0.0,
+    type=float,
+    help="Fraction of interactions ending incomplete (partial output).",
+)
+@click.option(
+    "--budget-exceeded-rate",
+    default=0.0,
+    type=float,
+    help="Fraction ending budget_exceeded (partial output).",
+)
+@click.option(
+    "--requires-action-rate",
+    default=0.0,
+    type=float,
+    help="Fraction stopping on a function call (requires_action).",
+)
+@click.option(
+    "--continuation-rate",
+    default=0.0,
+    type=float,
+    help="Fraction of foreground runs pausing at requires_continuation.",
+)
+@click.option(
+    "--agent-time-scale",
+    default=1.0,
+    show_default=True,
+    type=float,
+    help="Multiply agents' run times (Deep Research takes minutes).",
+)
+@click.option(
+    "--retention", default=None, type=float, help="Seconds an interaction is kept; then 404."
+)
+@click.option(
+    "--strict-models/--any-model",
+    "strict_models",
+    default=False,
+    help="Refuse model names the SDK does not list (400).",
+)
+@click.option(
+    "--full-steps/--answer-steps",
+    "full_steps",
+    default=True,
+    show_default=True,
+    help="GET shows user_input and thought steps, as the real API does.",
+)
 def emulator(**kw: Any) -> None:
     """Run the Interactions API emulator (what tests, demo and benchmarks use)."""
     from reclaim_tui.emulator import EmulatorConfig, run_forever
 
-    for name in ("fail_rate", "rate_429", "rate_500", "rate_503", "drop_rate", "slow_rate"):
+    rates = ("fail_rate", "rate_429", "rate_500", "rate_503", "drop_rate", "slow_rate")
+    more = ("incomplete_rate", "budget_exceeded_rate", "requires_action_rate", "continuation_rate")
+    for name in (*rates, *more):
         if not 0.0 <= kw[name] <= 1.0:
             raise click.BadParameter(f"must be between 0 and 1, got {kw[name]}", param_hint=name)
     latency_max = kw.pop("latency_max")

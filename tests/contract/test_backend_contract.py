@@ -107,7 +107,7 @@ async def test_completed_interaction_carries_output_and_usage(
     assert done.api_status == "completed"
     assert done.output_text == fake_output_text(SPEC.input)
     assert done.usage and done.usage["total_output_tokens"] > 0
-    assert done.raw["steps"][0]["type"] == "model_output"
+    assert done.raw["steps"][-1]["type"] == "model_output"
 
 
 async def test_failed_interaction_carries_its_error(

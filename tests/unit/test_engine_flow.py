@@ -238,3 +238,35 @@ async def test_cancelling_a_row_whose_interaction_completed_keeps_the_result(
         assert fake.calls["cancel"] == 0
     finally:
         await ledger.close()
+
+
+async def test_a_cancel_refused_because_the_interaction_just_finished_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """The real API answers 400 to a cancel of a finished interaction: the
+    result it finished with is still collected, not thrown away."""
+    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.sinks import DirectorySink
+    from reclaim_tui.errors import PermanentReadError
+
+    clock = ManualClock()
+    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    fake = FakeBackend(clock=clock, latency=None)
+    engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"))
+    try:
+        spec = JobSpec(input="finished as the cancel went out", model="m")
+        idem = idempotency_key(spec)
+        await engine.submit([spec])
+
+        async def refusing_cancel(handle: str) -> object:
+            fake.finish(handle)
+            raise PermanentReadError("cancel answered HTTP 400: interaction is finished", 400)
+
+        fake.cancel = refusing_cancel  # type: ignore[assignment,method-assign]
+        row = await engine.operator.cancel(idem, actor=Actor.CLI)
+        assert row.status == Status.SUBMITTED
+        await engine.tick()
+        row = await ledger.get(idem)  # type: ignore[assignment]
+        assert row is not None and row.status == Status.CONSUMED
+    finally:
+        await ledger.close()

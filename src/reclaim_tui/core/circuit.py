@@ -31,6 +31,9 @@ class Circuit:
     tripped: BackendError | None = None
     probing: bool = False
     warm: bool = False
+    #: this pass's calls: how many came back, how many failed outside the job
+    calls: int = 0
+    last_outside: BackendError | None = None
 
     @property
     def open(self) -> bool:
@@ -38,7 +41,9 @@ class Circuit:
 
     def record(self, outcome: object) -> None:
         """Count one API call's outcome (a result, or the exception it raised)."""
+        self.calls += 1
         if isinstance(outcome, BackendError) and outcome.cause is not None:
+            self.last_outside = outcome
             self.consecutive += 1
             if self.consecutive >= (1 if self.probing else self.threshold):
                 self.tripped = outcome
@@ -47,8 +52,18 @@ class Circuit:
         self.probing = False
         self.warm = True
 
+    def refused_everything(self) -> BackendError | None:
+        """The last outside failure, when every call of this pass failed
+        outside the job (fewer than `threshold` calls, or the circuit would
+        have opened): the API is refusing us all the same."""
+        if self.calls and self.consecutive == self.calls:
+            return self.last_outside
+        return None
+
     def next_pass(self) -> None:
         """A new pass: an open circuit becomes a single probe."""
+        self.calls = 0
+        self.last_outside = None
         if self.tripped is not None:
             self.tripped = None
             self.consecutive = 0

@@ -311,8 +311,9 @@ class Engine:
 
     # -- helpers ----------------------------------------------------------------------------
     def _noted(self, report: PassReport) -> PassReport:
-        """Say in the report when the circuit breaker stopped calling the API."""
-        tripped = self.circuit.tripped
+        """Say in the report when the circuit breaker stopped calling the API,
+        or when every call of the pass failed for a cause outside the jobs."""
+        tripped = self.circuit.tripped or self.circuit.refused_everything()
         if tripped is not None:
             report.unavailable = (tripped.cause or "unknown", describe(tripped))
         return report

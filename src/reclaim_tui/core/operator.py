@@ -8,11 +8,19 @@ the wrong status, or held by a live process, is refused with an
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from reclaim_tui.core.models import Actor, PassReport, RemoteState, Row, Status
+from reclaim_tui.core.models import (
+    Actor,
+    PassReport,
+    RemoteInteraction,
+    RemoteState,
+    Row,
+    Status,
+)
 from reclaim_tui.core.owner import holder_alive
 from reclaim_tui.core.transitions import describe
 from reclaim_tui.errors import (
@@ -77,12 +85,16 @@ class Operator:
         if handle is None and orphan and self.backend.supports_lookup:
             handle = await self._find_orphan(idem, actor)
         if handle:
+            remote: RemoteInteraction | None = None
             try:
                 remote = await self.backend.cancel(handle)
                 remote_note = f"remote {handle} is {remote.api_status}"
             except BackendError as exc:
-                remote = None
                 remote_note = f"remote cancel of {handle} failed: {describe(exc)}"
+                # The API refuses to cancel a finished interaction (400): look
+                # whether that is why, so a completed result is not lost.
+                with contextlib.suppress(BackendError):
+                    remote = await self.backend.get(handle)
             await self.ledger.add_event(idem, actor, remote_note, Status.CANCELLED.value)
             if remote is not None and remote.state == RemoteState.COMPLETED and before.handle:
                 return await self._keep_completed(row, handle, actor)

@@ -45,7 +45,7 @@ class EmulatorConfig:
     queued_share: float = 0.1
     retention_seconds: float | None = None
     models: frozenset[str] | None = None
-    full_steps: bool = False
+    full_steps: bool = True
 
     def __post_init__(self) -> None:
         if self.agent_time_scale < 0:
@@ -77,7 +77,7 @@ class EmulatorConfig:
         agent_time_scale: float = 1.0,
         retention: float | None = None,
         strict_models: bool = False,
-        full_steps: bool = False,
+        full_steps: bool = True,
     ) -> EmulatorConfig:
         """Build a config from the flat values of `reclaim-tui emulator` flags."""
         faults = FaultConfig.uniform(

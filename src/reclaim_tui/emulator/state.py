@@ -58,7 +58,7 @@ class InteractionStore:
     agent_time_scale: float = 1.0
     queued_share: float = 0.1
     retention_seconds: float | None = None
-    full_steps: bool = False
+    full_steps: bool = True
     interactions: dict[str, StoredInteraction] = field(default_factory=dict)
     creates_log: list[dict[str, Any]] = field(default_factory=list)
     creates_per_label: Counter[str] = field(default_factory=Counter)
