@@ -138,3 +138,29 @@ async def test_paid_partial_results_are_kept(world, status: str) -> None:  # typ
     assert row is not None and row.status == Status.FAILED
     stored = await ledger.result(row.idem)
     assert stored is not None and stored.raw["status"] == status
+
+
+async def test_a_chain_sends_its_follow_up_once_the_previous_job_is_done(world) -> None:  # type: ignore[no-untyped-def]
+    """Issue 11: `previous` (another job's key) sends the follow-up with
+    previous_interaction_id once that job is done; a job whose previous one
+    failed, or is unknown, fails with the reason."""
+    clock, ledger, fake, sink = world
+    engine = Engine(ledger, fake, sink, config=CONFIG)
+    first = JobSpec(input="draft an outline", model="m", key="outline")
+    second = JobSpec(input="now write it", model="m", key="article", previous="outline")
+    orphan = JobSpec(input="continue nothing", model="m", key="lost", previous="nope")
+    await engine.submit([first, second, orphan])
+    rows = {r.idem: r async for r in ledger.iter_rows()}
+    assert rows["article"].status == Status.RESERVING and rows["article"].attempts == 0
+    assert "waiting for previous job outline" in (rows["article"].last_error or "")
+    assert rows["lost"].status == Status.FAILED and "not in the ledger" in rows["lost"].last_error  # type: ignore[operator]
+    outline_handle = fake.handle_for("outline")
+    fake.finish(outline_handle)
+    clock.advance(31)
+    await engine.tick()  # the outline completes and is delivered
+    clock.advance(31)
+    await engine.tick()  # the article goes out as its follow-up
+    follow = fake.remotes[fake.handle_for("article")]
+    assert follow.spec.config["previous_interaction_id"] == outline_handle
+    waits = [e.note for e in await ledger.events("article") if "waiting" in e.note]
+    assert len(waits) == 1  # said once, not at every look

@@ -145,12 +145,24 @@ class Engine:
     async def _send_one(
         self, row: Row, *, commit: GroupCommit, late: list[tuple[Row, str]], report: PassReport
     ) -> None:
+        job = row.job
+        if job.previous is not None:
+            # A chain: sent only once the job it continues is done, as a
+            # follow-up of that job's interaction.
+            previous = await self.ledger.get(job.previous)
+            hold = transitions.before_chain(row, previous, self.config, self.clock.now())
+            if hold is not None:
+                await self._commit_one(commit, hold, report)
+                return
+            assert previous is not None and previous.handle is not None
+            config = {**job.config, "previous_interaction_id": previous.handle}
+            job = dataclasses.replace(job, config=config)
         sending = await commit.mark_sending(row.idem)
         if sending is None:
             report.counts["lease_lost"] += 1
             return
         crashpoint("before_create")
-        out = await self._outcome(self.backend.create(sending.job, sending.idem))
+        out = await self._outcome(self.backend.create(job, sending.idem))
         self.circuit.record(out)
         crashpoint("after_create_before_handle")
         t = transitions.after_create(sending, out, self.config, self.clock.now())

@@ -6,8 +6,10 @@ object the API accepts as input) and optionally `model` (string) or `agent`
 `key` (the job's own idempotency key: 1–63 of a-z 0-9 _ -, starting with a
 letter or digit), `config` (an object of extra `interactions.create`
 arguments, `agent_config` among them), `labels` (the job's own labels,
-for cost attribution; `idem` is the ledger's) and `deadline` (seconds the
-job may run once submitted before it is cancelled).
+for cost attribution; `idem` is the ledger's), `deadline` (seconds the
+job may run once submitted before it is cancelled) and `previous` (the key
+of a job this one continues: sent once that job is done, with its
+interaction as `previous_interaction_id`).
 Blank lines and lines starting with `#` are skipped. The whole file is
 validated before anything is reserved: one bad line refuses the file, with
 every bad line named.
@@ -31,9 +33,11 @@ __all__ = ["MAX_INPUT_BYTES", "parse_jobs", "parse_jobs_bytes", "read_jobs_file"
 #: mistake, not a prompt; it would be refused as 413 by a server that takes
 #: 1 MiB, such as an aiohttp one with its default limit.
 MAX_INPUT_BYTES = 1_000_000
-_ALLOWED = {"input", "model", "agent", "key", "config", "labels", "deadline"}
+_ALLOWED = {"input", "model", "agent", "key", "config", "labels", "deadline", "previous"}
 # create() arguments the ledger sets itself; a job may not override them.
 _RESERVED_CONFIG = {"model", "agent", "input", "background", "labels", "stream"}
+# A chain names its previous job by key ("previous"); the interaction id is
+# the ledger's to fill in once that job is done.
 #: The label the ledger writes on every create: a job may not set it.
 RESERVED_LABEL = "idem"
 
@@ -64,6 +68,11 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
         isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline <= 0
     ):
         raise ValueError("'deadline' must be a positive number of seconds")
+    previous = obj.get("previous")
+    if previous is not None and (not isinstance(previous, str) or not valid_key(previous)):
+        raise ValueError("'previous' must be the key of another job")
+    if previous is not None and "previous_interaction_id" in config:
+        raise ValueError("name either 'previous' or config 'previous_interaction_id', not both")
     return JobSpec(
         input=value,
         model=model,
@@ -72,6 +81,7 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
         agent=agent,
         labels=labels,
         deadline=float(deadline) if deadline is not None else None,
+        previous=previous,
     )
 
 

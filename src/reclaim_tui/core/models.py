@@ -99,6 +99,9 @@ class JobSpec:
     labels: Mapping[str, str] = field(default_factory=dict)
     #: seconds the job may run once submitted (None: the engine's default)
     deadline: float | None = None
+    #: the key of the job this one continues: sent once that job is done,
+    #: with `previous_interaction_id` = that job's interaction
+    previous: str | None = None
 
     @property
     def target(self) -> str:
@@ -119,6 +122,8 @@ class JobSpec:
             body["labels"] = dict(self.labels)
         if self.deadline is not None:
             body["deadline"] = self.deadline
+        if self.previous is not None:
+            body["previous"] = self.previous
         return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -131,6 +136,7 @@ class JobSpec:
             agent=data.get("agent"),
             labels=data.get("labels") or {},
             deadline=data.get("deadline"),
+            previous=data.get("previous"),
         )
 
 

@@ -154,22 +154,7 @@ def after_create(
 ) -> Transition:
     """The edge a create's outcome takes from `reserving`."""
     if isinstance(out, RemoteInteraction):
-        return Transition(
-            row.idem,
-            Status.RESERVING,
-            Status.SUBMITTED,
-            f"created {out.id} (attempt {row.attempts})",
-            {
-                "handle": out.id,
-                "inflight": 0,
-                "submitted_at": now,
-                "error_streak": 0,
-                "outside_streak": 0,
-                "next_at": now + config.first_poll,
-                "last_error": None,
-            },
-            tally="sent",
-        )
+        return _created(row, out, config, now)
     message = describe(out)
     if isinstance(out, NotCreatedError) and out.cause is not None:
         return _deferred(row, out, message, config, now)
@@ -177,15 +162,45 @@ def after_create(
         # MaybeCreatedError, or anything unexpected: the request may have
         # left, so the outcome is unknown and the attempt stays in flight:
         # recovery adopts it by label or applies the orphan policy.
-        return Transition(
-            row.idem,
-            Status.RESERVING,
-            Status.RESERVING,
-            f"attempt {row.attempts}: outcome unknown ({message})",
-            {"next_at": now + config.backoff(row.attempts), "last_error": message},
-            tally="maybe_created",
-            error=message,
-        )
+        return _outcome_unknown(row, message, config, now)
+    return _not_created(row, out, message, config, now)
+
+
+def _created(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
+    return Transition(
+        row.idem,
+        Status.RESERVING,
+        Status.SUBMITTED,
+        f"created {out.id} (attempt {row.attempts})",
+        {
+            "handle": out.id,
+            "inflight": 0,
+            "submitted_at": now,
+            "error_streak": 0,
+            "outside_streak": 0,
+            "next_at": now + config.first_poll,
+            "last_error": None,
+        },
+        tally="sent",
+    )
+
+
+def _outcome_unknown(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
+    return Transition(
+        row.idem,
+        Status.RESERVING,
+        Status.RESERVING,
+        f"attempt {row.attempts}: outcome unknown ({message})",
+        {"next_at": now + config.backoff(row.attempts), "last_error": message},
+        tally="maybe_created",
+        error=message,
+    )
+
+
+def _not_created(
+    row: Row, out: NotCreatedError, message: str, config: EngineConfig, now: float
+) -> Transition:
+    """Provably not created: failed for good, or retried after a backoff."""
     if not out.retryable or row.attempts >= config.max_attempts:
         why = "not retryable" if not out.retryable else f"{row.attempts} attempts"
         return Transition(
@@ -231,6 +246,31 @@ def _deferred(
         tally="deferred",
         error=message,
     )
+
+
+def before_chain(
+    row: Row, previous: Row | None, config: EngineConfig, now: float
+) -> Transition | None:
+    """Whether a job that continues another may be sent: None when that job
+    is done (its interaction is the follow-up's previous_interaction_id);
+    else the row waits, or fails when that job never can be continued."""
+    key = row.job.previous
+    if previous is None:
+        why = f"previous job {key} is not in the ledger"
+        return Transition(
+            row.idem, Status.RESERVING, Status.FAILED, why, {"last_error": why}, tally="failed"
+        )
+    if previous.status in (Status.DONE, Status.CONSUMED) and previous.handle:
+        return None
+    if previous.status in (Status.FAILED, Status.CANCELLED):
+        why = f"previous job {key} ended {previous.status.value}: nothing to continue"
+        return Transition(
+            row.idem, Status.RESERVING, Status.FAILED, why, {"last_error": why}, tally="failed"
+        )
+    waiting = f"waiting for previous job {key} ({previous.status.value})"
+    note = "" if row.last_error == waiting else waiting  # said once, not every look
+    changes = {"last_error": waiting, "next_at": now + min(config.poll_cap, 30.0)}
+    return Transition(row.idem, Status.RESERVING, Status.RESERVING, note, changes, tally="waiting")
 
 
 # -- submitted → … (after a poll) --------------------------------------------------------
@@ -499,49 +539,73 @@ def settle_orphan(
     recorded as a possible duplicate spend.
     """
     if isinstance(found, BaseException):
-        message = describe(found)
-        return Transition(
-            row.idem,
-            Status.RESERVING,
-            Status.RESERVING,
-            f"orphan lookup failed: {message}",
-            {"last_error": message, "next_at": now + config.backoff(1)},
-            error=message,
-        )
+        return _orphan_lookup_failed(row, found, config, now)
     if found is not None:
         return _adopted(row, found.id, f"orphan adopted: {found.id} found by label", now)
     trusted_at = (row.sent_at or 0.0) + config.lookup_window
     if looked_up and now < trusted_at and not force:
-        return Transition(
-            row.idem,
-            Status.RESERVING,
-            Status.RESERVING,
-            f"orphan: attempt {row.attempts} not found by label yet; its create may still"
-            f" land, looking again in {trusted_at - now:.0f}s",
-            {"next_at": trusted_at},
-            tally="waiting",
-        )
+        return _orphan_waiting(row, trusted_at, now)
     if config.orphan_policy == OrphanPolicy.HOLD and not force:
-        if row.held:
-            return Transition(row.idem, Status.RESERVING, Status.RESERVING, "", {})
-        return Transition(
-            row.idem,
-            Status.RESERVING,
-            Status.RESERVING,
-            "orphan held for an operator (policy=hold)",
-            {"held": 1, "last_error": "orphan: outcome of create unknown"},
-            tally="held",
-        )
+        return _orphan_held(row)
     if row.attempts >= config.max_attempts and not force:
-        why = f"outcome of {row.attempts} attempts unknown; attempts exhausted"
-        return Transition(
-            row.idem,
-            Status.RESERVING,
-            Status.FAILED,
-            why,
-            {"inflight": 0, "held": 0, "last_error": why},
-            tally="failed",
-        )
+        return _orphan_exhausted(row)
+    return _orphan_resubmitted(row, now, looked_up=looked_up)
+
+
+def _orphan_lookup_failed(
+    row: Row, exc: BaseException, config: EngineConfig, now: float
+) -> Transition:
+    message = describe(exc)
+    return Transition(
+        row.idem,
+        Status.RESERVING,
+        Status.RESERVING,
+        f"orphan lookup failed: {message}",
+        {"last_error": message, "next_at": now + config.backoff(1)},
+        error=message,
+    )
+
+
+def _orphan_waiting(row: Row, trusted_at: float, now: float) -> Transition:
+    """Not found by label, but the attempt's create may still land."""
+    return Transition(
+        row.idem,
+        Status.RESERVING,
+        Status.RESERVING,
+        f"orphan: attempt {row.attempts} not found by label yet; its create may still"
+        f" land, looking again in {trusted_at - now:.0f}s",
+        {"next_at": trusted_at},
+        tally="waiting",
+    )
+
+
+def _orphan_held(row: Row) -> Transition:
+    """policy=hold: left for an operator; a row already held changes nothing."""
+    if row.held:
+        return Transition(row.idem, Status.RESERVING, Status.RESERVING, "", {})
+    return Transition(
+        row.idem,
+        Status.RESERVING,
+        Status.RESERVING,
+        "orphan held for an operator (policy=hold)",
+        {"held": 1, "last_error": "orphan: outcome of create unknown"},
+        tally="held",
+    )
+
+
+def _orphan_exhausted(row: Row) -> Transition:
+    why = f"outcome of {row.attempts} attempts unknown; attempts exhausted"
+    return Transition(
+        row.idem,
+        Status.RESERVING,
+        Status.FAILED,
+        why,
+        {"inflight": 0, "held": 0, "last_error": why},
+        tally="failed",
+    )
+
+
+def _orphan_resubmitted(row: Row, now: float, *, looked_up: bool) -> Transition:
     seen = "not found by label" if looked_up else "outcome unknown"
     return Transition(
         row.idem,
