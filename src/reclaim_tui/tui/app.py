@@ -157,6 +157,14 @@ class ReclaimApp(App[None]):
     def action_refuse(self, what: str) -> None:
         self.notify(f"read-only console: {what} is disabled", severity="warning")
 
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        # Textual's default is the user's Downloads folder, which often does not
+        # exist ("Failed to save screenshot"); Textual's notice says the path.
+        where = path or str(self.config.files_dir)
+        return super().deliver_screenshot(filename, where, time_format)
+
     # -- for tests, benchmarks and screenshots ------------------------------------------------
     @property
     def state(self) -> ConsoleState:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
@@ -26,3 +28,11 @@ class ConsoleConfig:
     #: How often the console looks for changes made by anyone (cron ticks too).
     watch_every: float = 1.0
     subtitle: str = ""
+
+    @property
+    def files_dir(self) -> Path:
+        """Where the console writes exports and screenshots: the ledger's
+        directory (the operator chose it; the process's current directory may
+        be a checkout), or the home directory when that is not writable."""
+        ledger_dir = Path(self.settings.db).expanduser().absolute().parent
+        return ledger_dir if os.access(ledger_dir, os.W_OK) else Path.home()

@@ -46,6 +46,7 @@ __all__ = [
     "cancel_question",
     "check_rows",
     "export_file_name",
+    "export_path",
     "export_rows",
     "export_summary",
     "recover_question",
@@ -195,9 +196,16 @@ def adopt_refusal(row: Row) -> str | None:
     return None
 
 
-def export_summary(tab_label: str, filter_text: str) -> str:
+def export_summary(tab_label: str, filter_text: str, files_dir: Path) -> str:
     summary = f"Rows of tab '{tab_label}'"
-    return summary + (f" matching '{filter_text}'" if filter_text else "")
+    summary += f" matching '{filter_text}'" if filter_text else ""
+    return summary + f".\nA relative path is under {files_dir}."
+
+
+def export_path(request: ExportRequest, files_dir: Path) -> Path:
+    """The absolute file the request names (a relative one is under `files_dir`)."""
+    path = Path(request.path).expanduser()
+    return path if path.is_absolute() else files_dir / path
 
 
 def export_file_name(now: float) -> str:
@@ -282,9 +290,11 @@ async def submit_jobs(
 
 
 # -- through the reader -----------------------------------------------------------------------
-async def export_rows(reader: ConsoleReader, view: View, request: ExportRequest) -> Done:
+async def export_rows(
+    reader: ConsoleReader, view: View, request: ExportRequest, files_dir: Path
+) -> Done:
     """Write every row of `view` to the requested file, a batch at a time."""
-    path = Path(request.path).expanduser()
+    path = export_path(request, files_dir)
     written = 0
     try:
         out = await asyncio.to_thread(path.open, "w", encoding="utf-8", newline="")

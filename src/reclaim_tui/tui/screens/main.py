@@ -427,13 +427,16 @@ class MainScreen(Screen[None]):
         screen.post_message(outcome)
 
     def action_export(self) -> None:
-        view = self.state.view()
-        summary = operations.export_summary(self.state.tab_spec.label, self.state.filter_text)
-        name = operations.export_file_name(self.config.clock.now())
+        view, files_dir = self.state.view(), self.config.files_dir
+        summary = operations.export_summary(
+            self.state.tab_spec.label, self.state.filter_text, files_dir
+        )
+        name = str(files_dir / operations.export_file_name(self.config.clock.now()))
 
         def chosen(request: ExportRequest | None) -> None:
             if request:
-                self.operate(lambda: operations.export_rows(self.feed.opened(), view, request))
+                reader = self.feed.opened()
+                self.operate(lambda: operations.export_rows(reader, view, request, files_dir))
 
         self.app.push_screen(ExportScreen(summary, name), chosen)
 
