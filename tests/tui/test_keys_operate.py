@@ -428,3 +428,34 @@ async def test_paging_past_the_window_edge(seeded: Seeded) -> None:
         assert len(last) == 3 and not app.table.has_after
         await press(pilot, "g")
         assert await until(pilot, lambda: shown(pilot) == first)
+
+
+async def test_s_jsonl_tab_then_tab_reaches_the_path_field(seeded: Seeded, tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(json.dumps({"input": "one job"}) + "\n")
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "s")
+        await press(pilot, "shift+tab", "right")  # to the tabs, then the JSONL one
+        assert app.screen.query_one(TabbedContent).active == "file-pane"
+        await press(pilot, "tab")
+        assert app.focused is app.screen.query_one("#path", Input)
+        await pilot.press(*str(jobs))
+        await press(pilot, "ctrl+s")
+        assert await until(pilot, notified(pilot, "submitted: 1 reserved"))
+
+
+async def test_s_jsonl_tab_without_a_path_asks_for_one(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "s")
+        app.screen.query_one(TabbedContent).active = "file-pane"
+        await settle(pilot)
+        bar = app.screen.query_one("ProgressBar")
+        assert not bar.display  # nothing is happening: no bar moves
+        await press(pilot, "ctrl+s")
+        error = str(app.screen.query_one("#submit-error").render())
+        assert "path of a JSONL file" in error, error
+        assert not bar.display

@@ -28,6 +28,7 @@ from textual.widgets import (
     TabPane,
     TextArea,
 )
+from textual.widgets._tabbed_content import ContentTabs
 
 from reclaim_tui.tui.messages import SubmitFailed, SubmitFinished, SubmitProgressed
 
@@ -49,7 +50,8 @@ class SubmitScreen(ModalScreen[str | None]):
     }
     SubmitScreen TextArea { height: 6; }
     SubmitScreen Label { margin-top: 1; color: $text-muted; }
-    SubmitScreen ProgressBar { margin-top: 1; }
+    SubmitScreen ProgressBar { margin-top: 1; display: none; }
+    SubmitScreen ProgressBar.-busy { display: block; }
     SubmitScreen #submit-error { color: $error; height: auto; }
     SubmitScreen Horizontal { height: auto; align: right middle; }
     """
@@ -93,28 +95,35 @@ class SubmitScreen(ModalScreen[str | None]):
         self.query_one("#prompt", TextArea).focus()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        # Focus follows the tab, or the focused widget would pull its pane back.
-        target = "#path" if event.pane.id == "file-pane" else "#prompt"
-        self.query_one(target).focus()
+        # A focused widget in the pane just hidden would pull its pane back:
+        # focus follows the tab then. On the tabs themselves it stays, so
+        # that Tab goes on to the pane's first field.
+        focused = self.focused
+        if isinstance(focused, ContentTabs) or (focused and event.pane in focused.ancestors):
+            return
+        self.query_one("#path" if event.pane.id == "file-pane" else "#prompt").focus()
 
-    def _request(self) -> SubmitRequest | None:
+    def _request(self) -> SubmitRequest | str:
+        """The request, or what is missing."""
         mode = self.query_one(TabbedContent).active
         if mode == "file-pane":
             path = self.query_one("#path", Input).value.strip()
-            return SubmitRequest(path=path) if path else None
+            return SubmitRequest(path=path) if path else "Type the path of a JSONL file."
         prompt = self.query_one("#prompt", TextArea).text.strip()
         model = self.query_one("#model", Input).value.strip() or self.default_model
-        return SubmitRequest(prompt=prompt, model=model) if prompt else None
+        return SubmitRequest(prompt=prompt, model=model) if prompt else "Type a prompt."
 
     def action_go(self) -> None:
         if self.busy:
             return
         request = self._request()
-        if request is None:
-            self.query_one("#submit-error", Static).update("Nothing to submit.")
+        if isinstance(request, str):
+            self.query_one("#submit-error", Static).update(request)
             return
         self.busy = True
         self.query_one("#submit-error", Static).update("")
+        # The bar shows only while a file is read and reserved.
+        self.query_one(ProgressBar).set_class(bool(request.path), "-busy")
         self.submit(request)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -129,6 +138,7 @@ class SubmitScreen(ModalScreen[str | None]):
 
     def on_submit_failed(self, event: SubmitFailed) -> None:
         self.busy = False
+        self.query_one(ProgressBar).remove_class("-busy")
         self.query_one("#submit-error", Static).update(event.error)
 
     def on_submit_finished(self, event: SubmitFinished) -> None:
