@@ -404,7 +404,7 @@ async def test_P_resumes_the_loop_which_sends_the_reserved_row(seeded: Seeded) -
         assert app.pace.paused
     row = await seeded.get("reserving")
     assert row.status == Status.SUBMITTED
-    assert "console" in await actors(seeded, "reserving")
+    assert "console-loop" in await actors(seeded, "reserving")  # the loop, not the operator
 
 
 async def test_paging_past_the_window_edge(seeded: Seeded) -> None:
