@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 __all__ = ["AGENTS", "CREATE_FIELDS", "KNOWN_MODELS", "AgentSpec", "agent_spec"]
 
-#: The SDK's `Model` literal (3.3.0). The API also knows models the SDK does not
+#: The SDK's `Model` literal: the union over the verified versions (3.3.0 to
+#: 3.6.1; 3.6 adds gemini-4-neon). The API also knows models the SDK does not
 #: list; the emulator checks names against this list only when told to
 #: (`EmulatorConfig.models`).
 KNOWN_MODELS: frozenset[str] = frozenset(
@@ -47,6 +48,7 @@ KNOWN_MODELS: frozenset[str] = frozenset(
         "gemini-4-argon",
         "gemini-4-carbon",
         "gemini-4-hydrogen",
+        "gemini-4-neon",  # listed from google-genai 3.6
         "gemini-3.8-flash-tts",
         "gemini-3.8-flash-lite-tts",
         "gemini-3.5-transcribe",

@@ -12,11 +12,16 @@ from reclaim_tui.core.gemini.backend import (
     interaction_from_json,
     resolve_api_key,
 )
-from reclaim_tui.core.gemini.fastpath import FAST_PATH_SDK_VERSION, install_fast_path
+from reclaim_tui.core.gemini.fastpath import (
+    FAST_PATH_SDK_VERSION,
+    FAST_PATH_SDK_VERSIONS,
+    install_fast_path,
+)
 
 __all__ = [
     "EMULATOR_DEFAULT_KEY",
     "FAST_PATH_SDK_VERSION",
+    "FAST_PATH_SDK_VERSIONS",
     "GeminiBackend",
     "install_fast_path",
     "interaction_from_json",
