@@ -6,8 +6,9 @@ posts what they found there (past tense, messages.py):
 
     page / detail  one keyset window / one row's detail → RowsChanged, DetailLoaded
     watch          every `watch_every` s and after every change (watching.py):
-                   → CountsChanged, then a new window (RowsChanged) or a redraw,
-                   then CompletionsRecorded
+                   → a new window with the counts read with it (RowsChanged),
+                   or the counts (CountsChanged) and a redraw; then
+                   CompletionsRecorded
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from textual.worker import Worker
 from reclaim_tui.core.queries import ConsoleReader
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui.context import ConsoleConfig
-from reclaim_tui.tui.messages import CompletionsRecorded, DetailLoaded, RowsChanged
+from reclaim_tui.tui.messages import (
+    CompletionsRecorded,
+    CountsChanged,
+    DetailLoaded,
+    RowsChanged,
+)
 from reclaim_tui.tui.state import ConsoleState, Cursor, Move
 from reclaim_tui.tui.watching import LedgerWatch
 
@@ -79,8 +85,11 @@ class LedgerFeed:
         self._screen.set_interval(self._config.watch_every, self.watch)
 
     # -- a window, a row ---------------------------------------------------------------
-    def load_page(self, move: Move, cursor: Cursor = "keep") -> Worker[None]:
-        """Read the window `move` asks for; the cursor goes to `cursor`.
+    def load_page(
+        self, move: Move, cursor: Cursor = "keep", counts: CountsChanged | None = None
+    ) -> Worker[None]:
+        """Read the window `move` asks for; the cursor goes to `cursor`;
+        `counts`, read with it, are shown with it.
 
         The window past an edge that is already being read is not read again
         (a key held down at the edge would restart it for ever)."""
@@ -88,11 +97,12 @@ class LedgerFeed:
         if move in ("after", "before") and paging and paging[0] == move:
             if not paging[1].is_finished:
                 return paging[1]
-        worker = self._run(partial(self._load_page, move, cursor), group="page", exclusive=True)
+        load = partial(self._load_page, move, cursor, counts)
+        worker = self._run(load, group="page", exclusive=True)
         self._page = (move, worker)
         return worker
 
-    async def _load_page(self, move: Move, cursor: Cursor) -> None:
+    async def _load_page(self, move: Move, cursor: Cursor, counts: CountsChanged | None) -> None:
         reader, window = self.opened(), self._state.window
         view, start, direction = self._state.page_query(move)
         for attempt in range(2):
@@ -100,15 +110,21 @@ class LedgerFeed:
                 page = await reader.page(view, start, direction, self._config.page_size)
                 break
             except asyncio.CancelledError:
+                self._post_counts(counts)  # the page that replaced this one has none
                 if view.filter.text:
                     await reader.interrupt()  # a slow scan the operator replaced
                 raise
             except sqlite3.OperationalError as exc:
                 if "interrupt" not in str(exc) or attempt:
                     self._screen.notify(f"ledger read failed: {exc}", severity="error")
+                    self._post_counts(counts)
                     return
         at = self._state.page_offset(window, move, len(page.rows))
-        self._screen.post_message(RowsChanged(page, view, at, cursor))
+        self._screen.post_message(RowsChanged(page, view, at, cursor, counts))
+
+    def _post_counts(self, counts: CountsChanged | None) -> None:
+        if counts is not None:
+            self._screen.post_message(counts)
 
     def load_detail(self, idem: str, left: str | None = None) -> Worker[None]:
         """Read `idem`'s detail; `left`: the row shown before, which left the tab."""
@@ -146,14 +162,16 @@ class LedgerFeed:
         if reader is None:
             return
         look = await self._watch.look(reader, self._config.clock, force)
-        if look.counts is not None:
-            self._screen.post_message(look.counts)
-        if not self._paging():
-            # (A page the operator asked for is on its way: it is fresh, and a
-            # refresh started now would cancel it.)
-            if look.changed or force:
-                self.load_page("from", cursor="keep")
-            else:
+        # (A page the operator asked for is on its way: it is fresh, and a
+        # refresh started now would cancel it.)
+        reload = (look.changed or force) and not self._paging()
+        if reload:
+            # The counts go with the rows they were read with: shown apart,
+            # the tabs and the table would disagree until the page came.
+            self.load_page("from", cursor="keep", counts=look.counts)
+        else:
+            self._post_counts(look.counts)
+            if not self._paging():
                 self._redraw()
         self._screen.post_message(CompletionsRecorded(await self._watch.completions(reader)))
 

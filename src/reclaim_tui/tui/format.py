@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from reclaim_tui.core.models import ACTIVE_STATUSES, Row
 
-__all__ = ["age", "clock_time", "next_poll", "short", "timestamp"]
+__all__ = ["age", "clock_time", "next_poll", "short", "shorten_error", "timestamp"]
 
 
 def short(idem: str, width: int = 12) -> str:
@@ -44,3 +45,40 @@ def timestamp(at: float | None) -> str:
 
 def clock_time(at: float) -> str:
     return time.strftime("%H:%M:%SZ", time.gmtime(at))
+
+
+#: The SDK's repr of an API error body: {'error': {'code': …, 'message': '…', 'status': '…'}}.
+_API_BODY = re.compile(r"\{['\"]error['\"]:\s*\{.*", re.DOTALL)
+_API_MESSAGE = re.compile(r"['\"]message['\"]:\s*(['\"])((?:\\.|(?!\1).)*)\1")
+_API_STATUS = re.compile(r"['\"]status['\"]:\s*['\"]([A-Z_]+)['\"]")
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word boundary, marked with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" :;,.-") + "…"
+
+
+def shorten_error(message: str, limit: int) -> str:
+    """One line of at most `limit` characters for an error: an SDK error body
+    becomes the API's own status and words, and a message too long keeps its
+    first part (the error's class) and its cause, cut at a word boundary."""
+    text = " ".join(message.split())
+    body = _API_BODY.search(text)
+    if body is None:
+        return _cut(text, limit)
+    found, status = _API_MESSAGE.search(body.group()), _API_STATUS.search(body.group())
+    words = found.group(2) if found else ""
+    cause = ": ".join(x for x in (status.group(1) if status else "", words) if x)
+    parts = [p for p in text[: body.start()].strip().rstrip(".").split(": ") if p]
+    if parts and status and status.group(1) in parts[-1]:
+        parts.pop()  # "400 INVALID_ARGUMENT" before the body says it again
+    full = ": ".join([*parts, cause])
+    if len(full) <= limit or not parts:
+        return _cut(full, limit)
+    return _cut(f"{parts[0]}: {cause}", limit)

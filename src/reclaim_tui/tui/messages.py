@@ -50,6 +50,12 @@ def while_shown(handler: Callable[[N, M], None]) -> Callable[[N, M], None]:
 
 
 @dataclass
+class CountsChanged(Message):
+    counts: dict[str, int]
+    orphans: int
+
+
+@dataclass
 class RowsChanged(Message):
     """A window of the view was read from the ledger."""
 
@@ -57,12 +63,8 @@ class RowsChanged(Message):
     view: View
     offset: int
     cursor: Cursor
-
-
-@dataclass
-class CountsChanged(Message):
-    counts: dict[str, int]
-    orphans: int
+    #: The ledger's counts, read with the page (shown together, they agree).
+    counts: CountsChanged | None = None
 
 
 @dataclass

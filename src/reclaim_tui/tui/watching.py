@@ -4,6 +4,7 @@ looks in a worker and decides what to redraw."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -11,7 +12,10 @@ from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.queries import ConsoleReader
 from reclaim_tui.tui.messages import CountsChanged
 
-__all__ = ["LedgerWatch", "Look"]
+__all__ = ["CHEAP_COUNTS", "LedgerWatch", "Look"]
+
+#: Counts read faster than this (seconds) are read again after every change.
+CHEAP_COUNTS = 0.05
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class LedgerWatch:
         self._seen_update = 0.0
         self._seen_event: int | None = None
         self._counted_at = float("-inf")
+        self._counts_cost = 0.0
         self._running = self._wanted = self._force = False
 
     def request(self, force: bool) -> bool:
@@ -61,16 +66,21 @@ class LedgerWatch:
 
     async def look(self, reader: ConsoleReader, clock: Clock, force: bool) -> Look:
         """Whether rows changed since the last look; the counts when forced,
-        after a change (at most every 2 s) or every 15 s anyway."""
+        after a change, or every 15 s anyway. After a change they are read
+        with the rows (so the tabs agree with the table) unless reading them
+        is slow (a big ledger): then at most every 2 s."""
         changed, latest = await reader.changed_since(self._seen_update - 5.0)
         self._seen_update = max(self._seen_update, latest)
         now = clock.now()
         since = now - self._counted_at
+        cheap = self._counts_cost < CHEAP_COUNTS
         counts = None
-        if force or (changed and since >= 2.0) or since > 15:
+        if force or (changed and (cheap or since >= 2.0)) or since > 15:
             self._counted_at = now
+            started = time.perf_counter()
             await reader.refresh_liveness()
             counts = CountsChanged(*await reader.counts())
+            self._counts_cost = time.perf_counter() - started
         return Look(bool(changed), counts)
 
     async def completions(self, reader: ConsoleReader) -> list[float]:

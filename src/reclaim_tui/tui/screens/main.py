@@ -29,6 +29,7 @@ from reclaim_tui.runner.commands import Adopt, Cancel, Retry
 from reclaim_tui.tui import operations
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.feed import LedgerFeed
+from reclaim_tui.tui.format import shorten_error
 from reclaim_tui.tui.keymap import TABS, action_enabled, bindings
 from reclaim_tui.tui.messages import (
     ActionFinished,
@@ -137,6 +138,8 @@ class MainScreen(Screen[None]):
     # -- reacting --------------------------------------------------------------------------
     @while_shown
     def on_rows_changed(self, event: RowsChanged) -> None:
+        if event.counts is not None:
+            self._show_counts(event.counts)
         if event.view != self.state.view():
             return  # the operator moved on before this page arrived
         before = self.table.current_row()
@@ -169,6 +172,9 @@ class MainScreen(Screen[None]):
 
     @while_shown
     def on_counts_changed(self, event: CountsChanged) -> None:
+        self._show_counts(event)
+
+    def _show_counts(self, event: CountsChanged) -> None:
         self.state.counts, self.state.orphans = event.counts, event.orphans
         self.query_one(StatusTabs).show_counts({t.id: self.state.tab_count(t) for t in TABS})
         self.show_bar()
@@ -189,7 +195,9 @@ class MainScreen(Screen[None]):
             self.bar.api = f"degraded ({deferred} deferred)" if deferred else "ok"
         if down:
             self.query_one(LoopLog).line(
-                event.at, f"API unreachable or refusing us ({down[0]}): {down[1]}", error=True
+                event.at,
+                f"API unreachable or refusing us ({down[0]}): {shorten_error(down[1], 200)}",
+                error=True,
             )
         self.feed.watch(force=True)
 

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from reclaim_tui.core.models import Row, Status
-from reclaim_tui.tui.format import age, next_poll, short
+from reclaim_tui.tui.format import age, next_poll, short, shorten_error
 from reclaim_tui.tui.state import Cursor
 
 __all__ = ["COLUMNS", "LedgerTable"]
@@ -158,7 +158,7 @@ class LedgerTable(DataTable[Text]):
     ) -> list[Text]:
         orphan = row.is_orphan(now, dead)
         when = "orphan" if orphan and not row.held else next_poll(row, now)
-        error = (row.last_error or "").splitlines()[0][:120] if row.last_error else ""
+        error = shorten_error(row.last_error, self._error_width()) if row.last_error else ""
         return [
             Text("●" if row.idem in marks else " "),
             Text(short(row.idem)),

@@ -10,7 +10,7 @@ from textual.events import Resize
 from textual.widgets import RichLog
 
 from reclaim_tui.core.engine import PassReport
-from reclaim_tui.tui.format import clock_time
+from reclaim_tui.tui.format import clock_time, shorten_error
 
 __all__ = ["LoopLog"]
 
@@ -36,11 +36,27 @@ class LoopLog(RichLog):
         self.can_focus = False
         self._entries: deque[Text] = deque(maxlen=MAX_LINES)
         self._wrapped_at = 0
+        #: (first, count) of the quiet passes in a row so far; None after a busy one.
+        self._quiet: tuple[float, int] | None = None
 
     def tick(self, report: PassReport, seconds: float, at: float) -> None:
-        self.line(at, f"pass {seconds:.2f}s: {report.summary()}")
+        """A line for the pass and its first errors. Quiet passes (every 2 s)
+        would push the errors out of view: after the first, they are counted,
+        and said in one line when a pass does something again."""
+        summary = report.summary()
+        if summary == "idle":
+            if self._quiet is None:
+                self.line(at, f"pass {seconds:.2f}s: idle (the next quiet ones are counted)")
+                self._quiet = (at, 0)
+            self._quiet = (self._quiet[0], self._quiet[1] + 1)
+            return
+        if self._quiet is not None and self._quiet[1] > 1:
+            since, count = self._quiet
+            self.line(at, f"{count} quiet passes since {clock_time(since)}")
+        self._quiet = None
+        self.line(at, f"pass {seconds:.2f}s: {summary}")
         for idem, message in report.errors[:5]:
-            self.line(at, f"  {idem[:12]}: {message[:160]}", error=True)
+            self.line(at, f"  {idem[:12]}: {shorten_error(message, 160)}", error=True)
         if len(report.errors) > 5:
             self.line(at, f"  … {len(report.errors) - 5} more errors in their rows", error=True)
 
