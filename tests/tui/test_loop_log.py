@@ -65,6 +65,17 @@ def test_an_sdk_error_is_shortened_at_a_word_boundary_keeping_its_cause(limit: i
     assert all(word in SDK_ERROR or word.strip(":,.") in SDK_ERROR for word in words), short
 
 
+def test_a_long_chain_of_causes_keeps_the_class_and_the_last_cause() -> None:
+    error = (
+        "NotCreatedError[429]: create answered HTTP 429: ClientError: RESOURCE_EXHAUSTED: "
+        "Quota exceeded for requests per minute"
+    )
+    assert shorten_error(error, 42) == "NotCreatedError[429]: RESOURCE_EXHAUSTED…"
+    assert shorten_error(error, 70) == (
+        "NotCreatedError[429]: RESOURCE_EXHAUSTED: Quota exceeded for requests…"
+    )
+
+
 def test_a_short_error_is_left_as_it_is() -> None:
     assert shorten_error("SinkError: disk full (test)", 160) == "SinkError: disk full (test)"
 

@@ -50,6 +50,7 @@ def clock_time(at: float) -> str:
 #: The SDK's repr of an API error body: {'error': {'code': …, 'message': '…', 'status': '…'}}.
 _API_BODY = re.compile(r"\{['\"]error['\"]:\s*\{.*", re.DOTALL)
 _API_MESSAGE = re.compile(r"['\"]message['\"]:\s*(['\"])((?:\\.|(?!\1).)*)\1")
+_STATUS_WORD = re.compile(r"[A-Z][A-Z_]{3,}")
 _API_STATUS = re.compile(r"['\"]status['\"]:\s*['\"]([A-Z_]+)['\"]")
 
 
@@ -59,8 +60,8 @@ def _cut(text: str, limit: int) -> str:
         return text
     cut = text[: limit - 1]
     space = cut.rfind(" ")
-    if space > limit // 2:
-        cut = cut[:space]
+    if text[limit - 1] != " " and space > limit // 2:
+        cut = cut[:space]  # not inside a word
     return cut.rstrip(" :;,.-") + "…"
 
 
@@ -71,14 +72,26 @@ def shorten_error(message: str, limit: int) -> str:
     text = " ".join(message.split())
     body = _API_BODY.search(text)
     if body is None:
-        return _cut(text, limit)
+        return _keep_cause(text.split(": "), limit)
     found, status = _API_MESSAGE.search(body.group()), _API_STATUS.search(body.group())
     words = found.group(2) if found else ""
     cause = ": ".join(x for x in (status.group(1) if status else "", words) if x)
     parts = [p for p in text[: body.start()].strip().rstrip(".").split(": ") if p]
     if parts and status and status.group(1) in parts[-1]:
         parts.pop()  # "400 INVALID_ARGUMENT" before the body says it again
-    full = ": ".join([*parts, cause])
-    if len(full) <= limit or not parts:
-        return _cut(full, limit)
-    return _cut(f"{parts[0]}: {cause}", limit)
+    return _keep_cause([*parts, cause], limit)
+
+
+def _keep_cause(parts: list[str], limit: int) -> str:
+    """'A: b: c: d' in `limit` characters: all of it, else the first part (the
+    error's class) and as many of the last ones (the cause) as fit."""
+
+    def without_middle(start: int) -> str:
+        # The API's status word (RESOURCE_EXHAUSTED) is kept wherever it is.
+        statuses = [p for p in parts[1:start] if _STATUS_WORD.fullmatch(p)]
+        return ": ".join([parts[0], *statuses, *parts[start:]])
+
+    for start in range(1, len(parts)):
+        if len(kept := without_middle(start)) <= limit:
+            return kept
+    return _cut(without_middle(len(parts) - 1) if len(parts) > 1 else parts[0], limit)
