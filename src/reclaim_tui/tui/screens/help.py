@@ -44,7 +44,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 76; max-height: 90%; height: auto;
+        width: 76; max-height: 100%; height: auto;
         border: round $accent; background: $surface; padding: 0 1;
     }
     """
