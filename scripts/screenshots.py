@@ -1,6 +1,7 @@
 """Regenerate screenshots/*.svg: the demo console (embedded emulator) as an
-operator sees it after a short run. Deterministic-ish: seeded jobs and faults,
-but the emulator runs on the wall clock, so ages and counts vary a little.
+operator sees it after a short run, at 160×48 and (main-80x24) at 80×24.
+Deterministic-ish: seeded jobs and faults, but the emulator runs on the wall
+clock, so ages and counts vary a little.
 
     python scripts/screenshots.py [--seconds 25] [--out screenshots]
 """
@@ -17,7 +18,9 @@ from reclaim_tui.core.models import Status
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.demo import make_demo_app
 
-SIZE = (150, 42)
+#: The pictures' terminal: a roomy one, then the smallest the console is made for.
+SIZE = (160, 48)
+SMALL = (80, 24)
 
 
 async def shoot(app: ReclaimApp, pilot, out: Path, name: str) -> None:  # type: ignore[no-untyped-def]
@@ -64,6 +67,9 @@ async def main(seconds: float, out: Path) -> None:
         await pilot.press("escape")
         await pilot.press("3")
         await shoot(app, pilot, out, "orphans")
+        await pilot.press("1")
+        await pilot.resize_terminal(*SMALL)
+        await shoot(app, pilot, out, "main-80x24")
 
 
 if __name__ == "__main__":
