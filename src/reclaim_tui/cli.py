@@ -40,6 +40,7 @@ from reclaim_tui.core.models import (
     PassReport,
     Status,
 )
+from reclaim_tui.core.retention import PAID_TIER_DAYS, past_retention
 from reclaim_tui.errors import (
     ConfigError,
     JobsFileError,
@@ -246,14 +247,23 @@ async def submit(jobs_path: str, **kw: Any) -> None:
 @cli.command()
 @click.option("--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option(
+    "--retention-days",
+    default=PAID_TIER_DAYS,
+    show_default=True,
+    type=float,
+    help="How long the API keeps an interaction (55 paid tier, 1 free tier): warn about"
+    " submitted rows older than that.",
+)
 @run
-async def status(db: str, as_json: bool) -> None:
+async def status(db: str, as_json: bool, retention_days: float) -> None:
     """Counts by status and the oldest age in each."""
     async with open_ledger(Settings(db=db), readonly=True, create=False) as ledger:
         counts = await ledger.counts()
         orphans = await ledger.orphan_count(me="")
+        at_risk = await past_retention(ledger, retention_days)
         now = ledger.clock.now()
-    data = {
+    data: dict[str, dict[str, Any]] = {
         s.value: {
             "count": counts.get(s.value, (0, None))[0],
             "oldest_age_s": _age(now, counts.get(s.value, (0, None))[1]),
@@ -261,13 +271,27 @@ async def status(db: str, as_json: bool) -> None:
         for s in Status
     }
     data["orphans"] = {"count": orphans, "oldest_age_s": None}
+    data["past_retention"] = {
+        "count": at_risk.count,
+        "oldest_age_s": _age(now, at_risk.oldest_submitted_at),
+        "retention_days": retention_days,
+    }
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
     click.echo(f"{'status':<11} {'count':>9}  oldest")
     for name, v in data.items():
+        if name == "past_retention":
+            continue
         age = v["oldest_age_s"]
         click.echo(f"{name:<11} {v['count']:>9}  {_fmt_age(age) if age is not None else '-'}")
+    if at_risk.count:
+        click.echo(
+            f"warning: {at_risk.count} submitted row(s) older than the API's retention"
+            f" ({retention_days:g} days): their interactions may be gone; run `tick` to"
+            " collect what is left (a 404 follows --on-gone)",
+            err=True,
+        )
 
 
 def _age(now: float, since: float | None) -> float | None:

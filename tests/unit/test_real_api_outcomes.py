@@ -164,3 +164,53 @@ async def test_a_chain_sends_its_follow_up_once_the_previous_job_is_done(world) 
     assert follow.spec.config["previous_interaction_id"] == outline_handle
     waits = [e.note for e in await ledger.events("article") if "waiting" in e.note]
     assert len(waits) == 1  # said once, not at every look
+
+
+async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path) -> None:
+    """Issue 11: interactions live 55 days (paid) or 1 day (free tier); a
+    submitted row older than that is warned about by `status`."""
+    import asyncio
+    import json as json_module
+    import sys
+    import time
+
+    from reclaim_tui.core.retention import FREE_TIER_DAYS, past_retention
+
+    clock = ManualClock(time.time() - 60 * 86400)  # submitted 60 days ago
+    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    try:
+        fake = FakeBackend(clock=clock, latency=None)
+        engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=CONFIG)
+        await engine.submit([JobSpec(input="left behind", model="m")])
+        assert (await past_retention(ledger, FREE_TIER_DAYS)).count == 0
+        clock.advance(2 * 86400)
+        assert (await past_retention(ledger, FREE_TIER_DAYS)).count == 1
+    finally:
+        await ledger.close()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "reclaim_tui",
+        "status",
+        "--db",
+        str(tmp_path / "ledger.db"),
+        "--json",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err
+    at_risk = json_module.loads(out)["past_retention"]
+    assert at_risk["count"] == 1 and at_risk["retention_days"] == 55
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "reclaim_tui",
+        "status",
+        "--db",
+        str(tmp_path / "ledger.db"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert b"older than the API's retention (55 days)" in err
