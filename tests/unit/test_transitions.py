@@ -15,7 +15,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reclaim_tui.core import transitions
+from reclaim_tui.core import polling, transitions
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
@@ -109,26 +109,26 @@ def test_not_created_retries_then_fails_when_attempts_run_out() -> None:
 # -- submitted ------------------------------------------------------------------
 def test_completed_stores_the_result_and_keeps_the_lease() -> None:
     row = _row(Status.SUBMITTED, handle="int-1", inflight=False, submitted_at=NOW - 10)
-    t = transitions.after_poll(row, _remote(RemoteState.COMPLETED), CONFIG, NOW)
+    t = polling.after_poll(row, _remote(RemoteState.COMPLETED), CONFIG, NOW)
     assert t.to == Status.DONE and t.result is not None and t.release is False
 
 
 def test_still_running_writes_no_event_and_polls_on_the_grid() -> None:
     row = _row(Status.SUBMITTED, handle="int-1", inflight=False, submitted_at=NOW - 1, polls=0)
-    t = transitions.after_poll(row, _remote(RemoteState.PENDING, "in_progress"), CONFIG, NOW)
+    t = polling.after_poll(row, _remote(RemoteState.PENDING, "in_progress"), CONFIG, NOW)
     assert t.to == Status.SUBMITTED and t.note == ""
     assert t.changes["next_at"] == CONFIG.next_poll(NOW - 1, 1, NOW)
 
 
 def test_gone_resubmits_until_attempts_run_out_and_read_errors_back_off() -> None:
     row = _row(Status.SUBMITTED, handle="int-1", inflight=False, attempts=1)
-    gone = transitions.after_poll(row, InteractionGoneError("404", 404), CONFIG, NOW)
+    gone = polling.after_poll(row, InteractionGoneError("404", 404), CONFIG, NOW)
     assert gone.to == Status.RESERVING and gone.changes["handle"] is None
-    spent = transitions.after_poll(
+    spent = polling.after_poll(
         replace(row, attempts=3), InteractionGoneError("404", 404), CONFIG, NOW
     )
     assert spent.to == Status.FAILED
-    flaky = transitions.after_poll(row, TransientReadError("503", 503), CONFIG, NOW)
+    flaky = polling.after_poll(row, TransientReadError("503", 503), CONFIG, NOW)
     assert flaky.to == Status.SUBMITTED and flaky.changes["error_streak"] == 1
 
 

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from reclaim_tui.core import transitions
+from reclaim_tui.core import polling, transitions
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.batching import GroupCommit, HeldBatch, holding
 from reclaim_tui.core.circuit import Circuit
@@ -199,7 +199,7 @@ class Engine:
                 report.counts["polled"] += len(outcomes)
                 crashpoint("after_fetch_before_done")
                 now = self.clock.now()
-                todo = [transitions.after_poll(r, o, self.config, now) for r, o in outcomes]
+                todo = [polling.after_poll(r, o, self.config, now) for r, o in outcomes]
                 applied = await self._apply(todo, report)
                 # Deliver exactly what was just committed with `done` (the same
                 # values, not a second read of them).
@@ -215,19 +215,19 @@ class Engine:
                     await self._deliver(done, report, batch, stored)
         return self._noted(report)
 
-    async def _get_one(self, row: Row) -> RemoteInteraction | transitions.Overdue | Exception:
+    async def _get_one(self, row: Row) -> RemoteInteraction | polling.Overdue | Exception:
         assert row.handle is not None, "submitted rows always have a handle"
         out = await self._outcome(self.backend.get(row.handle))
         self.circuit.record(out)
         if not isinstance(out, RemoteInteraction):
             return out
-        deadline = transitions.overdue(row, out, self.config, self.clock.now())
+        deadline = polling.overdue(row, out, self.config, self.clock.now())
         if deadline is None:
             return out
         # Past its deadline: cancel it, and keep whatever it produced so far.
         cancelled = await self._outcome(self.backend.cancel(row.handle))
         self.circuit.record(cancelled)
-        return transitions.Overdue(out, deadline, cancelled)
+        return polling.Overdue(out, deadline, cancelled)
 
     # -- replay and delivery ------------------------------------------------------------
     async def replay(

@@ -15,109 +15,31 @@ so every edge is tested by calling it.
 
 from __future__ import annotations
 
-import hashlib
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from reclaim_tui.core.models import (
-    Actor,
-    GonePolicy,
-    JobSpec,
     OrphanPolicy,
     RemoteInteraction,
-    RemoteState,
     Row,
     Status,
 )
-from reclaim_tui.core.outputs import action_summary
-from reclaim_tui.errors import BackendError, InteractionGoneError, NotCreatedError
+from reclaim_tui.core.policy import EngineConfig
+from reclaim_tui.errors import BackendError, NotCreatedError
 
+# EngineConfig lives in policy.py; re-exported for the callers that import it here.
+# The edges out of `submitted` (polls, deadlines, requires_action) are in polling.py.
 __all__ = [
     "EngineConfig",
-    "Overdue",
     "Transition",
     "after_create",
-    "after_poll",
+    "before_chain",
     "delivered",
     "describe",
     "late_create_adopted",
-    "overdue",
     "settle_orphan",
     "sink_failed",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
-    """How the engine paces its work: concurrency, leases, attempts, backoff, polls."""
-
-    concurrency: int = 16
-    batch_size: int = 500
-    lease_seconds: float = 120.0
-    max_attempts: int = 5
-    backoff_base: float = 2.0
-    backoff_cap: float = 300.0
-    first_poll: float = 2.0
-    poll_cap: float = 300.0
-    max_read_errors: int = 100
-    orphan_policy: OrphanPolicy = OrphanPolicy.RESUBMIT
-    actor: Actor = Actor.TICK
-    #: how long after an attempt was sent a label lookup that finds nothing is
-    #: trusted: the request timeout plus a grace period (a create can land
-    #: after its client gave up on it).
-    lookup_window: float = 60.0
-    #: the longest wait between retries after failures outside the job
-    retry_cap: float = 6 * 3600.0
-    #: consecutive failures outside the job after which a pass stops calling the API
-    circuit_threshold: int = 5
-    #: seconds a submitted model job may run before it is cancelled (None: no limit)
-    deadline_model: float | None = None
-    #: the same for agent jobs (Deep Research runs for minutes to tens of minutes)
-    deadline_agent: float | None = 4 * 3600.0
-    #: what a 404 for a row that has an interaction does (`--on-gone`)
-    on_gone: GonePolicy = GonePolicy.RESUBMIT
-
-    def deadline(self, job: JobSpec) -> float | None:
-        """The job's own deadline, else the default for its kind."""
-        if job.deadline is not None:
-            return job.deadline
-        return self.deadline_agent if job.agent else self.deadline_model
-
-    def retry_delay(self, n: int, idem: str) -> float:
-        """Wait before the n-th retry after a failure outside the job: Sidekiq's
-        schedule, n⁴ + 15 s plus a jitter of up to 9·(n+1) s (from the key, so
-        rows spread out and a test can predict it), capped at `retry_cap`:
-        16 s, 31 s, 96 s, 4.5 min, 11 min … 2.8 h at the 10th, then the cap."""
-        jitter = (int(hashlib.sha256(idem.encode()).hexdigest()[:4], 16) % 10) * (n + 1)
-        return float(min(self.retry_cap, n**4 + 15 + jitter))
-
-    def outside_wait(self, n: int, idem: str, retry_after: float | None) -> float:
-        """The retry delay, or the API's Retry-After when that is longer."""
-        return max(retry_after or 0.0, self.retry_delay(n, idem))
-
-    def backoff(self, n: int) -> float:
-        """Delay before the n-th retry (n ≥ 1): exponential, capped."""
-        return float(min(self.backoff_cap, self.backoff_base * 2 ** max(0, n - 1)))
-
-    def next_poll(self, submitted_at: float, polls: int, now: float) -> float:
-        """When to poll next, after `polls` polls of a job submitted at `submitted_at`.
-
-        Polls sit on a fixed grid of ages — first_poll · 2^k (2, 4, 8, 16 … s) —
-        rather than "now + age", so a late tick does not push every later poll
-        further out: a job of duration d is seen done by age 2·d at most, after
-        ⌈log2(d / first_poll)⌉ + 1 polls. Past the cap, polls come every poll_cap.
-        """
-        if self.first_poll <= 0:
-            return now
-        age = now - submitted_at
-        exponent = polls
-        if age >= self.first_poll * 2.0 ** min(exponent, 40):
-            # That grid point has passed (a late tick): take the first one
-            # after now, never "due at once", or a late row is polled twice.
-            exponent = math.floor(math.log2(age / self.first_poll)) + 1
-        target = submitted_at + self.first_poll * 2.0 ** min(exponent, 40)
-        return min(target, now + self.poll_cap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,225 +193,6 @@ def before_chain(
     note = "" if row.last_error == waiting else waiting  # said once, not every look
     changes = {"last_error": waiting, "next_at": now + min(config.poll_cap, 30.0)}
     return Transition(row.idem, Status.RESERVING, Status.RESERVING, note, changes, tally="waiting")
-
-
-# -- submitted → … (after a poll) --------------------------------------------------------
-def after_poll(
-    row: Row, out: RemoteInteraction | Overdue | BaseException, config: EngineConfig, now: float
-) -> Transition:
-    """The edge a poll's outcome takes from `submitted`."""
-    if isinstance(out, RemoteInteraction):
-        return _after_state(row, out, config, now)
-    if isinstance(out, Overdue):
-        return _after_overdue(row, out, config, now)
-    if isinstance(out, InteractionGoneError):
-        return _gone(row, describe(out), config, now)
-    if isinstance(out, BackendError) and out.cause is not None:
-        return _read_deferred(row, out, describe(out), config, now)
-    return _read_error(row, describe(out), config, now)
-
-
-def _read_deferred(
-    row: Row, out: BackendError, message: str, config: EngineConfig, now: float
-) -> Transition:
-    """A poll that failed for a cause outside the job: never counted toward
-    giving up on the row; polled again on the outside schedule."""
-    streak = row.outside_streak + 1
-    wait = config.outside_wait(streak, row.idem, out.retry_after)
-    return Transition(
-        row.idem,
-        Status.SUBMITTED,
-        Status.SUBMITTED,
-        f"poll refused ({out.cause}): {message}; next poll in {wait:.0f}s",
-        {
-            "polls": row.polls + 1,
-            "outside_streak": streak,
-            "last_error": message,
-            "next_at": now + wait,
-        },
-        tally="deferred",
-        error=message,
-    )
-
-
-def _gone(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
-    """A 404 for an interaction that was created: gone past the API's
-    retention (55 days paid, 1 day free tier), or a server-side bug. Never a
-    silent resubmission: resent as a possible duplicate spend, or held for an
-    operator (`--on-gone hold`)."""
-    base = {"polls": row.polls + 1}
-    gone = f"interaction {row.handle} gone (404)"
-    if config.on_gone == GonePolicy.HOLD:
-        changes = {**base, "handle": None, "inflight": 1, "held": 1, "last_error": gone}
-        note = f"{gone} before its result was stored; held for an operator (--on-gone hold)"
-        return Transition(
-            row.idem, Status.SUBMITTED, Status.RESERVING, note, changes, tally="held", error=message
-        )
-    if row.attempts >= config.max_attempts:
-        return Transition(
-            row.idem,
-            Status.SUBMITTED,
-            Status.FAILED,
-            f"{gone} and attempts exhausted",
-            {**base, "last_error": gone},
-            tally="failed",
-            error=message,
-        )
-    return Transition(
-        row.idem,
-        Status.SUBMITTED,
-        Status.RESERVING,
-        f"{gone} before its result was stored; resubmitting — possible duplicate spend",
-        {
-            **base,
-            "handle": None,
-            "inflight": 0,
-            "next_at": now,
-            "last_error": gone,
-            "duplicates": row.duplicates + 1,
-        },
-        tally="gone",
-        error=message,
-    )
-
-
-def _read_error(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
-    base = {"polls": row.polls + 1}
-    streak = row.error_streak + 1
-    if streak >= config.max_read_errors:
-        return Transition(
-            row.idem,
-            Status.SUBMITTED,
-            Status.FAILED,
-            f"gave up after {streak} read errors: {message}",
-            {**base, "error_streak": streak, "last_error": message},
-            tally="failed",
-            error=message,
-        )
-    return Transition(
-        row.idem,
-        Status.SUBMITTED,
-        Status.SUBMITTED,
-        f"poll error: {message}",
-        {
-            **base,
-            "error_streak": streak,
-            "last_error": message,
-            "next_at": now + config.backoff(streak),
-        },
-        error=message,
-    )
-
-
-def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
-    base: dict[str, Any] = {"polls": row.polls + 1}
-    if out.state == RemoteState.COMPLETED:
-        return Transition(
-            row.idem,
-            Status.SUBMITTED,
-            Status.DONE,
-            f"completed; result of {out.id} stored",
-            {
-                **base,
-                "done_at": now,
-                "last_error": None,
-                "error_streak": 0,
-                "outside_streak": 0,
-                "next_at": now,
-            },
-            result=out,
-            release=False,
-            tally="completed",
-        )
-    if out.state in (RemoteState.FAILED, RemoteState.CANCELLED):
-        to = Status.CANCELLED if out.state == RemoteState.CANCELLED else Status.FAILED
-        reason = f"API status {out.api_status}" + (f": {out.error}" if out.error else "")
-        # Partial steps and usage may have been paid for: the raw interaction
-        # is stored with the row whatever its end.
-        changes = {**base, "last_error": reason}
-        return Transition(
-            row.idem, Status.SUBMITTED, to, reason, changes, result=out, tally=to.value
-        )
-    if out.state == RemoteState.ACTION:
-        return _requires_action(row, out, config, now)
-    next_at = config.next_poll(row.submitted_at or now, row.polls + 1, now)
-    changes = {**base, "error_streak": 0, "next_at": next_at}
-    if row.outside_streak:
-        changes["outside_streak"] = 0
-    if out.state == RemoteState.UNKNOWN:
-        note = f"unknown API status {out.api_status!r}; still polling"
-        changes["last_error"] = note
-        return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes)
-    if row.last_error:
-        changes["last_error"] = None
-    # Still running: no state change and no event (counted in `polls`).
-    return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, "", changes)
-
-
-def _requires_action(
-    row: Row, out: RemoteInteraction, config: EngineConfig, now: float
-) -> Transition:
-    """The interaction asks someone something: held for an operator (`answer`
-    or `cancel`), its question stored with the row, looked at again rarely."""
-    asked = action_summary(out.raw)
-    changes: dict[str, Any] = {
-        "polls": row.polls + 1,
-        "held": 1,
-        "last_error": f"requires action: {asked}",
-        "next_at": now + config.poll_cap,
-    }
-    note = "" if row.held else f"requires action, held for an operator: {asked}"
-    return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes, result=out)
-
-
-@dataclass(frozen=True, slots=True)
-class Overdue:
-    """A poll found the job still running past its deadline; `cancelled` is
-    the answer to the cancel sent for it (or why that failed)."""
-
-    remote: RemoteInteraction
-    deadline: float
-    cancelled: RemoteInteraction | BaseException
-
-
-def overdue(row: Row, remote: RemoteInteraction, config: EngineConfig, now: float) -> float | None:
-    """The deadline a still-running job has passed, if it has."""
-    if remote.state in (RemoteState.COMPLETED, RemoteState.FAILED, RemoteState.CANCELLED):
-        return None
-    deadline = config.deadline(row.job)
-    if deadline is None or row.submitted_at is None or now - row.submitted_at < deadline:
-        return None
-    return deadline
-
-
-def _after_overdue(row: Row, out: Overdue, config: EngineConfig, now: float) -> Transition:
-    answer = out.cancelled
-    if isinstance(answer, BaseException):
-        message = f"deadline of {out.deadline:g}s passed; cancel failed: {describe(answer)}"
-        changes = {
-            "polls": row.polls + 1,
-            "last_error": message,
-            "next_at": now + config.backoff(1),
-        }
-        return Transition(
-            row.idem, Status.SUBMITTED, Status.SUBMITTED, message, changes, error=message
-        )
-    if answer.state == RemoteState.COMPLETED:
-        return _after_state(row, answer, config, now)  # it finished in time after all
-    reason = (
-        f"deadline of {out.deadline:g}s passed: interaction {answer.id} cancelled"
-        f" ({answer.api_status}); its partial output is stored"
-    )
-    changes = {"polls": row.polls + 1, "last_error": reason}
-    return Transition(
-        row.idem,
-        Status.SUBMITTED,
-        Status.CANCELLED,
-        reason,
-        changes,
-        result=answer,
-        tally="cancelled",
-    )
 
 
 # -- done → … (after the sink) -----------------------------------------------------------

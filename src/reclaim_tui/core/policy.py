@@ -1,0 +1,84 @@
+"""How the engine paces its work: concurrency, leases, attempts, backoff,
+polls, deadlines, and the policies for orphans and vanished interactions."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+from reclaim_tui.core.models import Actor, GonePolicy, JobSpec, OrphanPolicy
+
+__all__ = ["EngineConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """How the engine paces its work: concurrency, leases, attempts, backoff, polls."""
+
+    concurrency: int = 16
+    batch_size: int = 500
+    lease_seconds: float = 120.0
+    max_attempts: int = 5
+    backoff_base: float = 2.0
+    backoff_cap: float = 300.0
+    first_poll: float = 2.0
+    poll_cap: float = 300.0
+    max_read_errors: int = 100
+    orphan_policy: OrphanPolicy = OrphanPolicy.RESUBMIT
+    actor: Actor = Actor.TICK
+    #: how long after an attempt was sent a label lookup that finds nothing is
+    #: trusted: the request timeout plus a grace period (a create can land
+    #: after its client gave up on it).
+    lookup_window: float = 60.0
+    #: the longest wait between retries after failures outside the job
+    retry_cap: float = 6 * 3600.0
+    #: consecutive failures outside the job after which a pass stops calling the API
+    circuit_threshold: int = 5
+    #: seconds a submitted model job may run before it is cancelled (None: no limit)
+    deadline_model: float | None = None
+    #: the same for agent jobs (Deep Research runs for minutes to tens of minutes)
+    deadline_agent: float | None = 4 * 3600.0
+    #: what a 404 for a row that has an interaction does (`--on-gone`)
+    on_gone: GonePolicy = GonePolicy.RESUBMIT
+
+    def deadline(self, job: JobSpec) -> float | None:
+        """The job's own deadline, else the default for its kind."""
+        if job.deadline is not None:
+            return job.deadline
+        return self.deadline_agent if job.agent else self.deadline_model
+
+    def retry_delay(self, n: int, idem: str) -> float:
+        """Wait before the n-th retry after a failure outside the job: Sidekiq's
+        schedule, n⁴ + 15 s plus a jitter of up to 9·(n+1) s (from the key, so
+        rows spread out and a test can predict it), capped at `retry_cap`:
+        16 s, 31 s, 96 s, 4.5 min, 11 min … 2.8 h at the 10th, then the cap."""
+        jitter = (int(hashlib.sha256(idem.encode()).hexdigest()[:4], 16) % 10) * (n + 1)
+        return float(min(self.retry_cap, n**4 + 15 + jitter))
+
+    def outside_wait(self, n: int, idem: str, retry_after: float | None) -> float:
+        """The retry delay, or the API's Retry-After when that is longer."""
+        return max(retry_after or 0.0, self.retry_delay(n, idem))
+
+    def backoff(self, n: int) -> float:
+        """Delay before the n-th retry (n ≥ 1): exponential, capped."""
+        return float(min(self.backoff_cap, self.backoff_base * 2 ** max(0, n - 1)))
+
+    def next_poll(self, submitted_at: float, polls: int, now: float) -> float:
+        """When to poll next, after `polls` polls of a job submitted at `submitted_at`.
+
+        Polls sit on a fixed grid of ages — first_poll · 2^k (2, 4, 8, 16 … s) —
+        rather than "now + age", so a late tick does not push every later poll
+        further out: a job of duration d is seen done by age 2·d at most, after
+        ⌈log2(d / first_poll)⌉ + 1 polls. Past the cap, polls come every poll_cap.
+        """
+        if self.first_poll <= 0:
+            return now
+        age = now - submitted_at
+        exponent = polls
+        if age >= self.first_poll * 2.0 ** min(exponent, 40):
+            # That grid point has passed (a late tick): take the first one
+            # after now, never "due at once", or a late row is polled twice.
+            exponent = math.floor(math.log2(age / self.first_poll)) + 1
+        target = submitted_at + self.first_poll * 2.0 ** min(exponent, 40)
+        return min(target, now + self.poll_cap)

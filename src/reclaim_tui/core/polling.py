@@ -1,0 +1,236 @@
+"""The edges out of `submitted`: what a poll's outcome does to a row — still
+running, completed, failed, asking for action, past its deadline, gone, or
+an error reading it (docs/design.md §2, and the README's status table).
+Pure functions, like transitions.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reclaim_tui.core.models import GonePolicy, RemoteInteraction, RemoteState, Row, Status
+from reclaim_tui.core.outputs import action_summary
+from reclaim_tui.core.policy import EngineConfig
+from reclaim_tui.core.transitions import Transition, describe
+from reclaim_tui.errors import BackendError, InteractionGoneError
+
+__all__ = ["Overdue", "after_poll", "overdue"]
+
+
+# -- submitted → … (after a poll) --------------------------------------------------------
+def after_poll(
+    row: Row, out: RemoteInteraction | Overdue | BaseException, config: EngineConfig, now: float
+) -> Transition:
+    """The edge a poll's outcome takes from `submitted`."""
+    if isinstance(out, RemoteInteraction):
+        return _after_state(row, out, config, now)
+    if isinstance(out, Overdue):
+        return _after_overdue(row, out, config, now)
+    if isinstance(out, InteractionGoneError):
+        return _gone(row, describe(out), config, now)
+    if isinstance(out, BackendError) and out.cause is not None:
+        return _read_deferred(row, out, describe(out), config, now)
+    return _read_error(row, describe(out), config, now)
+
+
+def _read_deferred(
+    row: Row, out: BackendError, message: str, config: EngineConfig, now: float
+) -> Transition:
+    """A poll that failed for a cause outside the job: never counted toward
+    giving up on the row; polled again on the outside schedule."""
+    streak = row.outside_streak + 1
+    wait = config.outside_wait(streak, row.idem, out.retry_after)
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.SUBMITTED,
+        f"poll refused ({out.cause}): {message}; next poll in {wait:.0f}s",
+        {
+            "polls": row.polls + 1,
+            "outside_streak": streak,
+            "last_error": message,
+            "next_at": now + wait,
+        },
+        tally="deferred",
+        error=message,
+    )
+
+
+def _gone(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
+    """A 404 for an interaction that was created: gone past the API's
+    retention (55 days paid, 1 day free tier), or a server-side bug. Never a
+    silent resubmission: resent as a possible duplicate spend, or held for an
+    operator (`--on-gone hold`)."""
+    base = {"polls": row.polls + 1}
+    gone = f"interaction {row.handle} gone (404)"
+    if config.on_gone == GonePolicy.HOLD:
+        changes = {**base, "handle": None, "inflight": 1, "held": 1, "last_error": gone}
+        note = f"{gone} before its result was stored; held for an operator (--on-gone hold)"
+        return Transition(
+            row.idem, Status.SUBMITTED, Status.RESERVING, note, changes, tally="held", error=message
+        )
+    if row.attempts >= config.max_attempts:
+        return Transition(
+            row.idem,
+            Status.SUBMITTED,
+            Status.FAILED,
+            f"{gone} and attempts exhausted",
+            {**base, "last_error": gone},
+            tally="failed",
+            error=message,
+        )
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.RESERVING,
+        f"{gone} before its result was stored; resubmitting — possible duplicate spend",
+        {
+            **base,
+            "handle": None,
+            "inflight": 0,
+            "next_at": now,
+            "last_error": gone,
+            "duplicates": row.duplicates + 1,
+        },
+        tally="gone",
+        error=message,
+    )
+
+
+def _read_error(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
+    base = {"polls": row.polls + 1}
+    streak = row.error_streak + 1
+    if streak >= config.max_read_errors:
+        return Transition(
+            row.idem,
+            Status.SUBMITTED,
+            Status.FAILED,
+            f"gave up after {streak} read errors: {message}",
+            {**base, "error_streak": streak, "last_error": message},
+            tally="failed",
+            error=message,
+        )
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.SUBMITTED,
+        f"poll error: {message}",
+        {
+            **base,
+            "error_streak": streak,
+            "last_error": message,
+            "next_at": now + config.backoff(streak),
+        },
+        error=message,
+    )
+
+
+def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
+    base: dict[str, Any] = {"polls": row.polls + 1}
+    if out.state == RemoteState.COMPLETED:
+        return Transition(
+            row.idem,
+            Status.SUBMITTED,
+            Status.DONE,
+            f"completed; result of {out.id} stored",
+            {
+                **base,
+                "done_at": now,
+                "last_error": None,
+                "error_streak": 0,
+                "outside_streak": 0,
+                "next_at": now,
+            },
+            result=out,
+            release=False,
+            tally="completed",
+        )
+    if out.state in (RemoteState.FAILED, RemoteState.CANCELLED):
+        to = Status.CANCELLED if out.state == RemoteState.CANCELLED else Status.FAILED
+        reason = f"API status {out.api_status}" + (f": {out.error}" if out.error else "")
+        # Partial steps and usage may have been paid for: the raw interaction
+        # is stored with the row whatever its end.
+        changes = {**base, "last_error": reason}
+        return Transition(
+            row.idem, Status.SUBMITTED, to, reason, changes, result=out, tally=to.value
+        )
+    if out.state == RemoteState.ACTION:
+        return _requires_action(row, out, config, now)
+    next_at = config.next_poll(row.submitted_at or now, row.polls + 1, now)
+    changes = {**base, "error_streak": 0, "next_at": next_at}
+    if row.outside_streak:
+        changes["outside_streak"] = 0
+    if out.state == RemoteState.UNKNOWN:
+        note = f"unknown API status {out.api_status!r}; still polling"
+        changes["last_error"] = note
+        return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes)
+    if row.last_error:
+        changes["last_error"] = None
+    # Still running: no state change and no event (counted in `polls`).
+    return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, "", changes)
+
+
+def _requires_action(
+    row: Row, out: RemoteInteraction, config: EngineConfig, now: float
+) -> Transition:
+    """The interaction asks someone something: held for an operator (`answer`
+    or `cancel`), its question stored with the row, looked at again rarely."""
+    asked = action_summary(out.raw)
+    changes: dict[str, Any] = {
+        "polls": row.polls + 1,
+        "held": 1,
+        "last_error": f"requires action: {asked}",
+        "next_at": now + config.poll_cap,
+    }
+    note = "" if row.held else f"requires action, held for an operator: {asked}"
+    return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes, result=out)
+
+
+@dataclass(frozen=True, slots=True)
+class Overdue:
+    """A poll found the job still running past its deadline; `cancelled` is
+    the answer to the cancel sent for it (or why that failed)."""
+
+    remote: RemoteInteraction
+    deadline: float
+    cancelled: RemoteInteraction | BaseException
+
+
+def overdue(row: Row, remote: RemoteInteraction, config: EngineConfig, now: float) -> float | None:
+    """The deadline a still-running job has passed, if it has."""
+    if remote.state in (RemoteState.COMPLETED, RemoteState.FAILED, RemoteState.CANCELLED):
+        return None
+    deadline = config.deadline(row.job)
+    if deadline is None or row.submitted_at is None or now - row.submitted_at < deadline:
+        return None
+    return deadline
+
+
+def _after_overdue(row: Row, out: Overdue, config: EngineConfig, now: float) -> Transition:
+    answer = out.cancelled
+    if isinstance(answer, BaseException):
+        message = f"deadline of {out.deadline:g}s passed; cancel failed: {describe(answer)}"
+        changes = {
+            "polls": row.polls + 1,
+            "last_error": message,
+            "next_at": now + config.backoff(1),
+        }
+        return Transition(
+            row.idem, Status.SUBMITTED, Status.SUBMITTED, message, changes, error=message
+        )
+    if answer.state == RemoteState.COMPLETED:
+        return _after_state(row, answer, config, now)  # it finished in time after all
+    reason = (
+        f"deadline of {out.deadline:g}s passed: interaction {answer.id} cancelled"
+        f" ({answer.api_status}); its partial output is stored"
+    )
+    changes = {"polls": row.polls + 1, "last_error": reason}
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.CANCELLED,
+        reason,
+        changes,
+        result=answer,
+        tally="cancelled",
+    )
