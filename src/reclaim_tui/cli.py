@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 import click
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
-from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT, Settings
+from reclaim_tui.cli_options import common
+from reclaim_tui.config import DEFAULT_DB, Settings
 from reclaim_tui.core.export import row_dict, write_export
 from reclaim_tui.core.jobsfile import parse_jobs_bytes, read_jobs_file
 from reclaim_tui.core.ledger import Ledger
@@ -41,6 +42,7 @@ from reclaim_tui.core.models import (
     Status,
 )
 from reclaim_tui.core.retention import PAID_TIER_DAYS, past_retention
+from reclaim_tui.emulator.command import emulator as emulator_command
 from reclaim_tui.errors import (
     ConfigError,
     JobsFileError,
@@ -83,84 +85,6 @@ def run(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
             sys.exit(_exit_code(exc))
 
     return wrapper
-
-
-def common(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Flags every ledger command shares."""
-    options = [
-        click.option(
-            "--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB", help="Ledger file."
-        ),
-        click.option(
-            "--base-url",
-            default=None,
-            envvar="RECLAIM_BASE_URL",
-            help="API base URL (the emulator's); omit for the real Gemini API.",
-        ),
-        click.option(
-            "--model",
-            default=DEFAULT_MODEL,
-            show_default=True,
-            help="Model for jobs that name none.",
-        ),
-        click.option(
-            "--out", default=DEFAULT_OUT, show_default=True, help="Directory of the default sink."
-        ),
-        click.option("--sink", default=None, help="module:callable sink instead of --out."),
-        click.option(
-            "--api-key",
-            default=None,
-            help="API key (else GEMINI_API_KEY / GOOGLE_API_KEY). Never stored.",
-        ),
-        click.option("--concurrency", default=16, show_default=True, type=int),
-        click.option("--request-timeout", default=30.0, show_default=True, type=float),
-        click.option("--busy-timeout", default=10.0, show_default=True, type=float),
-        click.option(
-            "--lease-seconds",
-            default=None,
-            type=float,
-            help="Lease length; at least 3 × (request + busy timeout).",
-        ),
-        click.option("--max-attempts", default=5, show_default=True, type=int),
-        click.option(
-            "--first-poll",
-            default=2.0,
-            show_default=True,
-            type=float,
-            help="Age of a job at its first poll; later polls at 2x, 4x, 8x … that.",
-        ),
-        click.option(
-            "--orphan-policy",
-            type=click.Choice([p.value for p in OrphanPolicy]),
-            default=OrphanPolicy.RESUBMIT.value,
-            show_default=True,
-        ),
-        click.option(
-            "--on-gone",
-            type=click.Choice([p.value for p in GonePolicy]),
-            default=GonePolicy.RESUBMIT.value,
-            show_default=True,
-            help="A 404 for a created interaction (past retention): resend it (recorded as a"
-            " possible duplicate spend) or hold it for an operator.",
-        ),
-        click.option(
-            "--deadline",
-            default=None,
-            type=float,
-            help="Seconds a submitted job may run before it is cancelled (default: none for"
-            " models, 4 h for agents; a job's own 'deadline' wins).",
-        ),
-        click.option(
-            "--emulator-lookup/--no-emulator-lookup",
-            default=False,
-            envvar="RECLAIM_EMULATOR_LOOKUP",
-            help="Adopt orphans through the emulator's find-by-label admin API.",
-        ),
-        click.option("-v", "--verbose", is_flag=True, help="Log each pass to stderr."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
 
 
 def settings_from(kw: dict[str, Any]) -> Settings:
@@ -448,116 +372,6 @@ async def export(db: str, fmt: str, only: str | None, output: str | None) -> Non
 
 
 @cli.command()
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Bind address (loopback unless told otherwise).",
-)
-@click.option("--port", default=8765, show_default=True, type=int)
-@click.option(
-    "--api-key",
-    default=None,
-    help="Refuse requests without this key (default: accept any key, as local emulators of"
-    " cloud APIs do).",
-)
-@click.option(
-    "--latency",
-    default=2.0,
-    show_default=True,
-    type=float,
-    help="Seconds until an interaction completes.",
-)
-@click.option(
-    "--latency-max",
-    default=None,
-    type=float,
-    help="With --latency, draw each job's duration in [latency, latency-max].",
-)
-@click.option(
-    "--fail-rate", default=0.0, type=float, help="Fraction of interactions ending failed."
-)
-@click.option("--rate-429", default=0.0, type=float)
-@click.option("--rate-500", default=0.0, type=float)
-@click.option("--rate-503", default=0.0, type=float)
-@click.option("--drop-rate", default=0.0, type=float, help="Accepted-then-dropped creates.")
-@click.option("--slow-rate", default=0.0, type=float)
-@click.option("--slow-seconds", default=0.0, type=float)
-@click.option("--seed", default=0, type=int)
-@click.option(
-    "--incomplete-rate",
-    default=0.0,
-    type=float,
-    help="Fraction of interactions ending incomplete (partial output).",
-)
-@click.option(
-    "--budget-exceeded-rate",
-    default=0.0,
-    type=float,
-    help="Fraction ending budget_exceeded (partial output).",
-)
-@click.option(
-    "--requires-action-rate",
-    default=0.0,
-    type=float,
-    help="Fraction stopping on a function call (requires_action).",
-)
-@click.option(
-    "--continuation-rate",
-    default=0.0,
-    type=float,
-    help="Fraction of foreground runs pausing at requires_continuation.",
-)
-@click.option(
-    "--agent-time-scale",
-    default=1.0,
-    show_default=True,
-    type=float,
-    help="Multiply agents' run times (Deep Research takes minutes).",
-)
-@click.option(
-    "--retention", default=None, type=float, help="Seconds an interaction is kept; then 404."
-)
-@click.option(
-    "--strict-models/--any-model",
-    "strict_models",
-    default=False,
-    help="Refuse model names the SDK does not list (400).",
-)
-@click.option(
-    "--full-steps/--answer-steps",
-    "full_steps",
-    default=True,
-    show_default=True,
-    help="GET shows user_input and thought steps, as the real API does.",
-)
-def emulator(**kw: Any) -> None:
-    """Run the Interactions API emulator (what tests, demo and benchmarks use)."""
-    from reclaim_tui.emulator import EmulatorConfig, run_forever
-
-    rates = ("fail_rate", "rate_429", "rate_500", "rate_503", "drop_rate", "slow_rate")
-    more = ("incomplete_rate", "budget_exceeded_rate", "requires_action_rate", "continuation_rate")
-    for name in (*rates, *more):
-        if not 0.0 <= kw[name] <= 1.0:
-            raise click.BadParameter(f"must be between 0 and 1, got {kw[name]}", param_hint=name)
-    latency_max = kw.pop("latency_max")
-    latency_range = (kw["latency"], latency_max) if latency_max is not None else None
-    host, port = kw.pop("host"), kw.pop("port")
-    config = EmulatorConfig.from_flags(latency_range=latency_range, **kw)
-    try:
-        run_forever(
-            host,
-            port,
-            config,
-            ready=lambda url: click.echo(
-                f"emulator on {url} (admin: {url}/_emulator/stats)", err=True
-            ),
-        )
-    except KeyboardInterrupt:
-        pass
-
-
-@cli.command()
 @common
 @click.option("--readonly", is_flag=True, help="Watch only: every mutating action is hidden.")
 @click.option(
@@ -594,6 +408,9 @@ def demo(db: str | None, job_count: int, seed: int) -> None:
     except ReclaimError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(_exit_code(exc))
+
+
+cli.add_command(emulator_command)
 
 
 def main() -> None:
