@@ -162,12 +162,13 @@ class LedgerFeed:
         if reader is None:
             return
         look = await self._watch.look(reader, self._config.clock, force)
-        # (A page the operator asked for is on its way: it is fresh, and a
-        # refresh started now would cancel it.)
-        reload = (look.changed or force) and not self._paging()
+        # The rows are read again only with the counts, and go with them:
+        # shown apart, the tabs and the table would disagree. (Counts not
+        # due yet are due within 2 s, while the change is still reported.)
+        # A page the operator asked for is fresh: a refresh would cancel it.
+        due = force or (look.changed and look.counts is not None)
+        reload = due and not self._paging()
         if reload:
-            # The counts go with the rows they were read with: shown apart,
-            # the tabs and the table would disagree until the page came.
             self.load_page("from", cursor="keep", counts=look.counts)
         else:
             self._post_counts(look.counts)
