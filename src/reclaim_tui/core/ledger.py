@@ -245,9 +245,11 @@ class Ledger:
         cls, spath: str, clock: Clock, busy_timeout: float, readonly: bool, *, immutable: bool
     ) -> Ledger:
         uri = f"file:{spath}?mode=ro{'&immutable=1' if immutable else ''}" if readonly else spath
+        connection = aiosqlite.connect(uri, uri=readonly, isolation_level=None)
         try:
-            db = await aiosqlite.connect(uri, uri=readonly, isolation_level=None)
+            db = await connection
         except sqlite3.Error as exc:
+            await _reap(connection)
             raise _map_sqlite_error(exc, spath) from exc
         ledger = cls(db, spath, clock, readonly=readonly)
         try:
@@ -863,3 +865,12 @@ def _result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[An
 def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+async def _reap(connection: aiosqlite.Connection) -> None:
+    """After a failed connect, aiosqlite's worker thread still has to answer
+    the stop it was sent; it must do so while our loop is alive, or it dies
+    with "Event loop is closed" printed on stderr as the process exits."""
+    thread = getattr(connection, "_thread", None)
+    if thread is not None:
+        await asyncio.to_thread(thread.join, 5.0)
