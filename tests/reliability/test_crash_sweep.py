@@ -241,9 +241,13 @@ def test_orphan_policy_hold_ends_in_the_held_state(
     ws = make_workspace("hold", orphan_policy="hold")
     texts = [f"held orphan {i}" for i in range(3)]
     keys = [idempotency_key(JobSpec(input=t, model=MODEL)) for t in texts]
-    jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": t} for t in texts])
-    crash = ws.tick(jobs=jobs, crash_at="after_create_before_handle")
-    assert crash.returncode == -9
+    # One crash per job: a pass sends one create at a time until the API has
+    # answered once (the circuit breaker's probe), so a single crash at the
+    # first answer leaves one orphan; three crashes leave three.
+    for n, text in enumerate(texts):
+        jobs = write_jobs(ws.root / f"jobs-{n}.jsonl", [{"input": text}])
+        crash = ws.tick(jobs=jobs, crash_at="after_create_before_handle")
+        assert crash.returncode == -9
     for run in ws.settle():
         ok(run)
 
