@@ -37,9 +37,11 @@ class TracedLedger(Ledger):
 
     statements: ClassVar[list[str]] = []
 
-    async def _configure(self, busy_timeout: float) -> None:
+    async def _configure(self) -> None:
+        # After the read-only inspection of the file (reads only), before any
+        # pragma that writes.
         await self.connection.set_trace_callback(TracedLedger.statements.append)
-        await super()._configure(busy_timeout)
+        await super()._configure()
 
 
 def writes_outside_transactions(statements: list[str]) -> tuple[list[str], int, int]:
@@ -132,8 +134,10 @@ async def test_no_write_outside_begin_immediate(tmp_path: Path) -> None:
         clock.advance(10)
         await engine.tick()  # orphan resubmitted, replay consumes
         clock.advance(3)
+        fake.latency = None  # still running when the operator cancels it
         await engine.tick([specs[5]])
         await engine.operator.cancel(keys[5], actor=Actor.CLI)
+        fake.latency = 0.0
         await engine.operator.retry(keys[5], actor=Actor.CLI)
         clock.advance(3)
         await engine.tick()

@@ -33,7 +33,10 @@ def test_the_api_key_is_never_stored_or_logged(tmp_path: Path) -> None:
         # A wrong key: refused (400 API_KEY_INVALID, as the real API answers),
         # recorded in the row, the key itself nowhere.
         more = write_jobs(ws.root / "more.jsonl", [{"input": "sent with a wrong key"}])
-        keep(ws.tick("-v", "--api-key", wrong, jobs=more))
+        refused = ws.tick("-v", "--api-key", wrong, jobs=more)
+        outputs.append(refused.stdout + refused.stderr)
+        # Every call refused for the key: the API refuses us (exit 6).
+        assert refused.returncode == 6, refused.stderr
         wal_bytes = b"".join(
             p.read_bytes() for p in ws.root.glob("ledger.db*") if p.is_file()
         )  # before any checkpoint folds the WAL away

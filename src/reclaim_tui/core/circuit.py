@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reclaim_tui.errors import BackendError
+from reclaim_tui.errors import BackendError, NotCreatedError
 
 __all__ = ["Circuit"]
 
@@ -56,9 +56,15 @@ class Circuit:
         """The last outside failure, when every call of this pass failed
         outside the job (fewer than `threshold` calls, or the circuit would
         have opened): the API is refusing us all the same."""
-        if self.calls and self.consecutive == self.calls:
-            return self.last_outside
-        return None
+        # Only refusals that say something about every call (a key the API
+        # refuses, no network): a lone 429 or 503 in a small pass is weather.
+        last = self.last_outside
+        if not (self.calls and self.consecutive == self.calls and last is not None):
+            return None
+        certain = last.cause == "auth" or (
+            last.cause == "transport" and isinstance(last, NotCreatedError)
+        )  # a refused key, a connection that could not be made — not a timeout
+        return last if certain else None
 
     def next_pass(self) -> None:
         """A new pass: an open circuit becomes a single probe."""

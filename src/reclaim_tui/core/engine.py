@@ -369,8 +369,8 @@ class Engine:
         """Creates answered after this process lost the row's lease (it was
         paused or slow past the lease). Where the row is still an orphan and
         its lease is free, a fresh claim takes it back and the create becomes
-        its handle. Otherwise the create is written into the row's history,
-        and it is cancelled only when the row provably holds another
+        its handle. Otherwise nothing is written (the lease is gone), and the
+        create is cancelled only when the row provably holds another
         interaction (or none will ever be needed): never the one the row holds,
         never one that recovery may still adopt."""
         if not late:
@@ -392,21 +392,26 @@ class Engine:
                 await self._record_late_create(idem, handle)
 
     async def _record_late_create(self, idem: str, handle: str) -> None:
-        note = f"late create {handle} by {self.owner} after its lease was lost"
+        # A process without the lease writes nothing (issue 10): the row's new
+        # holder already recorded the resend as a possible duplicate. This
+        # create is provably ours; it is cancelled only when the row holds
+        # another interaction or is settled, and said in our own log.
         try:
             current = await self.ledger.get(idem)
-            if current is None or current.handle == handle:
-                return  # the row holds this very interaction: nothing to say or undo
-            if current.status == Status.RESERVING:
-                note += " — possible duplicate spend; left for recovery to adopt"
-            else:
-                note += f" — duplicate of {current.handle or 'a finished job'}; " + (
-                    await self._cancel_note(handle)
-                )
-            # A note, not a transition: a self-loop on the row's current status.
-            await self.ledger.add_event(idem, self.config.actor, note, current.status.value)
         except Exception as exc:  # the ledger may be what failed us
-            log.warning("%s: %s (could not record: %s)", idem, note, exc)
+            log.warning("%s: late create %s, row unreadable: %s", idem, handle, exc)
+            return
+        if current is None or current.handle == handle or current.status == Status.RESERVING:
+            log.warning("%s: late create %s after the lease was lost; left as is", idem, handle)
+            return
+        outcome = await self._cancel_note(handle)
+        log.warning(
+            "%s: late create %s after the lease was lost, a duplicate of %s; %s",
+            idem,
+            handle,
+            current.handle or current.status.value,
+            outcome,
+        )
 
     async def _cancel_note(self, handle: str) -> str:
         try:
