@@ -451,7 +451,12 @@ async def test_s_jsonl_tab_without_a_path_asks_for_one(seeded: Seeded) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await press(pilot, "s")
+        # On a loaded machine the dialog may still be mounting: wait for it.
+        assert await until(pilot, lambda: bool(app.screen.query(TabbedContent)))
         app.screen.query_one(TabbedContent).active = "file-pane"
+        assert await until(
+            pilot, lambda: app.screen.query_one(TabbedContent).active == "file-pane"
+        )
         await settle(pilot)
         bar = app.screen.query_one("ProgressBar")
         assert not bar.display  # nothing is happening: no bar moves
