@@ -6,7 +6,8 @@ for every transaction that writes; claims are single `UPDATE … RETURNING`
 statements; every later write is a compare-and-set on (idem, expected
 status, lease owner) checked inside the same write transaction, so a process
 that lost its lease changes nothing. Every transition appends to `events` in
-the transaction that makes it.
+the transaction that makes it. The schema and the SQL other modules share
+live in core/schema.py.
 """
 
 from __future__ import annotations
@@ -33,19 +34,31 @@ from reclaim_tui.core.models import (
     StoredResult,
 )
 from reclaim_tui.core.owner import holder_alive
+from reclaim_tui.core.schema import (
+    COLUMNS,
+    EVENT_SQL,
+    MIGRATIONS,
+    ORPHAN_SQL,
+    SCHEMA_VERSION,
+    chunks,
+    lease_free_sql,
+    map_sqlite_error,
+    orphan_sql,
+    row_from_tuple,
+)
 from reclaim_tui.core.transitions import Transition
 from reclaim_tui.errors import (
-    LedgerBusyError,
-    LedgerConflictError,
-    LedgerCorruptError,
     LedgerError,
     LedgerForeignError,
     LedgerReadOnlyError,
     LedgerVersionError,
 )
 
+# The schema names are re-exported: `from reclaim_tui.core.ledger import …`
+# was their address before core/schema.py existed.
 __all__ = [
     "COLUMNS",
+    "MIGRATIONS",
     "ORPHAN_SQL",
     "SCHEMA_VERSION",
     "Claim",
@@ -55,118 +68,6 @@ __all__ = [
     "row_from_tuple",
 ]
 
-COLUMNS = (
-    "idem, spec, model, status, handle, attempts, polls, inflight, held, duplicates, "
-    "error_streak, prev_owner, lease_owner, lease_until, next_at, last_error, created_at, "
-    "state_since, submitted_at, done_at, consumed_at, updated_at, sent_at, outside_streak"
-)
-
-# Numbered migrations; PRAGMA user_version records how many have run.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE jobs (
-        id           INTEGER PRIMARY KEY,
-        idem         TEXT NOT NULL UNIQUE,
-        spec         TEXT NOT NULL,
-        model        TEXT NOT NULL,
-        status       TEXT NOT NULL CHECK (status IN
-                       ('reserving','submitted','done','consumed','failed','cancelled')),
-        handle       TEXT UNIQUE,
-        attempts     INTEGER NOT NULL DEFAULT 0,
-        polls        INTEGER NOT NULL DEFAULT 0,
-        inflight     INTEGER NOT NULL DEFAULT 0,
-        held         INTEGER NOT NULL DEFAULT 0,
-        duplicates   INTEGER NOT NULL DEFAULT 0,
-        error_streak INTEGER NOT NULL DEFAULT 0,
-        lease_owner  TEXT,
-        lease_until  REAL NOT NULL DEFAULT 0,
-        next_at      REAL NOT NULL DEFAULT 0,
-        last_error   TEXT,
-        created_at   REAL NOT NULL,
-        state_since  REAL NOT NULL,
-        submitted_at REAL,
-        done_at      REAL,
-        consumed_at  REAL,
-        updated_at   REAL NOT NULL
-    );
-    CREATE INDEX jobs_due ON jobs(status, next_at);
-    CREATE INDEX jobs_status_age ON jobs(status, state_since, idem);
-    CREATE INDEX jobs_updated ON jobs(updated_at, idem);
-    CREATE INDEX jobs_leased ON jobs(lease_owner) WHERE lease_owner IS NOT NULL;
-    CREATE TABLE results (
-        job            INTEGER PRIMARY KEY REFERENCES jobs(id),
-        idem           TEXT NOT NULL,
-        interaction_id TEXT NOT NULL,
-        output_text    TEXT NOT NULL,
-        usage          TEXT,
-        raw_json       TEXT NOT NULL,
-        stored_at      REAL NOT NULL
-    );
-    CREATE TABLE events (
-        id          INTEGER PRIMARY KEY AUTOINCREMENT,
-        at          REAL NOT NULL,
-        job         INTEGER NOT NULL REFERENCES jobs(id),
-        idem        TEXT NOT NULL,
-        actor       TEXT NOT NULL,
-        from_status TEXT,
-        to_status   TEXT,
-        note        TEXT NOT NULL DEFAULT ''
-    );
-    CREATE INDEX events_job ON events(job, id);
-    """,
-    # 2: who held a row before the current claim, so recovery can tell a dead
-    # holder's orphan from one whose holder is merely late (and may still send).
-    """
-    ALTER TABLE jobs ADD COLUMN prev_owner TEXT;
-    """,
-    # 3: when the current attempt's create was sent, so a label lookup that
-    # finds nothing is trusted only once that request can no longer land.
-    # … and how many calls for the row in a row failed for causes outside
-    # the job (auth, network, rate limit, capacity): they pace its retries
-    # but never spend its attempts.
-    """
-    ALTER TABLE jobs ADD COLUMN sent_at REAL;
-    ALTER TABLE jobs ADD COLUMN outside_streak INTEGER NOT NULL DEFAULT 0;
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-# Events and results hang off the job's integer id, not its (random) key:
-# rows of one batch were inserted together, so their ids — and the index
-# pages a batch writes — are contiguous instead of scattered over the tree.
-_EVENT_SQL = (
-    "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
-    " SELECT ?1, id, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE idem = ?2"
-)
-
-
-# The one spelling in SQL of "nobody can act on this row" and of "orphan"
-# (Row.lease_free / Row.is_orphan are the same rules in Python; a test checks
-# that they agree). `?1`-style numbering is avoided: callers splice these in.
-_FREE = (
-    "(lease_owner IS NULL OR lease_until <= ? OR lease_owner IN (SELECT value FROM json_each(?)))"
-)
-ORPHAN_SQL = f"(status = 'reserving' AND (held = 1 OR (inflight = 1 AND {_FREE})))"
-
-
-def lease_free_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
-    """The lease-free rule as a WHERE fragment and its parameters."""
-    return _FREE, [now, json.dumps(list(dead))]
-
-
-def orphan_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
-    """The orphan rule as a WHERE fragment and its parameters."""
-    return ORPHAN_SQL, [now, json.dumps(list(dead))]
-
-
-def row_from_tuple(values: Sequence[Any]) -> Row:
-    """The one place a SELECT tuple becomes a Row (column order = COLUMNS)."""
-    v = list(values)
-    v[3] = Status(v[3])
-    v[7] = bool(v[7])
-    v[8] = bool(v[8])
-    return Row(*v)
-
 
 @dataclass(frozen=True, slots=True)
 class Claim:
@@ -174,21 +75,6 @@ class Claim:
 
     owner: str
     rows: list[Row]
-
-
-def _map_sqlite_error(exc: sqlite3.Error, path: str) -> LedgerError:
-    if isinstance(exc, sqlite3.IntegrityError):
-        return LedgerConflictError(f"{path}: the write conflicts with another row ({exc})")
-    text = str(exc).lower()
-    if "locked" in text or "busy" in text:
-        return LedgerBusyError(
-            f"{path}: the ledger stayed locked by another process past busy_timeout ({exc})"
-        )
-    if "readonly" in text or "read-only" in text or "unable to open" in text:
-        return LedgerReadOnlyError(f"{path}: the ledger cannot be written ({exc})")
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
-        return LedgerCorruptError(f"{path}: not a usable SQLite ledger ({exc})")
-    return LedgerError(f"{path}: {exc}")
 
 
 class Ledger:
@@ -250,7 +136,7 @@ class Ledger:
             db = await connection
         except sqlite3.Error as exc:
             await _reap(connection)
-            raise _map_sqlite_error(exc, spath) from exc
+            raise map_sqlite_error(exc, spath) from exc
         ledger = cls(db, spath, clock, readonly=readonly)
         try:
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
@@ -259,7 +145,7 @@ class Ledger:
             await ledger._migrate()
         except sqlite3.Error as exc:
             await db.close()
-            raise _map_sqlite_error(exc, spath) from exc
+            raise map_sqlite_error(exc, spath) from exc
         except LedgerError:
             await db.close()
             raise
@@ -362,7 +248,7 @@ class Ledger:
                 # skip it — instead of trusting in_transaction right now.
                 await asyncio.shield(self._abandon())
                 if isinstance(exc, sqlite3.Error):
-                    raise _map_sqlite_error(exc, self.path) from exc
+                    raise map_sqlite_error(exc, self.path) from exc
                 raise
 
     async def _abandon(self) -> None:
@@ -377,7 +263,7 @@ class Ledger:
                 async with self._db.execute(sql, params) as cur:
                     return list(await cur.fetchall())
             except sqlite3.Error as exc:
-                raise _map_sqlite_error(exc, self.path) from exc
+                raise map_sqlite_error(exc, self.path) from exc
 
     # -- inserting jobs --------------------------------------------------------------
     async def insert_jobs(
@@ -392,7 +278,7 @@ class Ledger:
         now = self.clock.now()
         inserted: list[str] = []
         async with self.write() as db:
-            for chunk in _chunks(jobs, 5000):
+            for chunk in chunks(jobs, 5000):
                 # Inside the write lock, "not present now" means "inserted below".
                 async with db.execute(
                     "SELECT idem FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
@@ -407,7 +293,7 @@ class Ledger:
                 )
                 inserted.extend(fresh)
             await db.executemany(
-                _EVENT_SQL,
+                EVENT_SQL,
                 [(now, idem, actor, None, "reserving", "reserved") for idem in inserted],
             )
         present = set(inserted)
@@ -534,7 +420,7 @@ class Ledger:
             if event and rows:
                 actor, note = event
                 await db.executemany(
-                    _EVENT_SQL,
+                    EVENT_SQL,
                     [
                         (
                             now,
@@ -557,7 +443,7 @@ class Ledger:
         now = self.clock.now()
         held: set[str] = set()
         async with self.write() as db:
-            for chunk in _chunks(keys, 5000):
+            for chunk in chunks(keys, 5000):
                 async with db.execute(
                     "UPDATE jobs SET lease_until = ? WHERE lease_owner = ?"
                     " AND idem IN (SELECT value FROM json_each(?)) RETURNING idem",
@@ -620,7 +506,7 @@ class Ledger:
         ) as cur:
             rows = {r.idem: r for r in map(row_from_tuple, await cur.fetchall())}
         await db.executemany(
-            _EVENT_SQL,
+            EVENT_SQL,
             [
                 (
                     now,
@@ -651,7 +537,7 @@ class Ledger:
         # A poll that found the job still running changes no state and
         # says nothing: it is counted in `polls`, not written as an event.
         await db.executemany(
-            _EVENT_SQL,
+            EVENT_SQL,
             [
                 (now, t.idem, actor, t.expect.value, t.to.value, t.note)
                 for t in todo
@@ -662,7 +548,7 @@ class Ledger:
 
     async def _held(self, db: aiosqlite.Connection, owner: str, idems: list[str]) -> dict[str, str]:
         out: dict[str, str] = {}
-        for chunk in _chunks(idems, 5000):
+        for chunk in chunks(idems, 5000):
             async with db.execute(
                 "SELECT j.idem, j.status FROM json_each(?) AS k"
                 " CROSS JOIN jobs AS j ON j.idem = k.value WHERE j.lease_owner = ?",
@@ -751,14 +637,14 @@ class Ledger:
             if got is None:
                 return None
             await db.execute(
-                _EVENT_SQL, (now, idem, actor, before[0] if before else None, to.value, note)
+                EVENT_SQL, (now, idem, actor, before[0] if before else None, to.value, note)
             )
         return row_from_tuple(got)
 
     async def add_event(self, idem: str, actor: str, note: str, status: str | None) -> None:
         now = self.clock.now()
         async with self.write() as db:
-            await db.execute(_EVENT_SQL, (now, idem, actor, status, status, note))
+            await db.execute(EVENT_SQL, (now, idem, actor, status, status, note))
 
     # -- reading --------------------------------------------------------------------
     async def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -772,7 +658,7 @@ class Ledger:
 
     async def get_many(self, idems: Sequence[str]) -> dict[str, Row]:
         out: dict[str, Row] = {}
-        for chunk in _chunks(idems, 5000):
+        for chunk in chunks(idems, 5000):
             for values in await self._fetchall(
                 f"SELECT {COLUMNS} FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
                 (json.dumps(list(chunk)),),
@@ -814,7 +700,7 @@ class Ledger:
 
     async def results(self, idems: Sequence[str]) -> dict[str, StoredResult]:
         out: dict[str, StoredResult] = {}
-        for chunk in _chunks(idems, 5000):
+        for chunk in chunks(idems, 5000):
             for r in await self._fetchall(
                 "SELECT idem, interaction_id, output_text, usage, raw_json, stored_at"
                 " FROM results WHERE job IN"
@@ -860,11 +746,6 @@ def _result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[An
         result.raw_json(),
         now,
     )
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 async def _reap(connection: aiosqlite.Connection) -> None:

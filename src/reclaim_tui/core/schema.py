@@ -1,0 +1,171 @@
+"""The ledger file's shape and the SQL its modules share.
+
+Numbered migrations and the column order a row is read in; the one SQL
+spelling of "lease free", "orphan" and "append an event"; the one place a
+SELECT tuple becomes a Row; how a sqlite3 error becomes a LedgerError.
+Nothing here opens a connection: `core/ledger.py` runs the migrations and
+the statements.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from reclaim_tui.core.models import Row, Status
+from reclaim_tui.errors import (
+    LedgerBusyError,
+    LedgerConflictError,
+    LedgerCorruptError,
+    LedgerError,
+    LedgerReadOnlyError,
+)
+
+__all__ = [
+    "COLUMNS",
+    "EVENT_SQL",
+    "MIGRATIONS",
+    "ORPHAN_SQL",
+    "SCHEMA_VERSION",
+    "chunks",
+    "lease_free_sql",
+    "map_sqlite_error",
+    "orphan_sql",
+    "row_from_tuple",
+]
+
+COLUMNS = (
+    "idem, spec, model, status, handle, attempts, polls, inflight, held, duplicates, "
+    "error_streak, prev_owner, lease_owner, lease_until, next_at, last_error, created_at, "
+    "state_since, submitted_at, done_at, consumed_at, updated_at, sent_at, outside_streak"
+)
+
+# Numbered migrations; PRAGMA user_version records how many have run.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE jobs (
+        id           INTEGER PRIMARY KEY,
+        idem         TEXT NOT NULL UNIQUE,
+        spec         TEXT NOT NULL,
+        model        TEXT NOT NULL,
+        status       TEXT NOT NULL CHECK (status IN
+                       ('reserving','submitted','done','consumed','failed','cancelled')),
+        handle       TEXT UNIQUE,
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        polls        INTEGER NOT NULL DEFAULT 0,
+        inflight     INTEGER NOT NULL DEFAULT 0,
+        held         INTEGER NOT NULL DEFAULT 0,
+        duplicates   INTEGER NOT NULL DEFAULT 0,
+        error_streak INTEGER NOT NULL DEFAULT 0,
+        lease_owner  TEXT,
+        lease_until  REAL NOT NULL DEFAULT 0,
+        next_at      REAL NOT NULL DEFAULT 0,
+        last_error   TEXT,
+        created_at   REAL NOT NULL,
+        state_since  REAL NOT NULL,
+        submitted_at REAL,
+        done_at      REAL,
+        consumed_at  REAL,
+        updated_at   REAL NOT NULL
+    );
+    CREATE INDEX jobs_due ON jobs(status, next_at);
+    CREATE INDEX jobs_status_age ON jobs(status, state_since, idem);
+    CREATE INDEX jobs_updated ON jobs(updated_at, idem);
+    CREATE INDEX jobs_leased ON jobs(lease_owner) WHERE lease_owner IS NOT NULL;
+    CREATE TABLE results (
+        job            INTEGER PRIMARY KEY REFERENCES jobs(id),
+        idem           TEXT NOT NULL,
+        interaction_id TEXT NOT NULL,
+        output_text    TEXT NOT NULL,
+        usage          TEXT,
+        raw_json       TEXT NOT NULL,
+        stored_at      REAL NOT NULL
+    );
+    CREATE TABLE events (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        at          REAL NOT NULL,
+        job         INTEGER NOT NULL REFERENCES jobs(id),
+        idem        TEXT NOT NULL,
+        actor       TEXT NOT NULL,
+        from_status TEXT,
+        to_status   TEXT,
+        note        TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX events_job ON events(job, id);
+    """,
+    # 2: who held a row before the current claim, so recovery can tell a dead
+    # holder's orphan from one whose holder is merely late (and may still send).
+    """
+    ALTER TABLE jobs ADD COLUMN prev_owner TEXT;
+    """,
+    # 3: when the current attempt's create was sent, so a label lookup that
+    # finds nothing is trusted only once that request can no longer land.
+    # … and how many calls for the row in a row failed for causes outside
+    # the job (auth, network, rate limit, capacity): they pace its retries
+    # but never spend its attempts.
+    """
+    ALTER TABLE jobs ADD COLUMN sent_at REAL;
+    ALTER TABLE jobs ADD COLUMN outside_streak INTEGER NOT NULL DEFAULT 0;
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# Events and results hang off the job's integer id, not its (random) key:
+# rows of one batch were inserted together, so their ids — and the index
+# pages a batch writes — are contiguous instead of scattered over the tree.
+EVENT_SQL = (
+    "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
+    " SELECT ?1, id, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE idem = ?2"
+)
+
+
+# The one spelling in SQL of "nobody can act on this row" and of "orphan"
+# (Row.lease_free / Row.is_orphan are the same rules in Python; a test checks
+# that they agree). `?1`-style numbering is avoided: callers splice these in.
+_FREE = (
+    "(lease_owner IS NULL OR lease_until <= ? OR lease_owner IN (SELECT value FROM json_each(?)))"
+)
+ORPHAN_SQL = f"(status = 'reserving' AND (held = 1 OR (inflight = 1 AND {_FREE})))"
+
+
+def lease_free_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
+    """The lease-free rule as a WHERE fragment and its parameters."""
+    return _FREE, [now, json.dumps(list(dead))]
+
+
+def orphan_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
+    """The orphan rule as a WHERE fragment and its parameters."""
+    return ORPHAN_SQL, [now, json.dumps(list(dead))]
+
+
+def row_from_tuple(values: Sequence[Any]) -> Row:
+    """The one place a SELECT tuple becomes a Row (column order = COLUMNS)."""
+    v = list(values)
+    v[3] = Status(v[3])
+    v[7] = bool(v[7])
+    v[8] = bool(v[8])
+    return Row(*v)
+
+
+def map_sqlite_error(exc: sqlite3.Error, path: str) -> LedgerError:
+    """The LedgerError subclass that says what went wrong with the file at `path`."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        return LedgerConflictError(f"{path}: the write conflicts with another row ({exc})")
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return LedgerBusyError(
+            f"{path}: the ledger stayed locked by another process past busy_timeout ({exc})"
+        )
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return LedgerReadOnlyError(f"{path}: the ledger cannot be written ({exc})")
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return LedgerCorruptError(f"{path}: not a usable SQLite ledger ({exc})")
+    return LedgerError(f"{path}: {exc}")
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    """`items` in slices of at most `size`."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
