@@ -3,11 +3,10 @@
 Discipline (STYLE.md §5, DESIGN.md §2): WAL, `synchronous=FULL`,
 `busy_timeout`, autocommit connections with an explicit `BEGIN IMMEDIATE`
 for every transaction that writes; claims are single `UPDATE … RETURNING`
-statements; every later write is a compare-and-set on (idem, expected
-status, lease owner) checked inside the same write transaction, so a process
-that lost its lease changes nothing. Every transition appends to `events` in
-the transaction that makes it. The schema and the SQL other modules share
-live in core/schema.py.
+statements; every later write is a compare-and-set (core/compare_and_set.py)
+run inside a write transaction opened here. Every transition appends to
+`events` in the transaction that makes it. The schema and the SQL other
+modules share live in core/schema.py.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections import defaultdict
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,10 +23,10 @@ from typing import Any
 import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
+from reclaim_tui.core.compare_and_set import apply_transitions, mark_sending, operator_cas
 from reclaim_tui.core.models import (
     Actor,
     Event,
-    RemoteInteraction,
     Row,
     Status,
     StoredResult,
@@ -489,108 +487,9 @@ class Ledger:
         Returns (the marked rows, the idems whose transition applied)."""
         now = self.clock.now()
         async with self.write() as db:
-            marked = await self._mark_sending(db, owner, actor, sending, now)
-            applied = await self._apply_in(db, owner, actor, transitions, now)
+            marked = await mark_sending(db, owner, actor, sending, now)
+            applied = await apply_transitions(db, owner, actor, transitions, now)
         return marked, applied
-
-    async def _mark_sending(
-        self, db: aiosqlite.Connection, owner: str, actor: Actor, idems: Sequence[str], now: float
-    ) -> dict[str, Row]:
-        if not idems:
-            return {}
-        async with db.execute(
-            "UPDATE jobs SET attempts = attempts + 1, inflight = 1, sent_at = ?"
-            " WHERE idem IN (SELECT value FROM json_each(?)) AND lease_owner = ?"
-            f" AND status = 'reserving' AND inflight = 0 RETURNING {COLUMNS}",
-            (now, json.dumps(list(idems)), owner),
-        ) as cur:
-            rows = {r.idem: r for r in map(row_from_tuple, await cur.fetchall())}
-        await db.executemany(
-            EVENT_SQL,
-            [
-                (
-                    now,
-                    r.idem,
-                    actor,
-                    "reserving",
-                    "reserving",
-                    f"attempt {r.attempts}: sending create",
-                )
-                for r in rows.values()
-            ],
-        )
-        return rows
-
-    async def _apply_in(
-        self,
-        db: aiosqlite.Connection,
-        owner: str,
-        actor: Actor,
-        transitions: Sequence[Transition],
-        now: float,
-    ) -> list[str]:
-        if not transitions:
-            return []
-        held = await self._held(db, owner, [t.idem for t in transitions])
-        todo = [t for t in transitions if held.get(t.idem) == t.expect.value]
-        await self._write_transitions(db, todo, now, owner)
-        # A poll that found the job still running changes no state and
-        # says nothing: it is counted in `polls`, not written as an event.
-        await db.executemany(
-            EVENT_SQL,
-            [
-                (now, t.idem, actor, t.expect.value, t.to.value, t.note)
-                for t in todo
-                if t.note or t.expect != t.to
-            ],
-        )
-        return [t.idem for t in todo]
-
-    async def _held(self, db: aiosqlite.Connection, owner: str, idems: list[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for chunk in chunks(idems, 5000):
-            async with db.execute(
-                "SELECT j.idem, j.status FROM json_each(?) AS k"
-                " CROSS JOIN jobs AS j ON j.idem = k.value WHERE j.lease_owner = ?",
-                (json.dumps(chunk), owner),
-            ) as cur:
-                out.update({r[0]: r[1] for r in await cur.fetchall()})
-        return out
-
-    async def _write_transitions(
-        self, db: aiosqlite.Connection, todo: Sequence[Transition], now: float, owner: str
-    ) -> None:
-        # Group by the set of changed columns: one executemany per shape.
-        # The caller's Transition is left as it was: the columns written are
-        # its changes plus the bookkeeping below.
-        groups: dict[tuple[str, ...], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-        for t in todo:
-            cols = dict(t.changes)
-            cols["status"] = t.to.value
-            if t.to != t.expect:
-                cols["state_since"] = now
-            if t.release:
-                cols["lease_owner"] = None
-                cols["lease_until"] = 0.0
-            cols["updated_at"] = now
-            groups[tuple(sorted(cols))].append((t.idem, cols))
-        for names, group in groups.items():
-            assign = ", ".join(f"{n} = ?" for n in names)
-            await db.executemany(
-                f"UPDATE jobs SET {assign} WHERE idem = ? AND lease_owner = ?",
-                [[cols[n] for n in names] + [idem, owner] for idem, cols in group],
-            )
-        results = [t for t in todo if t.result is not None]
-        if results:
-            await db.executemany(
-                "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
-                " stored_at) SELECT id, ?1, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE idem = ?1"
-                " ON CONFLICT(job) DO UPDATE SET"
-                " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
-                " usage = excluded.usage, raw_json = excluded.raw_json,"
-                " stored_at = excluded.stored_at",
-                [_result_params(t.idem, t.result, now) for t in results if t.result],
-            )
 
     async def operator_update(
         self,
@@ -610,36 +509,11 @@ class Ledger:
         """
         now = self.clock.now()
         dead = await self.dead_holders(me)
-        cols = dict(changes)
-        cols.update(status=to.value, updated_at=now, lease_owner=None, lease_until=0.0)
-        names = sorted(cols)
-        assign = ", ".join(f"{n} = ?" for n in names)
-        marks = ",".join("?" for _ in expect)
-        state_since = ", state_since = CASE WHEN status != ? THEN ? ELSE state_since END"
-        free, free_params = lease_free_sql(now, dead)
         async with self.write() as db:
-            async with db.execute("SELECT status FROM jobs WHERE idem = ?", (idem,)) as cur:
-                before = await cur.fetchone()
-            async with db.execute(
-                f"UPDATE jobs SET {assign}{state_since} WHERE idem = ? AND status IN ({marks})"
-                f" AND (lease_owner = ? OR {free}) RETURNING {COLUMNS}",
-                [
-                    *(cols[n] for n in names),
-                    to.value,
-                    now,
-                    idem,
-                    *(s.value for s in expect),
-                    me,
-                    *free_params,
-                ],
-            ) as cur:
-                got = await cur.fetchone()
-            if got is None:
-                return None
-            await db.execute(
-                EVENT_SQL, (now, idem, actor, before[0] if before else None, to.value, note)
+            row = await operator_cas(
+                db, idem, expect, to, actor, note, changes, me=me, now=now, dead=dead
             )
-        return row_from_tuple(got)
+        return row
 
     async def add_event(self, idem: str, actor: str, note: str, status: str | None) -> None:
         now = self.clock.now()
@@ -735,17 +609,6 @@ class Ledger:
         where, params = orphan_sql(self.clock.now(), dead)
         rows = await self._fetchall(f"SELECT COUNT(*) FROM jobs WHERE {where}", params)
         return int(rows[0][0])
-
-
-def _result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[Any, ...]:
-    return (
-        idem,
-        result.id,
-        result.output_text or "",
-        json.dumps(dict(result.usage), sort_keys=True) if result.usage is not None else None,
-        result.raw_json(),
-        now,
-    )
 
 
 async def _reap(connection: aiosqlite.Connection) -> None:
