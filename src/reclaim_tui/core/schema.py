@@ -3,8 +3,8 @@
 Numbered migrations and the column order a row is read in; the one SQL
 spelling of "lease free", "orphan" and "append an event"; the one place a
 SELECT tuple becomes a Row; how a sqlite3 error becomes a LedgerError.
-Nothing here opens a connection: `core/ledger.py` runs the migrations,
-it and `core/compare_and_set.py` run the statements.
+Nothing here opens a connection: `core/connection.py` runs the migrations,
+`core/ledger.py` and `core/compare_and_set.py` run the statements.
 """
 
 from __future__ import annotations

@@ -1,0 +1,227 @@
+"""One aiosqlite connection to a ledger file, under the house's SQLite discipline.
+
+STYLE.md §5, DESIGN.md §2: WAL, `synchronous=FULL`, `busy_timeout`,
+autocommit connections with an explicit `BEGIN IMMEDIATE` for every
+transaction that writes. Opening refuses a foreign or newer file before a
+byte of it is written, then runs the numbered migrations of `core/schema.py`.
+`Ledger` (core/ledger.py) adds the ledger's own statements on top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Self
+
+import aiosqlite
+
+from reclaim_tui.core.clock import Clock, SystemClock
+from reclaim_tui.core.schema import MIGRATIONS, SCHEMA_VERSION, map_sqlite_error
+from reclaim_tui.errors import (
+    LedgerError,
+    LedgerForeignError,
+    LedgerReadOnlyError,
+    LedgerVersionError,
+)
+
+__all__ = ["LedgerConnection"]
+
+
+class LedgerConnection:
+    """Opening, migrating, write transactions and locked reads over one
+    connection; writes are serialised by an asyncio lock."""
+
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        path: str,
+        clock: Clock,
+        *,
+        readonly: bool,
+    ) -> None:
+        self._db = db
+        self.path = path
+        self.clock = clock
+        self.readonly = readonly
+        self._lock = asyncio.Lock()
+
+    # -- opening -----------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        busy_timeout: float = 10.0,
+        readonly: bool = False,
+        create: bool = True,
+    ) -> Self:
+        """Open (and migrate) a ledger. Raises a LedgerError subclass.
+
+        A file that is not a reclaim-tui ledger, or one written by a newer
+        version, is refused before a byte of it is written. A read-only open
+        of a file on a read-only mount (where SQLite cannot create the WAL's
+        shared-memory file) falls back to an immutable open."""
+        spath = str(path)
+        if spath != ":memory:" and not create and not Path(spath).exists():
+            raise LedgerError(f"{spath}: no ledger here (run `tick` or `submit` first)")
+        clock = clock or SystemClock()
+        try:
+            return await cls._connect(spath, clock, busy_timeout, readonly, immutable=False)
+        except LedgerReadOnlyError:
+            if not readonly or not Path(spath).is_file():
+                raise
+            # https://www.sqlite.org/uri.html#uriimmutable: nothing is written,
+            # not even the -shm file; right for a file nobody can write.
+            return await cls._connect(spath, clock, busy_timeout, readonly, immutable=True)
+
+    @classmethod
+    async def _connect(
+        cls, spath: str, clock: Clock, busy_timeout: float, readonly: bool, *, immutable: bool
+    ) -> Self:
+        uri = f"file:{spath}?mode=ro{'&immutable=1' if immutable else ''}" if readonly else spath
+        connection = aiosqlite.connect(uri, uri=readonly, isolation_level=None)
+        try:
+            db = await connection
+        except sqlite3.Error as exc:
+            await _reap(connection)
+            raise map_sqlite_error(exc, spath) from exc
+        ledger = cls(db, spath, clock, readonly=readonly)
+        try:
+            await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            await ledger._inspect()  # before anything is written
+            await ledger._configure()
+            await ledger._migrate()
+        except sqlite3.Error as exc:
+            await db.close()
+            raise map_sqlite_error(exc, spath) from exc
+        except LedgerError:
+            await db.close()
+            raise
+        return ledger
+
+    async def _inspect(self) -> None:
+        """Refuse a foreign or newer file while it is still untouched."""
+        version = await self.schema_version()
+        async with self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        ) as cur:
+            tables = {r[0] for r in await cur.fetchall()}
+        ours = {"jobs", "results", "events"}
+        if tables and (version == 0 or not ours <= tables):
+            listed = ", ".join(sorted(tables)[:8]) or "none"
+            raise LedgerForeignError(
+                f"{self.path}: not a reclaim-tui ledger (schema version {version}, tables:"
+                f" {listed}); refusing to touch it — choose another --db"
+            )
+        if version > SCHEMA_VERSION:
+            raise LedgerVersionError(
+                f"{self.path}: written by a newer reclaim-tui (schema {version}, this "
+                f"version knows up to {SCHEMA_VERSION}); upgrade reclaim-tui to open it"
+            )
+
+    async def _configure(self) -> None:
+        if not self.readonly:
+            # https://www.sqlite.org/wal.html — readers never block the writer.
+            await self._db.execute("PRAGMA journal_mode = WAL")
+        # FULL: a commit is on disk before COMMIT returns, also in WAL mode
+        # (https://www.sqlite.org/pragma.html#pragma_synchronous).
+        await self._db.execute("PRAGMA synchronous = FULL")
+        await self._db.execute("PRAGMA foreign_keys = ON")
+        # A 64 MiB page cache keeps the indexes of a large ledger in memory,
+        # and a larger auto-checkpoint folds repeated writes of the same pages
+        # (a row moves through 4 states) into one checkpoint write.
+        await self._db.execute("PRAGMA cache_size = -65536")
+        await self._db.execute("PRAGMA temp_store = MEMORY")
+        if not self.readonly:
+            await self._db.execute("PRAGMA wal_autocheckpoint = 8192")
+
+    async def _migrate(self) -> None:
+        version = await self.schema_version()
+        if version == SCHEMA_VERSION or self.readonly:
+            if version < SCHEMA_VERSION:
+                raise LedgerError(f"{self.path}: ledger needs a migration; open it writable once")
+            return
+        async with self.write() as db:
+            # Re-read inside the write lock: another process may have migrated.
+            version = await self.schema_version()
+            for number in range(version, SCHEMA_VERSION):
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        await db.execute(statement)
+            await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    async def schema_version(self) -> int:
+        async with self._db.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def pragmas(self) -> dict[str, Any]:
+        """The durability settings this connection actually runs with."""
+        out: dict[str, Any] = {}
+        for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys"):
+            async with self._db.execute(f"PRAGMA {name}") as cur:
+                row = await cur.fetchone()
+            out[name] = row[0] if row else None
+        return out
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def interrupt(self) -> None:
+        """Abort the query now running on this connection (a console scan the
+        operator replaced); it takes no lock, or it would wait for that query."""
+        await self._db.interrupt()
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        return self._db
+
+    # -- transactions ----------------------------------------------------------------
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so a
+        busy ledger fails here (after busy_timeout), never half-way through."""
+        if self.readonly:
+            raise LedgerReadOnlyError(f"{self.path}: opened read-only")
+        async with self._lock:
+            try:
+                await self._db.execute("BEGIN IMMEDIATE")
+                yield self._db
+                await self._db.execute("COMMIT")
+            except BaseException as exc:
+                # Also on cancellation: a statement already handed to
+                # aiosqlite's thread runs anyway (a BEGIN cancelled while it
+                # waited for the lock still opens the transaction), so queue a
+                # ROLLBACK behind it — shielded, so a second cancel cannot
+                # skip it — instead of trusting in_transaction right now.
+                await asyncio.shield(self._abandon())
+                if isinstance(exc, sqlite3.Error):
+                    raise map_sqlite_error(exc, self.path) from exc
+                raise
+
+    async def _abandon(self) -> None:
+        try:
+            await self._db.execute("ROLLBACK")
+        except sqlite3.OperationalError:
+            pass  # no transaction was open: BEGIN failed, or COMMIT went through
+
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        async with self._lock:
+            try:
+                async with self._db.execute(sql, params) as cur:
+                    return list(await cur.fetchall())
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, self.path) from exc
+
+
+async def _reap(connection: aiosqlite.Connection) -> None:
+    """After a failed connect, aiosqlite's worker thread still has to answer
+    the stop it was sent; it must do so while our loop is alive, or it dies
+    with "Event loop is closed" printed on stderr as the process exits."""
+    thread = getattr(connection, "_thread", None)
+    if thread is not None:
+        await asyncio.to_thread(thread.join, 5.0)
