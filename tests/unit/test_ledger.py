@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger import SCHEMA_VERSION, Ledger
+from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.owner import LeaseOwner, pid_space
+from reclaim_tui.core.schema import SCHEMA_VERSION
 from reclaim_tui.core.transitions import Transition
 from reclaim_tui.errors import (
     LedgerCorruptError,

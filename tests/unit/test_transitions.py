@@ -19,7 +19,7 @@ from reclaim_tui.core import polling, transitions
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger import ORPHAN_SQL, Ledger
+from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import (
     Actor,
     JobSpec,
@@ -29,6 +29,7 @@ from reclaim_tui.core.models import (
     Row,
     Status,
 )
+from reclaim_tui.core.schema import ORPHAN_SQL
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.core.transitions import EngineConfig, Transition
 from reclaim_tui.errors import (
@@ -196,7 +197,7 @@ def test_orphan_rule_in_sql_matches_row_is_orphan(
 ) -> None:
     import sqlite3
 
-    from reclaim_tui.core.ledger import MIGRATIONS
+    from reclaim_tui.core.schema import MIGRATIONS
 
     db = sqlite3.connect(":memory:")
     for migration in MIGRATIONS:

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger import COLUMNS, Ledger, orphan_sql, row_from_tuple
+from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
+from reclaim_tui.core.schema import COLUMNS, orphan_sql, row_from_tuple
 
 __all__ = [
     "SORTS",
