@@ -191,17 +191,13 @@ class Ledger(LedgerConnection):
         *,
         limit: int,
         lease_seconds: float,
-        set_sql: str = "",
-        event: tuple[str, str] | None = None,
     ) -> Claim:
         """Claim up to `limit` rows matching `where` whose lease is free, in ONE
-        `UPDATE … RETURNING`. `set_sql` adds assignments; `event` = (actor,
-        note) appends an event per claimed row."""
+        `UPDATE … RETURNING`."""
         now = self.clock.now()
         free, free_params = lease_free_sql(now, await self.dead_holders(owner))
-        extra = f", {set_sql}" if set_sql else ""
         sql = (
-            f"UPDATE jobs SET prev_owner = lease_owner, lease_owner = ?, lease_until = ?{extra}"
+            "UPDATE jobs SET prev_owner = lease_owner, lease_owner = ?, lease_until = ?"
             f" WHERE idem IN (SELECT idem FROM jobs WHERE {where} AND {free}"
             f" ORDER BY next_at LIMIT ?) RETURNING {COLUMNS}"
         )
@@ -212,22 +208,6 @@ class Ledger(LedgerConnection):
         async with self.write() as db:
             async with db.execute(sql, args) as cur:
                 rows = [row_from_tuple(r) for r in await cur.fetchall()]
-            if event and rows:
-                actor, note = event
-                await db.executemany(
-                    EVENT_SQL,
-                    [
-                        (
-                            now,
-                            r.idem,
-                            actor,
-                            r.status.value,
-                            r.status.value,
-                            note.format(attempts=r.attempts),
-                        )
-                        for r in rows
-                    ],
-                )
         return Claim(owner, rows)
 
     async def renew(self, owner: str, idems: Iterable[str], lease_seconds: float) -> set[str]:

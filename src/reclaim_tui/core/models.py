@@ -196,7 +196,7 @@ class Row:
 
     def lease_free(self, now: float, dead: Collection[str]) -> bool:
         """Nobody can act on the row: no holder, its lease ran out, or its
-        holder is provably dead. (The ledger's `_FREE` SQL is the same rule.)"""
+        holder is provably dead. (core/schema.py's `_FREE` SQL is the same rule.)"""
         return self.lease_owner is None or self.lease_until <= now or self.lease_owner in dead
 
     def is_orphan(self, now: float, dead: Collection[str]) -> bool:
