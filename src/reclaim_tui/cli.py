@@ -41,7 +41,7 @@ from reclaim_tui.core.models import (
     PassReport,
     Status,
 )
-from reclaim_tui.core.retention import PAID_TIER_DAYS, past_retention
+from reclaim_tui.core.retention import PAID_TIER_DAYS, Attention, attention
 from reclaim_tui.emulator.command import emulator as emulator_command
 from reclaim_tui.errors import (
     ConfigError,
@@ -185,8 +185,9 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
     async with open_ledger(Settings(db=db), readonly=True, create=False) as ledger:
         counts = await ledger.counts()
         orphans = await ledger.orphan_count(me="")
-        at_risk = await past_retention(ledger, retention_days)
+        seen = await attention(ledger, retention_days)
         now = ledger.clock.now()
+    at_risk = seen.past_retention
     data: dict[str, dict[str, Any]] = {
         s.value: {
             "count": counts.get(s.value, (0, None))[0],
@@ -200,22 +201,42 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
         "oldest_age_s": _age(now, at_risk.oldest_submitted_at),
         "retention_days": retention_days,
     }
+    # Submitted rows, counted again by what they wait for.
+    data["asking"] = {"count": seen.asking, "oldest_age_s": None}
+    data["unknown_status"] = {"count": seen.unknown_status, "oldest_age_s": None}
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
     click.echo(f"{'status':<11} {'count':>9}  oldest")
     for name, v in data.items():
-        if name == "past_retention":
+        if name in ("past_retention", "asking", "unknown_status"):
             continue
         age = v["oldest_age_s"]
         click.echo(f"{name:<11} {v['count']:>9}  {_fmt_age(age) if age is not None else '-'}")
-    if at_risk.count:
-        click.echo(
-            f"warning: {at_risk.count} submitted row(s) older than the API's retention"
-            f" ({retention_days:g} days): their interactions may be gone; run `tick` to"
-            " collect what is left (a 404 follows --on-gone)",
-            err=True,
+    for line in _attention_lines(seen, retention_days):
+        click.echo(line, err=True)
+
+
+def _attention_lines(seen: Attention, retention_days: float) -> list[str]:
+    """What `status` warns about, on stderr, one line each."""
+    lines = []
+    if seen.past_retention.count:
+        lines.append(
+            f"warning: {seen.past_retention.count} submitted row(s) older than the API's"
+            f" retention ({retention_days:g} days): their interactions may be gone; run `tick`"
+            " to collect what is left (a 404 follows --on-gone)"
         )
+    if seen.asking:
+        lines.append(
+            f"note: {seen.asking} submitted row(s) wait for an operator: their interaction"
+            " requires action (see `show KEY`; `answer KEY TEXT` or `cancel KEY`)"
+        )
+    if seen.unknown_status:
+        lines.append(
+            f"note: {seen.unknown_status} submitted row(s) report an API status this version"
+            " does not know; they are polled with backoff until their deadline"
+        )
+    return lines
 
 
 def _age(now: float, since: float | None) -> float | None:

@@ -62,9 +62,7 @@ class JobsFileError(ReclaimError):
         self.source = source
         self.problems = problems
         # Line 0 stands for the file as a whole (it could not be read).
-        lines = "\n".join(
-            f"  line {n}: {why}" if n else f"  {why}" for n, why in problems[:50]
-        )
+        lines = "\n".join(f"  line {n}: {why}" if n else f"  {why}" for n, why in problems[:50])
         more = f"\n  … and {len(problems) - 50} more" if len(problems) > 50 else ""
         super().__init__(
             f"{source}: {len(problems)} bad line(s), nothing was reserved:\n{lines}{more}"

@@ -19,7 +19,7 @@ from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import JobSpec, Status, StoredResult
 from reclaim_tui.core.sinks import CallableSink
 from reclaim_tui.errors import SinkError
-from reclaim_tui.tui.screens.adopt import AdoptScreen
+from reclaim_tui.tui.screens.ask import AskScreen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.export import ExportScreen
 from reclaim_tui.tui.screens.submit import SubmitScreen
@@ -282,7 +282,7 @@ async def test_a_adopts_the_interaction_that_landed(seeded: Seeded) -> None:
         await settle(pilot)
         await select(pilot, seeded.keys["orphan"])
         await press(pilot, "a")
-        assert isinstance(app.screen, AdoptScreen)
+        assert isinstance(app.screen, AskScreen)
         app.screen.query_one(Input).value = handle
         await press(pilot, "enter")
         assert await until(pilot, status_of(seeded, "orphan", Status.SUBMITTED))
@@ -454,9 +454,7 @@ async def test_s_jsonl_tab_without_a_path_asks_for_one(seeded: Seeded) -> None:
         # On a loaded machine the dialog may still be mounting: wait for it.
         assert await until(pilot, lambda: bool(app.screen.query(TabbedContent)))
         app.screen.query_one(TabbedContent).active = "file-pane"
-        assert await until(
-            pilot, lambda: app.screen.query_one(TabbedContent).active == "file-pane"
-        )
+        assert await until(pilot, lambda: app.screen.query_one(TabbedContent).active == "file-pane")
         await settle(pilot)
         bar = app.screen.query_one("ProgressBar")
         assert not bar.display  # nothing is happening: no bar moves

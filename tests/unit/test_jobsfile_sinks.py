@@ -38,7 +38,8 @@ def test_every_bad_line_is_named() -> None:
 def test_good_file_and_keys() -> None:
     jobs = parse_jobs(
         ['{"input": "a"}', '{"input": "b", "model": "x", "key": "job-1"}'],
-        source="f", default_model="m",
+        source="f",
+        default_model="m",
     )
     assert jobs[0] == JobSpec(input="a", model="m")
     assert idempotency_key(jobs[0]) == idempotency_key(JobSpec(input="a", model="m"))
@@ -48,8 +49,11 @@ def test_good_file_and_keys() -> None:
 
 def test_duplicate_own_keys_are_refused() -> None:
     with pytest.raises(JobsFileError, match="already used on line 1"):
-        parse_jobs(['{"input": "a", "key": "k"}', '{"input": "b", "key": "k"}'],
-                   source="f", default_model="m")
+        parse_jobs(
+            ['{"input": "a", "key": "k"}', '{"input": "b", "key": "k"}'],
+            source="f",
+            default_model="m",
+        )
 
 
 def test_an_explicit_key_equal_to_a_derived_key_refuses_the_file() -> None:

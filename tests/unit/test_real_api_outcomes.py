@@ -200,8 +200,10 @@ async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path) -> 
     )
     out, err = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0, err
-    at_risk = json_module.loads(out)["past_retention"]
+    data = json_module.loads(out)
+    at_risk = data["past_retention"]
     assert at_risk["count"] == 1 and at_risk["retention_days"] == 55
+    assert data["asking"]["count"] == 0 and data["unknown_status"]["count"] == 0
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -214,3 +216,25 @@ async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path) -> 
     )
     out, err = await asyncio.wait_for(proc.communicate(), 120)
     assert b"older than the API's retention (55 days)" in err
+
+
+async def test_rows_asking_or_in_an_unknown_status_are_counted_for_status(world) -> None:  # type: ignore[no-untyped-def]
+    """Issue 11: `requires_action` → a state an operator sees; `idle`/unknown
+    → polled, visible in `status`. Both counted by `attention`."""
+    from reclaim_tui.core.retention import PAID_TIER_DAYS, attention
+
+    clock, ledger, fake, sink = world
+    engine = Engine(ledger, fake, sink, config=CONFIG)
+    jobs = [JobSpec(input=f"job {n}", model="m") for n in range(4)]
+    await engine.submit(jobs)
+    handles = [fake.handle_for(idempotency_key(j)) for j in jobs]
+    fake.fail(handles[0], status="requires_action", error="")
+    fake.fail(handles[1], status="idle", error="")
+    fake.fail(handles[2], status="some_future_status", error="")
+    clock.advance(3)
+    await engine.tick()
+    seen = await attention(ledger, PAID_TIER_DAYS)
+    assert (seen.asking, seen.unknown_status, seen.past_retention.count) == (1, 2, 0)
+    assert seen.any
+    rows = {r.idem: r async for r in ledger.iter_rows()}
+    assert all(r.status == Status.SUBMITTED for r in rows.values())  # none failed

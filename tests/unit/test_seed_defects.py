@@ -131,8 +131,9 @@ async def test_defect_07_polling_is_concurrent(
             return await super().get(handle)
 
     fake = SlowGets(clock=clock, latency=None)
-    engine = Engine(ledger, fake, DirectorySink(out_dir), owner="t|1|x",
-                    config=EngineConfig(concurrency=16))
+    engine = Engine(
+        ledger, fake, DirectorySink(out_dir), owner="t|1|x", config=EngineConfig(concurrency=16)
+    )
     await engine.tick([job(f"j{i}") for i in range(64)])
     clock.advance(2)
     report = await engine.tick()
@@ -183,8 +184,16 @@ async def test_defect_10_other_statuses_are_handled(
 ) -> None:
     """Original: only done/error exist; requires_action, incomplete and unknown
     strings fall through."""
-    specs = {s: job(s) for s in ("requires_action", "incomplete", "budget_exceeded",
-                                 "weird_new_status", "requires_continuation")}
+    specs = {
+        s: job(s)
+        for s in (
+            "requires_action",
+            "incomplete",
+            "budget_exceeded",
+            "weird_new_status",
+            "requires_continuation",
+        )
+    }
     await engine.tick(list(specs.values()))
     for status, spec in specs.items():
         fake.fail(fake.handle_for(idempotency_key(spec)), status=status, error="")

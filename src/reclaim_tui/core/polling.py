@@ -14,7 +14,13 @@ from reclaim_tui.core.policy import EngineConfig
 from reclaim_tui.core.transitions import Transition, describe
 from reclaim_tui.errors import BackendError, InteractionGoneError
 
-__all__ = ["Overdue", "after_poll", "overdue"]
+__all__ = ["ASKS", "UNKNOWN_STATUS", "Overdue", "after_poll", "overdue"]
+
+#: How `last_error` starts on a row held because its interaction asks
+#: something, and on one whose interaction reports a status this version does
+#: not know; `status` and the console count rows by them (core/retention.py).
+ASKS = "requires action: "
+UNKNOWN_STATUS = "unknown API status "
 
 
 # -- submitted → … (after a poll) --------------------------------------------------------
@@ -161,7 +167,7 @@ def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: fl
     if row.outside_streak:
         changes["outside_streak"] = 0
     if out.state == RemoteState.UNKNOWN:
-        note = f"unknown API status {out.api_status!r}; still polling"
+        note = f"{UNKNOWN_STATUS}{out.api_status!r}; still polling"
         changes["last_error"] = note
         return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes)
     if row.last_error:
@@ -179,7 +185,7 @@ def _requires_action(
     changes: dict[str, Any] = {
         "polls": row.polls + 1,
         "held": 1,
-        "last_error": f"requires action: {asked}",
+        "last_error": f"{ASKS}{asked}",
         "next_at": now + config.poll_cap,
     }
     note = "" if row.held else f"requires action, held for an operator: {asked}"

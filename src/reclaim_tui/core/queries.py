@@ -29,6 +29,7 @@ from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
+from reclaim_tui.core.retention import Attention, attention
 from reclaim_tui.core.schema import COLUMNS, orphan_sql, row_from_tuple
 
 __all__ = [
@@ -148,6 +149,8 @@ class Detail:
     result: StoredResult | None
     events: list[Event]
     holder_alive: bool | None
+    #: the job this one continues (its spec's `previous`), when in the ledger
+    previous: Row | None = None
 
 
 def _like(text: str) -> str:
@@ -331,6 +334,10 @@ class ConsoleReader:
         orphans = await self._slow.orphan_count(dead=self._dead)
         return dict(self.sizes), orphans
 
+    async def attention(self, retention_days: float) -> Attention:
+        """Submitted rows past the retention, asking, or in an unknown status."""
+        return await attention(self._slow, retention_days)
+
     async def changed_since(self, since: float) -> tuple[int, float]:
         """(rows updated after `since`, up to 10,000; the latest updated_at seen)."""
         rows = await _fetch(
@@ -365,7 +372,9 @@ class ConsoleReader:
         result = await self._fast.result(idem)
         events = await self._fast.events(idem)
         alive = holder_alive(row.lease_owner) if row.lease_owner else None
-        return Detail(row, result, events, alive)
+        key = row.job.previous
+        previous = await self._fast.get(key) if key else None
+        return Detail(row, result, events, alive, previous)
 
     async def rows_by_idem(self, idems: Sequence[str]) -> dict[str, Row]:
         return await self._fast.get_many(idems)

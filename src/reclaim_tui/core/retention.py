@@ -4,6 +4,10 @@ The API keeps a stored interaction for a limited time — 55 days on the paid
 tier, 1 day on the free tier (docs/design.md §1) — after which `get`
 answers 404. A `submitted` row older than that, never collected, is a
 result at risk: `status` and the console warn about them.
+
+`attention` counts those with the other rows an operator should look at:
+held because the interaction asks something (answer or cancel them), and
+polled although the API reports a status this version does not know.
 """
 
 from __future__ import annotations
@@ -11,8 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.polling import ASKS, UNKNOWN_STATUS
 
-__all__ = ["FREE_TIER_DAYS", "PAID_TIER_DAYS", "AtRisk", "past_retention"]
+__all__ = [
+    "FREE_TIER_DAYS",
+    "PAID_TIER_DAYS",
+    "AtRisk",
+    "Attention",
+    "attention",
+    "past_retention",
+]
 
 PAID_TIER_DAYS = 55.0
 FREE_TIER_DAYS = 1.0
@@ -35,3 +47,31 @@ async def past_retention(ledger: Ledger, days: float) -> AtRisk:
     )
     count, oldest = rows[0]
     return AtRisk(int(count), oldest)
+
+
+@dataclass(frozen=True, slots=True)
+class Attention:
+    """Submitted rows an operator should look at."""
+
+    past_retention: AtRisk
+    #: held: their interaction requires action (`answer` or `cancel`)
+    asking: int
+    #: the API reported a status this version does not know (still polled)
+    unknown_status: int
+
+    @property
+    def any(self) -> bool:
+        return bool(self.past_retention.count or self.asking or self.unknown_status)
+
+
+async def attention(ledger: Ledger, retention_days: float) -> Attention:
+    """One scan of the submitted rows (on the status index)."""
+    at_risk = await past_retention(ledger, retention_days)
+    rows = await ledger.select(
+        "SELECT COALESCE(SUM(last_error LIKE ? || '%'), 0),"
+        " COALESCE(SUM(last_error LIKE ? || '%'), 0)"
+        " FROM jobs WHERE status = 'submitted' AND last_error IS NOT NULL",
+        [ASKS, UNKNOWN_STATUS],
+    )
+    asking, unknown = rows[0]
+    return Attention(at_risk, int(asking), int(unknown))

@@ -4,6 +4,7 @@
     Tick()                              Passed(report)
     Retry(idems) · Cancel(idems)        RowsOutcome(applied, refused)
     Adopt(idem, interaction_id)         RowsOutcome
+    Answer(idem, text)                  RowsOutcome
     Recover(idems)                      Passed    always force: "recover now"
     Replay(idems | None)                Passed    always force: "replay now"
     Submit(jobs, send)                  Passed
@@ -33,6 +34,7 @@ __all__ = [
     "LINE_LIMIT",
     "Abort",
     "Adopt",
+    "Answer",
     "Cancel",
     "Command",
     "Failed",
@@ -120,6 +122,19 @@ class Adopt(Message):
 
 
 @dataclass(frozen=True)
+class Answer(Message):
+    """Answer a row whose interaction requires action: a follow-up
+    interaction (`previous_interaction_id`) carrying `text`."""
+
+    idem: str
+    text: str
+
+    @property
+    def idems(self) -> tuple[str, ...]:
+        return (self.idem,)
+
+
+@dataclass(frozen=True)
 class Replay(Message):
     """Replay these done rows now, or every done row (`None`)."""
 
@@ -151,8 +166,8 @@ class Submit(Message):
         return cls(tuple(jobs), bool(data["send"]))
 
 
-Command = Tick | Retry | Cancel | Adopt | Recover | Replay | Submit
-RowCommand = Retry | Cancel | Adopt
+Command = Tick | Retry | Cancel | Adopt | Answer | Recover | Replay | Submit
+RowCommand = Retry | Cancel | Adopt | Answer
 
 
 # -- replies ----------------------------------------------------------------------------
@@ -296,7 +311,7 @@ async def _run(engine: Engine, command: Command) -> Reply:
         case Tick():
             # The loop's passes are not an operator's doing: their own actor.
             return Passed(await engine.acting_as(Actor.CONSOLE_LOOP).tick())
-        case Retry() | Cancel() | Adopt():
+        case Retry() | Cancel() | Adopt() | Answer():
             return await _each_row(engine, command)
         case Recover(idems=idems):
             return Passed(await engine.recover_orphans(force=True, idems=idems))
@@ -320,6 +335,8 @@ async def _each_row(engine: Engine, command: RowCommand) -> RowsOutcome:
                     await engine.operator.cancel(idem, actor=ACTOR)
                 case Adopt(interaction_id=interaction_id):
                     await engine.operator.adopt(idem, interaction_id, actor=ACTOR)
+                case Answer(text=text):
+                    await engine.operator.answer(idem, text, actor=ACTOR)
             applied += 1
         except OperatorError as exc:
             refused.append(str(exc))

@@ -54,7 +54,7 @@ class LedgerFeed:
         self._state = state
         self._config = config
         self._redraw = redraw
-        self._watch = LedgerWatch()
+        self._watch = LedgerWatch(config.settings.retention_days)
         self._page: tuple[Move, Worker[None]] | None = None
         self.reader: ConsoleReader | None = None
 

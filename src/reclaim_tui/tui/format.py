@@ -6,8 +6,17 @@ import re
 import time
 
 from reclaim_tui.core.models import ACTIVE_STATUSES, Row
+from reclaim_tui.core.retention import Attention
 
-__all__ = ["age", "clock_time", "next_poll", "short", "shorten_error", "timestamp"]
+__all__ = [
+    "age",
+    "attention_text",
+    "clock_time",
+    "next_poll",
+    "short",
+    "shorten_error",
+    "timestamp",
+]
 
 
 def short(idem: str, width: int = 12) -> str:
@@ -95,3 +104,13 @@ def _keep_cause(parts: list[str], limit: int) -> str:
         if len(kept := without_middle(start)) <= limit:
             return kept
     return _cut(without_middle(len(parts) - 1) if len(parts) > 1 else parts[0], limit)
+
+
+def attention_text(seen: Attention) -> str:
+    """The loop bar's warning: "3 past retention · 1 asking · 2 unknown status"."""
+    parts = [
+        (seen.past_retention.count, "past retention"),
+        (seen.asking, "asking"),
+        (seen.unknown_status, "unknown status"),
+    ]
+    return " · ".join(f"{n:,} {what}" for n, what in parts if n)

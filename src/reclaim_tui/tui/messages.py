@@ -14,6 +14,7 @@ from textual.notifications import SeverityLevel
 
 from reclaim_tui.core.engine import PassReport
 from reclaim_tui.core.queries import Detail, Page, View
+from reclaim_tui.core.retention import Attention
 from reclaim_tui.tui.state import Cursor
 
 __all__ = [
@@ -53,6 +54,8 @@ def while_shown(handler: Callable[[N, M], None]) -> Callable[[N, M], None]:
 class CountsChanged(Message):
     counts: dict[str, int]
     orphans: int
+    #: the rows an operator should look at, as last counted (every 30 s)
+    attention: Attention | None = None
 
 
 @dataclass

@@ -28,6 +28,7 @@ from reclaim_tui.core.engine import PassReport
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.models import JobSpec, Row, Status
+from reclaim_tui.core.polling import ASKS
 from reclaim_tui.core.queries import ConsoleReader, View
 from reclaim_tui.errors import JobsFileError, ReclaimError
 from reclaim_tui.runner.commands import RowCommand, RowsOutcome
@@ -43,6 +44,8 @@ __all__ = [
     "Done",
     "OperatorEngine",
     "adopt_refusal",
+    "answer_refusal",
+    "asked",
     "cancel_question",
     "check_rows",
     "export_file_name",
@@ -194,6 +197,21 @@ def adopt_refusal(row: Row) -> str | None:
     if row.status not in (Status.RESERVING, Status.FAILED):
         return f"{row.idem} is {row.status}; adopt applies to reserving/failed rows"
     return None
+
+
+def answer_refusal(row: Row) -> str | None:
+    """Why `row` cannot be answered, or None when its interaction asks something."""
+    if row.status != Status.SUBMITTED or not row.held or not row.handle:
+        return (
+            f"{row.idem} is not waiting for an answer (only a held submitted row"
+            " whose interaction requires action is)"
+        )
+    return None
+
+
+def asked(row: Row) -> str:
+    """What the row's interaction asks, as the poll that held it recorded it."""
+    return (row.last_error or "").removeprefix(ASKS)
 
 
 def export_summary(tab_label: str, filter_text: str, files_dir: Path) -> str:

@@ -10,12 +10,15 @@ from dataclasses import dataclass
 
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.queries import ConsoleReader
+from reclaim_tui.core.retention import Attention
 from reclaim_tui.tui.messages import CountsChanged
 
 __all__ = ["CHEAP_COUNTS", "LedgerWatch", "Look"]
 
 #: Counts read faster than this (seconds) are read again after every change.
 CHEAP_COUNTS = 0.05
+#: The rows needing attention (a scan of the submitted rows) are counted this often (s).
+ATTENTION_EVERY = 30.0
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,10 @@ class LedgerWatch:
     action) must not be swallowed by the timer's next plain one.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, retention_days: float) -> None:
+        self._retention_days = retention_days
+        self._attention: Attention | None = None
+        self._attention_at = float("-inf")
         self._seen_update = 0.0
         self._seen_event: int | None = None
         self._counted_at = float("-inf")
@@ -79,7 +85,10 @@ class LedgerWatch:
             self._counted_at = now
             started = time.perf_counter()
             await reader.refresh_liveness()
-            counts = CountsChanged(*await reader.counts())
+            if now - self._attention_at >= ATTENTION_EVERY:
+                self._attention_at = now
+                self._attention = await reader.attention(self._retention_days)
+            counts = CountsChanged(*await reader.counts(), self._attention)
             self._counts_cost = time.perf_counter() - started
         return Look(bool(changed), counts)
 

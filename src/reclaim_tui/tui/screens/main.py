@@ -25,11 +25,11 @@ from textual.widgets import DataTable, Header, Input
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.queries import SORTS, ConsoleReader, View
 from reclaim_tui.errors import LedgerError
-from reclaim_tui.runner.commands import Adopt, Cancel, Retry
+from reclaim_tui.runner.commands import Adopt, Answer, Cancel, Retry
 from reclaim_tui.tui import operations
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.feed import LedgerFeed
-from reclaim_tui.tui.format import shorten_error
+from reclaim_tui.tui.format import attention_text, shorten_error
 from reclaim_tui.tui.keymap import TABS, action_enabled, bindings
 from reclaim_tui.tui.messages import (
     ActionFinished,
@@ -44,7 +44,7 @@ from reclaim_tui.tui.messages import (
 )
 from reclaim_tui.tui.operations import Done, OperatorEngine
 from reclaim_tui.tui.pace import LoopPace
-from reclaim_tui.tui.screens.adopt import AdoptScreen
+from reclaim_tui.tui.screens.ask import adopt_screen, answer_screen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
 from reclaim_tui.tui.screens.help import HelpScreen
@@ -176,6 +176,8 @@ class MainScreen(Screen[None]):
 
     def _show_counts(self, event: CountsChanged) -> None:
         self.state.counts, self.state.orphans = event.counts, event.orphans
+        if event.attention is not None:
+            self.bar.attention = attention_text(event.attention)
         self.query_one(StatusTabs).show_counts({t.id: self.state.tab_count(t) for t in TABS})
         self.show_bar()
 
@@ -413,7 +415,26 @@ class MainScreen(Screen[None]):
                 verb = f"adopted {handle} for"
                 self.operate(partial(operations.run_rows, engine, verb, Adopt(idem, handle)))
 
-        self.app.push_screen(AdoptScreen(idem, row.status.value), answered)
+        self.app.push_screen(adopt_screen(idem, row.status.value), answered)
+
+    def action_answer(self) -> None:
+        row = self.table.current_row()
+        if row is None:
+            self.notify("no row to answer", severity="warning")
+            return
+        refusal = operations.answer_refusal(row)
+        if refusal is not None:
+            self.notify(refusal, severity="error")
+            return
+        engine, idem = self._engine(), row.idem
+
+        def answered(text: str | None) -> None:
+            if text:
+                command = Answer(idem, text)
+                self.operate(partial(operations.run_rows, engine, "answered", command))
+
+        screen = answer_screen(idem, row.handle or "", operations.asked(row))
+        self.app.push_screen(screen, answered)
 
     def action_submit(self) -> None:
         default = self.config.settings.model

@@ -9,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from reclaim_tui.core.polling import ASKS
 from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.format import age, next_poll, timestamp
 
@@ -79,19 +80,51 @@ def _timeline(detail: Detail) -> list[Content]:
     return parts
 
 
+def _job_lines(detail: Detail) -> list[Content]:
+    """What the job asked for beyond its input: agent or model, labels,
+    deadline, and the job it continues (a chain)."""
+    job = detail.row.job
+    lines = [_pair("agent", job.agent) if job.agent else _pair("model", detail.row.model)]
+    if job.labels:
+        lines.append(_pair("labels", ", ".join(f"{k}={v}" for k, v in sorted(job.labels.items()))))
+    if job.deadline is not None:
+        lines.append(_pair("deadline", f"{age(job.deadline)} after submit"))
+    if job.previous:
+        prev = detail.previous
+        where = (
+            f"{prev.status.value}, interaction {prev.handle or '—'}"
+            if prev is not None
+            else "not in the ledger"
+        )
+        lines.append(_pair("follows", f"{job.previous} ({where})"))
+    return lines
+
+
+def _asks(detail: Detail) -> list[Content]:
+    """A held row's question, with what to do about it."""
+    row = detail.row
+    if not (row.held and (row.last_error or "").startswith(ASKS)):
+        return []
+    return [
+        _heading("the interaction requires action — w answers, c cancels"),
+        Content.styled((row.last_error or "").removeprefix(ASKS) + "\n", "italic"),
+    ]
+
+
 def render_detail(detail: Detail, now: float) -> Content:
     row = detail.row
     status_style = "bold $error" if row.status.value == "failed" else "bold"
     parts = [
         _pair("key", row.idem, "bold"),
         _pair("status", f"{row.status.value} for {age(now - row.state_since)}", status_style),
-        _pair("model", row.model),
+        *_job_lines(detail),
         _pair("handle", row.handle or "—"),
         _pair("attempts", f"{row.attempts} (polls {row.polls}, duplicates {row.duplicates})"),
         _pair("in flight", f"{'yes' if row.inflight else 'no'}{' · held' if row.held else ''}"),
         _pair("lease", _lease(detail, now)),
         _pair("next poll", next_poll(row, now) or "—"),
         _pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
+        *_asks(detail),
         _heading("input"),
         Content(_spec_text(row.spec)[:2000] + "\n"),
         _heading("timestamps (UTC)"),

@@ -25,6 +25,8 @@ class LoopBarState:
     #: "" until a pass says; "ok", "degraded (…)" when some calls were refused
     #: for causes outside the jobs, "unavailable (…)" when the breaker opened
     api: str = ""
+    #: rows to look at: "2 past retention · 1 asks" ("" when none)
+    attention: str = ""
 
 
 @dataclass
@@ -63,6 +65,8 @@ def bar_parts(s: LoopBarState) -> list[Part]:
     if s.api:
         style = "$success" if s.api == "ok" else "bold $error"
         parts.append(Part(6, Content.assemble(" │ ", (f"API {s.api}", style))))
+    if s.attention:
+        parts.append(Part(6, Content.assemble(" │ ", (f"⚠ {s.attention}", "bold $warning"))))
     if s.last:
         parts.append(Part(1, Content.assemble(" · ", (s.last, "$text-muted")), truncate=True))
     parts.append(Part(2, Content.assemble(" │ sort: ", (s.sort, "$accent"))))

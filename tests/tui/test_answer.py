@@ -1,0 +1,100 @@
+"""Issue 11: a row whose interaction requires action is shown as such
+(detail: what it asks; loop bar: counted) and answered with `w`, through the
+engine, as a follow-up interaction with previous_interaction_id."""
+
+from __future__ import annotations
+
+from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import OrphanPolicy
+from reclaim_tui.core.sinks import DirectorySink
+from reclaim_tui.tui.screens.ask import AskScreen
+from reclaim_tui.tui.widgets.detail_pane import DetailPane
+from reclaim_tui.tui.widgets.loop_bar import LoopBar
+
+from .conftest import Seeded
+from .pilot_helpers import SIZE, notified, press, select, settle, until
+
+
+async def _hold_for_an_answer(seeded: Seeded, role: str) -> str:
+    """The role's interaction now requires action; one pass holds its row."""
+    handle = seeded.fake.handle_for(seeded.keys[role])
+    seeded.fake.fail(handle, status="requires_action", error="")
+    ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+    try:
+        config = EngineConfig(orphan_policy=OrphanPolicy.HOLD)
+        engine = Engine(ledger, seeded.fake, DirectorySink(seeded.out), config=config)
+        seeded.clock.advance(3600)
+        await engine.reclaim()
+    finally:
+        await ledger.close()
+    return handle
+
+
+def _text(widget: object) -> str:
+    return str(widget.render())  # type: ignore[attr-defined]
+
+
+async def test_w_answers_a_row_whose_interaction_requires_action(seeded: Seeded) -> None:
+    first = await _hold_for_an_answer(seeded, "submitted")
+    row = await seeded.get("submitted")
+    assert row.held
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        bar = app.main.query_one(LoopBar)
+        assert await until(pilot, lambda: "1 asking" in _text(bar))
+        await select(pilot, seeded.keys["submitted2"])
+        await press(pilot, "w")
+        assert not isinstance(app.screen, AskScreen)
+        assert await until(pilot, notified(pilot, "not waiting for an answer"))
+        await select(pilot, seeded.keys["submitted"])
+        await press(pilot, "enter")
+        pane = app.main.query_one(DetailPane)
+        assert await until(pilot, lambda: "requires action" in _text(pane.query_one("#detail-body")))
+        await press(pilot, "w")
+        assert isinstance(app.screen, AskScreen)
+        await pilot.press(*"Go ahead")
+        await press(pilot, "enter")
+
+        async def answered() -> bool:
+            return (await seeded.get("submitted")).handle != first
+
+        assert await until(pilot, answered)
+    row = await seeded.get("submitted")
+    assert not row.held and row.handle != first
+    follow = seeded.fake.remotes[row.handle]  # type: ignore[index]
+    assert follow.spec.config["previous_interaction_id"] == first
+    assert follow.spec.input == "Go ahead"
+    events = await seeded.events("submitted")
+    assert events[-1].actor == "console" and "answered" in events[-1].note
+
+
+def test_the_detail_shows_an_agent_job_its_labels_deadline_and_chain() -> None:
+    """Issue 11: a chain (`previous`) is shown in the console."""
+    import dataclasses
+
+    from reclaim_tui.core.models import JobSpec, Status
+    from reclaim_tui.core.queries import Detail
+    from reclaim_tui.tui.widgets.detail_pane import render_detail
+
+    from .test_actors import _cancelled_row
+
+    job = JobSpec(
+        input="write it up",
+        model="",
+        agent="deep-research-preview-04-2026",
+        labels={"team": "docs"},
+        deadline=7200.0,
+        previous="outline",
+    )
+    row = dataclasses.replace(_cancelled_row(), spec=job.to_json())
+    before = dataclasses.replace(
+        _cancelled_row(), idem="outline", status=Status.DONE, handle="int-1"
+    )
+    text = render_detail(Detail(row, None, [], None, before), 3.0).plain
+    assert "agent deep-research-preview-04-2026" in text
+    assert "labels team=docs" in text and "deadline 2h00m after submit" in text
+    assert "follows outline (done, interaction int-1)" in text
+    alone = render_detail(Detail(row, None, [], None, None), 3.0).plain
+    assert "follows outline (not in the ledger)" in alone
