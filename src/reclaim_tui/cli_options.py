@@ -88,6 +88,14 @@ def _policies() -> list[Decorator]:
             " models, 4 h for agents; a job's own 'deadline' wins).",
         ),
         click.option(
+            "--retention-days",
+            default=55.0,
+            show_default=True,
+            type=float,
+            help="How long the API keeps an interaction (55 paid tier, 1 free tier): the"
+            " console warns about submitted rows older than that.",
+        ),
+        click.option(
             "--emulator-lookup/--no-emulator-lookup",
             default=False,
             envvar="RECLAIM_EMULATOR_LOOKUP",

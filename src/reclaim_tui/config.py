@@ -68,6 +68,10 @@ class Settings:
             raise ConfigError("--first-poll must not be negative")
         if not self.model.strip():
             raise ConfigError("--model must not be empty")
+        if not self.retention_days > 0:
+            raise ConfigError("--retention-days must be positive")
+        if self.deadline is not None and not self.deadline > 0:
+            raise ConfigError("--deadline must be positive")
         return self
 
     def engine_config(self, actor: Actor | None = None) -> EngineConfig:

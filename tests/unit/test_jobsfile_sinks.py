@@ -200,3 +200,16 @@ def test_a_plain_model_job_keeps_its_key() -> None:
     job without labels is what earlier versions hashed."""
     job = JobSpec(input="a", model="m")
     assert job.to_json() == '{"input":"a","model":"m"}'
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"retention_days": 0.0}, "--retention-days"), ({"deadline": -3.0}, "--deadline")],
+)
+def test_settings_refuse_a_non_positive_retention_or_deadline(
+    change: dict[str, float], message: str
+) -> None:
+    from reclaim_tui.config import Settings
+
+    with pytest.raises(ConfigError, match=message):
+        Settings(**change).validate()  # type: ignore[arg-type]
