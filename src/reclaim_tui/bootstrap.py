@@ -37,6 +37,7 @@ def make_backend(settings: Settings) -> Backend:
         base_url=settings.base_url,
         request_timeout=settings.request_timeout,
         finder=finder,
+        webhook_url=settings.webhook_url,
     )
 
 

@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -43,6 +43,10 @@ from reclaim_tui.core.models import (
 )
 from reclaim_tui.core.retention import PAID_TIER_DAYS, Attention, attention
 from reclaim_tui.emulator.command import emulator as emulator_command
+from reclaim_tui.inbox import DEFAULT_PATH, GOOGLE_JWKS_URL
+
+if TYPE_CHECKING:
+    from reclaim_tui.core.gemini.webhooks import WebhookAdmin
 from reclaim_tui.errors import (
     ConfigError,
     JobsFileError,
@@ -166,6 +170,127 @@ async def submit(jobs_path: str, **kw: Any) -> None:
     )
     if report.unavailable is not None:
         _report(PassReport(unavailable=report.unavailable), False, settings)
+
+
+@cli.command()
+@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB")
+@click.option(
+    "--listen",
+    default="127.0.0.1:8787",
+    show_default=True,
+    help="HOST:PORT to bind (loopback unless told otherwise: put a TLS proxy in front).",
+)
+@click.option("--path", default=DEFAULT_PATH, show_default=True, help="The URL path served.")
+@click.option(
+    "--secret",
+    "secrets",
+    multiple=True,
+    envvar="RECLAIM_WEBHOOK_SECRETS",
+    help="A static webhook's signing secret (whsec_…); repeat it during a rotation."
+    " From the environment: space-separated.",
+)
+@click.option(
+    "--jwks-url",
+    default=GOOGLE_JWKS_URL,
+    show_default=True,
+    help="Keys for dynamic webhooks' JWTs ('' refuses JWT-signed deliveries).",
+)
+@click.option("--audience", default=None, help="Check the JWTs' aud claim against this.")
+@run
+async def inbox(
+    db: str,
+    listen: str,
+    path: str,
+    secrets: tuple[str, ...],
+    jwks_url: str,
+    audience: str | None,
+) -> None:
+    """Receive the API's webhooks into the ledger (verified, kept once, then 200)."""
+    from reclaim_tui.inbox.command import serve_inbox
+
+    await serve_inbox(db, listen, path, secrets, jwks_url, audience)
+
+
+@cli.group()
+def webhooks() -> None:
+    """Static webhooks of the project (the API's WebhookService, over the SDK)."""
+
+
+def _admin(kw: dict[str, Any]) -> WebhookAdmin:
+    from reclaim_tui.core.gemini.backend import resolve_api_key
+    from reclaim_tui.core.gemini.webhooks import WebhookAdmin
+
+    return WebhookAdmin(resolve_api_key(kw.get("api_key")), kw.get("base_url"))
+
+
+def _api_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--api-key", default=None, help="Else GEMINI_API_KEY / GOOGLE_API_KEY.")(fn)
+    return click.option("--base-url", default=None, envvar="RECLAIM_BASE_URL")(fn)
+
+
+@webhooks.command("create")
+@_api_options
+@click.argument("uri")
+@click.option("--name", default=None)
+@run
+async def webhooks_create(uri: str, name: str | None, **kw: Any) -> None:
+    """Register URI for the interaction events; prints the signing secret (shown once)."""
+    from reclaim_tui.core.gemini.webhooks import INTERACTION_EVENTS
+
+    admin = _admin(kw)
+    try:
+        made = await admin.create(uri, name, INTERACTION_EVENTS)
+    finally:
+        await admin.aclose()
+    click.echo(json.dumps(made, indent=2))
+    secret = made.get("new_signing_secret")
+    if secret:
+        click.echo(
+            "the signing secret above is shown once: start the inbox with --secret (or"
+            " RECLAIM_WEBHOOK_SECRETS)",
+            err=True,
+        )
+
+
+@webhooks.command("list")
+@_api_options
+@run
+async def webhooks_list(**kw: Any) -> None:
+    """Every static webhook: id, name, URI, events, state."""
+    admin = _admin(kw)
+    try:
+        found = await admin.list()
+    finally:
+        await admin.aclose()
+    click.echo(json.dumps(found, indent=2))
+
+
+@webhooks.command("delete")
+@_api_options
+@click.argument("webhook_id")
+@run
+async def webhooks_delete(webhook_id: str, **kw: Any) -> None:
+    """Delete a static webhook."""
+    admin = _admin(kw)
+    try:
+        await admin.delete(webhook_id)
+    finally:
+        await admin.aclose()
+    click.echo(f"deleted {webhook_id}")
+
+
+@webhooks.command("ping")
+@_api_options
+@click.argument("webhook_id")
+@run
+async def webhooks_ping(webhook_id: str, **kw: Any) -> None:
+    """Ask the API to send the webhook a ping event."""
+    admin = _admin(kw)
+    try:
+        out = await admin.ping(webhook_id)
+    finally:
+        await admin.aclose()
+    click.echo(json.dumps(out, indent=2) if out else f"ping sent to {webhook_id}")
 
 
 @cli.command()

@@ -96,6 +96,31 @@ def _policies() -> list[Decorator]:
             " console warns about submitted rows older than that.",
         ),
         click.option(
+            "--webhook-url",
+            default=None,
+            envvar="RECLAIM_WEBHOOK_URL",
+            help="Send every create with a webhook_config naming this URL (your `reclaim-tui"
+            " inbox`, reachable by the API): events wake their rows, polls become a rare"
+            " fallback, and an orphan is adopted from the event that names it.",
+        ),
+        click.option(
+            "--webhook-grace",
+            default=900.0,
+            show_default=True,
+            type=float,
+            help="With --webhook-url: seconds an orphan waits for an event naming it before"
+            " --orphan-policy applies (events come when a job ends: set it above your jobs'"
+            " usual run time).",
+        ),
+        click.option(
+            "--webhook-poll",
+            default=120.0,
+            show_default=True,
+            type=float,
+            help="With --webhook-url: a job's age at its first fallback poll (then 2x, up to"
+            " every 30 min).",
+        ),
+        click.option(
             "--emulator-lookup/--no-emulator-lookup",
             default=False,
             envvar="RECLAIM_EMULATOR_LOOKUP",

@@ -42,6 +42,13 @@ class Settings:
     #: days the API keeps a stored interaction (55 paid, 1 free tier):
     #: `status` warns about submitted rows older than that
     retention_days: float = 55.0
+    #: where the API should send this ledger's webhook events (an inbox,
+    #: `reclaim-tui inbox`): every create carries a webhook_config naming it
+    webhook_url: str | None = None
+    #: with webhooks: seconds an orphan waits for an event naming it
+    webhook_grace: float = 900.0
+    #: with webhooks: the age of a job at its first fallback poll
+    webhook_poll: float = 120.0
 
     @property
     def lease(self) -> float:
@@ -72,6 +79,12 @@ class Settings:
             raise ConfigError("--retention-days must be positive")
         if self.deadline is not None and not self.deadline > 0:
             raise ConfigError("--deadline must be positive")
+        if self.webhook_url is not None and not self.webhook_url.startswith(
+            ("https://", "http://")
+        ):
+            raise ConfigError("--webhook-url must be an http(s) URL")
+        if self.webhook_grace < 0 or self.webhook_poll <= 0:
+            raise ConfigError("--webhook-grace must not be negative, --webhook-poll positive")
         return self
 
     def engine_config(self, actor: Actor | None = None) -> EngineConfig:
@@ -88,6 +101,16 @@ class Settings:
             actor=actor or self.actor,
             on_gone=self.on_gone,
         )
+        if self.webhook_url:
+            # Events wake the rows; polls are the rare fallback for events
+            # that never come: later and sparser (up to every 30 min).
+            config = replace(
+                config,
+                webhooks=True,
+                webhook_grace=self.webhook_grace,
+                first_poll=max(self.first_poll, self.webhook_poll),
+                poll_cap=max(config.poll_cap, 1800.0),
+            )
         if self.deadline is None:
             return config
         return replace(config, deadline_model=self.deadline, deadline_agent=self.deadline)

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from reclaim_tui.core import polling, transitions
+from reclaim_tui.core import inbox, polling, transitions
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.batching import GroupCommit, HeldBatch, holding
 from reclaim_tui.core.circuit import Circuit
@@ -33,6 +33,7 @@ from reclaim_tui.core.models import (
     OrphanPolicy,
     PassReport,
     RemoteInteraction,
+    RemoteState,
     Row,
     Status,
     StoredResult,
@@ -136,14 +137,26 @@ class Engine:
         while not self.circuit.open and (claim := await self._claimed(self.ledger.claim_sendable)):
             commit = GroupCommit(self.ledger, self.owner, self.config.actor)
             late: list[tuple[Row, str]] = []
-            send = functools.partial(self._send_one, commit=commit, late=late, report=report)
+            created: list[str] = []
+            send = functools.partial(
+                self._send_one, commit=commit, late=late, created=created, report=report
+            )
             async with self._hold(claim) as batch:
                 await self._each(claim.rows, send, batch)
             await self._settle_late_creates(late, report)
+            if self.config.webhooks and created:
+                # A fast job's event can beat its create's answer: poll those now.
+                report.counts["woken"] += await inbox.wake(self.ledger, created, self.clock.now())
         return self._noted(report)
 
     async def _send_one(
-        self, row: Row, *, commit: GroupCommit, late: list[tuple[Row, str]], report: PassReport
+        self,
+        row: Row,
+        *,
+        commit: GroupCommit,
+        late: list[tuple[Row, str]],
+        created: list[str],
+        report: PassReport,
     ) -> None:
         job = row.job
         if job.previous is not None:
@@ -166,10 +179,12 @@ class Engine:
         self.circuit.record(out)
         crashpoint("after_create_before_handle")
         t = transitions.after_create(sending, out, self.config, self.clock.now())
+        handle = t.changes.get("handle")
         if not await self._commit_one(commit, t, report):
-            handle = t.changes.get("handle")
             if handle:
                 late.append((sending, handle))
+        elif handle:
+            created.append(handle)
         crashpoint("after_handle_commit")
 
     async def _commit_one(self, commit: GroupCommit, t: Transition, report: PassReport) -> bool:
@@ -300,26 +315,34 @@ class Engine:
                     claim.rows, self._lookup_one, batch, calls_api=self.backend.supports_lookup
                 )
             now = self.clock.now()
+            looked_up = self.backend.supports_lookup or self.config.webhooks
             todo = [
                 transitions.settle_orphan(
-                    row,
-                    out,
-                    self.config,
-                    now,
-                    force=force,
-                    looked_up=self.backend.supports_lookup,
+                    row, out, self.config, now, force=force, looked_up=looked_up, via=via
                 )
-                for row, out in found
+                for row, (out, via) in found
             ]
             await self._apply(todo, report)
         return self._noted(report)
 
-    async def _lookup_one(self, row: Row) -> RemoteInteraction | Exception | None:
+    async def _lookup_one(self, row: Row) -> tuple[RemoteInteraction | Exception | None, str]:
+        """The interaction an orphan's create made, if it can be found: an
+        inbox event naming the job (webhooks), else the backend's label lookup."""
+        if self.config.webhooks:
+            try:
+                event = await inbox.named(self.ledger, row.idem)
+            except Exception as exc:  # rule 7: the row's outcome (looked at again later)
+                return exc, "webhook inbox"
+            if event is not None and event.interaction is not None:
+                found = RemoteInteraction(
+                    event.interaction, RemoteState.UNKNOWN, event.api_status or ""
+                )
+                return found, f"webhook event {event.webhook_id}"
         if not self.backend.supports_lookup:
-            return None
+            return None, "label"
         out = await self._outcome(self.backend.find_by_label(row.idem))
         self.circuit.record(out)
-        return out
+        return out, "label"
 
     # -- helpers ----------------------------------------------------------------------------
     def _noted(self, report: PassReport) -> PassReport:

@@ -41,6 +41,19 @@ class EngineConfig:
     deadline_agent: float | None = 4 * 3600.0
     #: what a 404 for a row that has an interaction does (`--on-gone`)
     on_gone: GonePolicy = GonePolicy.RESUBMIT
+    #: creates carry a webhook_config and an inbox keeps the events
+    #: (core/inbox.py): orphans are looked up there first
+    webhooks: bool = False
+    #: with webhooks, how long after its create was sent an orphan waits for
+    #: an event naming it before the orphan policy applies. Delivery is
+    #: at-least-once and retried for up to 24 h, and an interaction's first
+    #: event comes when it ends: "no event yet" proves nothing until then.
+    webhook_grace: float = 900.0
+
+    def orphan_window(self) -> float:
+        """How long after an attempt was sent a lookup that finds nothing is
+        no proof yet (the label lookup's window, or the webhook grace)."""
+        return max(self.lookup_window, self.webhook_grace) if self.webhooks else self.lookup_window
 
     def deadline(self, job: JobSpec) -> float | None:
         """The job's own deadline, else the default for its kind."""

@@ -109,6 +109,28 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE jobs ADD COLUMN sent_at REAL;
     ALTER TABLE jobs ADD COLUMN outside_streak INTEGER NOT NULL DEFAULT 0;
     """,
+    # 4: the webhook inbox (core/inbox.py): every verified delivery, once by
+    # its `webhook-id`, with the interaction it names and the job key its
+    # user_metadata carries; and the inbox's counters (refused deliveries).
+    """
+    CREATE TABLE inbox (
+        webhook_id  TEXT PRIMARY KEY,
+        received_at REAL NOT NULL,
+        type        TEXT NOT NULL,
+        interaction TEXT,
+        job         TEXT,
+        api_status  TEXT,
+        signed_by   TEXT NOT NULL
+    );
+    CREATE INDEX inbox_interaction ON inbox(interaction);
+    CREATE INDEX inbox_job ON inbox(job) WHERE job IS NOT NULL;
+    CREATE INDEX inbox_received ON inbox(received_at);
+    CREATE TABLE inbox_counters (
+        name       TEXT PRIMARY KEY,
+        value      INTEGER NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -233,19 +233,22 @@ def settle_orphan(
     *,
     force: bool,
     looked_up: bool,
+    via: str = "label",
 ) -> Transition:
-    """What recovery does with an orphan, given what a label lookup found.
+    """What recovery does with an orphan, given what a lookup found (by
+    label, or a webhook event naming the job: `via`).
 
-    Not found is no proof while the attempt's request may still land: with a
-    lookup (`looked_up`), the orphan waits until `lookup_window` after it was
-    sent and is looked up again. Every resend after an unknown outcome is
+    Not found is no proof while the attempt's request may still land (or,
+    with webhooks, while its event may still come): with a lookup
+    (`looked_up`), the orphan waits until `orphan_window` after it was sent
+    and is looked up again. Every resend after an unknown outcome is
     recorded as a possible duplicate spend.
     """
     if isinstance(found, BaseException):
         return _orphan_lookup_failed(row, found, config, now)
     if found is not None:
-        return _adopted(row, found.id, f"orphan adopted: {found.id} found by label", now)
-    trusted_at = (row.sent_at or 0.0) + config.lookup_window
+        return _adopted(row, found.id, f"orphan adopted: {found.id} found by {via}", now)
+    trusted_at = (row.sent_at or 0.0) + config.orphan_window()
     if looked_up and now < trusted_at and not force:
         return _orphan_waiting(row, trusted_at, now)
     if config.orphan_policy == OrphanPolicy.HOLD and not force:
@@ -275,8 +278,8 @@ def _orphan_waiting(row: Row, trusted_at: float, now: float) -> Transition:
         row.idem,
         Status.RESERVING,
         Status.RESERVING,
-        f"orphan: attempt {row.attempts} not found by label yet; its create may still"
-        f" land, looking again in {trusted_at - now:.0f}s",
+        f"orphan: attempt {row.attempts} not found yet; its create may still"
+        f" land (or its event come), looking again in {trusted_at - now:.0f}s",
         {"next_at": trusted_at},
         tally="waiting",
     )

@@ -24,6 +24,7 @@ from reclaim_tui.core.backend import LabelFinder, map_api_status
 from reclaim_tui.core.gemini.errors import Redactor, create_error, read_error
 from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
 from reclaim_tui.core.gemini.fastpath import _fast_path, install_fast_path
+from reclaim_tui.core.inbox import KEY_FIELD
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
 from reclaim_tui.core.outputs import output_text
 from reclaim_tui.errors import BackendError, ConfigError, TransientReadError
@@ -86,6 +87,16 @@ def _to_remote(interaction: Any) -> RemoteInteraction:
     return interaction_from_json(raw)
 
 
+def _webhook_config(own: Any, url: str, idem: str) -> dict[str, Any]:
+    """The job's own webhook_config (if any) plus the inbox's URI, and the
+    job's key in `user_metadata`: every event for the interaction names its job."""
+    config = dict(own) if isinstance(own, Mapping) else {}
+    uris = [u for u in config.get("uris") or [] if u != url]
+    metadata = dict(config.get("user_metadata") or {})
+    metadata[KEY_FIELD] = idem
+    return {**config, "uris": [*uris, url], "user_metadata": metadata}
+
+
 # -- the backend ------------------------------------------------------------------------
 class GeminiBackend:
     """The Backend port on google-genai (real API, or the emulator via `base_url`).
@@ -106,6 +117,7 @@ class GeminiBackend:
         *,
         finder: LabelFinder | None = None,
         fast_path: bool = True,
+        webhook_url: str | None = None,
     ) -> None:
         if not api_key:
             if base_url is None:
@@ -121,6 +133,7 @@ class GeminiBackend:
         self.fast_path = fast_path and install_fast_path()
         self._finder = finder
         self.supports_lookup = finder is not None
+        self.webhook_url = webhook_url
         self._say = Redactor(api_key)
         options = types.HttpOptions(
             base_url=self.base_url,
@@ -143,6 +156,10 @@ class GeminiBackend:
         extra = dict(spec.config)
         # The job's own labels, then the ledger's key (which no job may set).
         labels = {**(extra.pop("labels", None) or {}), **spec.labels, "idem": idem}
+        if self.webhook_url:
+            extra["webhook_config"] = _webhook_config(
+                extra.get("webhook_config"), self.webhook_url, idem
+            )
         try:
             with _fast_path(self.fast_path):
                 if spec.agent:

@@ -1,0 +1,199 @@
+"""The webhook inbox's side of the ledger: verified deliveries, kept once.
+
+The inbox server (`reclaim_tui/inbox/`) verifies a delivery, then calls
+`record` before it answers 2xx: the event is in the ledger, once by its
+`webhook-id`, and in the same transaction the row it concerns is made due
+at once — the submitted row whose handle is the event's interaction, or
+the reserving row its `user_metadata` names (a create whose answer was
+lost). The engine does the rest on its next pass, with one `get`:
+
+- `named(ledger, idem)`: orphan recovery adopts the interaction an event
+  named the job by (recorded, no second create);
+- `wake(ledger, handles)`: a create answered after its job's event arrived
+  (a fast job) is polled at once instead of at its fallback poll.
+
+No API call happens on the request path, and nothing here trusts an event
+that was not verified: the server refuses those before calling `record`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reclaim_tui.core.ledger import Ledger
+
+__all__ = [
+    "KEY_FIELD",
+    "InboxEvent",
+    "InboxStats",
+    "count",
+    "event_from_payload",
+    "named",
+    "received_for",
+    "record",
+    "stats",
+    "wake",
+]
+
+#: The `user_metadata` field naming the job: sent with every create that
+#: carries a `webhook_config`, returned by the API with every event.
+KEY_FIELD = "reclaim_key"
+_TEXT_LIMIT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class InboxEvent:
+    """One verified delivery, as the ledger keeps it (never the body itself)."""
+
+    webhook_id: str
+    received_at: float
+    type: str
+    interaction: str | None
+    job: str | None
+    api_status: str | None
+    #: "hmac" (a static webhook's secret) or "jwt" (a dynamic webhook's token)
+    signed_by: str
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str) and value and len(value) <= _TEXT_LIMIT:
+        return value
+    return None
+
+
+def event_from_payload(
+    webhook_id: str, payload: Any, received_at: float, signed_by: str
+) -> InboxEvent:
+    """The event a verified body describes; ValueError for a body that is not
+    one (`{type, data: {id, status?, user_metadata?}}`)."""
+    if not isinstance(payload, Mapping):
+        raise ValueError("the body is not a JSON object")
+    kind = _text(payload.get("type"))
+    if kind is None:
+        raise ValueError("the event has no type")
+    data = payload.get("data")
+    data = data if isinstance(data, Mapping) else {}
+    metadata = data.get("user_metadata")
+    job = _text(metadata.get(KEY_FIELD)) if isinstance(metadata, Mapping) else None
+    interaction = _text(data.get("id")) if kind.startswith("interaction.") else None
+    return InboxEvent(
+        webhook_id=webhook_id,
+        received_at=received_at,
+        type=kind,
+        interaction=interaction,
+        job=job,
+        api_status=_text(data.get("status")),
+        signed_by=signed_by,
+    )
+
+
+async def record(ledger: Ledger, event: InboxEvent) -> bool:
+    """Keep `event` and make its row due, in one transaction; False when its
+    `webhook-id` was kept before (a redelivery: nothing changes)."""
+    at = event.received_at
+    async with ledger.write() as db:
+        cursor = await db.execute(
+            "INSERT OR IGNORE INTO inbox"
+            "(webhook_id, received_at, type, interaction, job, api_status, signed_by)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                event.webhook_id,
+                at,
+                event.type,
+                event.interaction,
+                event.job,
+                event.api_status,
+                event.signed_by,
+            ),
+        )
+        if cursor.rowcount == 0:
+            return False
+        if event.interaction is not None:
+            await db.execute(
+                "UPDATE jobs SET next_at = ? WHERE handle = ? AND status = 'submitted'"
+                " AND next_at > ?",
+                (at, event.interaction, at),
+            )
+        if event.job is not None and event.interaction is not None:
+            await db.execute(
+                "UPDATE jobs SET next_at = ? WHERE idem = ? AND status = 'reserving'"
+                " AND next_at > ?",
+                (at, event.job, at),
+            )
+    return True
+
+
+async def named(ledger: Ledger, idem: str) -> InboxEvent | None:
+    """The first event whose metadata names the job `idem` and an interaction."""
+    rows = await ledger.select(
+        "SELECT webhook_id, received_at, type, interaction, job, api_status, signed_by"
+        " FROM inbox WHERE job = ? AND interaction IS NOT NULL"
+        " ORDER BY received_at LIMIT 1",
+        (idem,),
+    )
+    return InboxEvent(*rows[0]) if rows else None
+
+
+async def received_for(ledger: Ledger, handle: str) -> float | None:
+    """When the first event for the interaction `handle` arrived, if one did."""
+    rows = await ledger.select(
+        "SELECT MIN(received_at) FROM inbox WHERE interaction = ?", (handle,)
+    )
+    return rows[0][0] if rows else None
+
+
+async def wake(ledger: Ledger, handles: Sequence[str], now: float) -> int:
+    """Make due the submitted rows among `handles` whose event already came
+    (it arrived before the create's answer was committed)."""
+    if not handles:
+        return 0
+    async with ledger.write() as db:
+        cursor = await db.execute(
+            "UPDATE jobs SET next_at = ? WHERE status = 'submitted' AND next_at > ?"
+            " AND handle IN (SELECT interaction FROM inbox"
+            " WHERE interaction IN (SELECT value FROM json_each(?)))",
+            (now, now, json.dumps(list(handles))),
+        )
+        return int(cursor.rowcount)
+
+
+async def count(ledger: Ledger, counts: Mapping[str, int], now: float) -> None:
+    """Add to the inbox's counters (refused deliveries, by reason)."""
+    if not counts:
+        return
+    async with ledger.write() as db:
+        await db.executemany(
+            "INSERT INTO inbox_counters(name, value, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT(name) DO UPDATE SET value = value + excluded.value,"
+            " updated_at = excluded.updated_at",
+            [(name, n, now) for name, n in counts.items() if n],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InboxStats:
+    """What the console shows of the inbox."""
+
+    total: int
+    last_minute: int
+    last_at: float | None
+    refused: int
+    refused_at: float | None
+
+
+async def stats(ledger: Ledger, now: float) -> InboxStats:
+    """Events kept (all, and in the last minute), the last one's time, and
+    deliveries refused (bad signature, stale, malformed, too big, too fast)."""
+    rows = await ledger.select(
+        "SELECT (SELECT COUNT(*) FROM inbox),"
+        " (SELECT COUNT(*) FROM inbox WHERE received_at > ?),"
+        " (SELECT MAX(received_at) FROM inbox),"
+        " (SELECT COALESCE(SUM(value), 0) FROM inbox_counters WHERE name LIKE 'refused%'),"
+        " (SELECT MAX(updated_at) FROM inbox_counters WHERE name LIKE 'refused%')",
+        (now - 60.0,),
+    )
+    total, minute, last, refused, refused_at = rows[0]
+    return InboxStats(int(total), int(minute), last, int(refused), refused_at)

@@ -1,0 +1,72 @@
+"""`reclaim-tui inbox`: serve until SIGINT/SIGTERM, then stop cleanly (the
+refusal counters are flushed, the ledger closed)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+
+from reclaim_tui.bootstrap import open_ledger
+from reclaim_tui.config import Settings
+from reclaim_tui.core.clock import SystemClock
+from reclaim_tui.errors import ConfigError
+from reclaim_tui.inbox.server import InboxServer
+from reclaim_tui.inbox.verify import Verifier
+
+__all__ = ["parse_listen", "serve_inbox"]
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """`HOST:PORT` (an IPv6 host in brackets) → (host, port)."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:8787")
+    return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+async def serve_inbox(
+    db: str,
+    listen: str,
+    path: str,
+    secrets: Sequence[str],
+    jwks_url: str | None,
+    audience: str | None,
+) -> None:
+    host, port = parse_listen(listen)
+    if not path.startswith("/"):
+        raise ConfigError("--path must start with /")
+    try:
+        verifier = Verifier(SystemClock(), secrets, jwks_url or None, audience)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    async with open_ledger(Settings(db=db)) as ledger:
+        server = InboxServer(ledger, verifier, host=host, port=port, path=path)
+        try:
+            await server.start()
+        except OSError as exc:
+            raise ConfigError(f"--listen {listen}: cannot bind ({exc.strerror or exc})") from exc
+        try:
+            kinds = ", ".join(
+                k for k, on in (("HMAC", bool(secrets)), ("JWT", bool(jwks_url))) if on
+            )
+            print(
+                f"inbox: listening on {server.url} ({kinds or 'nothing'} accepted)",
+                file=sys.stderr,
+                flush=True,
+            )
+            await stop.wait()
+        finally:
+            await server.stop()
+        print(
+            f"inbox: stopped; kept {server.accepted}, redeliveries {server.duplicates},"
+            f" refused {sum(server.refused.values())}",
+            file=sys.stderr,
+        )
