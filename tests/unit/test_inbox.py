@@ -342,3 +342,42 @@ async def test_events_wake_rows_and_polls_are_the_rare_fallback(tmp_path: Path) 
         assert fake.calls["create"] == 5 and fake.calls["get"] == 5
     finally:
         await ledger.close()
+
+
+async def test_the_console_reads_the_inbox_and_which_rows_an_event_completed(
+    tmp_path: Path,
+) -> None:
+    from reclaim_tui.core.keys import idempotency_key
+    from reclaim_tui.core.models import JobSpec
+    from reclaim_tui.core.queries import ConsoleReader
+    from reclaim_tui.tui.format import inbox_text
+    from reclaim_tui.tui.widgets.detail_pane import render_detail
+
+    clock, ledger, fake, engine = await _engine_world(tmp_path)
+    try:
+        jobs = [JobSpec(input="by event", model="m"), JobSpec(input="by poll", model="m")]
+        await engine.tick(jobs)
+        by_event, by_poll = (idempotency_key(j) for j in jobs)
+        for idem in (by_event, by_poll):
+            fake.finish(fake.handle_for(idem))
+        handle = fake.handle_for(by_event)
+        await inbox.record(ledger, _event("msg_e", handle, by_event, clock.now()))
+        await inbox.count(ledger, {"refused:bad-signature": 2}, clock.now())
+        clock.advance(200)  # the fallback poll collects the other one
+        await engine.tick()
+    finally:
+        await ledger.close()
+    reader = await ConsoleReader.open(tmp_path / "engine.db", clock=clock)
+    try:
+        seen = await reader.inbox()
+        assert (seen.last_minute, seen.refused) == (0, 2)
+        assert inbox_text(seen, clock.now()) == "inbox 0/min · last 3m20s ago · 2 refused"
+        texts = {}
+        for idem in (by_event, by_poll):
+            detail = await reader.detail(idem)
+            assert detail is not None
+            texts[idem] = render_detail(detail, clock.now()).plain
+        assert "completed by a webhook event" in texts[by_event]
+        assert "completed by a poll" in texts[by_poll]
+    finally:
+        await reader.close()

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.inbox import InboxStats, received_for
+from reclaim_tui.core.inbox import stats as inbox_stats
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
@@ -151,6 +153,10 @@ class Detail:
     holder_alive: bool | None
     #: the job this one continues (its spec's `previous`), when in the ledger
     previous: Row | None = None
+    #: when the first webhook event for its interaction arrived (None: none did)
+    event_at: float | None = None
+    #: whether this ledger has a webhook inbox (any event kept, ever)
+    inbox_used: bool = False
 
 
 def _like(text: str) -> str:
@@ -334,6 +340,10 @@ class ConsoleReader:
         orphans = await self._slow.orphan_count(dead=self._dead)
         return dict(self.sizes), orphans
 
+    async def inbox(self) -> InboxStats:
+        """The webhook inbox's last minute, last event and refusals."""
+        return await inbox_stats(self._slow, self.clock.now())
+
     async def attention(self, retention_days: float) -> Attention:
         """Submitted rows past the retention, asking, or in an unknown status."""
         return await attention(self._slow, retention_days)
@@ -374,7 +384,9 @@ class ConsoleReader:
         alive = holder_alive(row.lease_owner) if row.lease_owner else None
         key = row.job.previous
         previous = await self._fast.get(key) if key else None
-        return Detail(row, result, events, alive, previous)
+        event_at = await received_for(self._fast, row.handle) if row.handle else None
+        used = bool(await self._fast.select("SELECT 1 FROM inbox LIMIT 1"))
+        return Detail(row, result, events, alive, previous, event_at, used)
 
     async def rows_by_idem(self, idems: Sequence[str]) -> dict[str, Row]:
         return await self._fast.get_many(idems)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+from reclaim_tui.core.inbox import InboxStats
 from reclaim_tui.core.models import ACTIVE_STATUSES, Row
 from reclaim_tui.core.retention import Attention
 
@@ -12,6 +13,7 @@ __all__ = [
     "age",
     "attention_text",
     "clock_time",
+    "inbox_text",
     "next_poll",
     "short",
     "shorten_error",
@@ -114,3 +116,10 @@ def attention_text(seen: Attention) -> str:
         (seen.unknown_status, "unknown status"),
     ]
     return " · ".join(f"{n:,} {what}" for n, what in parts if n)
+
+
+def inbox_text(seen: InboxStats, now: float) -> str:
+    """The loop bar's inbox part: "inbox 12/min · last 3s ago · 2 refused"."""
+    last = f"last {age(now - seen.last_at)} ago" if seen.last_at is not None else "no event yet"
+    refused = f" · {seen.refused:,} refused" if seen.refused else ""
+    return f"inbox {seen.last_minute:,}/min · {last}{refused}"

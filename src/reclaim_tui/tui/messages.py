@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 
 from reclaim_tui.core.engine import PassReport
+from reclaim_tui.core.inbox import InboxStats
 from reclaim_tui.core.queries import Detail, Page, View
 from reclaim_tui.core.retention import Attention
 from reclaim_tui.tui.state import Cursor
@@ -56,6 +57,8 @@ class CountsChanged(Message):
     orphans: int
     #: the rows an operator should look at, as last counted (every 30 s)
     attention: Attention | None = None
+    #: the webhook inbox's last minute (None: it never received anything)
+    inbox: InboxStats | None = None
 
 
 @dataclass

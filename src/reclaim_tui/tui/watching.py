@@ -88,7 +88,9 @@ class LedgerWatch:
             if now - self._attention_at >= ATTENTION_EVERY:
                 self._attention_at = now
                 self._attention = await reader.attention(self._retention_days)
-            counts = CountsChanged(*await reader.counts(), self._attention)
+            seen = await reader.inbox()
+            used = seen.last_at is not None or seen.refused
+            counts = CountsChanged(*await reader.counts(), self._attention, seen if used else None)
             self._counts_cost = time.perf_counter() - started
         return Look(bool(changed), counts)
 

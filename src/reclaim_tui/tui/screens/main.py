@@ -29,7 +29,7 @@ from reclaim_tui.runner.commands import Adopt, Answer, Cancel, Retry
 from reclaim_tui.tui import operations
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.feed import LedgerFeed
-from reclaim_tui.tui.format import attention_text, shorten_error
+from reclaim_tui.tui.format import attention_text, inbox_text, shorten_error
 from reclaim_tui.tui.keymap import TABS, action_enabled, bindings
 from reclaim_tui.tui.messages import (
     ActionFinished,
@@ -178,6 +178,11 @@ class MainScreen(Screen[None]):
         self.state.counts, self.state.orphans = event.counts, event.orphans
         if event.attention is not None:
             self.bar.attention = attention_text(event.attention)
+        if event.inbox is not None:
+            now = self.config.clock.now()
+            self.bar.inbox = inbox_text(event.inbox, now)
+            refused_at = event.inbox.refused_at
+            self.bar.inbox_alarm = refused_at is not None and now - refused_at < 300
         self.query_one(StatusTabs).show_counts({t.id: self.state.tab_count(t) for t in TABS})
         self.show_bar()
 

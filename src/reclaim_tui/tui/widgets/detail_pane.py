@@ -89,6 +89,9 @@ def _job_lines(detail: Detail) -> list[Content]:
         lines.append(_pair("labels", ", ".join(f"{k}={v}" for k, v in sorted(job.labels.items()))))
     if job.deadline is not None:
         lines.append(_pair("deadline", f"{age(job.deadline)} after submit"))
+    if detail.inbox_used and detail.row.status.value in ("done", "consumed"):
+        by = "a webhook event" if _by_event(detail) else "a poll"
+        lines.append(_pair("completed by", by))
     if job.previous:
         prev = detail.previous
         where = (
@@ -98,6 +101,12 @@ def _job_lines(detail: Detail) -> list[Content]:
         )
         lines.append(_pair("follows", f"{job.previous} ({where})"))
     return lines
+
+
+def _by_event(detail: Detail) -> bool:
+    """Whether an event for the row's interaction came before it was seen done."""
+    done_at = detail.row.done_at
+    return detail.event_at is not None and (done_at is None or detail.event_at <= done_at)
 
 
 def _asks(detail: Detail) -> list[Content]:

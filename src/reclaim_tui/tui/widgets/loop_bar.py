@@ -27,6 +27,10 @@ class LoopBarState:
     api: str = ""
     #: rows to look at: "2 past retention · 1 asks" ("" when none)
     attention: str = ""
+    #: the webhook inbox: "inbox 12/min · last 3s ago · 2 refused" ("" without one)
+    inbox: str = ""
+    #: the inbox refused deliveries lately (shown as an error)
+    inbox_alarm: bool = False
 
 
 @dataclass
@@ -65,6 +69,9 @@ def bar_parts(s: LoopBarState) -> list[Part]:
     if s.api:
         style = "$success" if s.api == "ok" else "bold $error"
         parts.append(Part(6, Content.assemble(" │ ", (f"API {s.api}", style))))
+    if s.inbox:
+        style = "bold $error" if s.inbox_alarm else "$text-muted"
+        parts.append(Part(4, Content.assemble(" │ ", (s.inbox, style))))
     if s.attention:
         parts.append(Part(6, Content.assemble(" │ ", (f"⚠ {s.attention}", "bold $warning"))))
     if s.last:
