@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from reclaim_tui.emulator.catalog import KNOWN_MODELS
 from reclaim_tui.emulator.faults import FaultConfig
+from reclaim_tui.emulator.webhook_settings import WebhookFaults, WebhookSettings
 
 __all__ = ["DEFAULT_API_KEY", "EmulatorConfig"]
 
@@ -32,7 +33,10 @@ class EmulatorConfig:
     with a `thought` step): off by default only because tests outside the
     emulator's own (tests/e2e/test_cli.py, tests/contract/test_backend_contract.py)
     still read `steps[0]` as the answer. `api_key=None` turns the key check off. `clock` defaults to
-    `time.time`; tests may inject their own.
+    `time.time`; tests may inject their own. `webhooks` sets how webhooks are
+    delivered (their faults are in `faults.webhooks`); when its
+    `retry_window` is None, deliveries are retried for the API's 24 h times
+    `agent_time_scale`.
     """
 
     api_key: str | None = DEFAULT_API_KEY
@@ -46,6 +50,7 @@ class EmulatorConfig:
     retention_seconds: float | None = None
     models: frozenset[str] | None = None
     full_steps: bool = True
+    webhooks: WebhookSettings = field(default_factory=WebhookSettings)
 
     def __post_init__(self) -> None:
         if self.agent_time_scale < 0:
@@ -78,6 +83,8 @@ class EmulatorConfig:
         retention: float | None = None,
         strict_models: bool = False,
         full_steps: bool = True,
+        webhooks: WebhookSettings | None = None,
+        webhook_faults: WebhookFaults | None = None,
     ) -> EmulatorConfig:
         """Build a config from the flat values of `reclaim-tui emulator` flags."""
         faults = FaultConfig.uniform(
@@ -92,6 +99,7 @@ class EmulatorConfig:
             budget_exceeded_rate=budget_exceeded_rate,
             requires_action_rate=requires_action_rate,
             continuation_rate=continuation_rate,
+            webhooks=(webhook_faults or WebhookFaults()).to_json(),
         )
         return cls(
             api_key=api_key,
@@ -103,4 +111,5 @@ class EmulatorConfig:
             retention_seconds=retention,
             models=KNOWN_MODELS if strict_models else None,
             full_steps=full_steps,
+            webhooks=webhooks or WebhookSettings(),
         )

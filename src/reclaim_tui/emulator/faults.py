@@ -11,6 +11,8 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from reclaim_tui.emulator.webhook_settings import WebhookFaults
+
 __all__ = ["DROP_MODES", "ENDING_RATES", "EndpointFaults", "FaultConfig", "FaultDice"]
 
 #: How an accepted-then-dropped create is hidden from the client:
@@ -34,6 +36,7 @@ _FIELDS = (
     "slow_seconds",
     "fail_rate",
     *ENDING_RATES,
+    "webhooks",
 )
 _ERROR_RATES = ((429, "rate_429"), (500, "rate_500"), (503, "rate_503"))
 
@@ -78,6 +81,8 @@ class FaultConfig:
     budget_exceeded_rate: float = 0.0
     requires_action_rate: float = 0.0
     continuation_rate: float = 0.0
+    #: Faults of webhook delivery (webhook_settings.py).
+    webhooks: WebhookFaults = field(default_factory=WebhookFaults)
 
     @classmethod
     def uniform(
@@ -111,6 +116,7 @@ class FaultConfig:
             slow_rate=_rate(data.get("slow_rate", 0.0), "slow_rate"),
             slow_seconds=slow_seconds,
             fail_rate=_rate(data.get("fail_rate", 0.0), "fail_rate"),
+            webhooks=WebhookFaults.from_json(data.get("webhooks")),
             **{name: _rate(data.get(name, 0.0), name) for name in ENDING_RATES},
         )
 
