@@ -59,6 +59,9 @@ class InteractionStore:
     queued_share: float = 0.1
     retention_seconds: float | None = None
     full_steps: bool = True
+    #: Called with each interaction created, cancelled or finished by the
+    #: admin API (the webhook watcher's hook: the store has no timers).
+    on_change: Callable[[StoredInteraction], None] | None = None
     interactions: dict[str, StoredInteraction] = field(default_factory=dict)
     creates_log: list[dict[str, Any]] = field(default_factory=list)
     creates_per_label: Counter[str] = field(default_factory=Counter)
@@ -95,7 +98,12 @@ class InteractionStore:
             self._tokens[script.continuation_token] = interaction.id
         if interaction.idem is not None:
             self.creates_per_label[interaction.idem] += 1
+        self._changed(interaction)
         return interaction
+
+    def _changed(self, interaction: StoredInteraction) -> None:
+        if self.on_change is not None:
+            self.on_change(interaction)
 
     def _resolve(self, request: CreateRequest) -> _Resolved:
         previous = self._previous(request)
@@ -225,6 +233,7 @@ class InteractionStore:
                 " interaction can be cancelled.",
             )
         interaction.settle("cancelled", None, None, self.clock())
+        self._changed(interaction)
 
     def delete(self, interaction_id: str) -> bool:
         if self.get(interaction_id) is None:
@@ -241,8 +250,9 @@ class InteractionStore:
                 interaction.forced_at = self.clock()
             interaction.forced = status
             interaction.settled = None
-            return
-        interaction.settle(status, text, error, self.clock())
+        else:
+            interaction.settle(status, text, error, self.clock())
+        self._changed(interaction)
 
     def live(self) -> list[StoredInteraction]:
         """Every stored interaction still within retention."""
