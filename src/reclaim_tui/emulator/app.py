@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from reclaim_tui.emulator.access import CONFIG_KEY, STORE_KEY, WEBHOOKS_KEY, key_error
 from reclaim_tui.emulator.config import EmulatorConfig
 from reclaim_tui.emulator.errors import (
     RETRY_AFTER_SECONDS,
@@ -28,11 +29,10 @@ from reclaim_tui.emulator.events import DONE, event_index, frame, timeline
 from reclaim_tui.emulator.faults import EndpointFaults, FaultConfig, FaultDice
 from reclaim_tui.emulator.request import parse_create
 from reclaim_tui.emulator.state import InteractionStore, StoredInteraction
+from reclaim_tui.emulator.webhook_routes import add_webhook_routes
+from reclaim_tui.emulator.webhooks import WebhookService
 
-__all__ = ["CONFIG_KEY", "RETRY_AFTER_SECONDS", "STORE_KEY", "make_app"]
-
-STORE_KEY: web.AppKey[InteractionStore] = web.AppKey("store", InteractionStore)
-CONFIG_KEY: web.AppKey[EmulatorConfig] = web.AppKey("config", EmulatorConfig)
+__all__ = ["CONFIG_KEY", "RETRY_AFTER_SECONDS", "STORE_KEY", "WEBHOOKS_KEY", "make_app"]
 
 _VERSION = "{version:v1[a-z0-9]*}"
 #: The longest a live stream waits before looking at its interaction again.
@@ -50,38 +50,6 @@ def _store(request: web.Request) -> InteractionStore:
 
 def _fault(status: int) -> web.Response:
     return api_error(status, _FAULT_MESSAGES.get(status, f"injected fault {status} (emulator)"))
-
-
-def _key_error(request: web.Request) -> web.Response | None:
-    expected = request.app[CONFIG_KEY].api_key
-    if expected is None:
-        return None
-    given = request.headers.get("x-goog-api-key") or request.query.get("key")
-    if not given:
-        return front_end_error(
-            403,
-            "Method doesn't allow unregistered callers (callers without established identity)."
-            " Please use API Key or other form of API consumer identity to call this API.",
-        )
-    if given != expected:
-        # The real API answers a wrong key with 400 INVALID_ARGUMENT, not 401,
-        # and names the reason in `details` (google.rpc.ErrorInfo).
-        message = "API key not valid. Please pass a valid API key."
-        details: list[dict[str, Any]] = [
-            {
-                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                "reason": "API_KEY_INVALID",
-                "domain": "googleapis.com",
-                "metadata": {"service": "generativelanguage.googleapis.com"},
-            },
-            {
-                "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
-                "locale": "en-US",
-                "message": message,
-            },
-        ]
-        return front_end_error(400, message, details=details)
-    return None
 
 
 async def _injected_fault(store: InteractionStore, faults: EndpointFaults) -> web.Response | None:
@@ -137,10 +105,11 @@ def _drop(request: web.Request, store: InteractionStore) -> web.StreamResponse:
 async def create_interaction(request: web.Request) -> web.StreamResponse:
     store = _store(request)
     store.calls["create_posts_received"] += 1
-    refused = _key_error(request)
+    refused = key_error(request)
     if refused is not None:
         return refused
     store.calls["create"] += 1
+    request.app[WEBHOOKS_KEY].learn_issuer(request)
     try:
         body = await request.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -170,7 +139,7 @@ def _flag(request: web.Request, name: str) -> bool:
 async def get_interaction(request: web.Request) -> web.StreamResponse:
     store = _store(request)
     store.calls["get"] += 1
-    refused = _key_error(request) or await _injected_fault(store, store.faults.get)
+    refused = key_error(request) or await _injected_fault(store, store.faults.get)
     if refused is not None:
         return refused
     interaction = store.get(request.match_info["id"])
@@ -193,7 +162,7 @@ async def get_interaction(request: web.Request) -> web.StreamResponse:
 async def cancel_interaction(request: web.Request) -> web.StreamResponse:
     store = _store(request)
     store.calls["cancel"] += 1
-    refused = _key_error(request)
+    refused = key_error(request)
     if refused is not None:
         return refused
     interaction = store.get(request.match_info["id"])
@@ -209,7 +178,7 @@ async def cancel_interaction(request: web.Request) -> web.StreamResponse:
 async def delete_interaction(request: web.Request) -> web.StreamResponse:
     store = _store(request)
     store.calls["delete"] += 1
-    refused = _key_error(request)
+    refused = key_error(request)
     if refused is not None:
         return refused
     if not store.delete(request.match_info["id"]):
@@ -273,6 +242,7 @@ async def admin_creates(request: web.Request) -> web.Response:
 async def admin_reset(request: web.Request) -> web.Response:
     store = _store(request)
     store.reset(FaultDice(request.app[CONFIG_KEY].seed))
+    request.app[WEBHOOKS_KEY].reset()
     return web.json_response({"reset": True})
 
 
@@ -293,6 +263,9 @@ def make_app(config: EmulatorConfig | None = None) -> web.Application:
         retention_seconds=config.retention_seconds,
         full_steps=config.full_steps,
     )
+    webhooks = WebhookService(config, app[STORE_KEY])
+    app[WEBHOOKS_KEY] = webhooks
+    app.cleanup_ctx.append(webhooks.lifetime)
     base = f"/{_VERSION}/interactions"
     app.router.add_post(base, create_interaction)
     app.router.add_get(base + "/{id}", get_interaction)
@@ -305,4 +278,5 @@ def make_app(config: EmulatorConfig | None = None) -> web.Application:
     app.router.add_get("/_emulator/creates", admin_creates)
     app.router.add_post("/_emulator/interactions/{id}/finish", admin_finish)
     app.router.add_post("/_emulator/reset", admin_reset)
+    add_webhook_routes(app, _VERSION)
     return app

@@ -9,9 +9,10 @@ from types import TracebackType
 
 from aiohttp import web
 
-from reclaim_tui.emulator.app import STORE_KEY, make_app
+from reclaim_tui.emulator.app import STORE_KEY, WEBHOOKS_KEY, make_app
 from reclaim_tui.emulator.config import EmulatorConfig
 from reclaim_tui.emulator.state import InteractionStore
+from reclaim_tui.emulator.webhooks import WebhookService
 
 __all__ = ["EmulatorServer", "run_forever", "serve"]
 
@@ -49,6 +50,11 @@ class EmulatorServer:
     def store(self) -> InteractionStore:
         return self.app[STORE_KEY]
 
+    @property
+    def webhooks(self) -> WebhookService:
+        """Static webhooks, the delivery log and the signer (webhooks.py)."""
+        return self.app[WEBHOOKS_KEY]
+
     async def start(self) -> None:
         # access_log=None: one log line per request would dominate the CPU
         # cost when benchmarks poll thousands of interactions.
@@ -62,6 +68,7 @@ class EmulatorServer:
         sockets = getattr(site._server, "sockets", None) or ()
         if sockets:
             self.port = int(sockets[0].getsockname()[1])
+        self.webhooks.issuer = self.base_url
 
     async def stop(self) -> None:
         if self._runner is not None:
