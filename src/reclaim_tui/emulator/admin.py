@@ -1,7 +1,7 @@
 """A small synchronous client of the emulator's admin API (`/_emulator/`).
 
 For scripts that drive a running `reclaim-tui emulator` (faults, stats, the
-create log); the tests and the benchmarks share it.
+create log, webhook deliveries); the tests and the benchmarks share it.
 """
 
 from __future__ import annotations
@@ -55,6 +55,16 @@ class AdminClient:
         if text is not None:
             body["text"] = text
         return self.call("POST", f"interactions/{interaction_id}/finish", body)
+
+    def webhook_deliveries(self) -> dict[str, Any]:
+        """Webhook delivery counters, per destination, and the recent messages and attempts."""
+        result: dict[str, Any] = self.call("GET", "webhooks/deliveries")
+        return result
+
+    def set_webhook_faults(self, faults: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the webhook faults only (webhook_settings.WebhookFaults fields)."""
+        result: dict[str, Any] = self.call("POST", "webhooks/faults", dict(faults))
+        return result
 
     def reset(self) -> Any:
         return self.call("POST", "reset")

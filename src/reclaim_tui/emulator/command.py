@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from reclaim_tui.emulator.webhook_settings import WebhookFaults, WebhookSettings
 
 __all__ = ["emulator"]
 
@@ -93,10 +96,69 @@ __all__ = ["emulator"]
     show_default=True,
     help="GET shows user_input and thought steps, as the real API does.",
 )
+@click.option(
+    "--webhook-backoff-base",
+    default=0.5,
+    show_default=True,
+    type=float,
+    help="Seconds before a failed webhook delivery's first retry; doubles each time.",
+)
+@click.option(
+    "--webhook-backoff-cap",
+    default=60.0,
+    show_default=True,
+    type=float,
+    help="Longest wait between webhook delivery attempts.",
+)
+@click.option(
+    "--webhook-timeout",
+    default=10.0,
+    show_default=True,
+    type=float,
+    help="Seconds a receiver has to answer one delivery attempt.",
+)
+@click.option(
+    "--webhook-retry-window",
+    default=None,
+    type=float,
+    help="Give a delivery up this long after its event (default: 24 h x --agent-time-scale).",
+)
+@click.option(
+    "--webhook-max-attempts", default=None, type=int, help="Give a delivery up after N attempts."
+)
+@click.option(
+    "--webhook-disable-after",
+    default=20,
+    show_default=True,
+    type=int,
+    help="Failed attempts in a row that disable a static webhook.",
+)
+@click.option(
+    "--webhook-delay", default=0.0, type=float, help="Seconds added before a delivery's first try."
+)
+@click.option(
+    "--webhook-duplicate-rate", default=0.0, type=float, help="Fraction of events sent twice."
+)
+@click.option(
+    "--webhook-reorder-window",
+    default=0.0,
+    type=float,
+    help="Hold events this many seconds, then send them in random order.",
+)
+@click.option(
+    "--webhook-drop-rate",
+    default=0.0,
+    type=float,
+    help="Fraction of delivery attempts lost (then retried).",
+)
+@click.option(
+    "--webhook-seed", default=None, type=int, help="Seed of webhook faults (default: --seed)."
+)
 def emulator(**kw: Any) -> None:
     """Run the Interactions API emulator (what tests, demo and benchmarks use)."""
     from reclaim_tui.emulator import EmulatorConfig, run_forever
 
+    webhooks, webhook_faults = _webhook_options(kw)
     rates = ("fail_rate", "rate_429", "rate_500", "rate_503", "drop_rate", "slow_rate")
     more = ("incomplete_rate", "budget_exceeded_rate", "requires_action_rate", "continuation_rate")
     for name in (*rates, *more):
@@ -105,7 +167,9 @@ def emulator(**kw: Any) -> None:
     latency_max = kw.pop("latency_max")
     latency_range = (kw["latency"], latency_max) if latency_max is not None else None
     host, port = kw.pop("host"), kw.pop("port")
-    config = EmulatorConfig.from_flags(latency_range=latency_range, **kw)
+    config = EmulatorConfig.from_flags(
+        latency_range=latency_range, webhooks=webhooks, webhook_faults=webhook_faults, **kw
+    )
     try:
         run_forever(
             host,
@@ -117,3 +181,31 @@ def emulator(**kw: Any) -> None:
         )
     except KeyboardInterrupt:
         pass
+
+
+def _webhook_options(kw: dict[str, Any]) -> tuple[WebhookSettings, WebhookFaults]:
+    """Take the `--webhook-*` values out of `kw`, checked."""
+    from reclaim_tui.emulator.webhook_settings import WebhookFaults, WebhookSettings
+
+    values = {name: kw.pop(name) for name in list(kw) if name.startswith("webhook_")}
+    try:
+        faults = WebhookFaults.from_json(
+            {
+                "delay_seconds": values["webhook_delay"],
+                "duplicate_rate": values["webhook_duplicate_rate"],
+                "reorder_window": values["webhook_reorder_window"],
+                "drop_rate": values["webhook_drop_rate"],
+                "seed": values["webhook_seed"],
+            }
+        )
+        settings = WebhookSettings(
+            backoff_base=values["webhook_backoff_base"],
+            backoff_cap=values["webhook_backoff_cap"],
+            attempt_timeout=values["webhook_timeout"],
+            retry_window=values["webhook_retry_window"],
+            max_attempts=values["webhook_max_attempts"],
+            disable_after=values["webhook_disable_after"],
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--webhook-*") from None
+    return settings, faults
