@@ -224,5 +224,7 @@ class Dispatcher:
                 return outcome, response.status
         except TimeoutError:
             return "timeout", None
-        except aiohttp.ClientError:
+        except (aiohttp.ClientError, OSError, ValueError):
+            # ValueError: a dynamic URI the client cannot use; retried like
+            # an unreachable one until it is given up, never lost uncounted.
             return "connection_error", None
