@@ -138,6 +138,7 @@ def ours_cmd(
     concurrency: int,
     first_poll: float | None = None,
     cli: bool = False,
+    webhook_url: str | None = None,
 ) -> list[str]:
     """reclaim-tui ticking until all is consumed: one process looping (what the console's
     worker does), or with `cli` a `reclaim-tui tick` process per tick (cron style)."""
@@ -159,6 +160,8 @@ def ours_cmd(
     ]
     if first_poll is not None:
         cmd += ["--first-poll", str(first_poll)]
+    if webhook_url is not None:
+        cmd += ["--webhook-url", webhook_url]
     if cli:
         cmd.append("--cli")
     return cmd

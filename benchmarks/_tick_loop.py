@@ -65,7 +65,11 @@ async def run_loop(a: argparse.Namespace) -> None:
     from reclaim_tui.core.models import Actor
 
     settings = Settings(
-        db=a.db, base_url=a.base_url, out=a.out, concurrency=a.concurrency
+        db=a.db,
+        base_url=a.base_url,
+        out=a.out,
+        concurrency=a.concurrency,
+        webhook_url=a.webhook_url,
     ).validate()
     with open(a.jobs, encoding="utf-8") as f:
         jobs = parse_jobs(f.read().splitlines(), source=a.jobs, default_model=settings.model)
@@ -92,6 +96,7 @@ def main() -> None:
         default=None,
         help="Override EngineConfig.first_poll (loop mode only).",
     )
+    ap.add_argument("--webhook-url", default=None, help="Send creates with a webhook_config.")
     ap.add_argument("--cli", action="store_true")
     a = ap.parse_args()
     if a.cli:

@@ -1,0 +1,58 @@
+"""The webhook inbox end to end (issue 12): the emulator delivers signed
+dynamic webhooks to a `reclaim-tui inbox` process while `tick` processes
+run with --webhook-url. The inbox is down when the first jobs end (the
+emulator retries), is killed and restarted in the middle, and every job
+still costs one create and one get: the fallback polls never run."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.helpers import EmulatorProcess, Workspace
+from tests.helpers.inbox import InboxProcess
+from tests.helpers.procs import write_jobs
+
+JOBS = 12
+
+
+def _events(ws: Workspace) -> int:
+    rows = ws.view()._query("SELECT COUNT(*) AS n FROM inbox")
+    return int(rows[0]["n"])
+
+
+def test_events_wake_rows_one_create_one_get_per_job(tmp_path: Path) -> None:
+    flags = ("--latency-max", "1.5", "--webhook-backoff-base", "0.2", "--webhook-backoff-cap", "1")
+    with EmulatorProcess(tmp_path, latency=0.3, seed=5, flags=flags) as emu:
+        ws = Workspace(tmp_path / "hooks", emulator=emu)
+        inbox = InboxProcess(ws.db, f"{emu.base_url}/.well-known/jwks.json", tmp_path)
+        # --webhook-poll 600: a fallback poll in this test would mean an event was lost.
+        ws.extra_flags = ("--webhook-url", inbox.url, "--webhook-poll", "600")
+        jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": f"hook job {i}"} for i in range(JOBS)])
+        first = ws.tick(jobs=jobs)
+        assert first.returncode == 0, first.stderr
+        time.sleep(2.5)  # every job has ended; no inbox yet: deliveries are refused
+        inbox.start()
+        try:
+            deadline = time.monotonic() + 60
+            while _events(ws) < JOBS // 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            inbox.kill()  # mid-stream: the emulator retries what it could not deliver
+            inbox.start()
+            while _events(ws) < JOBS and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _events(ws) == JOBS
+            run = ws.tick()
+            assert run.returncode == 0, run.stderr
+        finally:
+            inbox.stop()
+        rows = ws.view().rows()
+        assert {r["status"] for r in rows.values()} == {"consumed"}
+        assert all(r["polls"] == 1 for r in rows.values())
+        calls = emu.stats()["calls"]
+        assert (calls["create"], calls["get"]) == (JOBS, JOBS)
+        assert inbox.starts == 2
+        counters = emu.admin.webhook_deliveries()["counters"]
+        # Refused while the inbox was down, delivered once it was up, none given up.
+        assert counters["failed_attempts"] >= 1 and counters["given_up"] == 0
+        assert counters["delivered"] >= JOBS
