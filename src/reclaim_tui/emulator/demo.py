@@ -6,8 +6,12 @@ emulator's CPU is not the console's. tui/demo.py is the console's side.
 Jobs take 3–40 s, some answers are slow, a few creates are rate limited,
 ~8 % of jobs end `failed`, and a couple of creates are accepted and then
 dropped, so orphans appear. Lookup by label is off and orphans are held for
-the operator (`o` recovers, `a` adopts). A sink that now and then refuses
-leaves some rows `done` for `R`.
+the operator (`o` recovers, `a` adopts) — until a webhook event names them:
+the demo runs a webhook inbox (reclaim_tui/inbox) on a loopback port, the
+emulator delivers its dynamic webhooks there (a few twice, as the API may),
+and the engine sends every create with a webhook_config, so events wake
+finished jobs and orphans are adopted from the events that name them. A
+sink that now and then refuses leaves some rows `done` for `R`.
 """
 
 from __future__ import annotations
@@ -16,14 +20,17 @@ import random
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
-from reclaim_tui.bootstrap import open_engine
+from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
+from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.models import Actor, JobSpec, StoredResult
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.errors import SinkError
+from reclaim_tui.inbox.server import InboxServer
+from reclaim_tui.inbox.verify import Verifier
 
 __all__ = [
     "DEMO_MODELS",
@@ -80,6 +87,7 @@ def demo_faults(jobs: int) -> FaultConfig:
             "fail_rate": 0.08,
             # About two accepted-then-dropped creates per demo.
             "drop_rate": min(0.5, 2.0 / max(jobs, 1)),
+            "webhooks": {"duplicate_rate": 0.05},
         }
     )
 
@@ -104,7 +112,8 @@ class FlakySink:
 async def open_demo_engine(
     settings: Settings, *, actor: Actor, jobs: int, seed: int, latency: Sequence[float]
 ) -> AsyncIterator[Engine]:
-    """The emulator on a loopback port, the engine on it, `jobs` seeded jobs reserved.
+    """The emulator and a webhook inbox on loopback ports, the engine on
+    them, `jobs` seeded jobs reserved.
 
     `latency` is the (low, high) range of a job's run time in seconds.
     """
@@ -114,10 +123,20 @@ async def open_demo_engine(
     )
     await emulator.start()
     try:
-        backend = GeminiBackend(api_key=emulator.api_key, base_url=emulator.base_url)
-        sink = FlakySink(settings.out, seed)
-        async with open_engine(settings, actor=actor, backend=backend, sink=sink) as engine:
-            await engine.submit(demo_jobs(jobs, seed), send=False)
-            yield engine
+        async with open_ledger(settings) as inbox_ledger:
+            jwks = f"{emulator.base_url}/.well-known/jwks.json"
+            inbox = InboxServer(inbox_ledger, Verifier(SystemClock(), jwks_url=jwks), port=0)
+            await inbox.start()
+            try:
+                settings = settings.with_(webhook_url=inbox.url)
+                backend = GeminiBackend(
+                    api_key=emulator.api_key, base_url=emulator.base_url, webhook_url=inbox.url
+                )
+                sink = FlakySink(settings.out, seed)
+                async with open_engine(settings, actor=actor, backend=backend, sink=sink) as engine:
+                    await engine.submit(demo_jobs(jobs, seed), send=False)
+                    yield engine
+            finally:
+                await inbox.stop()
     finally:
         await emulator.stop()
