@@ -56,3 +56,39 @@ def test_events_wake_rows_one_create_one_get_per_job(tmp_path: Path) -> None:
         # Refused while the inbox was down, delivered once it was up, none given up.
         assert counters["failed_attempts"] >= 1 and counters["given_up"] == 0
         assert counters["delivered"] >= JOBS
+
+
+def test_static_webhooks_over_the_cli_and_their_hmac_deliveries(tmp_path: Path) -> None:
+    """`webhooks create|list|ping|delete` through the SDK; the static
+    webhook's secret (shown once) lets the inbox verify its HMAC deliveries."""
+    import json
+
+    from reclaim_tui.emulator.server import free_port
+    from tests.helpers import run_cli
+
+    with EmulatorProcess(tmp_path, latency=0.2) as emu:
+        ws = Workspace(tmp_path / "static", emulator=emu)
+        api = ["--base-url", emu.base_url, "--api-key", emu.api_key]
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/webhooks/gemini"
+        made = run_cli(["webhooks", "create", url, "--name", "inbox", *api])
+        assert made.returncode == 0, made.stderr
+        hook = json.loads(made.stdout)
+        secret = hook["new_signing_secret"]
+        assert secret.startswith("whsec_") and "shown once" in made.stderr
+        # No JWKS: only the static webhook's HMAC is accepted.
+        with InboxProcess(ws.db, "", tmp_path, "--secret", secret, port=port):
+            pinged = run_cli(["webhooks", "ping", hook["id"], *api])
+            assert pinged.returncode == 0, pinged.stderr
+            deadline = time.monotonic() + 30
+            kept: list[object] = []
+            while not kept and time.monotonic() < deadline:
+                kept = ws.view()._query("SELECT type, signed_by FROM inbox")
+                time.sleep(0.1)
+            assert [tuple(r) for r in kept] == [("webhook.ping", "hmac")]
+        listed = run_cli(["webhooks", "list", *api])
+        assert listed.returncode == 0 and hook["id"] in listed.stdout
+        assert secret not in listed.stdout  # the secret is shown once only
+        gone = run_cli(["webhooks", "delete", hook["id"], *api])
+        assert gone.returncode == 0, gone.stderr
+        assert hook["id"] not in run_cli(["webhooks", "list", *api]).stdout

@@ -19,8 +19,10 @@ __all__ = ["InboxProcess"]
 class InboxProcess:
     """Receives the emulator's dynamic webhooks (JWTs checked against its JWKS)."""
 
-    def __init__(self, db: Path, jwks_url: str, log_dir: Path, *flags: str) -> None:
-        self.port = free_port()
+    def __init__(
+        self, db: Path, jwks_url: str, log_dir: Path, *flags: str, port: int | None = None
+    ) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/webhooks/gemini"
         self.log_path = log_dir / f"inbox-{self.port}.log"
         self.args = [
