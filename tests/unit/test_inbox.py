@@ -381,3 +381,34 @@ async def test_the_console_reads_the_inbox_and_which_rows_an_event_completed(
         assert "completed by a poll" in texts[by_poll]
     finally:
         await reader.close()
+
+
+async def test_an_orphan_held_before_its_event_came_is_adopted_when_it_comes(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    from reclaim_tui.core.keys import idempotency_key
+    from reclaim_tui.core.models import JobSpec, OrphanPolicy, Status
+    from reclaim_tui.errors import MaybeCreatedError
+
+    clock, ledger, fake, engine = await _engine_world(tmp_path, grace=60.0)
+    engine.config = dataclasses.replace(engine.config, orphan_policy=OrphanPolicy.HOLD)
+    try:
+        job = JobSpec(input="a long one", model="m")
+        idem = idempotency_key(job)
+        fake.create_faults = [(MaybeCreatedError("reset after send"), True)]
+        await engine.tick([job])
+        clock.advance(61)
+        await engine.tick()  # past the grace, no event: held for an operator
+        row = await ledger.get(idem)
+        assert row is not None and row.held and row.status == Status.RESERVING
+        handle = fake.handle_for(idem)
+        fake.finish(handle)
+        await inbox.record(ledger, _event("msg_late", handle, idem, clock.now()))
+        await engine.tick()
+        row = await ledger.get(idem)
+        assert row is not None and row.status == Status.CONSUMED and row.handle == handle
+        assert fake.calls["create"] == 1
+    finally:
+        await ledger.close()

@@ -323,6 +323,12 @@ class Engine:
                 for row, (out, via) in found
             ]
             await self._apply(todo, report)
+        if self.config.webhooks and not force and not self.circuit.open:
+            named = await inbox.held_named(self.ledger)
+            if named:
+                # Held before their event came: the event is the proof an
+                # operator would look for, so they are adopted now.
+                report.merge(await self.recover_orphans(force=True, idems=named))
         return self._noted(report)
 
     async def _lookup_one(self, row: Row) -> tuple[RemoteInteraction | Exception | None, str]:

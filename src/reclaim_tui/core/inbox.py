@@ -31,6 +31,7 @@ __all__ = [
     "InboxStats",
     "count",
     "event_from_payload",
+    "held_named",
     "named",
     "received_for",
     "record",
@@ -135,6 +136,19 @@ async def named(ledger: Ledger, idem: str) -> InboxEvent | None:
         (idem,),
     )
     return InboxEvent(*rows[0]) if rows else None
+
+
+async def held_named(ledger: Ledger, limit: int = 500) -> list[str]:
+    """Orphans held for an operator (`--orphan-policy hold`, or past the
+    grace) that an event has since named: their interaction exists, so
+    recovery may adopt it without waiting for the operator."""
+    rows = await ledger.select(
+        "SELECT DISTINCT jobs.idem FROM inbox JOIN jobs ON jobs.idem = inbox.job"
+        " WHERE jobs.status = 'reserving' AND jobs.inflight = 1 AND jobs.held = 1"
+        " AND inbox.interaction IS NOT NULL LIMIT ?",
+        (limit,),
+    )
+    return [r[0] for r in rows]
 
 
 async def received_for(ledger: Ledger, handle: str) -> float | None:
