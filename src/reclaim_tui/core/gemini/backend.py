@@ -98,6 +98,9 @@ def _webhook_config(own: Any, url: str, idem: str) -> dict[str, Any]:
 
 
 # -- the backend ------------------------------------------------------------------------
+_LAZY = frozenset({"_client", "_interactions", "_fast_get", "_fast_create"})
+
+
 class GeminiBackend:
     """The Backend port on google-genai (real API, or the emulator via `base_url`).
 
@@ -125,32 +128,67 @@ class GeminiBackend:
                     "no Gemini API key: pass --api-key or set GEMINI_API_KEY (or GOOGLE_API_KEY)"
                 )
             api_key = EMULATOR_DEFAULT_KEY
-        from google import genai
-        from google.genai import types
-
         self.base_url = base_url.rstrip("/") if base_url else None
         self.request_timeout = request_timeout
-        self.fast_path = fast_path and install_fast_path()
         self._finder = finder
         self.supports_lookup = finder is not None
         self.webhook_url = webhook_url
         self._say = Redactor(api_key)
+        self._api_key = api_key
+        self._want_fast = fast_path
+        self._built = False
+        self._fast = False
+        # _client, _interactions, _fast_get and _fast_create are built on
+        # first use (__getattr__ → _build).
+
+    #: Built by `_build`, on the first access of any of them.
+    _client: Any
+    _interactions: Any
+    _fast_get: _FastGet | None
+    _fast_create: _FastCreate | None
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for attributes not set yet: the SDK's, before `_build`.
+        if name in _LAZY and not self.__dict__.get("_built", True):
+            self._build()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _build(self) -> None:
+        """Import the SDK and build its client: on the first call, not at
+        construction — importing google-genai costs ~1 s of CPU, and a cron
+        tick with nothing due must not pay it (issue 14)."""
+        from google import genai
+        from google.genai import types
+
         options = types.HttpOptions(
             base_url=self.base_url,
-            timeout=max(1, int(request_timeout * 1000)),
+            timeout=max(1, int(self.request_timeout * 1000)),
             retry_options=types.HttpRetryOptions(attempts=1),
         )
-        self._client = genai.Client(api_key=api_key, http_options=options)
+        self._fast = self._want_fast and install_fast_path()
+        self._client = genai.Client(api_key=self._api_key, http_options=options)
         self._interactions = self._client.aio.interactions
-        self._fast_get: _FastGet | None = None
-        self._fast_create: _FastCreate | None = None
-        if self.fast_path:
-            self._fast_get = _FastGet.attach(self._interactions)
-            self._fast_create = _FastCreate.attach(self._interactions)
+        self._fast_get = _FastGet.attach(self._interactions) if self._fast else None
+        self._fast_create = _FastCreate.attach(self._interactions) if self._fast else None
+        self._built = True
+
+    @property
+    def fast_path(self) -> bool:
+        """Whether calls go through the verified fast path (builds the client)."""
+        if not self._built:
+            self._build()
+        return self._fast
+
+    @property
+    def built(self) -> bool:
+        """Whether the SDK was imported and its client built (a call was made)."""
+        return self._built
 
     def __repr__(self) -> str:
         target = self.base_url or "Gemini API"
-        return f"GeminiBackend({target}, fast_path={self.fast_path})"
+        fast = self._fast if self._built else "not built yet"
+        return f"GeminiBackend({target}, fast_path={fast})"
 
     async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
         extra = dict(spec.config)
@@ -232,4 +270,5 @@ class GeminiBackend:
     async def aclose(self) -> None:
         if self._finder is not None:
             await self._finder.aclose()
-        await self._client.aio.aclose()
+        if self._built:
+            await self._client.aio.aclose()
