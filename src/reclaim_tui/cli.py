@@ -7,7 +7,7 @@ Exit codes (see README):
     2  bad flags or settings, missing API key
     3  jobs file refused (every bad line named; nothing reserved)
     4  ledger unusable (newer schema, corrupt, locked past busy timeout, read-only,
-       not a reclaim-tui ledger)
+       not a reclaim-tui ledger, its folder missing)
     5  operator action refused (unknown key, wrong status, row held by a live process)
     6  API unreachable or refusing us (a refused key, network down, rate limited, at
        capacity): the circuit breaker stopped the pass; no job was failed for it
@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine
 from functools import wraps
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -96,7 +97,31 @@ def settings_from(kw: dict[str, Any]) -> Settings:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     policy = OrphanPolicy(kw.pop("orphan_policy", OrphanPolicy.RESUBMIT.value))
     gone = GonePolicy(kw.pop("on_gone", GonePolicy.RESUBMIT.value))
-    return Settings(orphan_policy=policy, on_gone=gone, **kw).validate()
+    settings = Settings(orphan_policy=policy, on_gone=gone, **kw).validate()
+    _require_folder(settings.db)
+    return settings
+
+
+def _reader_settings(db: str) -> Settings:
+    """Settings of a command that only reads the ledger at `db`."""
+    _require_folder(db)
+    return Settings(db=db)
+
+
+def _require_folder(db: str) -> None:
+    """A LedgerError (exit 4) naming the ledger's folder when it is missing.
+
+    SQLite says only "unable to open database file" for a path whose folder
+    does not exist; the CLI does not create folders (a typo in --db should
+    not leave a tree of empty directories behind).
+    """
+    folder = Path(db).parent
+    if not folder.exists():
+        raise LedgerError(
+            f"{db}: the folder {folder} does not exist (create it, or pick another --db)"
+        )
+    if not folder.is_dir():
+        raise LedgerError(f"{db}: {folder} is not a folder")
 
 
 def _read_jobs(path: str, settings: Settings) -> list[JobSpec]:
@@ -208,6 +233,7 @@ async def inbox(
     """Receive the API's webhooks into the ledger (verified, kept once, then 200)."""
     from reclaim_tui.inbox.command import serve_inbox
 
+    _require_folder(db)
     await serve_inbox(db, listen, path, secrets, jwks_url, audience)
 
 
@@ -307,7 +333,7 @@ async def webhooks_ping(webhook_id: str, **kw: Any) -> None:
 @run
 async def status(db: str, as_json: bool, retention_days: float) -> None:
     """Counts by status and the oldest age in each."""
-    async with open_ledger(Settings(db=db), readonly=True, create=False) as ledger:
+    async with open_ledger(_reader_settings(db), readonly=True, create=False) as ledger:
         counts = await ledger.counts()
         orphans = await ledger.orphan_count(me="")
         seen = await attention(ledger, retention_days)
@@ -396,7 +422,7 @@ async def _resolve(ledger: Ledger, idem: str) -> str:
 @run
 async def show(db: str, idem: str) -> None:
     """A row, its timeline and its stored result (IDEM may be a unique prefix)."""
-    async with open_ledger(Settings(db=db), readonly=True, create=False) as ledger:
+    async with open_ledger(_reader_settings(db), readonly=True, create=False) as ledger:
         idem = await _resolve(ledger, idem)
         row = await ledger.get(idem)
         events = await ledger.events(idem)
@@ -507,7 +533,7 @@ async def adopt(idem: str, interaction_id: str, **kw: Any) -> None:
 @run
 async def export(db: str, fmt: str, only: str | None, output: str | None) -> None:
     """Every row (or one status) as JSON Lines or CSV, to stdout or --output."""
-    async with open_ledger(Settings(db=db), readonly=True, create=False) as ledger:
+    async with open_ledger(_reader_settings(db), readonly=True, create=False) as ledger:
         rows = [r async for r in ledger.iter_rows() if only is None or r.status.value == only]
     if output:
         with open(output, "w", encoding="utf-8", newline="") as f:
