@@ -40,6 +40,7 @@ from reclaim_tui.core.models import (
     JobSpec,
     OrphanPolicy,
     PassReport,
+    RemoteInteraction,
     Status,
 )
 from reclaim_tui.core.retention import PAID_TIER_DAYS, Attention, attention
@@ -122,6 +123,33 @@ def _require_folder(db: str) -> None:
         )
     if not folder.is_dir():
         raise LedgerError(f"{db}: {folder} is not a folder")
+
+
+class _NoApi:
+    """The Backend of a command that never calls the API (`replay`): it needs
+    no key, and a call through it is a bug, raised as one (not a BackendError,
+    which would pass for an API outage)."""
+
+    supports_lookup = False
+
+    async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
+        raise self._called("create")
+
+    async def get(self, handle: str) -> RemoteInteraction:
+        raise self._called("get")
+
+    async def cancel(self, handle: str) -> RemoteInteraction:
+        raise self._called("cancel")
+
+    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
+        raise self._called("find_by_label")
+
+    async def aclose(self) -> None:
+        return None
+
+    @staticmethod
+    def _called(call: str) -> RuntimeError:
+        return RuntimeError(f"{call}: this command must not call the API")
 
 
 def _read_jobs(path: str, settings: Settings) -> list[JobSpec]:
@@ -452,7 +480,7 @@ def _when(at: float) -> str:
 async def replay(**kw: Any) -> None:
     """Deliver stored results of done-but-unconsumed rows (never calls the API)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    async with open_engine(settings, actor=Actor.CLI, backend=_NoApi()) as engine:
         report = await engine.replay()
     _report(report, False)
 

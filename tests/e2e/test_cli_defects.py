@@ -4,12 +4,29 @@ environment (no API key), as tests/e2e/test_cli.py does."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
-from tests.helpers import run_cli
+from tests.helpers import EmulatorProcess, Workspace, run_cli
+from tests.helpers.procs import SINK_SPEC, write_jobs
 
 #: Nothing listens on port 9: a command that calls the API finds it unreachable.
 DEAD_API = "http://127.0.0.1:9"
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> None:
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr
+
+
+def due_now(db: Path) -> None:
+    """Every row due at once: skips a back-off instead of sleeping through it."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE jobs SET next_at = 0")
+    conn.close()
 
 
 def test_a_missing_db_folder_is_named_and_exits_4(tmp_path: Path) -> None:
@@ -26,3 +43,30 @@ def test_a_missing_db_folder_is_named_and_exits_4(tmp_path: Path) -> None:
         assert f"{db.parent} does not exist" in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr
     assert not db.parent.exists()
+
+
+def test_replay_needs_no_api_key(
+    make_workspace: Callable[..., Workspace], emulator: EmulatorProcess
+) -> None:
+    """12b: replay delivers stored results and never calls the API, yet it
+    refused to start without a key (exit 2, "no Gemini API key")."""
+    ws = make_workspace()
+    full_disk = ws.root / "disk-full"
+    full_disk.touch()
+    ws.env_extra["RECLAIM_TEST_SINK_FAIL_FLAG"] = str(full_disk)
+    jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": "replayed without a key"}])
+    ok(ws.tick("--first-poll", "0", jobs=jobs))
+    for _ in range(5):  # until the result is stored and waits for its sink
+        if set(ws.view().status_counts()) == {"done"}:
+            break
+        due_now(ws.db)
+        ok(ws.tick())
+    assert set(ws.view().status_counts()) == {"done"}
+    full_disk.unlink()
+    due_now(ws.db)
+
+    # ws.env(): no GEMINI_API_KEY / GOOGLE_API_KEY; no --api-key, no --base-url.
+    proc = run_cli(["replay", "--db", str(ws.db), "--sink", SINK_SPEC], env=ws.env())
+    ok(proc)
+    assert "consumed=1" in proc.stdout
+    assert set(ws.view().status_counts()) == {"consumed"} and len(ws.deliveries()) == 1
