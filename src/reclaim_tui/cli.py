@@ -126,7 +126,7 @@ def _require_folder(db: str) -> None:
 
 
 class _NoApi:
-    """The Backend of a command that never calls the API (`replay`): it needs
+    """The Backend of a command that never calls the API (replay, retry): it needs
     no key, and a call through it is a bug, raised as one (not a BackendError,
     which would pass for an API outage)."""
 
@@ -159,8 +159,14 @@ def _read_jobs(path: str, settings: Settings) -> list[JobSpec]:
     return read_jobs_file(path, default_model=settings.model)
 
 
-def _report(report: PassReport, fail_on_errors: bool, settings: Settings | None = None) -> None:
-    click.echo(report.summary())
+def _report(
+    report: PassReport,
+    fail_on_errors: bool,
+    settings: Settings | None = None,
+    *,
+    summary: str | None = None,
+) -> None:
+    click.echo(summary or report.summary())
     for idem, message in report.errors[:20]:
         click.echo(f"  {idem}: {message}", err=True)
     if report.unavailable is not None:
@@ -491,12 +497,24 @@ async def replay(**kw: Any) -> None:
 @click.argument("idems", nargs=-1)
 @run
 async def recover(force: bool, idems: tuple[str, ...], **kw: Any) -> None:
-    """Settle orphans: adopt by label where possible, else the orphan policy."""
+    """Settle orphans: adopt by label where possible, else the orphan policy
+    (resubmit marks them for resend: the next tick sends them)."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         keys = [await _resolve(engine.ledger, i) for i in idems] if idems else None
         report = await engine.recover_orphans(force=force, idems=keys)
-    _report(report, False, settings)
+    _report(report, False, settings, summary=_marked_for_resend(report))
+
+
+def _marked_for_resend(report: PassReport) -> str:
+    """recover's summary: an orphan "resubmitted" by recovery is only marked
+    for resend here (a tick's later send step is what sends it)."""
+    marked = report.counts.pop("resubmitted", 0)
+    summary = report.summary()
+    if not marked:
+        return summary
+    note = f"marked for resend={marked} (the next tick sends them)"
+    return note if summary == "idle" else f"{summary} {note}"
 
 
 @cli.command()
@@ -504,11 +522,15 @@ async def recover(force: bool, idems: tuple[str, ...], **kw: Any) -> None:
 @click.argument("idem")
 @run
 async def retry(idem: str, **kw: Any) -> None:
-    """Send a failed or cancelled job again (fresh attempt budget)."""
+    """Mark a failed or cancelled job for resend (fresh attempt budget); the
+    next tick sends it."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    # Marked, not sent: the engine's send step takes every due row, not this
+    # one alone, and sending is the tick's job (pacing, circuit breaker,
+    # orphan handling) that cron already runs. Marking needs no API and no key.
+    async with open_engine(settings, actor=Actor.CLI, backend=_NoApi()) as engine:
         row = await engine.operator.retry(await _resolve(engine.ledger, idem), actor=Actor.CLI)
-    click.echo(f"{row.idem}: {row.status.value}")
+    click.echo(f"{row.idem}: {row.status.value} (marked for resend: the next tick sends it)")
 
 
 @cli.command()

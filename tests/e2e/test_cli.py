@@ -175,7 +175,7 @@ def test_operator_retry_cancel_adopt(tmp_path: Path) -> None:
 
         retry = ws.cli("retry", keys[0][:12])
         ok(retry)
-        assert retry.stdout.strip() == f"{keys[0]}: reserving"
+        assert retry.stdout.startswith(f"{keys[0]}: reserving (marked for resend")
         ok(ws.tick())
         new_handle = ws.view().rows()[keys[0]]["handle"]
         assert new_handle and new_handle != rows[keys[0]]["handle"]

@@ -70,3 +70,33 @@ def test_replay_needs_no_api_key(
     ok(proc)
     assert "consumed=1" in proc.stdout
     assert set(ws.view().status_counts()) == {"consumed"} and len(ws.deliveries()) == 1
+
+
+def test_retry_and_recover_say_the_next_tick_sends(
+    make_workspace: Callable[..., Workspace], emulator: EmulatorProcess
+) -> None:
+    """12a: retry and recover only mark a job for resend (the next tick sends
+    it); their output said it was sent. retry needs no API key for that."""
+    ws = make_workspace(use_recording_sink=False)
+    # Refused before sending (nothing listens): the row stays `reserving`, unsent.
+    jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": "retried", "key": "retried"}])
+    unsent = run_cli(["tick", "--db", str(ws.db), "--base-url", DEAD_API, "--jobs", str(jobs)])
+    assert unsent.returncode == 6, unsent.stderr
+    ok(ws.cli("cancel", "retried"))
+    retry = run_cli(["retry", "--db", str(ws.db), "retried"])  # no key, no --base-url
+    ok(retry)
+    assert retry.stdout.strip() == "retried: reserving (marked for resend: the next tick sends it)"
+    assert emulator.create_counts()["retried"] == 0
+    ok(ws.tick())
+    assert emulator.create_counts()["retried"] == 1
+
+    # An orphan: the tick is killed after its create was sent, before the answer.
+    jobs = write_jobs(ws.root / "more.jsonl", [{"input": "orphaned", "key": "orphaned"}])
+    killed = ws.tick(jobs=jobs, crash_at="after_create_before_handle")
+    assert killed.returncode == -9, killed.stderr
+    recover = ws.cli("recover")
+    ok(recover)
+    assert recover.stdout.strip() == "marked for resend=1 (the next tick sends them)"
+    assert emulator.create_counts()["orphaned"] == 1
+    ok(ws.tick())
+    assert emulator.create_counts()["orphaned"] == 2
