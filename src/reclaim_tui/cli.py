@@ -43,6 +43,7 @@ from reclaim_tui.core.models import (
     RemoteInteraction,
     Status,
 )
+from reclaim_tui.core.queries import ConsoleReader, View
 from reclaim_tui.core.retention import PAID_TIER_DAYS, Attention, attention
 from reclaim_tui.emulator.command import emulator as emulator_command
 from reclaim_tui.inbox import DEFAULT_PATH, GOOGLE_JWKS_URL
@@ -369,7 +370,7 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
     """Counts by status and the oldest age in each."""
     async with open_ledger(_reader_settings(db), readonly=True, create=False) as ledger:
         counts = await ledger.counts()
-        orphans = await ledger.orphan_count(me="")
+        orphans, orphans_since = await _orphans(ledger)
         seen = await attention(ledger, retention_days)
         now = ledger.clock.now()
     at_risk = seen.past_retention
@@ -380,7 +381,7 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
         }
         for s in Status
     }
-    data["orphans"] = {"count": orphans, "oldest_age_s": None}
+    data["orphans"] = {"count": orphans, "oldest_age_s": _age(now, orphans_since)}
     data["past_retention"] = {
         "count": at_risk.count,
         "oldest_age_s": _age(now, at_risk.oldest_submitted_at),
@@ -400,6 +401,28 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
         click.echo(f"{name:<11} {v['count']:>9}  {_fmt_age(age) if age is not None else '-'}")
     for line in _attention_lines(seen, retention_days):
         click.echo(line, err=True)
+
+
+async def _orphans(ledger: Ledger) -> tuple[int, float | None]:
+    """How many orphans there are (core/schema.py's rule, as the console's
+    orphans tab counts them) and when the oldest one's create was sent.
+
+    An orphan's age runs from its `sent_at`: from then on the create's outcome
+    is unknown, and that clock is what an operator weighs (how long the
+    interaction may have run and cost, how near the API's retention it is).
+    `state_since` can be much older (a row waits in `reserving` through every
+    outside-failure back-off before it is sent). Rows with no `sent_at`
+    (written before that column existed) fall back to `state_since`.
+    """
+    reader = ConsoleReader(ledger, ledger, ledger.clock)
+    await reader.refresh_liveness()
+    count, oldest = 0, None
+    async for rows in reader.iter_view(View(orphans=True)):
+        count += len(rows)
+        for row in rows:
+            since = row.sent_at if row.sent_at is not None else row.state_since
+            oldest = since if oldest is None else min(oldest, since)
+    return count, oldest
 
 
 def _attention_lines(seen: Attention, retention_days: float) -> list[str]:

@@ -4,8 +4,10 @@ environment (no API key), as tests/e2e/test_cli.py does."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,3 +102,30 @@ def test_retry_and_recover_say_the_next_tick_sends(
     assert emulator.create_counts()["orphaned"] == 1
     ok(ws.tick())
     assert emulator.create_counts()["orphaned"] == 2
+
+
+def test_status_shows_the_oldest_orphans_age(
+    make_workspace: Callable[..., Workspace], emulator: EmulatorProcess
+) -> None:
+    """12c: the `orphans` line showed "-" for its age. An orphan's age runs
+    from the send of the create whose outcome is unknown (sent_at), not from
+    when the row entered `reserving` (state_since, here an hour earlier)."""
+    ws = make_workspace()
+    jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": "orphaned", "key": "orphaned"}])
+    killed = ws.tick(jobs=jobs, crash_at="after_create_before_handle")
+    assert killed.returncode == -9, killed.stderr
+    now = time.time()
+    conn = sqlite3.connect(ws.db)
+    with conn:
+        conn.execute("UPDATE jobs SET sent_at = ?, state_since = ?", (now - 3600, now - 7200))
+    conn.close()
+
+    as_json = ws.cli("status", "--json", engine=False)
+    ok(as_json)
+    orphans = json.loads(as_json.stdout)["orphans"]
+    assert orphans["count"] == 1
+    assert 3600 <= orphans["oldest_age_s"] < 7200, orphans
+    text = ws.cli("status", engine=False)
+    ok(text)
+    (line,) = [line for line in text.stdout.splitlines() if line.startswith("orphans")]
+    assert line.split()[1:] in (["1", "60m"], ["1", "61m"]), line
