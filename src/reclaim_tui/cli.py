@@ -195,7 +195,10 @@ def _key_source(settings: Settings | None) -> str:
 def cli(ctx: click.Context) -> None:
     """reclaim-tui: fire background Gemini jobs, exit, and never lose a result."""
     if ctx.invoked_subcommand is None:
-        ctx.invoke(console)
+        # Parsed as `reclaim-tui console` with no flags, so the RECLAIM_*
+        # variables apply (ctx.invoke would take the bare defaults).
+        with console.make_context("console", [], parent=ctx) as console_ctx:
+            console.invoke(console_ctx)
 
 
 @cli.command()
@@ -632,10 +635,26 @@ def console(readonly: bool, interval: float, **kw: Any) -> None:
 
     try:
         settings = settings_from(kw)
+        if not readonly:
+            _refuse_first_run(settings)
         run_console(settings, readonly=readonly, interval=interval)
     except ReclaimError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(_exit_code(exc))
+
+
+def _refuse_first_run(settings: Settings) -> None:
+    """No ledger and no API to reach (bare `reclaim-tui` in an empty folder):
+    a ConfigError that points at the demo, which needs neither."""
+    from reclaim_tui.core.gemini import resolve_api_key
+
+    if Path(settings.db).exists() or settings.base_url or resolve_api_key(settings.api_key):
+        return
+    raise ConfigError(
+        f"no ledger at {settings.db} and no Gemini API key (--api-key, GEMINI_API_KEY or"
+        " GOOGLE_API_KEY). To try it without a key: `reclaim-tui demo` (the console on an"
+        " embedded emulator); every command: `reclaim-tui --help`"
+    )
 
 
 @cli.command()

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.helpers import EmulatorProcess, Workspace, run_cli
+from tests.helpers import EmulatorProcess, Workspace, clean_env, run_cli
 from tests.helpers.procs import SINK_SPEC, write_jobs
 
 #: Nothing listens on port 9: a command that calls the API finds it unreachable.
@@ -129,3 +129,24 @@ def test_status_shows_the_oldest_orphans_age(
     ok(text)
     (line,) = [line for line in text.stdout.splitlines() if line.startswith("orphans")]
     assert line.split()[1:] in (["1", "60m"], ["1", "61m"]), line
+
+
+def test_bare_command_in_an_empty_folder_points_at_the_demo(tmp_path: Path) -> None:
+    """12d: bare `reclaim-tui` with no ledger and no key said only "no Gemini
+    API key"; it now says there is no ledger either and suggests the demo.
+    Where a ledger exists (RECLAIM_DB is honoured too) it still goes on to
+    the console, which is what asks for the key."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run_cli([], cwd=empty)
+    assert proc.returncode == 2, proc.stderr
+    assert "no ledger at ./reclaim_ledger.db" in proc.stderr, proc.stderr
+    assert "reclaim-tui demo" in proc.stderr and "reclaim-tui --help" in proc.stderr
+    assert list(empty.iterdir()) == []
+
+    elsewhere = tmp_path / "ledger.db"
+    ok(run_cli(["tick", "--db", str(elsewhere), "--base-url", DEAD_API]))
+    proc = run_cli([], cwd=empty, env=clean_env({"RECLAIM_DB": str(elsewhere)}))
+    assert proc.returncode == 2, proc.stderr
+    assert "no Gemini API key" in proc.stderr and "demo" not in proc.stderr, proc.stderr
+    assert list(empty.iterdir()) == []
