@@ -405,6 +405,7 @@ async def test_an_orphan_held_before_its_event_came_is_adopted_when_it_comes(
         assert row is not None and row.held and row.status == Status.RESERVING
         handle = fake.handle_for(idem)
         fake.finish(handle)
+        clock.advance(5)  # the event comes after the hold
         await inbox.record(ledger, _event("msg_late", handle, idem, clock.now()))
         await engine.tick()
         row = await ledger.get(idem)

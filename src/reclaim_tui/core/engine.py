@@ -42,7 +42,7 @@ from reclaim_tui.core.operator import Operator
 from reclaim_tui.core.owner import this_process
 from reclaim_tui.core.sinks import Sink
 from reclaim_tui.core.transitions import EngineConfig, Transition, describe
-from reclaim_tui.errors import BackendError, SinkError
+from reclaim_tui.errors import BackendError, InteractionGoneError, SinkError
 
 # OrphanPolicy and PassReport live in models, EngineConfig in transitions;
 # re-exported here for the callers that build an engine.
@@ -332,23 +332,46 @@ class Engine:
         return self._noted(report)
 
     async def _lookup_one(self, row: Row) -> tuple[RemoteInteraction | Exception | None, str]:
-        """The interaction an orphan's create made, if it can be found: an
-        inbox event naming the job (webhooks), else the backend's label lookup."""
+        """The interaction an orphan's create made, if it can be found: one an
+        inbox event named the job by, confirmed (webhooks), else the backend's
+        label lookup."""
         if self.config.webhooks:
             try:
-                event = await inbox.named(self.ledger, row.idem)
+                found = await self._confirmed_event(row)
             except Exception as exc:  # rule 7: the row's outcome (looked at again later)
                 return exc, "webhook inbox"
-            if event is not None and event.interaction is not None:
-                found = RemoteInteraction(
-                    event.interaction, RemoteState.UNKNOWN, event.api_status or ""
-                )
-                return found, f"webhook event {event.webhook_id}"
+            if found is not None:
+                return found
         if not self.backend.supports_lookup:
             return None, "label"
         out = await self._outcome(self.backend.find_by_label(row.idem))
         self.circuit.record(out)
         return out, "label"
+
+    async def _confirmed_event(self, row: Row) -> tuple[RemoteInteraction, str] | None:
+        """The newest interaction an event named this job by that the API
+        confirms: it exists and is labelled for this job. A 404 or another
+        job's label skips the event (replayed, mis-routed, or gone since);
+        any other failure is raised (the orphan is looked at again later)."""
+        for event in await inbox.named(self.ledger, row.idem):
+            assert event.interaction is not None
+            out = await self._outcome(self.backend.get(event.interaction))
+            self.circuit.record(out)
+            if isinstance(out, InteractionGoneError):
+                continue
+            if isinstance(out, Exception):
+                raise out
+            label = (out.raw.get("labels") or {}).get("idem") if out.raw else None
+            if label == row.idem:
+                return out, f"webhook event {event.webhook_id}"
+            log.warning(
+                "inbox event %s names %s for job %s, but the API labels it %r: skipped",
+                event.webhook_id,
+                event.interaction,
+                row.idem,
+                label,
+            )
+        return None
 
     # -- helpers ----------------------------------------------------------------------------
     def _noted(self, report: PassReport) -> PassReport:

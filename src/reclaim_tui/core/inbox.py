@@ -119,33 +119,40 @@ async def record(ledger: Ledger, event: InboxEvent) -> bool:
                 (at, event.interaction, at),
             )
         if event.job is not None and event.interaction is not None:
+            # Only an orphan (its create in flight, outcome unknown): a row
+            # waiting out a refusal's Retry-After stays as it is.
             await db.execute(
                 "UPDATE jobs SET next_at = ? WHERE idem = ? AND status = 'reserving'"
-                " AND next_at > ?",
+                " AND inflight = 1 AND next_at > ?",
                 (at, event.job, at),
             )
     return True
 
 
-async def named(ledger: Ledger, idem: str) -> InboxEvent | None:
-    """The first event whose metadata names the job `idem` and an interaction."""
+async def named(ledger: Ledger, idem: str, limit: int = 5) -> list[InboxEvent]:
+    """Events whose metadata names the job `idem`, one per interaction,
+    newest first: candidates only — an event can be replayed, mis-routed or
+    name an interaction since gone, so the engine confirms one with a `get`
+    (its label must be this job's) before adopting it."""
     rows = await ledger.select(
-        "SELECT webhook_id, received_at, type, interaction, job, api_status, signed_by"
+        "SELECT webhook_id, MAX(received_at), type, interaction, job, api_status, signed_by"
         " FROM inbox WHERE job = ? AND interaction IS NOT NULL"
-        " ORDER BY received_at LIMIT 1",
-        (idem,),
+        " GROUP BY interaction ORDER BY MAX(received_at) DESC LIMIT ?",
+        (idem, limit),
     )
-    return InboxEvent(*rows[0]) if rows else None
+    return [InboxEvent(*r) for r in rows]
 
 
 async def held_named(ledger: Ledger, limit: int = 500) -> list[str]:
     """Orphans held for an operator (`--orphan-policy hold`, or past the
-    grace) that an event has since named: their interaction exists, so
-    recovery may adopt it without waiting for the operator."""
+    grace) that an event has named *since* they were held (their last
+    update): recovery may look at them without waiting for the operator.
+    An event older than the hold is what the hold already knew (a 404 with
+    `--on-gone hold` after the interaction's own event), not news."""
     rows = await ledger.select(
         "SELECT DISTINCT jobs.idem FROM inbox JOIN jobs ON jobs.idem = inbox.job"
         " WHERE jobs.status = 'reserving' AND jobs.inflight = 1 AND jobs.held = 1"
-        " AND inbox.interaction IS NOT NULL LIMIT ?",
+        " AND inbox.interaction IS NOT NULL AND inbox.received_at > jobs.updated_at LIMIT ?",
         (limit,),
     )
     return [r[0] for r in rows]

@@ -47,7 +47,9 @@ async def serve_inbox(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    async with open_ledger(Settings(db=db)) as ledger:
+    # A short busy timeout: a locked ledger answers 503 within seconds (the
+    # API retries), instead of holding deliveries past the sender's timeout.
+    async with open_ledger(Settings(db=db, busy_timeout=2.0)) as ledger:
         server = InboxServer(ledger, verifier, host=host, port=port, path=path)
         try:
             await server.start()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 from collections import Counter
@@ -44,22 +45,54 @@ FLUSH_EVERY = 5.0
 
 @dataclass
 class RateLimit:
-    """A token bucket per client address: `rate` deliveries/s, bursts of `burst`."""
+    """A token bucket per client: `rate` deliveries/s, bursts of `burst`.
+
+    A client is its IPv4 address, or its IPv6 /64 (one host can use a whole
+    /64). At most `clients` buckets are kept: idle ones (refilled to `burst`)
+    are forgotten first; when every bucket is busy, a client not seen before
+    is refused until some are idle — a flood from many addresses cannot buy
+    a fresh burst for the ones already limited. Behind a proxy every client
+    is the proxy: put the proxy's own limit in front.
+    """
 
     rate: float = 50.0
     burst: float = 200.0
+    clients: int = 10_000
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def allow(self, client: str, now: float) -> bool:
-        tokens, at = self._buckets.get(client, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - at) * self.rate)
-        if len(self._buckets) > 10_000:  # many clients: forget the idle ones
-            self._buckets.clear()
+        client = _client_key(client)
+        bucket = self._buckets.get(client)
+        if bucket is None:
+            if len(self._buckets) >= self.clients and not self._forget_idle(now):
+                return False
+            bucket = (self.burst, now)
+        tokens, at = bucket
+        tokens = min(self.burst, tokens + max(0.0, now - at) * self.rate)
         if tokens < 1.0:
             self._buckets[client] = (tokens, now)
             return False
         self._buckets[client] = (tokens - 1.0, now)
         return True
+
+    def _forget_idle(self, now: float) -> bool:
+        idle = [
+            c for c, (tokens, at) in self._buckets.items()
+            if tokens + (now - at) * self.rate >= self.burst
+        ]  # fmt: skip
+        for c in idle:
+            del self._buckets[c]
+        return bool(idle)
+
+
+def _client_key(address: str) -> str:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 class InboxServer:
@@ -119,8 +152,8 @@ class InboxServer:
             event = inbox.event_from_payload(
                 seen.webhook_id, payload, self.clock.now(), seen.signed_by
             )
-        except ValueError as exc:
-            return self._refuse("not-an-event", wid, 400, detail=str(exc))
+        except (ValueError, RecursionError) as exc:
+            return self._refuse("not-an-event", wid, 400, detail=type(exc).__name__)
         try:
             new = await inbox.record(self.ledger, event)
         except LedgerError as exc:
