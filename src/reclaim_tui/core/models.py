@@ -48,6 +48,7 @@ class Actor(StrEnum):
     CLI = "cli"  # an operator's CLI command
     CONSOLE = "console"  # an operator's action in the console
     CONSOLE_LOOP = "console-loop"  # the console's automatic reclaim loop
+    SERVICE = "service"  # `reclaim-tui run`, the long-lived loop
 
 
 class OrphanPolicy(StrEnum):

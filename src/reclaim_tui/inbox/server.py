@@ -22,6 +22,7 @@ import ipaddress
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -108,11 +109,14 @@ class InboxServer:
         path: str = DEFAULT_PATH,
         limit: RateLimit | None = None,
         max_body: int = MAX_BODY,
+        on_kept: Callable[[], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.verifier = verifier
         self.host, self.port, self.path = host, port, path
         self.limit = limit or RateLimit()
+        #: called after each new event is kept (the service wakes its loop)
+        self.on_kept = on_kept
         self.refused: Counter[str] = Counter()
         self.accepted = 0
         self.duplicates = 0
@@ -161,6 +165,8 @@ class InboxServer:
             return web.json_response({"error": "ledger unavailable"}, status=503)
         if new:
             self.accepted += 1
+            if self.on_kept is not None:
+                self.on_kept()
             log.info("inbox: kept %s %s for %s", wid, event.type, event.interaction)
         else:
             self.duplicates += 1

@@ -1,0 +1,186 @@
+"""`reclaim-tui run`: the reclaim loop as a long-lived service.
+
+One process, one engine — one SDK client with its connection pool, one
+ledger connection — instead of a cron tick paying start-up every minute:
+
+- **the loop**: a pass (`Engine.tick`), then sleep until the ledger's next
+  due row (at most `max_sleep`, at least `min_sleep`), or until woken early
+  (an inbox event when `--inbox-listen` runs the webhook inbox in the same
+  process);
+- **signals**: the first SIGTERM/SIGINT drains — the pass in progress
+  finishes, no new one starts, the process exits 0; a second one cancels
+  the pass (its leases are released or expire; every row stays recoverable)
+  and exits 130;
+- **lines for a supervisor** (systemd, a container runtime): `ready` once
+  the engine is up, one line per pass that did something (and one a minute
+  when idle), `stopped` at the end — on stderr, or appended to `--log`;
+- `--once`: one pass, then exit (a cron tick in the service's shape).
+
+No Textual here (import-linter: runner imports neither Textual nor the console).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from reclaim_tui.bootstrap import open_engine, open_ledger
+from reclaim_tui.config import Settings
+from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import Actor, JobSpec, PassReport
+
+__all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service", "waker"]
+
+#: Statuses a pass can act on (a `done` row waits for its sink's replay).
+_ACTIVE = "('reserving', 'submitted', 'done')"
+
+
+async def next_due(ledger: Ledger) -> float | None:
+    """When the next row is due, or None when no row is active."""
+    rows = await ledger.select(f"SELECT MIN(next_at) FROM jobs WHERE status IN {_ACTIVE}")
+    value = rows[0][0] if rows else None
+    return float(value) if value is not None else None
+
+
+@dataclass
+class ServiceLoop:
+    """Passes until stopped. `wake` (set by anyone) cuts a sleep short."""
+
+    engine: Engine
+    min_sleep: float = 0.05
+    max_sleep: float = 5.0
+    idle_every: float = 60.0
+    out: TextIO = field(default_factory=lambda: sys.stderr)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    passes: int = 0
+    stopping: bool = False
+    _pass: asyncio.Task[PassReport] | None = None
+    _said_idle_at: float = float("-inf")
+
+    def say(self, event: str, **fields: object) -> None:
+        """One JSON line: what a supervisor or a log reader greps for."""
+        line = {"at": round(time.time(), 3), "event": event, "pid": os.getpid(), **fields}
+        print(json.dumps(line, separators=(",", ":")), file=self.out, flush=True)
+
+    def install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.signal, sig)
+
+    def signal(self, sig: int = signal.SIGTERM) -> None:
+        """First: drain (finish the pass, start no other). Second: cancel the pass."""
+        if not self.stopping:
+            self.stopping = True
+            self.say("draining", signal=signal.Signals(sig).name)
+            self.wake.set()
+            return
+        if self._pass is not None and not self._pass.done():
+            self.say("cancelling", signal=signal.Signals(sig).name)
+            self._pass.cancel()
+
+    async def run(self, jobs: Sequence[JobSpec] = (), *, once: bool = False) -> int:
+        """Passes until drained (0), cancelled (130) or, with `once`, after one."""
+        first: Sequence[JobSpec] = jobs
+        while not self.stopping:
+            self.wake.clear()
+            self._pass = asyncio.create_task(self.engine.tick(first))
+            try:
+                report = await self._pass
+            except asyncio.CancelledError:
+                if self.stopping:
+                    self.say("stopped", passes=self.passes, cancelled=True)
+                    return 130
+                raise
+            first = ()
+            self.passes += 1
+            self._report(report)
+            if once:
+                break
+            await self._sleep()
+        self.say("stopped", passes=self.passes)
+        return 0
+
+    def _report(self, report: PassReport) -> None:
+        now = time.monotonic()
+        busy = any(v for k, v in report.counts.items() if k not in ("polled",)) or report.errors
+        if busy or now - self._said_idle_at >= self.idle_every:
+            self._said_idle_at = now
+            fields: dict[str, object] = {"summary": report.summary()}
+            if report.unavailable is not None:
+                fields["unavailable"] = report.unavailable[0]
+            self.say("pass", n=self.passes, **fields)
+
+    async def _sleep(self) -> None:
+        due = await next_due(self.engine.ledger)
+        now = self.engine.clock.now()
+        wait = self.max_sleep if due is None else due - now
+        wait = min(self.max_sleep, max(self.min_sleep, wait))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), wait)
+
+
+def waker(loop: ServiceLoop) -> Callable[[], None]:
+    """A callback that cuts the service's sleep short (thread-unsafe: call on its loop)."""
+    return loop.wake.set
+
+
+@dataclass(frozen=True)
+class InboxOptions:
+    """The webhook inbox run inside the service (`--inbox-listen`)."""
+
+    listen: str
+    secrets: tuple[str, ...] = ()
+    jwks_url: str | None = None
+    audience: str | None = None
+
+
+async def run_service(
+    settings: Settings,
+    jobs: Sequence[JobSpec] = (),
+    *,
+    once: bool = False,
+    log: TextIO | None = None,
+    inbox: InboxOptions | None = None,
+) -> int:
+    """`reclaim-tui run`: the engine up, `ready` said, passes until stopped."""
+    out = log or sys.stderr
+    async with open_engine(settings, actor=Actor.SERVICE) as engine:
+        loop = ServiceLoop(engine, out=out)
+        loop.install_signals()
+        async with _inbox(settings, inbox, loop) as url:
+            loop.say("ready", db=settings.db, inbox=url, webhooks=bool(settings.webhook_url))
+            return await loop.run(jobs, once=once)
+
+
+@contextlib.asynccontextmanager
+async def _inbox(
+    settings: Settings, options: InboxOptions | None, loop: ServiceLoop
+) -> AsyncIterator[str | None]:
+    if options is None:
+        yield None
+        return
+    from reclaim_tui.core.clock import SystemClock
+    from reclaim_tui.inbox.command import parse_listen
+    from reclaim_tui.inbox.server import InboxServer
+    from reclaim_tui.inbox.verify import Verifier
+
+    host, port = parse_listen(options.listen)
+    verifier = Verifier(SystemClock(), options.secrets, options.jwks_url, options.audience)
+    # Its own connection: the inbox writes while a pass holds the engine's.
+    async with open_ledger(settings.with_(busy_timeout=2.0)) as ledger:
+        server = InboxServer(ledger, verifier, host=host, port=port, on_kept=loop.wake.set)
+        await server.start()
+        try:
+            yield server.url
+        finally:
+            await server.stop()

@@ -1,0 +1,108 @@
+"""`reclaim-tui run` (issue 14): the service loop drains on the first
+signal, cancels the pass on the second, says what it does in JSON lines,
+and sleeps until the next due row unless woken."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import signal
+from pathlib import Path
+
+from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import JobSpec, RemoteInteraction, Status
+from reclaim_tui.core.sinks import DirectorySink
+from reclaim_tui.runner.service import ServiceLoop
+
+CONFIG = EngineConfig(first_poll=0.0)
+
+
+def _lines(out: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+async def _until(predicate, limit: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    async with asyncio.timeout(limit):
+        while not predicate():  # noqa: ASYNC110 — polling another task's state
+            await asyncio.sleep(0.01)
+
+
+async def test_the_service_runs_passes_until_drained(tmp_path: Path) -> None:
+    ledger = await Ledger.open(tmp_path / "l.db")
+    try:
+        engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
+        out = io.StringIO()
+        loop = ServiceLoop(engine, out=out, min_sleep=0.01, max_sleep=0.05)
+        jobs = [JobSpec(input=f"service job {n}", model="m") for n in range(5)]
+        task = asyncio.create_task(loop.run(jobs))
+
+        async def consumed() -> int:
+            return (await ledger.counts()).get("consumed", (0, None))[0]
+
+        done = 0
+        async with asyncio.timeout(60):
+            while done < 5:
+                done = await consumed()
+                await asyncio.sleep(0.01)
+        loop.signal(signal.SIGTERM)
+        assert await asyncio.wait_for(task, 60) == 0
+        events = [line["event"] for line in _lines(out)]
+        assert events[0] == "pass" and events[-2:] == ["draining", "stopped"]
+        assert loop.passes >= 1
+    finally:
+        await ledger.close()
+
+
+async def test_a_second_signal_cancels_the_pass_and_the_row_stays_recoverable(
+    tmp_path: Path,
+) -> None:
+    ledger = await Ledger.open(tmp_path / "l.db")
+    fake = FakeBackend()
+    started = asyncio.Event()
+    create = fake.create
+
+    async def hanging_create(spec: JobSpec, idem: str) -> RemoteInteraction:
+        started.set()
+        await asyncio.Event().wait()  # the API never answers
+        return await create(spec, idem)
+
+    fake.create = hanging_create  # type: ignore[method-assign]
+    try:
+        engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=CONFIG)
+        out = io.StringIO()
+        loop = ServiceLoop(engine, out=out, min_sleep=0.01, max_sleep=0.05)
+        job = JobSpec(input="stuck", model="m")
+        task = asyncio.create_task(loop.run([job]))
+        await asyncio.wait_for(started.wait(), 60)
+        loop.signal(signal.SIGTERM)  # drain: the pass goes on
+        await asyncio.sleep(0.05)
+        assert not task.done()
+        loop.signal(signal.SIGINT)  # cancel it
+        assert await asyncio.wait_for(task, 60) == 130
+        row = await ledger.get(idempotency_key(job))
+        # Sent, outcome unknown: an orphan-to-be, never a lost job.
+        assert row is not None and row.status == Status.RESERVING and row.inflight
+        assert [line["event"] for line in _lines(out)][-1] == "stopped"
+    finally:
+        await ledger.close()
+
+
+async def test_a_wake_cuts_the_sleep_short_and_once_runs_one_pass(tmp_path: Path) -> None:
+    ledger = await Ledger.open(tmp_path / "l.db")
+    try:
+        engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
+        loop = ServiceLoop(engine, out=io.StringIO(), min_sleep=3600.0, max_sleep=3600.0)
+        task = asyncio.create_task(loop.run())
+        await _until(lambda: loop.passes == 1)
+        loop.wake.set()  # an inbox event: a pass now, not in an hour
+        await _until(lambda: loop.passes == 2)
+        loop.signal()
+        assert await asyncio.wait_for(task, 60) == 0
+        once = ServiceLoop(engine, out=io.StringIO())
+        assert await once.run(once=True) == 0 and once.passes == 1
+    finally:
+        await ledger.close()
