@@ -270,7 +270,7 @@ def test_orphan_policy_hold_ends_in_the_held_state(
     # An operator settles two: one forced resubmit (possible duplicate), one adopted.
     forced = ws.cli("recover", "--force", keys[0])
     ok(forced)
-    assert "resubmitted=1" in forced.stdout
+    assert "marked for resend=1" in forced.stdout
     wrong = ws.cli("adopt", keys[1], emulator.find(keys[2])[0]["id"])
     assert wrong.returncode == 5 and "labelled for job" in wrong.stderr
     missing = ws.cli("adopt", keys[1], "emu-nope-0000000")
