@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
-from reclaim_tui.cli_options import common
-from reclaim_tui.config import DEFAULT_DB, Settings
+from reclaim_tui.cli_options import API, ENGINE, LEDGER, PASS, POLL, RECOVER, SEND, SINK, options
+from reclaim_tui.config import Settings
 from reclaim_tui.core.export import row_dict, write_export
 from reclaim_tui.core.jobsfile import parse_jobs_bytes, read_jobs_file
 from reclaim_tui.core.ledger import Ledger
@@ -44,7 +44,7 @@ from reclaim_tui.core.models import (
     Status,
 )
 from reclaim_tui.core.queries import ConsoleReader, View
-from reclaim_tui.core.retention import PAID_TIER_DAYS, Attention, attention
+from reclaim_tui.core.retention import Attention, attention
 from reclaim_tui.emulator.command import emulator as emulator_command
 from reclaim_tui.inbox import DEFAULT_PATH, GOOGLE_JWKS_URL
 
@@ -202,7 +202,7 @@ def cli(ctx: click.Context) -> None:
 
 
 @cli.command()
-@common
+@options(ENGINE)
 @click.option(
     "--jobs", "jobs_path", default=None, help="JSON Lines jobs file to submit first ('-' = stdin)."
 )
@@ -218,7 +218,7 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, **kw: Any) -> None:
 
 
 @cli.command()
-@common
+@options(LEDGER, API, PASS, SEND)
 @click.argument("jobs_path", metavar="FILE")
 @run
 async def submit(jobs_path: str, **kw: Any) -> None:
@@ -236,7 +236,7 @@ async def submit(jobs_path: str, **kw: Any) -> None:
 
 
 @cli.command()
-@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB")
+@options("db")
 @click.option(
     "--listen",
     default="127.0.0.1:8787",
@@ -287,15 +287,10 @@ def _admin(kw: dict[str, Any]) -> WebhookAdmin:
     return WebhookAdmin(resolve_api_key(kw.get("api_key")), kw.get("base_url"))
 
 
-def _api_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("--api-key", default=None, help="Else GEMINI_API_KEY / GOOGLE_API_KEY.")(fn)
-    return click.option("--base-url", default=None, envvar="RECLAIM_BASE_URL")(fn)
-
-
 @webhooks.command("create")
-@_api_options
+@options("base_url", "api_key")
 @click.argument("uri")
-@click.option("--name", default=None)
+@click.option("--name", default=None, help="A display name for the webhook.")
 @run
 async def webhooks_create(uri: str, name: str | None, **kw: Any) -> None:
     """Register URI for the interaction events; prints the signing secret (shown once)."""
@@ -317,7 +312,7 @@ async def webhooks_create(uri: str, name: str | None, **kw: Any) -> None:
 
 
 @webhooks.command("list")
-@_api_options
+@options("base_url", "api_key")
 @run
 async def webhooks_list(**kw: Any) -> None:
     """Every static webhook: id, name, URI, events, state."""
@@ -330,7 +325,7 @@ async def webhooks_list(**kw: Any) -> None:
 
 
 @webhooks.command("delete")
-@_api_options
+@options("base_url", "api_key")
 @click.argument("webhook_id")
 @run
 async def webhooks_delete(webhook_id: str, **kw: Any) -> None:
@@ -344,7 +339,7 @@ async def webhooks_delete(webhook_id: str, **kw: Any) -> None:
 
 
 @webhooks.command("ping")
-@_api_options
+@options("base_url", "api_key")
 @click.argument("webhook_id")
 @run
 async def webhooks_ping(webhook_id: str, **kw: Any) -> None:
@@ -358,16 +353,9 @@ async def webhooks_ping(webhook_id: str, **kw: Any) -> None:
 
 
 @cli.command()
-@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB")
+@options("db")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option(
-    "--retention-days",
-    default=PAID_TIER_DAYS,
-    show_default=True,
-    type=float,
-    help="How long the API keeps an interaction (55 paid tier, 1 free tier): warn about"
-    " submitted rows older than that.",
-)
+@options("retention_days")
 @run
 async def status(db: str, as_json: bool, retention_days: float) -> None:
     """Counts by status and the oldest age in each."""
@@ -477,7 +465,7 @@ async def _resolve(ledger: Ledger, idem: str) -> str:
 
 
 @cli.command()
-@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB")
+@options("db")
 @click.argument("idem")
 @run
 async def show(db: str, idem: str) -> None:
@@ -507,7 +495,9 @@ def _when(at: float) -> str:
 
 
 @cli.command()
-@common
+# No --lease-seconds: it must outlast an API call (--request-timeout), which
+# replay never makes; its leases are renewed while its sink runs.
+@options(LEDGER, SINK, "concurrency", "verbose")
 @run
 async def replay(**kw: Any) -> None:
     """Deliver stored results of done-but-unconsumed rows (never calls the API)."""
@@ -518,7 +508,7 @@ async def replay(**kw: Any) -> None:
 
 
 @cli.command()
-@common
+@options(LEDGER, API, PASS, RECOVER, "max_attempts", "webhook_url")
 @click.option("--force", is_flag=True, help="Also held orphans and ones not yet due.")
 @click.argument("idems", nargs=-1)
 @run
@@ -544,7 +534,7 @@ def _marked_for_resend(report: PassReport) -> str:
 
 
 @cli.command()
-@common
+@options(LEDGER)
 @click.argument("idem")
 @run
 async def retry(idem: str, **kw: Any) -> None:
@@ -560,7 +550,7 @@ async def retry(idem: str, **kw: Any) -> None:
 
 
 @cli.command()
-@common
+@options(LEDGER, API, "emulator_lookup")
 @click.argument("idem")
 @run
 async def cancel(idem: str, **kw: Any) -> None:
@@ -572,7 +562,7 @@ async def cancel(idem: str, **kw: Any) -> None:
 
 
 @cli.command()
-@common
+@options(LEDGER, API, "webhook_url")
 @click.argument("idem")
 @click.argument("text")
 @run
@@ -586,7 +576,7 @@ async def answer(idem: str, text: str, **kw: Any) -> None:
 
 
 @cli.command()
-@common
+@options(LEDGER, API)
 @click.argument("idem")
 @click.argument("interaction_id")
 @run
@@ -600,12 +590,29 @@ async def adopt(idem: str, interaction_id: str, **kw: Any) -> None:
 
 
 @cli.command()
-@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB")
+@options("db")
 @click.option(
-    "--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON Lines (one row a line) or CSV.",
 )
-@click.option("--status", "only", type=click.Choice([s.value for s in Status]), default=None)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None)
+@click.option(
+    "--status",
+    "only",
+    type=click.Choice([s.value for s in Status]),
+    default=None,
+    help="Only the rows in this status.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to this file instead of stdout.",
+)
 @run
 async def export(db: str, fmt: str, only: str | None, output: str | None) -> None:
     """Every row (or one status) as JSON Lines or CSV, to stdout or --output."""
@@ -620,7 +627,9 @@ async def export(db: str, fmt: str, only: str | None, output: str | None) -> Non
 
 
 @cli.command()
-@common
+# No -v: the console's engine logs in its worker process, and log lines on
+# this process's stderr would be drawn over the screen.
+@options(LEDGER, API, SINK, "concurrency", "lease_seconds", SEND, RECOVER, POLL, "retention_days")
 @click.option("--readonly", is_flag=True, help="Watch only: every mutating action is hidden.")
 @click.option(
     "--interval",
@@ -662,7 +671,9 @@ def _refuse_first_run(settings: Settings) -> None:
 @click.option(
     "--jobs", "job_count", default=36, show_default=True, type=int, help="Demo jobs to seed."
 )
-@click.option("--seed", default=7, show_default=True, type=int)
+@click.option(
+    "--seed", default=7, show_default=True, type=int, help="Seed of the demo's jobs and timings."
+)
 def demo(db: str | None, job_count: int, seed: int) -> None:
     """The console on the embedded emulator with seeded demo jobs; no key, no network."""
     from reclaim_tui.tui.launch import run_demo

@@ -1,5 +1,17 @@
-"""The flags every ledger command shares, in two groups: where and how to
-reach things, and the policies of the engine."""
+"""The flags the ledger commands share, each defined once and handed out in
+groups, so that a command takes only the flags it uses: `cancel` has no
+`--first-poll`, `replay` (which never calls the API) no `--api-key`.
+
+    LEDGER     where the ledger is and how long to wait for its lock
+    API        how to reach the Interactions API
+    SINK       where finished results are delivered
+    PASS       how a pass paces its work over many rows
+    SEND       how jobs are sent and first polled
+    RECOVER    what happens to orphans (creates whose outcome is unknown)
+    POLL       what polling does with vanished or overrunning interactions
+
+`options(*groups)` applies them; `ENGINE` is every group (tick, console).
+"""
 
 from __future__ import annotations
 
@@ -10,128 +22,169 @@ import click
 
 from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT
 from reclaim_tui.core.models import GonePolicy, OrphanPolicy
+from reclaim_tui.core.retention import PAID_TIER_DAYS
 
-__all__ = ["common"]
+__all__ = ["API", "ENGINE", "LEDGER", "PASS", "POLL", "RECOVER", "SEND", "SINK", "options"]
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
+_FLAGS: dict[str, Decorator] = {
+    "db": click.option(
+        "--db",
+        default=DEFAULT_DB,
+        show_default=True,
+        envvar="RECLAIM_DB",
+        help="The ledger file (env RECLAIM_DB).",
+    ),
+    "busy_timeout": click.option(
+        "--busy-timeout",
+        default=10.0,
+        show_default=True,
+        type=float,
+        help="Seconds to wait for another process's lock on the ledger before giving up.",
+    ),
+    "base_url": click.option(
+        "--base-url",
+        default=None,
+        envvar="RECLAIM_BASE_URL",
+        help="API base URL (the emulator's); omit for the real Gemini API.",
+    ),
+    "api_key": click.option(
+        "--api-key",
+        default=None,
+        help="API key (else GEMINI_API_KEY / GOOGLE_API_KEY). Never stored.",
+    ),
+    "request_timeout": click.option(
+        "--request-timeout",
+        default=30.0,
+        show_default=True,
+        type=float,
+        help="Seconds one API call may take before it counts as failed.",
+    ),
+    "emulator_lookup": click.option(
+        "--emulator-lookup/--no-emulator-lookup",
+        default=False,
+        envvar="RECLAIM_EMULATOR_LOOKUP",
+        help="Adopt orphans through the emulator's find-by-label admin API.",
+    ),
+    "out": click.option(
+        "--out", default=DEFAULT_OUT, show_default=True, help="Directory of the default sink."
+    ),
+    "sink": click.option("--sink", default=None, help="module:callable sink instead of --out."),
+    "concurrency": click.option(
+        "--concurrency",
+        default=16,
+        show_default=True,
+        type=int,
+        help="API calls (and sink deliveries) in flight at once.",
+    ),
+    "lease_seconds": click.option(
+        "--lease-seconds",
+        default=None,
+        type=float,
+        help="Lease length; at least 3 × (request + busy timeout).",
+    ),
+    "verbose": click.option("-v", "--verbose", is_flag=True, help="Log each pass to stderr."),
+    "model": click.option(
+        "--model",
+        default=DEFAULT_MODEL,
+        show_default=True,
+        help="Model for jobs that name none.",
+    ),
+    "max_attempts": click.option(
+        "--max-attempts",
+        default=5,
+        show_default=True,
+        type=int,
+        help="Creates a job may spend (failed or of unknown outcome) before it fails.",
+    ),
+    "first_poll": click.option(
+        "--first-poll",
+        default=2.0,
+        show_default=True,
+        type=float,
+        help="Age of a job at its first poll; later polls at 2x, 4x, 8x … that.",
+    ),
+    "webhook_url": click.option(
+        "--webhook-url",
+        default=None,
+        envvar="RECLAIM_WEBHOOK_URL",
+        help="Send every create with a webhook_config naming this URL (your `reclaim-tui"
+        " inbox`, reachable by the API): events wake their rows, polls become a rare"
+        " fallback, and an orphan is adopted from the event that names it.",
+    ),
+    "webhook_poll": click.option(
+        "--webhook-poll",
+        default=120.0,
+        show_default=True,
+        type=float,
+        help="With --webhook-url: a job's age at its first fallback poll (then 2x, up to"
+        " every 30 min).",
+    ),
+    "orphan_policy": click.option(
+        "--orphan-policy",
+        type=click.Choice([p.value for p in OrphanPolicy]),
+        default=OrphanPolicy.RESUBMIT.value,
+        show_default=True,
+        help="An orphan nobody can look up: mark it for resend (recorded as a possible"
+        " duplicate spend) or hold it for an operator.",
+    ),
+    "webhook_grace": click.option(
+        "--webhook-grace",
+        default=900.0,
+        show_default=True,
+        type=float,
+        help="With --webhook-url: seconds an orphan waits for an event naming it before"
+        " --orphan-policy applies (events come when a job ends: set it above your jobs'"
+        " usual run time).",
+    ),
+    "on_gone": click.option(
+        "--on-gone",
+        type=click.Choice([p.value for p in GonePolicy]),
+        default=GonePolicy.RESUBMIT.value,
+        show_default=True,
+        help="A 404 for a created interaction (past retention): resend it (recorded as a"
+        " possible duplicate spend) or hold it for an operator.",
+    ),
+    "deadline": click.option(
+        "--deadline",
+        default=None,
+        type=float,
+        help="Seconds a submitted job may run before it is cancelled (default: none for"
+        " models, 4 h for agents; a job's own 'deadline' wins).",
+    ),
+    "retention_days": click.option(
+        "--retention-days",
+        default=PAID_TIER_DAYS,
+        show_default=True,
+        type=float,
+        help="How long the API keeps an interaction (55 paid tier, 1 free tier): submitted"
+        " rows older than that are flagged.",
+    ),
+}
 
-def _connection() -> list[Decorator]:
-    """Ledger, API, output and timeouts."""
-    return [
-        click.option(
-            "--db", default=DEFAULT_DB, show_default=True, envvar="RECLAIM_DB", help="Ledger file."
-        ),
-        click.option(
-            "--base-url",
-            default=None,
-            envvar="RECLAIM_BASE_URL",
-            help="API base URL (the emulator's); omit for the real Gemini API.",
-        ),
-        click.option(
-            "--model",
-            default=DEFAULT_MODEL,
-            show_default=True,
-            help="Model for jobs that name none.",
-        ),
-        click.option(
-            "--out", default=DEFAULT_OUT, show_default=True, help="Directory of the default sink."
-        ),
-        click.option("--sink", default=None, help="module:callable sink instead of --out."),
-        click.option(
-            "--api-key",
-            default=None,
-            help="API key (else GEMINI_API_KEY / GOOGLE_API_KEY). Never stored.",
-        ),
-        click.option("--concurrency", default=16, show_default=True, type=int),
-        click.option("--request-timeout", default=30.0, show_default=True, type=float),
-        click.option("--busy-timeout", default=10.0, show_default=True, type=float),
-        click.option(
-            "--lease-seconds",
-            default=None,
-            type=float,
-            help="Lease length; at least 3 × (request + busy timeout).",
-        ),
-    ]
+LEDGER = ("db", "busy_timeout")
+API = ("base_url", "api_key", "request_timeout")
+SINK = ("out", "sink")
+PASS = ("concurrency", "lease_seconds", "verbose")
+SEND = ("model", "max_attempts", "first_poll", "webhook_url", "webhook_poll")
+RECOVER = ("emulator_lookup", "orphan_policy", "webhook_grace")
+POLL = ("on_gone", "deadline")
+ENGINE = (*LEDGER, *API, *SINK, *PASS, *SEND, *RECOVER, *POLL)
 
 
-def _policies() -> list[Decorator]:
-    """Attempts, polls, orphans, vanished interactions, deadlines, logging."""
-    return [
-        click.option("--max-attempts", default=5, show_default=True, type=int),
-        click.option(
-            "--first-poll",
-            default=2.0,
-            show_default=True,
-            type=float,
-            help="Age of a job at its first poll; later polls at 2x, 4x, 8x … that.",
-        ),
-        click.option(
-            "--orphan-policy",
-            type=click.Choice([p.value for p in OrphanPolicy]),
-            default=OrphanPolicy.RESUBMIT.value,
-            show_default=True,
-        ),
-        click.option(
-            "--on-gone",
-            type=click.Choice([p.value for p in GonePolicy]),
-            default=GonePolicy.RESUBMIT.value,
-            show_default=True,
-            help="A 404 for a created interaction (past retention): resend it (recorded as a"
-            " possible duplicate spend) or hold it for an operator.",
-        ),
-        click.option(
-            "--deadline",
-            default=None,
-            type=float,
-            help="Seconds a submitted job may run before it is cancelled (default: none for"
-            " models, 4 h for agents; a job's own 'deadline' wins).",
-        ),
-        click.option(
-            "--retention-days",
-            default=55.0,
-            show_default=True,
-            type=float,
-            help="How long the API keeps an interaction (55 paid tier, 1 free tier): the"
-            " console warns about submitted rows older than that.",
-        ),
-        click.option(
-            "--webhook-url",
-            default=None,
-            envvar="RECLAIM_WEBHOOK_URL",
-            help="Send every create with a webhook_config naming this URL (your `reclaim-tui"
-            " inbox`, reachable by the API): events wake their rows, polls become a rare"
-            " fallback, and an orphan is adopted from the event that names it.",
-        ),
-        click.option(
-            "--webhook-grace",
-            default=900.0,
-            show_default=True,
-            type=float,
-            help="With --webhook-url: seconds an orphan waits for an event naming it before"
-            " --orphan-policy applies (events come when a job ends: set it above your jobs'"
-            " usual run time).",
-        ),
-        click.option(
-            "--webhook-poll",
-            default=120.0,
-            show_default=True,
-            type=float,
-            help="With --webhook-url: a job's age at its first fallback poll (then 2x, up to"
-            " every 30 min).",
-        ),
-        click.option(
-            "--emulator-lookup/--no-emulator-lookup",
-            default=False,
-            envvar="RECLAIM_EMULATOR_LOOKUP",
-            help="Adopt orphans through the emulator's find-by-label admin API.",
-        ),
-        click.option("-v", "--verbose", is_flag=True, help="Log each pass to stderr."),
-    ]
+def options(*groups: tuple[str, ...] | str) -> Decorator:
+    """A decorator adding these groups' flags (or single flags, by name), each
+    once, in the order given (that is the order `--help` lists them)."""
+    names: list[str] = []
+    for group in groups:
+        for name in (group,) if isinstance(group, str) else group:
+            if name not in names:
+                names.append(name)
 
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed(names):
+            fn = _FLAGS[name](fn)
+        return fn
 
-def common(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Flags every ledger command shares."""
-    for option in reversed([*_connection(), *_policies()]):
-        fn = option(fn)
-    return fn
+    return apply

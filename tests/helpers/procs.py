@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
+
 from tests.helpers.emulator import EmulatorProcess
 from tests.helpers.ledgerdb import LedgerView
 
@@ -75,6 +77,27 @@ def write_jobs(path: Path, jobs: Iterable[Mapping[str, Any] | str]) -> Path:
     return path
 
 
+def only_taken_by(command: str, flags: Sequence[str]) -> list[str]:
+    """`flags` (`--name value` pairs and bare switches) without those `command`
+    does not take: each command has only the flags it uses (`cancel` has no
+    `--concurrency`), and a workspace holds one set for all of them."""
+    from reclaim_tui.cli import cli  # the CLI itself says which flags each command takes
+
+    def switches(name: str) -> dict[str, bool]:
+        params = cli.commands[name].params
+        return {o: p.is_flag for p in params if isinstance(p, click.Option) for o in p.opts}
+
+    taken, known = switches(command), switches("tick")
+    kept: list[str] = []
+    i = 0
+    while i < len(flags):
+        width = 1 if known.get(flags[i], taken.get(flags[i], False)) else 2
+        if flags[i] in taken:
+            kept += flags[i : i + width]
+        i += width
+    return kept
+
+
 @dataclass
 class Workspace:
     """One ledger + article directory + delivery log, wired to an emulator."""
@@ -103,7 +126,8 @@ class Workspace:
         }
         return clean_env({**base, **(extra or {})})
 
-    def engine_flags(self) -> list[str]:
+    def engine_flags(self, command: str = "tick") -> list[str]:
+        """This workspace's flags, those `command` takes (tick takes them all)."""
         flags = ["--db", str(self.db), "--out", str(self.out), *FAST_FLAGS]
         if self.emulator is not None:
             flags += ["--base-url", self.emulator.base_url]
@@ -115,7 +139,7 @@ class Workspace:
             flags += ["--orphan-policy", self.orphan_policy]
         if self.use_recording_sink:
             flags += ["--sink", SINK_SPEC]
-        return [*flags, *self.extra_flags]
+        return only_taken_by(command, [*flags, *self.extra_flags])
 
     def tick_args(self, *extra: str, jobs: Path | str | None = None) -> list[str]:
         args = ["tick", *self.engine_flags(), *extra]
@@ -168,7 +192,7 @@ class Workspace:
     ) -> subprocess.CompletedProcess[str]:
         """Any CLI command on this ledger; `engine=False` for the read-only
         commands that take only `--db` (status, show, export)."""
-        flags = self.engine_flags() if engine else ["--db", str(self.db)]
+        flags = self.engine_flags(command) if engine else ["--db", str(self.db)]
         return run_cli([command, *flags, *args], env=self.env(env), input=input)
 
     # -- reading -----------------------------------------------------------------------

@@ -107,7 +107,7 @@ def test_fuzzed_jobs_files_are_refused_cleanly_or_accepted(
     db = tmp_path / "fuzz.db"
     runner = CliRunner()
     base = ["submit", "--db", str(db), "--base-url", emulator.base_url, *FAST_FLAGS]
-    base += ["--out", str(tmp_path / "out"), "--concurrency", "4"]
+    base += ["--concurrency", "4"]
     outcome = {"accepted": 0, "refused": 0}
 
     def rows() -> set[str]:
