@@ -15,7 +15,7 @@ import click
 
 from reclaim_tui.cli import cli
 from tests.helpers import EmulatorProcess, Workspace, clean_env, run_cli
-from tests.helpers.procs import SINK_SPEC, write_jobs
+from tests.helpers.procs import REPO_ROOT, SINK_SPEC, write_jobs
 
 #: Nothing listens on port 9: a command that calls the API finds it unreachable.
 DEAD_API = "http://127.0.0.1:9"
@@ -207,3 +207,54 @@ def test_each_command_takes_only_its_flags_each_with_a_help_text(tmp_path: Path)
     assert "--first-poll" not in run_cli(["cancel", "--help"]).stdout
     refused = run_cli(["cancel", "--db", str(tmp_path / "l.db"), "--first-poll", "1", "k"])
     assert refused.returncode == 2 and "No such option '--first-poll'" in refused.stderr
+
+
+#: A stand-in for python3 in `./dev`: `-m venv DIR` makes a virtualenv whose
+#: python, pip and reclaim-tui only log how they were called.
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+if [ "$1 $2" = "-m venv" ]; then
+  mkdir -p "$3/bin"
+  cp "$0" "$3/bin/python"
+  echo "PATH=\"$3/bin:\$PATH\"" >"$3/bin/activate"
+  printf '#!/usr/bin/env bash\necho "reclaim-tui $*" >>"$DEV_LOG"\n' >"$3/bin/reclaim-tui"
+  chmod +x "$3/bin/reclaim-tui"
+  exit 0
+fi
+echo "python $*" >>"$DEV_LOG"
+"""
+
+
+def test_dev_demo_installs_only_what_the_demo_needs(tmp_path: Path) -> None:
+    """13a: `./dev demo` installed the `test` extra (pytest, hypothesis, ruff,
+    mypy …) to open the console. It installs the package alone, and a
+    virtualenv `./dev test` set up (a superset) is used as it is."""
+    fake = tmp_path / "python3"
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(0o755)
+    log = tmp_path / "dev.log"
+    venv = tmp_path / "venv"
+    env = clean_env({"PYTHON": str(fake), "RECLAIM_VENV": str(venv), "DEV_LOG": str(log)})
+
+    def dev_demo() -> list[str]:
+        log.unlink(missing_ok=True)
+        done = subprocess.run(
+            ["bash", str(REPO_ROOT / "dev"), "demo", "--seed", "3"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return log.read_text().splitlines()
+
+    calls = dev_demo()
+    installs = [c for c in calls if " pip install " in c and "--upgrade pip" not in c]
+    assert len(installs) == 1 and " -e . " in f"{installs[0]} ", calls
+    assert "[test]" not in installs[0]
+    assert calls[-1] == "reclaim-tui demo --seed 3"
+    assert [c for c in dev_demo() if "pip" in c] == []  # installed: not again
+
+    for stamp in venv.glob(".installed-*"):
+        stamp.unlink()
+    (venv / ".installed-test-google-genai-newest").touch()  # what `./dev test` leaves
+    assert [c for c in dev_demo() if "pip" in c] == []
