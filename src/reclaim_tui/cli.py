@@ -676,13 +676,21 @@ def _refuse_first_run(settings: Settings) -> None:
 )
 def demo(db: str | None, job_count: int, seed: int) -> None:
     """The console on the embedded emulator with seeded demo jobs; no key, no network."""
-    from reclaim_tui.tui.launch import run_demo
+    from reclaim_tui.tui.demo import left_behind, make_demo_app
 
     try:
-        run_demo(db_path=db, jobs=job_count, seed=seed)
+        app = make_demo_app(db_path=db, jobs=job_count, seed=seed)
+        try:
+            app.run()
+        finally:
+            # Said after the screen is gone (and after a crash too): else the
+            # demo's temp folder is left behind with nobody knowing where.
+            click.echo(left_behind(app.config.settings))
     except ReclaimError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(_exit_code(exc))
+    if app.return_code:
+        sys.exit(app.return_code)
 
 
 cli.add_command(emulator_command)

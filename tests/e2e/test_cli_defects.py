@@ -7,13 +7,17 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import click
+import pytest
+from click.testing import CliRunner
 
 from reclaim_tui.cli import cli
+from reclaim_tui.tui.app import ReclaimApp
 from tests.helpers import EmulatorProcess, Workspace, clean_env, run_cli
 from tests.helpers.procs import REPO_ROOT, SINK_SPEC, write_jobs
 
@@ -258,3 +262,21 @@ def test_dev_demo_installs_only_what_the_demo_needs(tmp_path: Path) -> None:
         stamp.unlink()
     (venv / ".installed-test-google-genai-newest").touch()  # what `./dev test` leaves
     assert [c for c in dev_demo() if "pip" in c] == []
+
+
+def test_demo_says_where_it_left_its_ledger_and_articles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """13b: each demo left a temp folder behind without saying where. On exit
+    it names the ledger and the articles, and how to look at them again
+    (read-only: the demo's emulator is gone with it)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    # The screen is not under test here (tests/tui drive it): it closes at once.
+    monkeypatch.setattr(ReclaimApp, "run", lambda self, *args, **kwargs: None)
+    result = CliRunner().invoke(cli, ["demo", "--jobs", "2"])
+    assert result.exit_code == 0, result.output
+    (workdir,) = tmp_path.glob("reclaim-demo-*")
+    db = workdir / "demo-ledger.db"
+    assert f"ledger    {db}" in result.output, result.output
+    assert f"articles  {workdir / 'articles'}" in result.output
+    assert f"reclaim-tui console --readonly --db {db}" in result.output

@@ -6,6 +6,7 @@ worker process (emulator/demo.py); this side only builds the app.
 
 from __future__ import annotations
 
+import shlex
 import tempfile
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.context import ConsoleConfig
 
-__all__ = ["make_demo_app"]
+__all__ = ["left_behind", "make_demo_app"]
 
 
 def make_demo_app(
@@ -48,3 +49,24 @@ def make_demo_app(
         subtitle=f"demo · embedded emulator · {settings.db}",
     )
     return ReclaimApp(config)
+
+
+def left_behind(settings: Settings) -> str:
+    """Where a finished demo left its ledger and articles, and how to look again.
+
+    They are kept, not removed: an operator may want to read the ledger (its
+    rows, their timelines) after the demo. Read-only, because the demo's
+    emulator ended with it and no other API knows its interactions.
+    """
+    workdir = Path(settings.out).parent
+    # With --db the ledger is the operator's own file: only the temp folder goes.
+    own = "them" if Path(settings.db).parent == workdir else "the articles"
+    return "\n".join(
+        [
+            "The demo's files are kept:",
+            f"  ledger    {settings.db}",
+            f"  articles  {settings.out}",
+            "Look again: reclaim-tui console --readonly --db " + shlex.quote(settings.db),
+            f"Remove {own}: rm -r {shlex.quote(str(workdir))}",
+        ]
+    )
