@@ -5,10 +5,12 @@ environment (no API key), as tests/e2e/test_cli.py does."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -280,3 +282,15 @@ def test_demo_says_where_it_left_its_ledger_and_articles(
     assert f"ledger    {db}" in result.output, result.output
     assert f"articles  {workdir / 'articles'}" in result.output
     assert f"reclaim-tui console --readonly --db {db}" in result.output
+
+
+def test_the_license_is_the_spdx_string_setuptools_wants() -> None:
+    """13c: `license = { text = ... }` makes setuptools warn on every install
+    (deprecated, refused from 2027-02-18). The SPDX string form needs
+    setuptools>=77, so the build requires that much."""
+    with open(REPO_ROOT / "pyproject.toml", "rb") as f:
+        pyproject = tomllib.load(f)
+    assert pyproject["project"]["license"] == "Apache-2.0"
+    (setuptools,) = [r for r in pyproject["build-system"]["requires"] if "setuptools" in r]
+    lower = re.fullmatch(r"setuptools>=(\d+)(\.\d+)*", setuptools.replace(" ", ""))
+    assert lower is not None and int(lower[1]) >= 77, setuptools
