@@ -217,6 +217,80 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, **kw: Any) -> None:
     _report(report, fail_on_errors, settings)
 
 
+@cli.command("run")
+@options(ENGINE)
+@click.option(
+    "--jobs", "jobs_path", default=None, help="JSON Lines jobs file to submit first ('-' = stdin)."
+)
+@click.option("--once", is_flag=True, help="One pass, then exit (a cron tick in this shape).")
+@click.option(
+    "--log",
+    "log_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Append the service's JSON lines (ready, pass, draining, stopped) here, not stderr.",
+)
+@click.option(
+    "--idle-sleep",
+    default=5.0,
+    show_default=True,
+    type=float,
+    help="The longest sleep between passes when nothing is due sooner.",
+)
+@click.option(
+    "--inbox-listen",
+    default=None,
+    help="HOST:PORT: run the webhook inbox in this process too (events wake the loop).",
+)
+@click.option(
+    "--inbox-secret",
+    "inbox_secrets",
+    multiple=True,
+    help="With --inbox-listen: a static webhook's signing secret (whsec_…).",
+)
+@click.option(
+    "--inbox-jwks-url",
+    default=GOOGLE_JWKS_URL,
+    show_default=True,
+    help="With --inbox-listen: keys for dynamic webhooks' JWTs.",
+)
+@run
+async def run_command(
+    jobs_path: str | None,
+    once: bool,
+    log_path: str | None,
+    idle_sleep: float,
+    inbox_listen: str | None,
+    inbox_secrets: tuple[str, ...],
+    inbox_jwks_url: str,
+    **kw: Any,
+) -> None:
+    """The reclaim loop as a service (systemd-friendly): passes until SIGTERM.
+
+    The first SIGTERM/SIGINT drains (the pass in progress finishes), a second
+    cancels it. JSON lines say ready / pass / draining / stopped. Exit 0
+    when drained, 130 when cancelled.
+    """
+    from reclaim_tui.runner.service import InboxOptions, run_service
+
+    if idle_sleep <= 0:
+        raise ConfigError("--idle-sleep must be positive")
+    settings = settings_from(kw)
+    jobs = _read_jobs(jobs_path, settings) if jobs_path else []
+    inbox = None
+    if inbox_listen:
+        inbox = InboxOptions(inbox_listen, inbox_secrets, inbox_jwks_url or None)
+    if log_path:
+        with open(log_path, "a", encoding="utf-8") as log:
+            code = await run_service(
+                settings, jobs, once=once, log=log, inbox=inbox, idle_sleep=idle_sleep
+            )
+    else:
+        code = await run_service(settings, jobs, once=once, inbox=inbox, idle_sleep=idle_sleep)
+    if code:
+        sys.exit(code)
+
+
 @cli.command()
 @options(LEDGER, API, PASS, SEND)
 @click.argument("jobs_path", metavar="FILE")

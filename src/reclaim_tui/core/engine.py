@@ -33,7 +33,6 @@ from reclaim_tui.core.models import (
     OrphanPolicy,
     PassReport,
     RemoteInteraction,
-    RemoteState,
     Row,
     Status,
     StoredResult,

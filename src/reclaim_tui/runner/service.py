@@ -151,11 +151,12 @@ async def run_service(
     once: bool = False,
     log: TextIO | None = None,
     inbox: InboxOptions | None = None,
+    idle_sleep: float = 5.0,
 ) -> int:
     """`reclaim-tui run`: the engine up, `ready` said, passes until stopped."""
     out = log or sys.stderr
     async with open_engine(settings, actor=Actor.SERVICE) as engine:
-        loop = ServiceLoop(engine, out=out)
+        loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep)
         loop.install_signals()
         async with _inbox(settings, inbox, loop) as url:
             loop.say("ready", db=settings.db, inbox=url, webhooks=bool(settings.webhook_url))

@@ -1,0 +1,151 @@
+"""Benchmark 7: throughput of the service mode (`reclaim-tui run`), warm (issue 14).
+
+The 20x target is for a warm process: `reclaim-tui run` is started on an empty
+ledger and waits (its `ready` line, then one idle pass); the N jobs then
+*arrive* — reserved in the ledger by another process, as `reclaim-tui submit
+--no-send` or a producer would do — and the clock runs from their commit until
+the ledger shows every one consumed. Beside it, in the same run against the
+same emulator process (latency 0, reset between runs):
+
+  tick loop   reclaim-tui ticking in one process from a cold start (the
+              throughput benchmark's default), its whole run
+  baseline    the seed design, --ticks 2 --interval 0, its whole run
+
+    python benchmarks/service.py [--jobs 1000] [--runs 3] [--first-poll 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, median, table
+from _emulator import (
+    API_KEY,
+    EmulatorProcess,
+    baseline_cmd,
+    consumed_count,
+    ours_cmd,
+    run_worker,
+    write_jobs,
+)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a running process (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "GEMINI_API_KEY": API_KEY, "PYTHONPATH": str(ROOT / "src")}
+
+
+async def _reserve(db: Path, jobs: Path) -> None:
+    from reclaim_tui.core.jobsfile import read_jobs_file
+    from reclaim_tui.core.keys import idempotency_key
+    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.models import Actor
+
+    specs = read_jobs_file(str(jobs), default_model="gemini-flash-latest")
+    ledger = await Ledger.open(db)
+    try:
+        rows = [(idempotency_key(j), j.to_json(), j.target) for j in specs]
+        await ledger.insert_jobs(rows, Actor.CLI)
+    finally:
+        await ledger.close()
+
+
+def service_run(emu: EmulatorProcess, a: argparse.Namespace, run: int) -> dict[str, float]:
+    emu.reset()
+    with tempfile.TemporaryDirectory(prefix="bench-service-") as d:
+        work = Path(d)
+        jobs, db, out, log = work / "jobs.jsonl", work / "ledger.db", work / "out", work / "run.log"
+        write_jobs(jobs, a.jobs, tag=f"svc-r{run}-")
+        cmd = [sys.executable, "-m", "reclaim_tui", "run", "--db", str(db), "--out", str(out)]
+        cmd += ["--base-url", emu.base_url, "--idle-sleep", "0.05", "--log", str(log)]
+        cmd += ["--first-poll", str(a.first_poll)]
+        proc = subprocess.Popen(cmd, env=_env(), stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while not (log.exists() and "ready" in log.read_text()):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the service did not start: {proc.stderr.read()!r}")  # type: ignore[union-attr]
+                time.sleep(0.02)
+            time.sleep(0.5)  # warm: a few idle passes
+            cpu_before = _cpu_seconds(proc.pid)
+            start = time.perf_counter()
+            asyncio.run(_reserve(db, jobs))
+            while consumed_count(db) < a.jobs:
+                if time.perf_counter() - start > 600:
+                    raise RuntimeError("the service did not consume every job")
+                time.sleep(0.01)
+            elapsed = time.perf_counter() - start
+            cpu = _cpu_seconds(proc.pid) - cpu_before  # the warm service's own CPU
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        stopped = [json.loads(line) for line in log.read_text().splitlines()][-1]
+        assert stopped["event"] == "stopped", stopped
+    return {"seconds": elapsed, "cpu_ms_per_job": 1000 * cpu / a.jobs}
+
+
+def other_run(
+    emu: EmulatorProcess, which: str, a: argparse.Namespace, run: int
+) -> dict[str, float]:
+    emu.reset()
+    with tempfile.TemporaryDirectory(prefix=f"bench-{which}-") as d:
+        work = Path(d)
+        jobs, db, out = work / "jobs.jsonl", work / "ledger.db", work / "out"
+        write_jobs(jobs, a.jobs, tag=f"{which}-r{run}-")
+        if which == "tick loop":
+            cmd = ours_cmd(
+                emu.base_url, db, jobs, out, interval=0, concurrency=16, first_poll=a.first_poll
+            )
+        else:
+            cmd = baseline_cmd(emu.base_url, db, jobs, out, ticks=2, interval=0)
+        r = run_worker(cmd, db, a.jobs)
+    return {"seconds": r.seconds, "cpu_ms_per_job": 1000 * r.cpu / a.jobs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--first-poll", type=float, default=0.0)
+    a = ap.parse_args()
+    print(f"load average before: {os.getloadavg()}", flush=True)
+    designs = ("service (warm)", "tick loop", "baseline")
+    results: dict[str, list[dict[str, float]]] = {d: [] for d in designs}
+    with EmulatorProcess("--latency", "0") as emu:
+        for run in range(a.runs):
+            results["service (warm)"].append(service_run(emu, a, run))
+            for which in ("tick loop", "baseline"):
+                results[which].append(other_run(emu, which, a, run))
+            print(
+                f"run {run + 1}: " + ", ".join(f"{d} {results[d][-1]}" for d in designs), flush=True
+            )
+    rows = []
+    rate = {}
+    for d in designs:
+        seconds = median([r["seconds"] for r in results[d]])
+        rate[d] = a.jobs / seconds
+        cpu = median([r["cpu_ms_per_job"] for r in results[d]])
+        rows.append([d, a.jobs, f"{seconds:.2f}", f"{rate[d]:.0f}", f"{cpu:.2f}"])
+    print(f"\nEmulator latency 0, first poll {a.first_poll:g} s, {a.runs} runs each, medians")
+    print(table(["design", "jobs", "seconds", "jobs/s", "CPU ms/job"], rows))
+    print(f"service (warm) / baseline: {rate['service (warm)'] / rate['baseline']:.1f}x")
+    print(f"tick loop / baseline: {rate['tick loop'] / rate['baseline']:.1f}x")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
