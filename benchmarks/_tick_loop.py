@@ -49,9 +49,9 @@ def run_cli(a: argparse.Namespace) -> None:
         a.db,
         "--out",
         a.out,
-        "--concurrency",
-        str(a.concurrency),
     ]
+    if a.concurrency:
+        base += ["--concurrency", str(a.concurrency)]
     subprocess.run([*base, "--jobs", a.jobs], check=True, stdout=subprocess.DEVNULL)
     while _active(a.db):
         time.sleep(_next_wait(a.db, a.interval))
@@ -68,7 +68,7 @@ async def run_loop(a: argparse.Namespace) -> None:
         db=a.db,
         base_url=a.base_url,
         out=a.out,
-        concurrency=a.concurrency,
+        concurrency=a.concurrency or None,
         webhook_url=a.webhook_url,
     ).validate()
     with open(a.jobs, encoding="utf-8") as f:
@@ -89,7 +89,7 @@ def main() -> None:
     ap.add_argument("--jobs", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--interval", type=float, default=0.0)
-    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--concurrency", type=int, default=16, help="0: the adaptive default")
     ap.add_argument(
         "--first-poll",
         type=float,

@@ -98,7 +98,10 @@ async def _sweep_ours(base_url: str, n: int, concurrency: int, work: Path) -> di
     from reclaim_tui.core.models import Actor, JobSpec
 
     settings = Settings(
-        db=str(work / "ours.db"), base_url=base_url, out=str(work / "out"), concurrency=concurrency
+        db=str(work / "ours.db"),
+        base_url=base_url,
+        out=str(work / "out"),
+        concurrency=concurrency or None,
     ).validate()
     async with open_engine(settings, actor=Actor.TICK) as engine:
         jobs = [JobSpec(input=f"sweep job {i}", model="gemini-flash-latest") for i in range(n)]
@@ -214,7 +217,12 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--concurrency", type=int, default=16, help="reclaim-tui --concurrency")
+    ap.add_argument(
+        "--concurrency",
+        type=int,
+        default=0,
+        help="reclaim-tui --concurrency (0: its adaptive default, 16 growing to 64)",
+    )
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--skip-sweep", action="store_true")
     ap.add_argument("--skip-e2e", action="store_true", help="Only the sweep.")

@@ -73,10 +73,10 @@ _FLAGS: dict[str, Decorator] = {
     "sink": click.option("--sink", default=None, help="module:callable sink instead of --out."),
     "concurrency": click.option(
         "--concurrency",
-        default=16,
-        show_default=True,
+        default=None,
         type=int,
-        help="API calls (and sink deliveries) in flight at once.",
+        help="API calls (and sink deliveries) in flight at once. Default: adaptive — 16,"
+        " doubling up to 64 while the API keeps up, halved on a 429/503.",
     ),
     "lease_seconds": click.option(
         "--lease-seconds",

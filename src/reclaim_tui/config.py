@@ -14,6 +14,9 @@ __all__ = ["DEFAULT_DB", "DEFAULT_MODEL", "DEFAULT_OUT", "Settings"]
 DEFAULT_DB = "./reclaim_ledger.db"
 DEFAULT_MODEL = "gemini-flash-latest"
 DEFAULT_OUT = "./articles"
+#: Without --concurrency, calls in flight start here and grow up to the ceiling.
+ADAPTIVE_START = 16
+ADAPTIVE_CEILING = 64
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,8 @@ class Settings:
     sink: str | None = None
     # repr=False: the key never shows up in a log line, traceback or export.
     api_key: str | None = field(default=None, repr=False)
-    concurrency: int = 16
+    #: API calls in flight; None: adaptive, from 16 up to 64 (core/pacing.py)
+    concurrency: int | None = None
     batch_size: int = 500
     request_timeout: float = 30.0
     busy_timeout: float = 10.0
@@ -57,7 +61,7 @@ class Settings:
         return self.lease_seconds if self.lease_seconds is not None else max(120.0, minimum)
 
     def validate(self) -> Settings:
-        if self.concurrency < 1 or self.concurrency > 1024:
+        if self.concurrency is not None and not 1 <= self.concurrency <= 1024:
             raise ConfigError("--concurrency must be between 1 and 1024")
         if self.batch_size < 1:
             raise ConfigError("--batch-size must be at least 1")
@@ -89,7 +93,8 @@ class Settings:
 
     def engine_config(self, actor: Actor | None = None) -> EngineConfig:
         config = EngineConfig(
-            concurrency=self.concurrency,
+            concurrency=self.concurrency or ADAPTIVE_START,
+            max_concurrency=self.concurrency or ADAPTIVE_CEILING,
             batch_size=self.batch_size,
             lease_seconds=self.lease,
             max_attempts=self.max_attempts,

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -39,6 +40,7 @@ from reclaim_tui.core.models import (
 )
 from reclaim_tui.core.operator import Operator
 from reclaim_tui.core.owner import this_process
+from reclaim_tui.core.pacing import AdaptiveLimit
 from reclaim_tui.core.sinks import Sink
 from reclaim_tui.core.transitions import EngineConfig, Transition, describe
 from reclaim_tui.errors import BackendError, InteractionGoneError, SinkError
@@ -69,6 +71,7 @@ class Engine:
         self.config = config or EngineConfig()
         self.owner = owner or str(this_process())
         self.circuit = Circuit(self.config.circuit_threshold)
+        self._limit: AdaptiveLimit | None = None
 
     @property
     def clock(self) -> Clock:
@@ -85,6 +88,7 @@ class Engine:
             owner=self.owner,
         )
         twin.circuit = self.circuit
+        twin._limit = self.limit
         return twin
 
     @property
@@ -492,27 +496,70 @@ class Engine:
         go = asyncio.Event()
         if not calls_api or self.circuit.warm:
             go.set()
+        limit = self.limit if calls_api else None
+        if limit is not None:
+            limit.begin_pass()
+        tasks: list[asyncio.Task[None]] = []
 
-        async def worker(probe: bool) -> None:
-            if not probe:
+        async def worker(n: int) -> None:
+            if n > 0:
                 await go.wait()
             try:
                 for index, item in queue:
                     if not batch.holds(key(item)) or (calls_api and self.circuit.open):
                         continue
                     batch.started.add(key(item))
+                    started = time.perf_counter()
                     try:
                         outs[index] = await fn(item)
                     except Exception as exc:
                         outs[index] = exc
                     if self.circuit.warm or self.circuit.open:
                         go.set()
+                    if limit is not None and _paced(limit, outs[index], started, tasks, spawn):
+                        return  # the limit shrank below this worker
             finally:
                 go.set()
 
-        workers = min(self.config.concurrency, len(items))
-        await asyncio.gather(*(worker(n == 0) for n in range(workers)))
+        def spawn() -> None:
+            tasks.append(asyncio.create_task(worker(len(tasks))))
+
+        first = self.config.concurrency if limit is None else limit.current
+        for _ in range(min(first, len(items))):
+            spawn()
+        # Workers may spawn more while they run (the limit grew): gather them all.
+        while pending := [t for t in tasks if not t.done()]:
+            await asyncio.gather(*pending)
         return [(items[i], outs[i]) for i in sorted(outs)]
+
+    @property
+    def limit(self) -> AdaptiveLimit:
+        """API calls in flight (core/pacing.py), kept across passes; rebuilt
+        when the config's concurrency changes."""
+        start = self.config.concurrency
+        ceiling = self.config.max_concurrency or start
+        current = self._limit
+        if current is None or (current.start, current.ceiling) != (start, max(start, ceiling)):
+            current = self._limit = AdaptiveLimit(start, ceiling)
+        return current
+
+
+def _paced(
+    limit: AdaptiveLimit,
+    out: Any,
+    started: float,
+    tasks: list[asyncio.Task[None]],
+    spawn: Callable[[], None],
+) -> bool:
+    """Tell the limit about one call; spawn the workers it now allows. True
+    when the calling worker is above the limit and must stop."""
+    cause = out.cause if isinstance(out, BackendError) else None
+    target = limit.observe(time.perf_counter() - started, cause)
+    while len(tasks) < target:
+        spawn()
+    me = asyncio.current_task()
+    index = next((i for i, t in enumerate(tasks) if t is me), 0)
+    return index >= target
 
 
 def _stored(idem: str, result: RemoteInteraction, now: float) -> StoredResult:

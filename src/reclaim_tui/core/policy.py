@@ -17,6 +17,9 @@ class EngineConfig:
     """How the engine paces its work: concurrency, leases, attempts, backoff, polls."""
 
     concurrency: int = 16
+    #: above `concurrency`: API calls in flight grow up to this while the
+    #: API keeps up (core/pacing.py); None (the default): a fixed limit
+    max_concurrency: int | None = None
     batch_size: int = 500
     lease_seconds: float = 120.0
     max_attempts: int = 5
