@@ -19,7 +19,12 @@ from typing import Any, Self
 import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.schema import MIGRATIONS, SCHEMA_VERSION, map_sqlite_error
+from reclaim_tui.core.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    map_sqlite_error,
+    migration_statements,
+)
 from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
@@ -149,9 +154,8 @@ class LedgerConnection:
             # Re-read inside the write lock: another process may have migrated.
             version = await self.schema_version()
             for number in range(version, SCHEMA_VERSION):
-                for statement in MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        await db.execute(statement)
+                for statement in migration_statements(MIGRATIONS[number]):
+                    await db.execute(statement)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     async def schema_version(self) -> int:

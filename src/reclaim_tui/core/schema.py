@@ -32,6 +32,7 @@ __all__ = [
     "chunks",
     "lease_free_sql",
     "map_sqlite_error",
+    "migration_statements",
     "orphan_sql",
     "row_from_tuple",
 ]
@@ -160,6 +161,23 @@ def lease_free_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
 def orphan_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
     """The orphan rule as a WHERE fragment and its parameters."""
     return ORPHAN_SQL, [now, json.dumps(list(dead))]
+
+
+def migration_statements(script: str) -> list[str]:
+    """The statements of one migration, in order. A trigger's body holds `;`
+    of its own, so a piece ends a statement only once SQLite calls it complete
+    (https://www.sqlite.org/c3ref/complete.html)."""
+    statements: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        raise ValueError(f"an unfinished statement ends the migration: {pending.strip()!r}")
+    return statements
 
 
 def row_from_tuple(values: Sequence[Any]) -> Row:
