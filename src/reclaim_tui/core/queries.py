@@ -7,6 +7,11 @@ ordered by an index (DESIGN.md §5 — the ledger may hold millions of rows):
                            merged by a UNION ALL of per-status LIMITed scans
     sort by updated time   jobs(updated_at, idem); a single small status is
                            read through its status range and sorted instead
+    free text (3+ chars)   the trigram indexes (core/schema.py) name the
+                           candidate rows: a few are read by id and sorted;
+                           more are a membership test on the walk of the sort's
+                           index; for shorter or commoner text the walk tests
+                           every row's text, and stops at a full page
 
 Every query runs on read-only connections of their own, so the console's
 reads never wait for the engine's write lock (WAL: readers never block the
@@ -32,7 +37,8 @@ from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
 from reclaim_tui.core.retention import Attention, attention
-from reclaim_tui.core.schema import COLUMNS, orphan_sql, row_from_tuple
+from reclaim_tui.core.schema import COLUMNS, input_text_sql, orphan_sql, row_from_tuple
+from reclaim_tui.core.text_search import TextPlan, text_plan
 
 __all__ = [
     "SORTS",
@@ -73,8 +79,10 @@ SORTS: tuple[Sort, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class RowFilter:
-    """A parsed filter: free text over idem, handle and input, plus tokens
-    `status:NAME`, `model:TEXT` and `error:TEXT` (substring, case-insensitive)."""
+    """A parsed filter: free text over idem, handle and the spec's input, plus
+    tokens `status:NAME`, `model:TEXT` and `error:TEXT` (substring, ASCII
+    case-insensitive). Text of 3+ characters is looked up in the trigram
+    index; 1–2 characters are tested on every row walked."""
 
     text: str = ""
     statuses: frozenset[Status] = frozenset()
@@ -164,7 +172,17 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _predicates(view: View, now: float, dead: Sequence[str]) -> tuple[list[str], list[Any]]:
+# The filter's substring test, one pattern three times (plain `?`: it is
+# spliced among other clauses). LIKE folds ASCII case only, as it always did.
+_TEXT_SQL = (
+    "(idem LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\'"
+    f" OR {input_text_sql('spec')} LIKE ? ESCAPE '\\')"
+)
+
+
+def _predicates(
+    view: View, now: float, dead: Sequence[str], plan: TextPlan | None = None
+) -> tuple[list[str], list[Any]]:
     """WHERE clauses (besides status and the keyset) and their parameters."""
     clauses: list[str] = []
     params: list[Any] = []
@@ -174,11 +192,13 @@ def _predicates(view: View, now: float, dead: Sequence[str]) -> tuple[list[str],
         params += orphan_params
     flt = view.filter
     if flt.text:
-        pattern = _like(flt.text)
-        clauses.append(
-            "(idem LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\' OR spec LIKE ? ESCAPE '\\')"
-        )
-        params += [pattern, pattern, pattern]
+        if plan is not None and plan.hits is not None:
+            clauses.append("id IN (SELECT value FROM json_each(?))")
+            params.append(plan.hits)
+        # The indexes only narrow the rows (trigrams, Unicode case folding):
+        # the test below decides, so every plan returns the same rows.
+        clauses.append(_TEXT_SQL)
+        params += [_like(flt.text)] * 3
     for column, values in (("model", flt.models), ("last_error", flt.errors)):
         for value in values:
             clauses.append(f"{column} LIKE ? ESCAPE '\\'")
@@ -205,19 +225,22 @@ def _page_sql(
     start: Key | None,
     direction: Direction,
     limit: int,
+    plan: TextPlan | None = None,
 ) -> tuple[str, list[Any]]:
     col = view.sort.column
     op, scan_desc = _keyset(col, view.sort.descending, direction)
     order = f"{col} {'DESC' if scan_desc else 'ASC'}, idem {'DESC' if scan_desc else 'ASC'}"
-    extra, extra_params = _predicates(view, now, dead)
+    extra, extra_params = _predicates(view, now, dead, plan)
     keyset, keyset_params = [], []
     if start is not None and direction != "last":
         keyset, keyset_params = [f"({col}, idem) {op} (?, ?)"], [start[0], start[1]]
     statuses = view.effective_statuses()
     if statuses is not None and not statuses:
         return "SELECT " + COLUMNS + " FROM jobs WHERE 0", []
-    by_status = col == "state_since" or (
-        statuses is not None and sum(sizes.get(s.value, 0) for s in statuses) <= SMALL_STATUS
+    by_id = plan is not None and plan.by_id and bool(view.filter.text)
+    by_status = not by_id and (
+        col == "state_since"
+        or (statuses is not None and sum(sizes.get(s.value, 0) for s in statuses) <= SMALL_STATUS)
     )
     if by_status:
         subs, params = [], []
@@ -235,7 +258,10 @@ def _page_sql(
         clauses.insert(0, "status IN (SELECT value FROM json_each(?))")
         params.insert(0, json.dumps([s.value for s in statuses]))
     where = " AND ".join([*clauses, *keyset]) or "1"
-    sql = f"SELECT {COLUMNS} FROM jobs INDEXED BY jobs_updated WHERE {where} ORDER BY {order}"
+    # Text-index candidates are read by id (NOT INDEXED leaves only rowid
+    # lookups) and sorted: few rows, wherever they sit in the order.
+    source = "NOT INDEXED" if by_id else "INDEXED BY jobs_updated"
+    sql = f"SELECT {COLUMNS} FROM jobs {source} WHERE {where} ORDER BY {order}"
     return sql + " LIMIT ?", [*params, *keyset_params, limit]
 
 
@@ -284,7 +310,10 @@ class ConsoleReader:
         the next/previous window; "last": the final window.
         """
         now = self.clock.now()
-        sql, params = _page_sql(view, now, self._dead, self.sizes, start, direction, limit + 1)
+        plan = await text_plan(self._fast, view.filter.text)
+        sql, params = _page_sql(
+            view, now, self._dead, self.sizes, start, direction, limit + 1, plan
+        )
         rows = [row_from_tuple(r) for r in await _fetch(self._fast, sql, params)]
         more = len(rows) > limit
         rows = rows[:limit]
@@ -295,7 +324,7 @@ class ConsoleReader:
             return Page(rows, has_before=False, has_after=more)
         if direction == "after":
             return Page(rows, has_before=True, has_after=more)
-        sql, params = _page_sql(view, now, self._dead, self.sizes, start, "before", 1)
+        sql, params = _page_sql(view, now, self._dead, self.sizes, start, "before", 1, plan)
         before = bool(await _fetch(self._fast, sql, params))
         return Page(rows, has_before=before, has_after=more)
 
@@ -304,8 +333,9 @@ class ConsoleReader:
         start: Key | None = None
         direction: Direction = "from"
         while True:
+            plan = await text_plan(self._slow, view.filter.text)
             sql, params = _page_sql(
-                view, self.clock.now(), self._dead, self.sizes, start, direction, batch
+                view, self.clock.now(), self._dead, self.sizes, start, direction, batch, plan
             )
             rows = [row_from_tuple(r) for r in await _fetch(self._slow, sql, params)]
             if not rows:

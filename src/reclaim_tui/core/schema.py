@@ -29,7 +29,10 @@ __all__ = [
     "MIGRATIONS",
     "ORPHAN_SQL",
     "SCHEMA_VERSION",
+    "SEARCH_BATCH",
+    "SEARCH_FLUSH_SQL",
     "chunks",
+    "input_text_sql",
     "lease_free_sql",
     "map_sqlite_error",
     "migration_statements",
@@ -42,6 +45,107 @@ COLUMNS = (
     "error_streak, prev_owner, lease_owner, lease_until, next_at, last_error, created_at, "
     "state_since, submitted_at, done_at, consumed_at, updated_at, sent_at, outside_streak"
 )
+
+
+def input_text_sql(spec: str) -> str:
+    """The searchable input of the spec JSON in column `spec`: the text of a
+    string input, the JSON text of a structured one; NULL for a spec that is
+    not JSON (a hand-edited row must not make every write to it fail)."""
+    return f"CASE WHEN json_valid({spec}) THEN json_extract({spec}, '$.input') END"
+
+
+#: Queued rows past which the next queued change moves them all into the index.
+SEARCH_BATCH = 1000
+
+# The console's free text as FTS5 trigram indexes
+# (https://www.sqlite.org/fts5.html#the_trigram_tokenizer): any substring of
+# 3+ characters is a few trigrams to look up instead of a scan of jobs.
+#
+# - Two indexes keyed by jobs.id: jobs_fts (key, input), written once per job
+#   since neither changes, and handles_fts (handle), written when the handle
+#   is set. One index over all three would re-tokenize the whole input twice
+#   (delete + insert) for every handle set, and prompts are long.
+# - External content over a view of jobs (no second copy of the text):
+#   `rebuild` backfills, `integrity-check` compares the index with jobs.
+#   Only the spec's input is indexed: that is what the filter documents, and
+#   the spec's other keys would put the model name in every row's text.
+# - detail=none, columnsize=0: a quarter of detail=full's size (79 vs 304 MiB
+#   at 1M rows). No phrase queries then: the reader looks a row up by a few of
+#   its trigrams and re-checks the substring on the row (core/queries.py).
+# - The triggers never write an index row by row: SQLite 3.40's FTS5 flushes
+#   its pending terms to a new segment at every statement savepoint, which
+#   cost ~100 µs a row. They queue the row id (with the values it is indexed
+#   under: an external-content index needs them to delete it), and once
+#   SEARCH_BATCH rows wait one statement moves the queue into the index.
+#   Readers take every queued row as a candidate, so a change is found at once.
+# - UPDATE triggers fire only when an indexed column changes: the ledger's hot
+#   path (status, leases, next_at) never touches the indexes.
+# The SQL below is migration 5 as released: changing what is indexed is a
+# new migration that recreates the view, the triggers and the indexes.
+_TEXT_FLUSH = f"""
+    INSERT INTO jobs_fts(jobs_fts, rowid, idem, input)
+        SELECT 'delete', id, idem, input FROM jobs_fts_pending WHERE idem IS NOT NULL;
+    INSERT INTO jobs_fts(rowid, idem, input)
+        SELECT jobs.id, jobs.idem, {input_text_sql("jobs.spec")}
+        FROM jobs_fts_pending JOIN jobs ON jobs.id = jobs_fts_pending.id ORDER BY jobs.id;
+    DELETE FROM jobs_fts_pending;
+"""
+_HANDLE_FLUSH = """
+    INSERT INTO handles_fts(handles_fts, rowid, handle)
+        SELECT 'delete', id, handle FROM handles_fts_pending WHERE handle IS NOT NULL;
+    INSERT INTO handles_fts(rowid, handle)
+        SELECT jobs.id, jobs.handle
+        FROM handles_fts_pending JOIN jobs ON jobs.id = handles_fts_pending.id
+        WHERE jobs.handle IS NOT NULL ORDER BY jobs.id;
+    DELETE FROM handles_fts_pending;
+"""
+
+
+# A queued row's idem/input (handle) are what the index holds for it; NULL:
+# nothing (a row inserted since the last move, or a handle not yet set).
+_SEARCH_MIGRATION = f"""
+    CREATE VIEW jobs_fts_source(id, idem, handle, input) AS
+        SELECT id, idem, handle, {input_text_sql("spec")} FROM jobs;
+    CREATE VIRTUAL TABLE jobs_fts USING fts5(
+        idem, input, content='jobs_fts_source', content_rowid='id',
+        tokenize='trigram', detail=none, columnsize=0
+    );
+    CREATE VIRTUAL TABLE handles_fts USING fts5(
+        handle, content='jobs_fts_source', content_rowid='id',
+        tokenize='trigram', detail=none, columnsize=0
+    );
+    INSERT INTO jobs_fts(jobs_fts) VALUES ('rebuild');
+    INSERT INTO handles_fts(handles_fts) VALUES ('rebuild');
+    CREATE TABLE jobs_fts_pending (id INTEGER PRIMARY KEY, idem TEXT, input);
+    CREATE TABLE handles_fts_pending (id INTEGER PRIMARY KEY, handle TEXT);
+    CREATE TRIGGER jobs_fts_insert AFTER INSERT ON jobs BEGIN
+        INSERT OR IGNORE INTO jobs_fts_pending(id) VALUES (new.id);
+        INSERT OR IGNORE INTO handles_fts_pending(id) SELECT new.id WHERE new.handle IS NOT NULL;
+    END;
+    CREATE TRIGGER jobs_fts_update AFTER UPDATE OF idem, spec ON jobs
+    WHEN old.idem IS NOT new.idem OR old.spec IS NOT new.spec BEGIN
+        INSERT OR IGNORE INTO jobs_fts_pending(id, idem, input)
+            VALUES (old.id, old.idem, {input_text_sql("old.spec")});
+    END;
+    CREATE TRIGGER handles_fts_update AFTER UPDATE OF handle ON jobs
+    WHEN old.handle IS NOT new.handle BEGIN
+        INSERT OR IGNORE INTO handles_fts_pending(id, handle) VALUES (old.id, old.handle);
+    END;
+    CREATE TRIGGER jobs_fts_delete AFTER DELETE ON jobs BEGIN
+        INSERT OR IGNORE INTO jobs_fts_pending(id, idem, input)
+            VALUES (old.id, old.idem, {input_text_sql("old.spec")});
+        INSERT OR IGNORE INTO handles_fts_pending(id, handle) VALUES (old.id, old.handle);
+    END;
+    CREATE TRIGGER jobs_fts_move AFTER INSERT ON jobs_fts_pending
+    WHEN (SELECT COUNT(*) FROM jobs_fts_pending) >= {SEARCH_BATCH}
+    BEGIN {_TEXT_FLUSH} END;
+    CREATE TRIGGER handles_fts_move AFTER INSERT ON handles_fts_pending
+    WHEN (SELECT COUNT(*) FROM handles_fts_pending) >= {SEARCH_BATCH}
+    BEGIN {_HANDLE_FLUSH} END;
+"""
+#: Move every queued row into the indexes now (tests; before an integrity-check).
+SEARCH_FLUSH_SQL = _TEXT_FLUSH + _HANDLE_FLUSH
+
 
 # Numbered migrations; PRAGMA user_version records how many have run.
 MIGRATIONS: tuple[str, ...] = (
@@ -132,6 +236,8 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at REAL NOT NULL
     );
     """,
+    # 5: the console filter's text index (issue 14), see _SEARCH_MIGRATION.
+    _SEARCH_MIGRATION,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -15,7 +15,8 @@ class FilterBar(Input):
 
     def __init__(self) -> None:
         super().__init__(
-            placeholder="filter: text · status:failed · model:flash · error:429 (enter applies,"
+            placeholder="filter: text in key, handle or input (3+ characters use the index;"
+            " 1–2 scan every row) · status:failed · model:flash · error:429 (enter applies,"
             " empty clears, esc closes)",
             id="filter",
         )
