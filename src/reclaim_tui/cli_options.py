@@ -75,8 +75,14 @@ _FLAGS: dict[str, Decorator] = {
         "--concurrency",
         default=None,
         type=int,
-        help="API calls (and sink deliveries) in flight at once. Default: adaptive — 16,"
-        " doubling up to 64 while the API keeps up, halved on a 429/503.",
+        help="API calls (and sink deliveries) in flight at once (default 16).",
+    ),
+    "adaptive_concurrency": click.option(
+        "--adaptive-concurrency",
+        is_flag=True,
+        help="Without --concurrency: start at 16 calls in flight and double up to 64 while"
+        " the API keeps up (halved on a 429/503). More in flight also means more creates"
+        " of unknown outcome when a process is killed.",
     ),
     "lease_seconds": click.option(
         "--lease-seconds",
@@ -166,7 +172,7 @@ _FLAGS: dict[str, Decorator] = {
 LEDGER = ("db", "busy_timeout")
 API = ("base_url", "api_key", "request_timeout")
 SINK = ("out", "sink")
-PASS = ("concurrency", "lease_seconds", "verbose")
+PASS = ("concurrency", "adaptive_concurrency", "lease_seconds", "verbose")
 SEND = ("model", "max_attempts", "first_poll", "webhook_url", "webhook_poll")
 RECOVER = ("emulator_lookup", "orphan_policy", "webhook_grace")
 POLL = ("on_gone", "deadline")

@@ -28,8 +28,10 @@ class Settings:
     sink: str | None = None
     # repr=False: the key never shows up in a log line, traceback or export.
     api_key: str | None = field(default=None, repr=False)
-    #: API calls in flight; None: adaptive, from 16 up to 64 (core/pacing.py)
+    #: API calls in flight; None: 16, or adaptive (16 up to 64, core/pacing.py)
+    #: with `adaptive_concurrency`
     concurrency: int | None = None
+    adaptive_concurrency: bool = False
     batch_size: int = 500
     request_timeout: float = 30.0
     busy_timeout: float = 10.0
@@ -94,7 +96,8 @@ class Settings:
     def engine_config(self, actor: Actor | None = None) -> EngineConfig:
         config = EngineConfig(
             concurrency=self.concurrency or ADAPTIVE_START,
-            max_concurrency=self.concurrency or ADAPTIVE_CEILING,
+            max_concurrency=self.concurrency
+            or (ADAPTIVE_CEILING if self.adaptive_concurrency else ADAPTIVE_START),
             batch_size=self.batch_size,
             lease_seconds=self.lease,
             max_attempts=self.max_attempts,

@@ -1,6 +1,6 @@
-"""Adaptive concurrency (issue 14): by default a pass keeps more calls in
-flight while the API keeps up, fewer after a 429/503; an explicit
---concurrency is fixed. Counted, never timed."""
+"""Adaptive concurrency (issue 14, `--adaptive-concurrency`): a pass keeps
+more calls in flight while the API keeps up, fewer after a 429/503; the
+default (16) and an explicit --concurrency are fixed. Counted, never timed."""
 
 from __future__ import annotations
 
@@ -83,8 +83,8 @@ async def _sweep(tmp_path: Path, settings: Settings, refuse_every: int = 0) -> t
         await ledger.close()
 
 
-async def test_by_default_a_sweep_grows_past_16_calls_in_flight(tmp_path: Path) -> None:
-    most, _ = await _sweep(tmp_path, Settings())
+async def test_adaptive_a_sweep_grows_past_16_calls_in_flight(tmp_path: Path) -> None:
+    most, _ = await _sweep(tmp_path, Settings(adaptive_concurrency=True))
     assert most > 16
 
 
@@ -93,8 +93,13 @@ async def test_an_explicit_concurrency_is_never_exceeded(tmp_path: Path) -> None
     assert most <= 8 and limit == 8
 
 
-async def test_rate_limits_keep_the_default_at_its_start(tmp_path: Path) -> None:
+async def test_by_default_16_is_never_exceeded(tmp_path: Path) -> None:
+    most, limit = await _sweep(tmp_path, Settings())
+    assert most <= 16 and limit == 16
+
+
+async def test_rate_limits_keep_the_adaptive_limit_at_its_start(tmp_path: Path) -> None:
     # The sends grew the limit (no refusals); the gets meet a 429 every third
     # call: halved back to the start and held there for the pass.
-    _, limit = await _sweep(tmp_path, Settings(), refuse_every=3)
+    _, limit = await _sweep(tmp_path, Settings(adaptive_concurrency=True), refuse_every=3)
     assert limit == 16

@@ -16,6 +16,7 @@ is the verified version, and through the stock SDK otherwise.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -173,6 +174,18 @@ class GeminiBackend:
         self._fast_create = _FastCreate.attach(self._interactions) if self._fast else None
         self._built = True
 
+    async def _ensure_built(self) -> None:
+        """Build the SDK client on a thread, the first time: the import takes
+        ~1 s of CPU, and on the event loop it would stall everything else —
+        a ledger transaction another task holds open among them, which other
+        processes would then wait on past their busy timeout."""
+        if self._built:
+            return
+        lock = self.__dict__.setdefault("_build_lock", asyncio.Lock())
+        async with lock:
+            if not self._built:
+                await asyncio.to_thread(self._build)
+
     @property
     def fast_path(self) -> bool:
         """Whether calls go through the verified fast path (builds the client)."""
@@ -198,6 +211,7 @@ class GeminiBackend:
             extra["webhook_config"] = _webhook_config(
                 extra.get("webhook_config"), self.webhook_url, idem
             )
+        await self._ensure_built()
         try:
             with _fast_path(self.fast_path):
                 if spec.agent:
@@ -239,6 +253,7 @@ class GeminiBackend:
         return await self._read("cancel", handle)
 
     async def _read(self, what: str, handle: str) -> RemoteInteraction:
+        await self._ensure_built()
         try:
             with _fast_path(self.fast_path):
                 if what == "get":
