@@ -1,5 +1,9 @@
 """A big synthetic ledger for console benchmarks, written in one bulk transaction.
 
+The rows go into a ledger of schema 4, which the ledger then migrates: the
+text index (migration 5) is built in one pass, ~20 s at 1M rows, where its
+triggers, row by row in one transaction, took ~8 minutes.
+
 The mix is what a long-lived ledger looks like: mostly consumed, a few percent
 failed/cancelled, and some rows still active. Synthetic active rows are due
 in a year (and orphans are held), so a console's reclaim loop leaves them
@@ -16,6 +20,10 @@ import time
 from pathlib import Path
 
 from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.schema import MIGRATIONS, migration_statements
+
+#: The schema the rows are written in, before the ledger's own migrations.
+_BULK_SCHEMA = 4
 
 __all__ = ["MIX", "build_ledger"]
 
@@ -81,11 +89,14 @@ def _rows(count: int, now: float, seed: int):  # type: ignore[no-untyped-def]
 def build_ledger(path: Path, count: int, seed: int = 1) -> float:
     """Create a ledger at `path` with `count` synthetic rows; returns seconds taken."""
     started = time.perf_counter()
-    ledger = asyncio.run(Ledger.open(path))
-    asyncio.run(ledger.close())
     db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = OFF")
     db.execute("BEGIN IMMEDIATE")
+    for migration in MIGRATIONS[:_BULK_SCHEMA]:
+        for statement in migration_statements(migration):
+            db.execute(statement)
+    db.execute(f"PRAGMA user_version = {_BULK_SCHEMA}")
     now = time.time()
     db.executemany(_INSERT, _rows(count, now, seed))
     db.execute(
@@ -94,4 +105,9 @@ def build_ledger(path: Path, count: int, seed: int = 1) -> float:
     )
     db.execute("COMMIT")
     db.close()
+
+    async def migrate() -> None:
+        await (await Ledger.open(path)).close()
+
+    asyncio.run(migrate())
     return time.perf_counter() - started
