@@ -1,9 +1,9 @@
 """The console's text filter over the trigram index (issue 14).
 
-The index only narrows: whatever plan a filter takes (candidates read by id,
-the sort's index walked keeping index hits or testing each row's text, rows
-still queued for the index), it returns exactly the rows the LIKE test
-accepts, in the same keyset order.
+The index only narrows: whichever way a filter is read (the rows the index
+names read by id, or the sort's index walked testing each row's text; rows
+indexed or still queued for the index), it returns exactly the rows the LIKE
+test accepts, in the same keyset order.
 The triggers keep the index in step with jobs; migration 5 backfills it.
 """
 
@@ -29,7 +29,7 @@ from reclaim_tui.core.schema import (
     SEARCH_BATCH,
     SEARCH_FLUSH_SQL,
 )
-from reclaim_tui.core.text_search import TextPlan, text_plan, trigrams
+from reclaim_tui.core.text_search import text_hits, trigrams
 
 NOW = 1_800_000_000.0
 
@@ -158,18 +158,17 @@ async def _like_scan(reader: ConsoleReader, text: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-PLANS = ("by id", "walk in index hits", "walk testing text", "too short")
+PLANS = ("by id", "too many hits: the walk", "too short: the walk")
 
 
 @pytest.fixture
 def plans(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
-    """Switch the reader between its ways of answering a text filter (by the
-    limits it picks them by; a text with no candidate is always "by id")."""
+    """Switch the reader between its ways of answering a text filter, by the
+    limits it picks them by (a text with no hit at all is always read by id)."""
 
     def use(plan: str) -> None:
-        monkeypatch.setattr(text_search, "FTS_MIN", 10**6 if plan == "too short" else 3)
+        monkeypatch.setattr(text_search, "FTS_MIN", 10**6 if plan.startswith("too short") else 3)
         monkeypatch.setattr(text_search, "FTS_BY_ID", 10**6 if plan == "by id" else 0)
-        monkeypatch.setattr(text_search, "FTS_IN_WALK", 10**6 if plan != "walk testing text" else 0)
 
     return use
 
@@ -193,7 +192,7 @@ async def test_non_ascii_case_is_not_folded(reader: ConsoleReader) -> None:
     assert got == ["aa11bb22cc"]
 
 
-@pytest.mark.parametrize("plan", PLANS[:3])
+@pytest.mark.parametrize("plan", PLANS[:2])
 @pytest.mark.parametrize("sort", SORTS, ids=lambda s: f"{s.column}-{s.descending}")
 @pytest.mark.parametrize("query", ["needle", "bulk-0", "needle status:done", "int- model:flash"])
 async def test_filtered_windows_walk_in_order_both_ways(
@@ -243,20 +242,11 @@ def test_trigrams_are_quoted_fts5_strings() -> None:
     assert spread[0] == f'"{text[:3]}"' and spread[-1] == f'"{text[-3:]}"'
 
 
-async def test_a_rare_part_between_two_trigrams_still_uses_the_index(
-    seeded: tuple[Path, ConsoleReader], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # "pt 1 ne" by every third trigram ("pt ", "1 n", " ne") names prompts
-    # 1, 11, 21 … 51; all its trigrams (" 1 " too) name prompt 1 alone.
-    db, reader = seeded
+async def _indexed_hits(db: Path, reader: ConsoleReader, text: str) -> list[int] | None:
     with _connect(db) as con:
-        con.executescript(SEARCH_FLUSH_SQL)
-    monkeypatch.setattr(text_search, "FTS_BY_ID", 3)
-    monkeypatch.setattr(text_search, "FTS_IN_WALK", 3)
-    view = View(filter=RowFilter(text="pt 1 ne"))
-    plan = await text_plan(reader._fast, view.filter.text)
-    assert plan.by_id and len(set(plan.ids)) == 1
-    assert await walk(reader, view, 5) == ["bulk-001"]
+        con.executescript(SEARCH_FLUSH_SQL)  # the indexes, not the queues, name them
+    hits = await text_hits(reader._fast, text)
+    return None if hits is None else sorted(set(json.loads(hits)))
 
 
 async def test_the_rarest_trigrams_are_looked_up(
@@ -265,13 +255,22 @@ async def test_the_rarest_trigrams_are_looked_up(
     # "bulk prompt 17 needle": every trigram but those around "17" is in all
     # 60 bulk rows; the one looked up must be one of those in a single row.
     db, reader = seeded
-    with _connect(db) as con:
-        con.executescript(SEARCH_FLUSH_SQL)
     monkeypatch.setattr(text_search, "_LOOKED_UP", 1)
-    view = View(filter=RowFilter(text="bulk prompt 17 needle"))
-    plan = await text_plan(reader._fast, view.filter.text)
-    assert plan.by_id and len(plan.ids) == 1
-    assert await walk(reader, view, 5) == ["bulk-017"]
+    assert len(await _indexed_hits(db, reader, "bulk prompt 17 needle") or []) == 1
+    # "pt 1 ne": its one rare trigram, " 1 ", straddles "pt " and "1 n".
+    assert len(await _indexed_hits(db, reader, "pt 1 ne") or []) == 1
+    view = View(filter=RowFilter(text="pt 1 ne"))
+    assert await walk(reader, view, 5) == ["bulk-001"]
+
+
+async def test_too_many_hits_for_the_ledger_size_walk_instead(
+    seeded: tuple[Path, ConsoleReader], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, reader = seeded
+    assert len(await _indexed_hits(db, reader, "needle") or []) == 61
+    monkeypatch.setattr(text_search, "FTS_BY_ID", 1)  # 1·√71 rows: 8 hits at most
+    assert await _indexed_hits(db, reader, "needle") is None
+    assert await _indexed_hits(db, reader, "bulk prompt 17 needle") is not None
 
 
 # -- the triggers keep the index in step --------------------------------------------------
@@ -454,9 +453,9 @@ async def test_a_filtered_page_reads_the_index_not_every_row(
     assert any("jobs_fts MATCH" in s for s in ran)
     [page_sql] = [s for s in ran if s.startswith("SELECT idem,")]
     assert "NOT INDEXED" in page_sql
-    plan = await text_plan(reader._fast, view.filter.text)
-    assert plan.by_id and 0 < len(set(plan.ids)) <= 11
-    sql, params = queries._page_sql(view, NOW, [], reader.sizes, None, "from", 6, plan)
+    hits = await text_hits(reader._fast, view.filter.text)
+    assert hits is not None and 0 < len(set(json.loads(hits))) <= 11
+    sql, params = queries._page_sql(view, NOW, [], reader.sizes, None, "from", 6, hits)
     with _connect(db) as con:
         match = " AND ".join(trigrams(view.filter.text))
         found = _plan(con, text_search._HITS_SQL, [match, match, 10])
@@ -466,29 +465,10 @@ async def test_a_filtered_page_reads_the_index_not_every_row(
     assert not _scans_jobs(page_plan), page_plan
 
 
-@pytest.mark.parametrize("sort", SORTS, ids=lambda s: f"{s.column}-{s.descending}")
-async def test_more_hits_walk_the_sort_index_keeping_them(
-    seeded: tuple[Path, ConsoleReader], monkeypatch: pytest.MonkeyPatch, sort: Any
-) -> None:
-    db, reader = seeded
-    monkeypatch.setattr(text_search, "FTS_BY_ID", 10)
-    view = View(filter=RowFilter(text="needle"), sort=sort)
-    plan = await text_plan(reader._fast, view.filter.text)
-    assert not plan.by_id and len(set(plan.ids)) > 10
-    sql, params = queries._page_sql(view, NOW, [], reader.sizes, None, "from", 6, plan)
-    with _connect(db) as con:
-        steps = _plan(con, sql, params)
-    # The walk of the sort's index, each row looked up in the list of hits.
-    index = "jobs_status_age" if sort.column == "state_since" else "jobs_updated"
-    assert any(index in step for step in steps), steps
-    assert any(step.startswith("SCAN json_each") for step in steps), steps
-    assert not any("INTEGER PRIMARY KEY" in step for step in steps), steps
-
-
 async def test_a_short_filter_keeps_the_ordered_walk(seeded: tuple[Path, ConsoleReader]) -> None:
     db, reader = seeded
     view = View(filter=RowFilter(text="é"), sort=SORTS[2])
-    assert await text_plan(reader._fast, view.filter.text) == TextPlan()  # no hits: the walk
+    assert await text_hits(reader._fast, view.filter.text) is None
     sql, params = queries._page_sql(view, NOW, [], reader.sizes, None, "from", 6)
     with _connect(db) as con:
         plan = _plan(con, sql, params)

@@ -7,11 +7,10 @@ ordered by an index (DESIGN.md §5 — the ledger may hold millions of rows):
                            merged by a UNION ALL of per-status LIMITed scans
     sort by updated time   jobs(updated_at, idem); a single small status is
                            read through its status range and sorted instead
-    free text (3+ chars)   the trigram indexes (core/schema.py) name the
-                           candidate rows: a few are read by id and sorted;
-                           more are a membership test on the walk of the sort's
-                           index; for shorter or commoner text the walk tests
-                           every row's text, and stops at a full page
+    free text (3+ chars)   the trigram indexes (core/schema.py) name the rows
+                           that may hold it: read by id and sorted; for shorter
+                           or commoner text the walk tests each row's text, and
+                           stops at a full page
 
 Every query runs on read-only connections of their own, so the console's
 reads never wait for the engine's write lock (WAL: readers never block the
@@ -38,7 +37,7 @@ from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
 from reclaim_tui.core.retention import Attention, attention
 from reclaim_tui.core.schema import COLUMNS, input_text_sql, orphan_sql, row_from_tuple
-from reclaim_tui.core.text_search import TextPlan, text_plan
+from reclaim_tui.core.text_search import text_hits
 
 __all__ = [
     "SORTS",
@@ -181,9 +180,10 @@ _TEXT_SQL = (
 
 
 def _predicates(
-    view: View, now: float, dead: Sequence[str], plan: TextPlan | None = None
+    view: View, now: float, dead: Sequence[str], hits: str | None = None
 ) -> tuple[list[str], list[Any]]:
-    """WHERE clauses (besides status and the keyset) and their parameters."""
+    """WHERE clauses (besides status and the keyset) and their parameters;
+    `hits`: the JSON list of ids the text index names for the filter text."""
     clauses: list[str] = []
     params: list[Any] = []
     if view.orphans:
@@ -192,11 +192,11 @@ def _predicates(
         params += orphan_params
     flt = view.filter
     if flt.text:
-        if plan is not None and plan.hits is not None:
+        if hits is not None:
             clauses.append("id IN (SELECT value FROM json_each(?))")
-            params.append(plan.hits)
+            params.append(hits)
         # The indexes only narrow the rows (trigrams, Unicode case folding):
-        # the test below decides, so every plan returns the same rows.
+        # the test below decides, so both plans return the same rows.
         clauses.append(_TEXT_SQL)
         params += [_like(flt.text)] * 3
     for column, values in (("model", flt.models), ("last_error", flt.errors)):
@@ -225,19 +225,19 @@ def _page_sql(
     start: Key | None,
     direction: Direction,
     limit: int,
-    plan: TextPlan | None = None,
+    hits: str | None = None,
 ) -> tuple[str, list[Any]]:
     col = view.sort.column
     op, scan_desc = _keyset(col, view.sort.descending, direction)
     order = f"{col} {'DESC' if scan_desc else 'ASC'}, idem {'DESC' if scan_desc else 'ASC'}"
-    extra, extra_params = _predicates(view, now, dead, plan)
+    extra, extra_params = _predicates(view, now, dead, hits)
     keyset, keyset_params = [], []
     if start is not None and direction != "last":
         keyset, keyset_params = [f"({col}, idem) {op} (?, ?)"], [start[0], start[1]]
     statuses = view.effective_statuses()
     if statuses is not None and not statuses:
         return "SELECT " + COLUMNS + " FROM jobs WHERE 0", []
-    by_id = plan is not None and plan.by_id and bool(view.filter.text)
+    by_id = hits is not None and bool(view.filter.text)
     by_status = not by_id and (
         col == "state_since"
         or (statuses is not None and sum(sizes.get(s.value, 0) for s in statuses) <= SMALL_STATUS)
@@ -310,9 +310,9 @@ class ConsoleReader:
         the next/previous window; "last": the final window.
         """
         now = self.clock.now()
-        plan = await text_plan(self._fast, view.filter.text)
+        hits = await text_hits(self._fast, view.filter.text)
         sql, params = _page_sql(
-            view, now, self._dead, self.sizes, start, direction, limit + 1, plan
+            view, now, self._dead, self.sizes, start, direction, limit + 1, hits
         )
         rows = [row_from_tuple(r) for r in await _fetch(self._fast, sql, params)]
         more = len(rows) > limit
@@ -324,7 +324,7 @@ class ConsoleReader:
             return Page(rows, has_before=False, has_after=more)
         if direction == "after":
             return Page(rows, has_before=True, has_after=more)
-        sql, params = _page_sql(view, now, self._dead, self.sizes, start, "before", 1, plan)
+        sql, params = _page_sql(view, now, self._dead, self.sizes, start, "before", 1, hits)
         before = bool(await _fetch(self._fast, sql, params))
         return Page(rows, has_before=before, has_after=more)
 
@@ -333,9 +333,9 @@ class ConsoleReader:
         start: Key | None = None
         direction: Direction = "from"
         while True:
-            plan = await text_plan(self._slow, view.filter.text)
+            hits = await text_hits(self._slow, view.filter.text)
             sql, params = _page_sql(
-                view, self.clock.now(), self._dead, self.sizes, start, direction, batch, plan
+                view, self.clock.now(), self._dead, self.sizes, start, direction, batch, hits
             )
             rows = [row_from_tuple(r) for r in await _fetch(self._slow, sql, params)]
             if not rows:

@@ -3,9 +3,10 @@
 Migration 5 (core/schema.py) indexes each job's key and input (jobs_fts) and
 its handle (handles_fts) by trigram. A filter text of 3+ characters becomes
 the ids of the rows its rarest trigrams are in, plus the rows still queued
-for the indexes: a superset, which core/queries.py narrows with the same
-substring test the filter always used. How many ids there are picks how a
-page is read (`TextPlan`).
+for the indexes: a superset, which core/queries.py reads by id and narrows
+with the same substring test the filter always used. Text too short for a
+trigram, or in too many rows, gets no ids: the page walks the sort's index
+testing each row, as it always did.
 
 This module is part of the core: it must not import Textual.
 """
@@ -13,24 +14,22 @@ This module is part of the core: it must not import Textual.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from reclaim_tui.core.ledger import Ledger
 
-__all__ = ["FTS_BY_ID", "FTS_IN_WALK", "FTS_MIN", "TextPlan", "text_plan", "trigrams"]
+__all__ = ["FTS_BY_ID", "FTS_MIN", "text_hits", "trigrams"]
 
 #: Filter text this long is looked up in the trigram index; shorter text has
 #: no trigram to look up and is a substring test on every row walked.
 FTS_MIN = 3
-#: Up to this many index hits are read by id and sorted (~2.5 µs each).
-FTS_BY_ID = 15_000
-#: Up to this many, the sort's index is walked keeping the rows among them
-#: (a lookup per row walked, no read of the row). Past it the text is
-#: common: the walk tests each row's text, and a page fills soon (≈ page ×
-#: rows / matches rows walked). Both limits are about where the costs cross
-#: at 1M rows (benchmarks/console_load.py).
-FTS_IN_WALK = 30_000
+#: Hits are read by id and sorted while there are at most this many times
+#: √rows of them. Reading costs ~3 µs a hit; the walk that tests each row
+#: finds a page after ≈ page × rows / hits rows, ~5 µs each (and one walk per
+#: status in the age sort). The two cross between 13·√rows (one walk) and
+#: 32·√rows (six): 20k hits at 1M rows (benchmarks/console_load.py).
+FTS_BY_ID = 20
 
 #: A long filter text is looked up by at most this many of its trigrams.
 _CONSIDERED = 48
@@ -54,7 +53,8 @@ _RARITY_SQL = """
          FROM (SELECT rowid FROM jobs_fts WHERE jobs_fts MATCH t.value LIMIT ?2)),
         (SELECT CASE WHEN COUNT(*) < ?2 THEN COUNT(*)
                 ELSE ?2 * (SELECT MAX(id) FROM jobs) / MAX(rowid) END
-         FROM (SELECT rowid FROM handles_fts WHERE handles_fts MATCH t.value LIMIT ?2))
+         FROM (SELECT rowid FROM handles_fts WHERE handles_fts MATCH t.value LIMIT ?2)),
+        (SELECT MAX(id) FROM jobs)
     FROM json_each(?1) AS t ORDER BY t.key
 """
 
@@ -70,25 +70,6 @@ _HITS_SQL = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class TextPlan:
-    """How a page finds the rows holding the filter text. `hits`: a JSON list
-    of the ids the trigram indexes name for it; None: no list (text too short
-    for a trigram, or in too many rows), the walk of the sort's index tests
-    every row's text. `by_id`: few hits, read each by id and sort them,
-    rather than walk the sort's index keeping the rows among them."""
-
-    hits: str | None = None
-    by_id: bool = False
-
-    @property
-    def ids(self) -> list[int]:
-        return json.loads(self.hits) if self.hits is not None else []
-
-
-_WALK = TextPlan()
-
-
 def trigrams(text: str) -> list[str]:
     """The distinct trigrams of `text`, each an FTS5 string (its quotes
     doubled); at most _CONSIDERED, spread over a long text; none when `text`
@@ -101,19 +82,18 @@ def trigrams(text: str) -> list[str]:
     return list(dict.fromkeys('"' + text[i : i + 3].replace('"', '""') + '"' for i in starts))
 
 
-async def text_plan(ledger: Ledger, text: str) -> TextPlan:
-    """How to find the filter text: each index is asked for the rows holding
-    its rarest trigrams of the text, and the plan follows from how many rows
-    that is (the count stops past FTS_IN_WALK)."""
+async def text_hits(ledger: Ledger, text: str) -> str | None:
+    """The ids of the rows that may hold `text`, as a JSON list: each index
+    is asked for the rows holding its rarest trigrams of the text. None when
+    the text is too short for a trigram or in too many rows to read by id."""
     terms = trigrams(text)
     if not terms:
-        return _WALK
+        return None
     rarity = await ledger.select(_RARITY_SQL, [json.dumps(terms), _SAMPLE])
-    matches = [_rarest(terms, counts) for counts in zip(*rarity, strict=True)]
-    [(count, hits)] = await ledger.select(_HITS_SQL, [*matches, FTS_IN_WALK + 1])
-    if count > FTS_IN_WALK:
-        return _WALK
-    return TextPlan(hits=hits, by_id=count <= FTS_BY_ID)
+    matches = [_rarest(terms, [row[column] for row in rarity]) for column in (0, 1)]
+    limit = int(FTS_BY_ID * math.sqrt(rarity[0][2] or 0))
+    [(count, hits)] = await ledger.select(_HITS_SQL, [*matches, limit + 1])
+    return str(hits) if count <= limit else None
 
 
 def _rarest(terms: Sequence[str], counts: Sequence[int]) -> str:
