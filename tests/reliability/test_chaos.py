@@ -45,6 +45,12 @@ JOBS = int(os.environ.get("RECLAIM_SOAK_JOBS", "1000"))
 WORKERS = int(os.environ.get("RECLAIM_SOAK_WORKERS", "4"))
 LOOKUP = os.environ.get("RECLAIM_SOAK_LOOKUP", "1") != "0"
 SEED = int(os.environ.get("RECLAIM_SOAK_SEED", "7"))
+#: Four workers ticking back to back, each re-reading the 1,000-job file, on a
+#: loaded 2-core machine: the 1 s busy timeout of the other tests (FAST_FLAGS)
+#: is shorter than a queue of fsync'd commits can take there, and a tick that
+#: waited longer exits 4 by design. 5 s (the default is 10) still catches a
+#: transaction held across a slow await; the lease follows (3 × (1 + 5)).
+BUSY_FLAGS = ("--busy-timeout", "5", "--lease-seconds", "18")
 
 
 class WorkerSlot:
@@ -94,7 +100,7 @@ def test_chaos_soak_loses_nothing(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     flags = ("--rate-500", "0.05", "--drop-rate", "0.05", "--latency-max", "2")
     with EmulatorProcess(tmp_path, latency=0.2, seed=SEED, flags=flags) as emu:
-        ws = Workspace(tmp_path / "chaos", emulator=emu, lookup=LOOKUP)
+        ws = Workspace(tmp_path / "chaos", emulator=emu, lookup=LOOKUP, extra_flags=BUSY_FLAGS)
         texts = [f"chaos job {i} of {JOBS}" for i in range(JOBS)]
         keys = {idempotency_key(JobSpec(input=t, model="gemini-flash-latest")): t for t in texts}
         jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": t} for t in texts])

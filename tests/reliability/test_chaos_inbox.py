@@ -28,7 +28,7 @@ from reclaim_tui.core.models import JobSpec
 from tests.helpers import EmulatorProcess, Workspace, record_figures
 from tests.helpers.inbox import InboxProcess
 from tests.helpers.procs import known_cancel_bug, write_jobs
-from tests.reliability.test_chaos import JOBS, SECONDS, SEED, WORKERS, WorkerSlot
+from tests.reliability.test_chaos import BUSY_FLAGS, JOBS, SECONDS, SEED, WORKERS, WorkerSlot
 
 pytestmark = pytest.mark.slow
 
@@ -47,6 +47,7 @@ def test_chaos_with_the_inbox_never_creates_an_accepted_job_twice(tmp_path: Path
         ws = Workspace(tmp_path / "chaos", emulator=emu, lookup=False)
         inbox = InboxProcess(ws.db, f"{emu.base_url}/.well-known/jwks.json", tmp_path)
         ws.extra_flags = (
+            *BUSY_FLAGS,
             "--webhook-url", inbox.url, "--webhook-grace", str(GRACE), "--webhook-poll", "30",
         )  # fmt: skip
         texts = [f"inbox chaos job {i} of {JOBS}" for i in range(JOBS)]

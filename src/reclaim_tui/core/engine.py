@@ -401,7 +401,12 @@ class Engine:
             lease_seconds=self.config.lease_seconds,
             **kw,
         )
-        return got if got.rows else None
+        if not got.rows:
+            return None
+        warm = getattr(self.backend, "warm", None)
+        if warm is not None:
+            await warm()  # the SDK's first import, before any attempt is committed
+        return got
 
     async def _apply(self, todo: Sequence[Transition], report: PassReport) -> set[str]:
         """Write back a batch; count only what applied (a pass that lost a

@@ -174,6 +174,12 @@ class GeminiBackend:
         self._fast_create = _FastCreate.attach(self._interactions) if self._fast else None
         self._built = True
 
+    async def warm(self) -> None:
+        """Build the client now (the engine calls this after a claim, before
+        any row of it is marked as sending: a kill during the ~1 s import
+        must not find attempts committed for creates not yet sent)."""
+        await self._ensure_built()
+
     async def _ensure_built(self) -> None:
         """Build the SDK client on a thread, the first time: the import takes
         ~1 s of CPU, and on the event loop it would stall everything else —
