@@ -106,3 +106,33 @@ async def test_a_wake_cuts_the_sleep_short_and_once_runs_one_pass(tmp_path: Path
         assert await once.run(once=True) == 0 and once.passes == 1
     finally:
         await ledger.close()
+
+
+async def test_held_and_leased_rows_do_not_make_the_service_spin(tmp_path: Path) -> None:
+    """A held orphan keeps a past next_at; another process's lease is not
+    free before it ends: neither is 'due now' for the service's sleep."""
+    from reclaim_tui.core.models import Actor
+    from reclaim_tui.runner.service import next_due
+
+    ledger = await Ledger.open(tmp_path / "l.db")
+    try:
+        await ledger.insert_jobs(
+            [
+                ("held", '{"input":"h","model":"m"}', "m"),
+                ("leased", '{"input":"l","model":"m"}', "m"),
+            ],
+            Actor.TICK,
+        )
+        now = ledger.clock.now()
+        async with ledger.write() as db:
+            await db.execute(
+                "UPDATE jobs SET held = 1, inflight = 1, next_at = 0 WHERE idem = 'held'"
+            )
+            await db.execute(
+                "UPDATE jobs SET lease_owner = 'other|1|x', lease_until = ?, next_at = 0"
+                " WHERE idem = 'leased'",
+                (now + 100,),
+            )
+        assert await next_due(ledger) == now + 100
+    finally:
+        await ledger.close()

@@ -28,7 +28,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -38,15 +38,23 @@ from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
 
-__all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service", "waker"]
+__all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
 #: Statuses a pass can act on (a `done` row waits for its sink's replay).
 _ACTIVE = "('reserving', 'submitted', 'done')"
 
 
 async def next_due(ledger: Ledger) -> float | None:
-    """When the next row is due, or None when no row is active."""
-    rows = await ledger.select(f"SELECT MIN(next_at) FROM jobs WHERE status IN {_ACTIVE}")
+    """When the next row a pass could take is due, or None when there is none.
+
+    Held rows wait for an operator whatever their `next_at` (an orphan held
+    by `--orphan-policy hold` keeps a past one), and a row leased by another
+    process is not free before its lease ends: counting either would make
+    the service pass every `min_sleep` with nothing to do."""
+    rows = await ledger.select(
+        "SELECT MIN(MAX(next_at, COALESCE(lease_until, 0))) FROM jobs"
+        f" WHERE status IN {_ACTIVE} AND held = 0"
+    )
     value = rows[0][0] if rows else None
     return float(value) if value is not None else None
 
@@ -127,11 +135,6 @@ class ServiceLoop:
         wait = min(self.max_sleep, max(self.min_sleep, wait))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.wake.wait(), wait)
-
-
-def waker(loop: ServiceLoop) -> Callable[[], None]:
-    """A callback that cuts the service's sleep short (thread-unsafe: call on its loop)."""
-    return loop.wake.set
 
 
 @dataclass(frozen=True)
