@@ -102,3 +102,44 @@ async def test_dead_holder_lease_is_free_at_once(ledger: Ledger, clock: ManualCl
     claimed = await ledger.claim_sendable(other, limit=1, lease_seconds=600)
     assert [r.idem for r in claimed.rows] == ["b"]
     assert not (await ledger.claim_sendable("p3", limit=1, lease_seconds=600)).rows
+
+
+async def test_a_file_migrated_by_another_process_mid_open_is_not_foreign(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI saw `not a reclaim-tui ledger (schema version 0, tables: events, …)`
+    when eight ticks opened one new file at once: the open read the version
+    (0), another process committed the whole migration, then the open read
+    the table list (all ours). Both reads must come from one snapshot."""
+    from reclaim_tui.core.connection import LedgerConnection
+    from reclaim_tui.core.schema import MIGRATIONS, migration_statements
+
+    path = tmp_path / "ledger.db"
+    first = sqlite3.connect(path)
+    first.execute("PRAGMA journal_mode = WAL")  # a new file another process began
+    first.close()
+
+    real = LedgerConnection.schema_version
+    raced: list[int] = []
+
+    async def racing(self: LedgerConnection) -> int:
+        version = await real(self)
+        if not raced:  # the other process migrates right after our first read
+            raced.append(version)
+            other = sqlite3.connect(path, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")
+            for script in MIGRATIONS[:SCHEMA_VERSION]:
+                for statement in migration_statements(script):
+                    other.execute(statement)
+            other.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            other.execute("COMMIT")
+            other.close()
+        return version
+
+    monkeypatch.setattr(LedgerConnection, "schema_version", racing)
+    ledger = await Ledger.open(path)
+    try:
+        assert raced == [0]
+        assert await ledger.schema_version() == SCHEMA_VERSION
+    finally:
+        await ledger.close()

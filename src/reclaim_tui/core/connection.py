@@ -109,12 +109,21 @@ class LedgerConnection:
         return ledger
 
     async def _inspect(self) -> None:
-        """Refuse a foreign or newer file while it is still untouched."""
-        version = await self.schema_version()
-        async with self._db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-        ) as cur:
-            tables = {r[0] for r in await cur.fetchall()}
+        """Refuse a foreign or newer file while it is still untouched.
+
+        The version and the table list are read in one read transaction: read
+        apart, a process that migrates a brand-new file between the two reads
+        shows us version 0 *and* its tables — a "foreign" ledger (CI saw this
+        with eight ticks opening one new file at once)."""
+        await self._db.execute("BEGIN")
+        try:
+            version = await self.schema_version()
+            async with self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            ) as cur:
+                tables = {r[0] for r in await cur.fetchall()}
+        finally:
+            await self._db.execute("COMMIT")
         ours = {"jobs", "results", "events"}
         if tables and (version == 0 or not ours <= tables):
             listed = ", ".join(sorted(tables)[:8]) or "none"
