@@ -1,8 +1,12 @@
-"""Shared fixtures: a temporary ledger on a manual clock, the fake backend, an engine."""
+"""Shared fixtures: a temporary ledger on a manual clock, the fake backend, an engine;
+a throwaway PostgreSQL server (`pg_server`) and a fresh database on it per test (`pg_dsn`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import itertools
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,11 @@ from reclaim_tui.core.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.sinks import DirectorySink
+from tests.helpers.postgres import PostgresNotFound, PostgresServer, postgres_missing
+
+#: The fixtures that need PostgreSQL: a test using one gets the `postgres` marker.
+_PG_FIXTURES = frozenset({"pg_server", "pg_dsn"})
+_pg_databases = itertools.count(1)
 
 
 @pytest.fixture
@@ -39,3 +48,42 @@ def out_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def engine(ledger: Ledger, fake: FakeBackend, out_dir: Path) -> Engine:
     return Engine(ledger, fake, DirectorySink(out_dir), config=EngineConfig(), owner="test|1|a")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole session (initdb into a temporary directory,
+    a free loopback port), or the existing one of RECLAIM_TEST_PG_DSN. Without
+    PostgreSQL installed: skipped, except under CI (env CI), where that fails."""
+    server = PostgresServer.from_env()
+    missing: PostgresNotFound | None = None
+    try:
+        server.start()
+    except PostgresNotFound as exc:
+        missing = exc
+    if missing is not None:  # outside the except: no "During handling …" chain
+        postgres_missing(missing)
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_dsn(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh database for this test, named after it; dropped afterwards (with any
+    connections the test left open). Its DSN: postgresql://postgres@127.0.0.1:PORT/NAME."""
+    stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:40]
+    # The pid: two sessions may share the server of RECLAIM_TEST_PG_DSN.
+    name = f"t_{stem}_{os.getpid()}_{next(_pg_databases)}"
+    dsn = pg_server.create_database(name)
+    yield dsn
+    # Dropped, not left for the end: each database is some 7 MB of disk.
+    pg_server.drop_database(name)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # `-m postgres` / `-m "not postgres"` select by fixture, marked or not.
+    for item in items:
+        if _PG_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.postgres)
