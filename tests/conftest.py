@@ -33,9 +33,24 @@ def fake(clock: ManualClock) -> FakeBackend:
     return FakeBackend(clock=clock, latency=None)
 
 
+#: Every test that takes `ledger` (or `engine`) runs on both engines: the
+#: ledger's contract suite (issue 13). `-m "not postgres"` leaves the second out.
+LEDGER_ENGINES = ("sqlite", "postgres")
+
+
+@pytest.fixture(params=LEDGER_ENGINES)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's ledger lives, once per engine: a SQLite file in the
+    test's folder, or a fresh PostgreSQL database. Open it as often as the
+    test needs (`Ledger.open(db_url, …)`, `--db db_url`)."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_dsn"))
+    return str(tmp_path / "ledger.db")
+
+
 @pytest.fixture
-async def ledger(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Ledger]:
-    led = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+async def ledger(db_url: str, clock: ManualClock) -> AsyncIterator[Ledger]:
+    led = await Ledger.open(db_url, clock=clock)
     yield led
     await led.close()
 
@@ -85,5 +100,7 @@ def pg_dsn(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterato
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # `-m postgres` / `-m "not postgres"` select by fixture, marked or not.
     for item in items:
-        if _PG_FIXTURES & set(getattr(item, "fixturenames", ())):
+        callspec = getattr(item, "callspec", None)
+        on_pg = callspec is not None and callspec.params.get("db_url") == "postgres"
+        if on_pg or _PG_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.postgres)

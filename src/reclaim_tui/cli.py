@@ -31,6 +31,7 @@ import click
 from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.cli_options import API, ENGINE, LEDGER, PASS, POLL, RECOVER, SEND, SINK, options
 from reclaim_tui.config import Settings
+from reclaim_tui.core.connection import is_database_url, shown_db
 from reclaim_tui.core.export import row_dict, write_export
 from reclaim_tui.core.jobsfile import parse_jobs_bytes, read_jobs_file
 from reclaim_tui.core.ledger import Ledger
@@ -117,6 +118,8 @@ def _require_folder(db: str) -> None:
     does not exist; the CLI does not create folders (a typo in --db should
     not leave a tree of empty directories behind).
     """
+    if is_database_url(db):
+        return  # a server's database: nothing on this machine to check
     folder = Path(db).parent
     if not folder.exists():
         raise LedgerError(
@@ -731,10 +734,15 @@ def _refuse_first_run(settings: Settings) -> None:
     a ConfigError that points at the demo, which needs neither."""
     from reclaim_tui.core.gemini import resolve_api_key
 
-    if Path(settings.db).exists() or settings.base_url or resolve_api_key(settings.api_key):
+    if (
+        is_database_url(settings.db)
+        or Path(settings.db).exists()
+        or settings.base_url
+        or resolve_api_key(settings.api_key)
+    ):
         return
     raise ConfigError(
-        f"no ledger at {settings.db} and no Gemini API key (--api-key, GEMINI_API_KEY or"
+        f"no ledger at {shown_db(settings.db)} and no Gemini API key (--api-key, GEMINI_API_KEY or"
         " GOOGLE_API_KEY). To try it without a key: `reclaim-tui demo` (the console on an"
         " embedded emulator); every command: `reclaim-tui --help`"
     )

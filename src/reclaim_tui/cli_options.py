@@ -34,7 +34,7 @@ _FLAGS: dict[str, Decorator] = {
         default=DEFAULT_DB,
         show_default=True,
         envvar="RECLAIM_DB",
-        help="The ledger file (env RECLAIM_DB).",
+        help="The ledger: a SQLite file, or a postgresql:// URL (env RECLAIM_DB).",
     ),
     "busy_timeout": click.option(
         "--busy-timeout",

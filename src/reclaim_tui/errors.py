@@ -89,6 +89,11 @@ class LedgerBusyError(LedgerError):
     """Another process held the write lock for longer than busy_timeout."""
 
 
+class LedgerUnavailableError(LedgerBusyError):
+    """The database server cannot be reached now (down, restarting, the
+    connection lost): the statement was not applied, or rolled back."""
+
+
 class LedgerConflictError(LedgerError):
     """A write that a uniqueness rule of the ledger refused (a handle already used)."""
 

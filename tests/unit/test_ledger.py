@@ -23,6 +23,13 @@ from reclaim_tui.errors import (
 
 async def test_pragmas_are_durable(ledger: Ledger) -> None:
     p = await ledger.pragmas()
+    if ledger.dialect == "postgres":
+        from reclaim_tui.core.postgres import PG_SCHEMA_VERSION
+
+        assert p["synchronous_commit"] == "on"
+        assert p["lock_timeout"] == "10s"  # busy_timeout's meaning on a server
+        assert await ledger.schema_version() == PG_SCHEMA_VERSION
+        return
     assert p["journal_mode"] == "wal"
     assert p["synchronous"] == 2  # FULL
     assert p["busy_timeout"] == 10000

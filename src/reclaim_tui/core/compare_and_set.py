@@ -86,7 +86,8 @@ async def _held(db: aiosqlite.Connection, owner: str, idems: list[str]) -> dict[
     for chunk in chunks(idems, 5000):
         async with db.execute(
             "SELECT j.idem, j.status FROM json_each(?) AS k"
-            " CROSS JOIN jobs AS j ON j.idem = k.value WHERE j.lease_owner = ?",
+            " CROSS JOIN jobs AS j ON j.idem = k.value WHERE j.lease_owner = ?"
+            + _row_lock(db, " OF j"),
             (json.dumps(chunk), owner),
         ) as cur:
             out.update({r[0]: r[1] for r in await cur.fetchall()})
@@ -129,6 +130,15 @@ async def _write_transitions(
         )
 
 
+def _row_lock(db: aiosqlite.Connection, of: str = "") -> str:
+    """Lock the rows a compare-and-set reads before it writes them. SQLite's
+    write transaction already excludes every other writer; a PostgreSQL
+    session (core/postgres.py) says FOR UPDATE, so another host's write to
+    the row waits for this transaction instead of slipping in between."""
+    lock = getattr(db, "row_lock", "")
+    return f"{lock}{of}" if lock else ""
+
+
 def _result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[Any, ...]:
     return (
         idem,
@@ -163,7 +173,7 @@ async def operator_cas(
     marks = ",".join("?" for _ in expect)
     state_since = ", state_since = CASE WHEN status != ? THEN ? ELSE state_since END"
     free, free_params = lease_free_sql(now, dead)
-    async with db.execute("SELECT status FROM jobs WHERE idem = ?", (idem,)) as cur:
+    async with db.execute("SELECT status FROM jobs WHERE idem = ?" + _row_lock(db), (idem,)) as cur:
         before = await cur.fetchone()
     async with db.execute(
         f"UPDATE jobs SET {assign}{state_since} WHERE idem = ? AND status IN ({marks})"

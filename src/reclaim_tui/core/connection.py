@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Self
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import aiosqlite
 
@@ -32,7 +33,30 @@ from reclaim_tui.errors import (
     LedgerVersionError,
 )
 
-__all__ = ["LedgerConnection"]
+__all__ = ["LedgerConnection", "is_database_url", "shown_db"]
+
+
+def shown_db(db: str) -> str:
+    """`db` as messages, titles and logs may show it: a URL without its
+    password (in the authority or as a `password=` parameter)."""
+    if not is_database_url(db):
+        return db
+    parts = urlsplit(db)
+    netloc = parts.netloc
+    if "@" in netloc:
+        auth, _, host = netloc.rpartition("@")
+        netloc = f"{auth.split(':', 1)[0]}@{host}"
+    query = "&".join(
+        f"{k}=***" if k.lower() == "password" else f"{k}={v}"
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def is_database_url(db: str) -> bool:
+    """True for a PostgreSQL URL (`postgresql://…`, `postgres://…`): a
+    ledger on a server (core/postgres.py), not a file."""
+    return db.startswith(("postgresql://", "postgres://"))
 
 
 class LedgerConnection:
@@ -71,6 +95,13 @@ class LedgerConnection:
         of a file on a read-only mount (where SQLite cannot create the WAL's
         shared-memory file) falls back to an immutable open."""
         spath = str(path)
+        if is_database_url(spath):
+            from reclaim_tui.core.postgres import PgLedger  # psycopg only when asked for
+
+            opened = await PgLedger.open(
+                spath, clock=clock, busy_timeout=busy_timeout, readonly=readonly, create=create
+            )
+            return opened  # type: ignore[return-value]
         if spath != ":memory:" and not create and not Path(spath).exists():
             raise LedgerError(f"{spath}: no ledger here (run `tick` or `submit` first)")
         clock = clock or SystemClock()

@@ -97,9 +97,9 @@ async def record(ledger: Ledger, event: InboxEvent) -> bool:
     at = event.received_at
     async with ledger.write() as db:
         cursor = await db.execute(
-            "INSERT OR IGNORE INTO inbox"
+            "INSERT INTO inbox"
             "(webhook_id, received_at, type, interaction, job, api_status, signed_by)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (webhook_id) DO NOTHING",
             (
                 event.webhook_id,
                 at,
@@ -135,9 +135,12 @@ async def named(ledger: Ledger, idem: str, limit: int = 5) -> list[InboxEvent]:
     name an interaction since gone, so the engine confirms one with a `get`
     (its label must be this job's) before adopting it."""
     rows = await ledger.select(
-        "SELECT webhook_id, MAX(received_at), type, interaction, job, api_status, signed_by"
-        " FROM inbox WHERE job = ? AND interaction IS NOT NULL"
-        " GROUP BY interaction ORDER BY MAX(received_at) DESC LIMIT ?",
+        "SELECT webhook_id, received_at, type, interaction, job, api_status, signed_by"
+        " FROM inbox AS i WHERE job = ? AND interaction IS NOT NULL AND NOT EXISTS"
+        " (SELECT 1 FROM inbox AS n WHERE n.job = i.job AND n.interaction = i.interaction"
+        " AND (n.received_at > i.received_at"
+        " OR (n.received_at = i.received_at AND n.webhook_id > i.webhook_id)))"
+        " ORDER BY received_at DESC LIMIT ?",
         (idem, limit),
     )
     return [InboxEvent(*r) for r in rows]
@@ -188,7 +191,7 @@ async def count(ledger: Ledger, counts: Mapping[str, int], now: float) -> None:
     async with ledger.write() as db:
         await db.executemany(
             "INSERT INTO inbox_counters(name, value, updated_at) VALUES (?, ?, ?)"
-            " ON CONFLICT(name) DO UPDATE SET value = value + excluded.value,"
+            " ON CONFLICT(name) DO UPDATE SET value = inbox_counters.value + excluded.value,"
             " updated_at = excluded.updated_at",
             [(name, n, now) for name, n in counts.items() if n],
         )

@@ -60,6 +60,11 @@ class Ledger(LedgerConnection):
     event loop (writes are serialised by an asyncio lock); open one per
     process or per client (engine, console)."""
 
+    #: which engine's SQL this ledger speaks ("sqlite"; core/postgres.py: "postgres")
+    dialect = "sqlite"
+    #: appended to a claim's row selection (PostgreSQL: FOR UPDATE SKIP LOCKED)
+    claim_lock = ""
+
     # -- inserting jobs --------------------------------------------------------------
     async def insert_jobs(
         self, jobs: Sequence[tuple[str, str, str]], actor: str
@@ -199,7 +204,7 @@ class Ledger(LedgerConnection):
         sql = (
             "UPDATE jobs SET prev_owner = lease_owner, lease_owner = ?, lease_until = ?"
             f" WHERE idem IN (SELECT idem FROM jobs WHERE {where} AND {free}"
-            f" ORDER BY next_at LIMIT ?) RETURNING {COLUMNS}"
+            f" ORDER BY next_at LIMIT ?{self.claim_lock}) RETURNING {COLUMNS}"
         )
         # updated_at is left alone: a claim is not a state change, and not
         # touching its index keeps a claim cheap (the console shows leases
@@ -296,6 +301,10 @@ class Ledger(LedgerConnection):
         now = self.clock.now()
         async with self.write() as db:
             await db.execute(EVENT_SQL, (now, idem, actor, status, status, note))
+
+    async def after_copy(self) -> None:
+        """After rows were written with their ids (core/transfer.py): SQLite
+        numbers the next rows past the largest id by itself."""
 
     # -- reading --------------------------------------------------------------------
     async def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:

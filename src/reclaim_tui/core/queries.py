@@ -236,7 +236,7 @@ def _page_sql(
         keyset, keyset_params = [f"({col}, idem) {op} (?, ?)"], [start[0], start[1]]
     statuses = view.effective_statuses()
     if statuses is not None and not statuses:
-        return "SELECT " + COLUMNS + " FROM jobs WHERE 0", []
+        return "SELECT " + COLUMNS + " FROM jobs WHERE FALSE", []
     by_id = hits is not None and bool(view.filter.text)
     by_status = not by_id and (
         col == "state_since"
@@ -248,7 +248,7 @@ def _page_sql(
             where = " AND ".join(["status = ?", *extra, *keyset])
             subs.append(
                 f"SELECT * FROM (SELECT {COLUMNS} FROM jobs INDEXED BY jobs_status_age"
-                f" WHERE {where} ORDER BY {order} LIMIT ?)"
+                f" WHERE {where} ORDER BY {order} LIMIT ?) AS by_{status.value}"
             )
             params += [status.value, *extra_params, *keyset_params, limit]
         return " UNION ALL ".join(subs) + f" ORDER BY {order} LIMIT ?", [*params, limit]
@@ -257,7 +257,7 @@ def _page_sql(
     if statuses is not None:
         clauses.insert(0, "status IN (SELECT value FROM json_each(?))")
         params.insert(0, json.dumps([s.value for s in statuses]))
-    where = " AND ".join([*clauses, *keyset]) or "1"
+    where = " AND ".join([*clauses, *keyset]) or "TRUE"
     # Text-index candidates are read by id (NOT INDEXED leaves only rowid
     # lookups) and sorted: few rows, wherever they sit in the order.
     source = "NOT INDEXED" if by_id else "INDEXED BY jobs_updated"
@@ -383,7 +383,7 @@ class ConsoleReader:
         rows = await _fetch(
             self._slow,
             "SELECT COUNT(*), MAX(updated_at) FROM (SELECT updated_at FROM jobs"
-            " INDEXED BY jobs_updated WHERE updated_at > ? LIMIT 10000)",
+            " INDEXED BY jobs_updated WHERE updated_at > ? LIMIT 10000) AS recent",
             [since],
         )
         count, latest = rows[0]

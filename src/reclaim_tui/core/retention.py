@@ -68,8 +68,8 @@ async def attention(ledger: Ledger, retention_days: float) -> Attention:
     """One scan of the submitted rows (on the status index)."""
     at_risk = await past_retention(ledger, retention_days)
     rows = await ledger.select(
-        "SELECT COALESCE(SUM(last_error LIKE ? || '%'), 0),"
-        " COALESCE(SUM(last_error LIKE ? || '%'), 0)"
+        "SELECT COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0)"
         " FROM jobs WHERE status = 'submitted' AND last_error IS NOT NULL",
         [ASKS, UNKNOWN_STATUS],
     )

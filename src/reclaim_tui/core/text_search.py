@@ -87,7 +87,9 @@ async def text_hits(ledger: Ledger, text: str) -> str | None:
     is asked for the rows holding its rarest trigrams of the text. None when
     the text is too short for a trigram or in too many rows to read by id."""
     terms = trigrams(text)
-    if not terms:
+    if not terms or ledger.dialect != "sqlite":
+        # PostgreSQL plans the filter's ILIKE over its pg_trgm indexes itself
+        # (core/postgres.py): no list of ids to hand it.
         return None
     rarity = await ledger.select(_RARITY_SQL, [json.dumps(terms), _SAMPLE])
     matches = [_rarest(terms, [row[column] for row in rarity]) for column in (0, 1)]

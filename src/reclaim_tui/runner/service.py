@@ -34,6 +34,7 @@ from typing import TextIO
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
+from reclaim_tui.core.connection import shown_db
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
@@ -52,7 +53,8 @@ async def next_due(ledger: Ledger) -> float | None:
     process is not free before its lease ends: counting either would make
     the service pass every `min_sleep` with nothing to do."""
     rows = await ledger.select(
-        "SELECT MIN(MAX(next_at, COALESCE(lease_until, 0))) FROM jobs"
+        "SELECT MIN(CASE WHEN next_at > COALESCE(lease_until, 0) THEN next_at"
+        " ELSE COALESCE(lease_until, 0) END) FROM jobs"
         f" WHERE status IN {_ACTIVE} AND held = 0"
     )
     value = rows[0][0] if rows else None
@@ -162,7 +164,9 @@ async def run_service(
         loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep)
         loop.install_signals()
         async with _inbox(settings, inbox, loop) as url:
-            loop.say("ready", db=settings.db, inbox=url, webhooks=bool(settings.webhook_url))
+            loop.say(
+                "ready", db=shown_db(settings.db), inbox=url, webhooks=bool(settings.webhook_url)
+            )
             return await loop.run(jobs, once=once)
 
 

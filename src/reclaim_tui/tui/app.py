@@ -26,6 +26,7 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.worker import WorkerState
 
+from reclaim_tui.core.connection import is_database_url, shown_db
 from reclaim_tui.core.queries import ConsoleReader
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.tui.context import ConsoleConfig
@@ -53,7 +54,7 @@ class ReclaimApp(App[None]):
         mode = "read-only" if self.host is None else "starting"
         self.pace = LoopPace(config.interval, config.paused, mode)
         self.main = MainScreen(config, self.pace)
-        self.sub_title = config.subtitle or config.settings.db
+        self.sub_title = config.subtitle or shown_db(config.settings.db)
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -90,7 +91,10 @@ class ReclaimApp(App[None]):
     async def boot(self) -> None:
         if self.host is not None:
             starting = self.start_engine()
-            if not Path(self.config.settings.db).exists():
+            if (
+                not is_database_url(self.config.settings.db)
+                and not Path(self.config.settings.db).exists()
+            ):
                 await starting.wait()  # the engine creates the ledger (the demo's)
         try:
             self.reader = await ConsoleReader.open(

@@ -114,7 +114,7 @@ class LedgerFeed:
                 if view.filter.text:
                     await reader.interrupt()  # a slow scan the operator replaced
                 raise
-            except sqlite3.OperationalError as exc:
+            except (LedgerError, sqlite3.OperationalError) as exc:
                 if "interrupt" not in str(exc) or attempt:
                     self._screen.notify(f"ledger read failed: {exc}", severity="error")
                     self._post_counts(counts)

@@ -9,6 +9,7 @@ from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.clock import Clock, SystemClock
+from reclaim_tui.core.connection import shown_db
 from reclaim_tui.core.gemini import resolve_api_key
 from reclaim_tui.core.sinks import load_sink
 from reclaim_tui.errors import ConfigError
@@ -60,7 +61,7 @@ def make_app(
         paused=paused,
         clock=clock,
         models=[settings.model],
-        subtitle=f"{settings.db}{' · read-only' if readonly else ''}",
+        subtitle=f"{shown_db(settings.db)}{' · read-only' if readonly else ''}",
     )
     return ReclaimApp(config)
 
