@@ -267,6 +267,7 @@ class PgSession:
         cur = self._conn.cursor()
         if seq:
             await cur.executemany(text, [reorder(p, order) for p in seq])
+        return _Cursor(cur)  # rowcount: the rows all of them changed
 
 
 def map_pg_error(exc: BaseException, where: str) -> LedgerError:
