@@ -33,6 +33,8 @@ class _Table:
     name: str
     key: str
     columns: str
+    #: the column a difference is reported by (jobs: the job's key, not its id)
+    label: int = 0
 
     def select(self) -> str:
         return f"SELECT {self.columns} FROM {self.name} WHERE {self.key} > ? ORDER BY {self.key}"
@@ -40,7 +42,7 @@ class _Table:
 
 #: What a copy carries, in the order foreign keys need. The key orders pages.
 TABLES = (
-    _Table("jobs", "id", "id, " + COLUMNS),
+    _Table("jobs", "id", "id, " + COLUMNS, label=1),
     _Table("events", "id", "id, at, job, idem, actor, from_status, to_status, note"),
     _Table("results", "job", "job, idem, interaction_id, output_text, usage, raw_json, stored_at"),
     _Table(
@@ -143,11 +145,11 @@ async def compare(source: Ledger, target: Ledger, *, batch: int = 5000) -> Compa
         while a is not None or b is not None:
             if b is None or (a is not None and a[0] < b[0]):
                 assert a is not None
-                _differ(check, f"{a[0]} (missing)")
+                _differ(check, f"{a[table.label]} (missing)")
             elif a is None or b[0] < a[0]:
-                _differ(check, f"{b[0]} (only in the target)")
+                _differ(check, f"{b[table.label]} (only in the target)")
             elif _norm(a) != _norm(b):
-                _differ(check, a[0])
+                _differ(check, a[table.label])
             if a is not None and (b is None or a[0] <= b[0]):
                 check.source += 1
                 digests[0].update(repr(_norm(a)).encode())
