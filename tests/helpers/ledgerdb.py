@@ -75,10 +75,13 @@ class EventRow:
 class LedgerView:
     """A snapshot reader of one ledger file."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path | str) -> None:
+        self.url = str(db) if str(db).startswith("postgresql://") else None
         self.db = Path(db)
 
-    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        if self.url is not None:
+            return _pg_query(self.url, sql, params)
         if not self.db.exists():
             return []
         conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
@@ -159,6 +162,20 @@ class LedgerView:
 
     def duplicate_notes(self, idem: str) -> int:
         return sum(1 for e in self.events(idem) if DUPLICATE_NOTE in e.note)
+
+
+def _pg_query(url: str, sql: str, params: Iterable[Any]) -> list[Any]:
+    """The same reads on a PostgreSQL ledger (plain psycopg, its own
+    connection): rows as dicts, an empty list before the schema exists."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("SET search_path TO reclaim_tui")
+        try:
+            return list(conn.execute(sql.replace("?", "%s"), tuple(params)).fetchall())
+        except psycopg.errors.UndefinedTable:
+            return []
 
 
 def account_for_creates(

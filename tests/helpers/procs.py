@@ -111,9 +111,12 @@ class Workspace:
     extra_flags: tuple[str, ...] = ()
     env_extra: dict[str, str] = field(default_factory=dict)
 
+    #: a PostgreSQL URL: the ledger lives there instead of root/ledger.db
+    db_url: str | None = None
+
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        self.db = self.root / "ledger.db"
+        self.db: Path | str = self.db_url or self.root / "ledger.db"
         self.out = self.root / "articles"
         self.sink_log = self.root / "deliveries.log"
 

@@ -26,6 +26,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,7 @@ from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.models import JobSpec
 from tests.helpers import EmulatorProcess, Workspace, record_figures
 from tests.helpers.ledgerdb import account_for_creates
+from tests.helpers.postgres import PostgresServer
 from tests.helpers.procs import known_cancel_bug, write_jobs
 
 pytestmark = pytest.mark.slow
@@ -53,11 +55,21 @@ SEED = int(os.environ.get("RECLAIM_SOAK_SEED", "7"))
 BUSY_FLAGS = ("--busy-timeout", "5", "--lease-seconds", "18")
 
 
-class WorkerSlot:
-    """One `tick` loop: restarts its process whenever it exits or is killed."""
+#: What a tick says when the database server went away under it (PostgreSQL
+#: restarted): it exits 4 having changed nothing it had not committed.
+SERVER_GONE = "the database server cannot be used now"
 
-    def __init__(self, ws: Workspace, jobs: Path, index: int, stop: threading.Event) -> None:
+
+class WorkerSlot:
+    """One `tick` loop: restarts its process whenever it exits or is killed.
+    `host`: the owner identity its processes claim rows under."""
+
+    def __init__(
+        self, ws: Workspace, jobs: Path, index: int, stop: threading.Event, host: str | None = None
+    ) -> None:
         self.ws, self.jobs, self.index, self.stop = ws, jobs, index, stop
+        self.env = {"RECLAIM_OWNER_HOST": host} if host else None
+        self.server_gone = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.lock = threading.Lock()
         self.runs = 0
@@ -72,7 +84,7 @@ class WorkerSlot:
             with self.lock:
                 self.runs += 1
                 self.proc = self.ws.popen_tick(
-                    jobs=self.jobs, log_name=f"w{self.index}-{self.runs}.log"
+                    jobs=self.jobs, env=self.env, log_name=f"w{self.index}-{self.runs}.log"
                 )
             code = self.proc.wait()
             log = self.proc.log_path.read_text()  # type: ignore[attr-defined]
@@ -84,6 +96,8 @@ class WorkerSlot:
                 self.circuit_trips += 1
             elif known_cancel_bug(code, log):
                 self.known_bug_exits += 1
+            elif code == 4 and SERVER_GONE in log and "Traceback" not in log:
+                self.server_gone += 1
             elif code != 0 or "locked" in log or "Traceback" in log:
                 self.failures.append(f"exit {code}: {log[-1500:]}")
 
@@ -97,23 +111,51 @@ class WorkerSlot:
 
 
 def test_chaos_soak_loses_nothing(tmp_path: Path) -> None:
+    soak(tmp_path, "chaos_soak")
+
+
+@pytest.mark.postgres
+def test_chaos_soak_on_postgresql_across_hosts_and_a_server_restart(
+    tmp_path: Path, pg_server: PostgresServer, pg_dsn: str
+) -> None:
+    """Issue 13: the same soak on one PostgreSQL ledger, each worker another
+    host (its own owner identity: no holder can be judged dead, leases end by
+    the server's clock), and the server restarted (`pg_ctl restart -m
+    immediate`: a crash, then recovery) in the middle of the chaos."""
+    soak(tmp_path, "chaos_soak_postgres", db_url=pg_dsn, restart=pg_server.restart_immediate)
+
+
+def soak(
+    tmp_path: Path,
+    figures: str,
+    *,
+    db_url: str | None = None,
+    restart: Callable[[], None] | None = None,
+) -> None:
     rng = random.Random(SEED)
     flags = ("--rate-500", "0.05", "--drop-rate", "0.05", "--latency-max", "2")
     with EmulatorProcess(tmp_path, latency=0.2, seed=SEED, flags=flags) as emu:
-        ws = Workspace(tmp_path / "chaos", emulator=emu, lookup=LOOKUP, extra_flags=BUSY_FLAGS)
+        ws = Workspace(
+            tmp_path / "chaos", emulator=emu, lookup=LOOKUP, extra_flags=BUSY_FLAGS, db_url=db_url
+        )
         texts = [f"chaos job {i} of {JOBS}" for i in range(JOBS)]
         keys = {idempotency_key(JobSpec(input=t, model="gemini-flash-latest")): t for t in texts}
         jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": t} for t in texts])
 
         stop = threading.Event()
-        slots = [WorkerSlot(ws, jobs, i, stop) for i in range(WORKERS)]
+        hosts = [f"host-{i}" if db_url else None for i in range(WORKERS)]
+        slots = [WorkerSlot(ws, jobs, i, stop, hosts[i]) for i in range(WORKERS)]
         for slot in slots:
             slot.thread.start()
-        deadline = time.monotonic() + SECONDS
-        kills_sent = 0
+        started = time.monotonic()
+        deadline = started + SECONDS
+        kills_sent = restarts = 0
         while time.monotonic() < deadline:
             time.sleep(rng.uniform(0.5, 2.0))
             kills_sent += rng.choice(slots).kill()
+            if restart is not None and not restarts and time.monotonic() > started + SECONDS / 2:
+                restart()  # every worker's connection is cut mid-pass
+                restarts += 1
         stop.set()
         for slot in slots:
             slot.thread.join(180)
@@ -165,8 +207,14 @@ def test_chaos_soak_loses_nothing(tmp_path: Path) -> None:
                 create_5xx,
                 kills,
             )
+        if restart is not None:
+            assert restarts == 1
         record_figures(
-            "chaos_soak",
+            figures,
+            engine="postgresql" if db_url else "sqlite",
+            hosts=len({h for h in hosts if h}),
+            server_restarts=restarts,
+            server_gone_exits=sum(slot.server_gone for slot in slots),
             seconds=SECONDS,
             workers=WORKERS,
             lookup=LOOKUP,

@@ -75,7 +75,10 @@ def pid_space() -> str | None:
 
 @lru_cache(maxsize=1)
 def _host() -> str:
-    return socket.gethostname()
+    """This host's name in owner strings. RECLAIM_OWNER_HOST overrides it:
+    hosts that share a hostname (cloned VMs, containers with a fixed name)
+    must not share an identity, and the tests run "several hosts" on one."""
+    return os.environ.get("RECLAIM_OWNER_HOST") or socket.gethostname()
 
 
 def this_process(tag: str = "") -> LeaseOwner:
