@@ -65,7 +65,9 @@ async def apply_transitions(
     status. Returns the idems applied."""
     if not transitions:
         return []
-    held = await _held(db, owner, [t.idem for t in transitions])
+    # Sorted: on PostgreSQL the rows are locked in this order, the one order
+    # every writer of several rows takes (no lock cycle between two of them).
+    held = await _held(db, owner, sorted({t.idem for t in transitions}))
     todo = [t for t in transitions if held.get(t.idem) == t.expect.value]
     await _write_transitions(db, todo, now, owner)
     # A poll that found the job still running changes no state and

@@ -536,14 +536,18 @@ class PgLedger(Ledger):
         """As Ledger.insert_jobs; `ON CONFLICT DO NOTHING` decides what is new,
         so two hosts reserving the same key at once both succeed, one inserts."""
         now = self.clock.now()
-        inserted: list[str] = []
+        fresh: set[str] = set()
+        # In key order: two hosts inserting overlapping keys wait for each
+        # other's unique-index entries in one order, never in a cycle (in
+        # their own orders they deadlocked; tests/unit/test_pg_ledger.py).
+        ordered = sorted(jobs)
         async with self.write() as db:
-            for chunk in chunks(jobs, 5000):
+            for chunk in chunks(ordered, 5000):
                 async with db.execute(
                     "INSERT INTO jobs(idem, spec, model, status, created_at, state_since,"
                     " updated_at, next_at) SELECT j.idem, j.spec, j.model, 'reserving', ?, ?, ?, ?"
                     " FROM json_to_recordset(?::json) AS j(idem text, spec text, model text)"
-                    " ON CONFLICT (idem) DO NOTHING RETURNING idem",
+                    ' ORDER BY j.idem COLLATE "C" ON CONFLICT (idem) DO NOTHING RETURNING idem',
                     (
                         now,
                         now,
@@ -552,9 +556,9 @@ class PgLedger(Ledger):
                         json.dumps([{"idem": i, "spec": s, "model": m} for i, s, m in chunk]),
                     ),
                 ) as cur:
-                    fresh = {r[0] for r in await cur.fetchall()}
-                inserted.extend(i for i, _, _ in chunk if i in fresh)
-            for chunk in chunks(inserted, 5000):
+                    fresh.update(r[0] for r in await cur.fetchall())
+            inserted = list(dict.fromkeys(idem for idem, _, _ in jobs if idem in fresh))
+            for chunk in chunks(sorted(fresh), 5000):
                 await db.execute(
                     "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
                     " SELECT ?, id, idem, ?, NULL, 'reserving', 'reserved' FROM jobs"

@@ -1,0 +1,178 @@
+"""What only the PostgreSQL ledger has: the server's clock, claims by several
+hosts at once, a restart under a live connection, its SQL rewriting, and
+refusals (a foreign schema, a newer one, synchronous_commit off)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import psycopg
+import pytest
+
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.pg_sql import SqliteOnlyError, reorder, to_postgres
+from reclaim_tui.core.postgres import PG_SCHEMA, PG_SCHEMA_VERSION, PgLedger, ServerClock
+from reclaim_tui.errors import (
+    LedgerError,
+    LedgerForeignError,
+    LedgerUnavailableError,
+    LedgerVersionError,
+)
+from tests.helpers.postgres import PostgresServer
+
+pytestmark = pytest.mark.postgres
+
+
+def test_sql_rewriting() -> None:
+    sql, order = to_postgres(
+        "INSERT INTO events(at, job, idem) SELECT ?1, id, ?2 FROM jobs WHERE idem = ?2"
+    )
+    assert sql == "INSERT INTO events(at, job, idem) SELECT %s, id, %s FROM jobs WHERE idem = %s"
+    assert list(reorder(["t", "k"], order)) == ["t", "k", "k"]
+    sql, order = to_postgres(
+        "SELECT j.idem FROM json_each(?) AS k CROSS JOIN jobs AS j ON j.idem = k.value"
+        " WHERE name LIKE 'refused%' AND x LIKE ? ESCAPE '\\'"
+    )
+    assert order is None
+    assert sql == (
+        "SELECT j.idem FROM json_array_elements_text(%s::json) AS k(value)"
+        " JOIN jobs AS j ON j.idem = k.value WHERE name ILIKE 'refused%%' AND x ILIKE %s"
+        " ESCAPE '\\'"
+    )
+    assert to_postgres("SELECT 'a?b', ? FROM jobs INDEXED BY jobs_updated")[0] == (
+        "SELECT 'a?b', %s FROM jobs"
+    )
+    with pytest.raises(SqliteOnlyError, match="INSERT OR"):
+        to_postgres("INSERT OR REPLACE INTO jobs VALUES (?)")
+    with pytest.raises(SqliteOnlyError, match="PRAGMA"):
+        to_postgres("PRAGMA user_version")
+
+
+async def test_server_clock_ignores_the_hosts_wall_clock(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose clock is an hour fast writes the server's time all the same."""
+    honest = await Ledger.open(pg_dsn)
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + 3600.0)
+    skewed = await Ledger.open(pg_dsn)
+    try:
+        assert isinstance(skewed.clock, ServerClock)
+        async with await psycopg.AsyncConnection.connect(pg_dsn) as conn:
+            cur = await conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8")
+            row = await cur.fetchone()
+        assert row is not None
+        assert abs(skewed.clock.now() - row[0]) < 5.0
+        assert abs(skewed.clock.now() - honest.clock.now()) < 5.0
+    finally:
+        await honest.close()
+        await skewed.close()
+
+
+def test_server_clock_counts_on_the_monotonic_clock_between_readings() -> None:
+    ticks = [100.0]
+    clock = ServerClock(monotonic=lambda: ticks[0])
+    clock._server, clock._at = 1_800_000_000.0, 100.0  # as a sync would leave it
+    ticks[0] = 112.5
+    assert clock.now() == 1_800_000_012.5
+    assert not clock.stale
+    ticks[0] = 100.0 + 31
+    assert clock.stale  # the next statement reads the server's clock again
+
+
+async def test_hosts_claiming_at_once_never_share_a_row(pg_dsn: str) -> None:
+    clock = ManualClock()
+    ledgers = [await Ledger.open(pg_dsn, clock=clock) for _ in range(4)]
+    try:
+        await ledgers[0].insert_jobs([(f"k{i:04d}", "{}", "m") for i in range(400)], "cli")
+        claims = await asyncio.gather(
+            *(
+                led.claim_sendable(f"host-{n}|1|1|", limit=150, lease_seconds=30)
+                for n, led in enumerate(ledgers)
+            )
+        )
+        taken = [r.idem for c in claims for r in c.rows]
+        assert len(taken) == len(set(taken)) == 400
+        # A host whose lease is live cannot be overtaken, one whose lease ran out can.
+        again = await ledgers[1].claim_sendable("host-9|1|1|", limit=500, lease_seconds=30)
+        assert again.rows == []
+        clock.advance(31)
+        again = await ledgers[1].claim_sendable("host-9|1|1|", limit=500, lease_seconds=30)
+        assert len(again.rows) == 400
+    finally:
+        for led in ledgers:
+            await led.close()
+
+
+async def test_inserting_the_same_keys_from_two_hosts_at_once(pg_dsn: str) -> None:
+    a, b = await Ledger.open(pg_dsn), await Ledger.open(pg_dsn)
+    try:
+        jobs = [(f"k{i}", "{}", "m") for i in range(2000)]
+        (ins_a, old_a), (ins_b, old_b) = await asyncio.gather(
+            a.insert_jobs(jobs, "cli"), b.insert_jobs(jobs[::-1], "cli")
+        )
+        assert sorted(ins_a + ins_b) == sorted(j[0] for j in jobs)
+        assert len(old_a) + len(old_b) == 2000
+        assert sum(1 for _ in await a.select("SELECT id FROM events")) == 2000
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_server_restart_fails_one_call_then_the_ledger_reconnects(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    with PostgresServer().start() as server:
+        dsn = server.create_database("restart")
+        ledger = await Ledger.open(dsn)
+        try:
+            await ledger.insert_jobs([("before", "{}", "m")], "cli")
+            await asyncio.to_thread(server.restart_immediate)
+            with pytest.raises(LedgerUnavailableError, match="cannot be used now"):
+                await ledger.get("before")
+            row = await ledger.get("before")  # dialled again
+            assert row is not None
+            inserted, _ = await ledger.insert_jobs([("after", "{}", "m")], "cli")
+            assert inserted == ["after"]
+            await asyncio.to_thread(server.stop)
+            with pytest.raises(LedgerUnavailableError):
+                await ledger.insert_jobs([("while-down", "{}", "m")], "cli")
+        finally:
+            await ledger.close()
+
+
+async def test_refusals(pg_dsn: str) -> None:
+    with pytest.raises(LedgerError, match="no ledger here"):
+        await Ledger.open(pg_dsn, readonly=True, create=False)
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute(f"CREATE SCHEMA {PG_SCHEMA}")
+        await conn.execute(f"CREATE TABLE {PG_SCHEMA}.other (x int)")
+    with pytest.raises(LedgerForeignError, match="not a reclaim-tui"):
+        await Ledger.open(pg_dsn)
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute(f"DROP SCHEMA {PG_SCHEMA} CASCADE")
+    led = await Ledger.open(pg_dsn)
+    await led.close()
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute(f"UPDATE {PG_SCHEMA}.meta SET value = %s", (str(PG_SCHEMA_VERSION + 1),))
+    with pytest.raises(LedgerVersionError, match="newer reclaim-tui"):
+        await Ledger.open(pg_dsn)
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute(f"UPDATE {PG_SCHEMA}.meta SET value = %s", (str(PG_SCHEMA_VERSION),))
+        db = pg_dsn.rsplit("/", 1)[1]
+        await conn.execute(f"ALTER DATABASE {db} SET synchronous_commit = off")
+    with pytest.raises(LedgerError, match="synchronous_commit is off"):
+        await Ledger.open(pg_dsn)
+
+
+async def test_many_processes_opening_a_new_database_at_once_migrate_it_once(
+    pg_dsn: str,
+) -> None:
+    opened = await asyncio.gather(*(PgLedger.open(pg_dsn) for _ in range(6)))
+    try:
+        assert {await led.schema_version() for led in opened} == {PG_SCHEMA_VERSION}
+    finally:
+        for led in opened:
+            await led.close()
