@@ -206,7 +206,7 @@ def test_late_polls_move_to_the_next_grid_point() -> None:
 
 
 async def test_cancelling_a_row_whose_interaction_completed_keeps_the_result(
-    tmp_path: Path,
+    tmp_path: Path, db_url: str
 ) -> None:
     """Issue 10: `cancel` on a submitted row whose interaction had already
     completed threw the paid result away; now it is kept and delivered."""
@@ -215,7 +215,7 @@ async def test_cancelling_a_row_whose_interaction_completed_keeps_the_result(
     from reclaim_tui.errors import OperatorError
 
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    ledger = await Ledger.open(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=5.0)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"))
     try:
@@ -241,7 +241,7 @@ async def test_cancelling_a_row_whose_interaction_completed_keeps_the_result(
 
 
 async def test_a_cancel_refused_because_the_interaction_just_finished_keeps_it(
-    tmp_path: Path,
+    tmp_path: Path, db_url: str
 ) -> None:
     """The real API answers 400 to a cancel of a finished interaction: the
     result it finished with is still collected, not thrown away."""
@@ -250,7 +250,7 @@ async def test_a_cancel_refused_because_the_interaction_just_finished_keeps_it(
     from reclaim_tui.errors import PermanentReadError
 
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    ledger = await Ledger.open(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"))
     try:

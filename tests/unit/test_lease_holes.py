@@ -34,9 +34,9 @@ WAIT = 20.0  # a bound on waiting for an event, never a judgement of speed
 
 
 @pytest.fixture
-async def world(tmp_path: Path):  # type: ignore[no-untyped-def]
+async def world(tmp_path: Path, db_url: str):  # type: ignore[no-untyped-def]
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    ledger = await Ledger.open(db_url, clock=clock)
     yield clock, ledger, DirectorySink(tmp_path / "out")
     await ledger.close()
 

@@ -28,8 +28,8 @@ CONFIG = EngineConfig(max_attempts=5, circuit_threshold=5)
 
 
 @pytest.fixture
-async def ledger(tmp_path: Path):  # type: ignore[no-untyped-def]
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=ManualClock())
+async def ledger(db_url: str):  # type: ignore[no-untyped-def]
+    ledger = await Ledger.open(db_url, clock=ManualClock())
     yield ledger
     await ledger.close()
 

@@ -64,11 +64,13 @@ class CountingGets(FakeBackend):
             self.in_flight -= 1
 
 
-async def _sweep(tmp_path: Path, settings: Settings, refuse_every: int = 0) -> tuple[int, int]:
+async def _sweep(
+    tmp_path: Path, db_url: str, settings: Settings, refuse_every: int = 0
+) -> tuple[int, int]:
     """One reclaim pass over 600 due rows: the most gets that were in flight,
     and the limit at its end."""
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "l.db", clock=clock)
+    ledger = await Ledger.open(db_url, clock=clock)
     try:
         fake = CountingGets(clock=clock, latency=None)
         config = dataclasses.replace(settings.engine_config(), batch_size=600)
@@ -83,23 +85,25 @@ async def _sweep(tmp_path: Path, settings: Settings, refuse_every: int = 0) -> t
         await ledger.close()
 
 
-async def test_adaptive_a_sweep_grows_past_16_calls_in_flight(tmp_path: Path) -> None:
-    most, _ = await _sweep(tmp_path, Settings(adaptive_concurrency=True))
+async def test_adaptive_a_sweep_grows_past_16_calls_in_flight(tmp_path: Path, db_url: str) -> None:
+    most, _ = await _sweep(tmp_path, db_url, Settings(adaptive_concurrency=True))
     assert most > 16
 
 
-async def test_an_explicit_concurrency_is_never_exceeded(tmp_path: Path) -> None:
-    most, limit = await _sweep(tmp_path, Settings(concurrency=8))
+async def test_an_explicit_concurrency_is_never_exceeded(tmp_path: Path, db_url: str) -> None:
+    most, limit = await _sweep(tmp_path, db_url, Settings(concurrency=8))
     assert most <= 8 and limit == 8
 
 
-async def test_by_default_16_is_never_exceeded(tmp_path: Path) -> None:
-    most, limit = await _sweep(tmp_path, Settings())
+async def test_by_default_16_is_never_exceeded(tmp_path: Path, db_url: str) -> None:
+    most, limit = await _sweep(tmp_path, db_url, Settings())
     assert most <= 16 and limit == 16
 
 
-async def test_rate_limits_keep_the_adaptive_limit_at_its_start(tmp_path: Path) -> None:
+async def test_rate_limits_keep_the_adaptive_limit_at_its_start(
+    tmp_path: Path, db_url: str
+) -> None:
     # The sends grew the limit (no refusals); the gets meet a 429 every third
     # call: halved back to the start and held there for the pass.
-    _, limit = await _sweep(tmp_path, Settings(adaptive_concurrency=True), refuse_every=3)
+    _, limit = await _sweep(tmp_path, db_url, Settings(adaptive_concurrency=True), refuse_every=3)
     assert limit == 16

@@ -28,9 +28,9 @@ CONFIG = EngineConfig(first_poll=2.0)
 
 
 @pytest.fixture
-async def world(tmp_path: Path):  # type: ignore[no-untyped-def]
+async def world(tmp_path: Path, db_url: str):  # type: ignore[no-untyped-def]
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    ledger = await Ledger.open(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None)  # runs until a test ends it
     yield clock, ledger, fake, DirectorySink(tmp_path / "out")
     await ledger.close()
@@ -166,7 +166,7 @@ async def test_a_chain_sends_its_follow_up_once_the_previous_job_is_done(world) 
     assert len(waits) == 1  # said once, not at every look
 
 
-async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path) -> None:
+async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path, db_url: str) -> None:
     """Issue 11: interactions live 55 days (paid) or 1 day (free tier); a
     submitted row older than that is warned about by `status`."""
     import asyncio
@@ -177,7 +177,7 @@ async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path) -> 
     from reclaim_tui.core.retention import FREE_TIER_DAYS, past_retention
 
     clock = ManualClock(time.time() - 60 * 86400)  # submitted 60 days ago
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    ledger = await Ledger.open(db_url, clock=clock)
     try:
         fake = FakeBackend(clock=clock, latency=None)
         engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=CONFIG)
@@ -193,7 +193,7 @@ async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path) -> 
         "reclaim_tui",
         "status",
         "--db",
-        str(tmp_path / "ledger.db"),
+        db_url,
         "--json",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -210,7 +210,7 @@ async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path) -> 
         "reclaim_tui",
         "status",
         "--db",
-        str(tmp_path / "ledger.db"),
+        db_url,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

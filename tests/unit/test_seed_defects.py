@@ -88,7 +88,7 @@ async def test_defect_03_replay_uses_stored_result_after_provider_dropped_it(
 
 
 async def test_defect_04_overlapping_ticks_run_the_side_effect_once(
-    tmp_path: Path, clock: ManualClock
+    db_url: str, clock: ManualClock
 ) -> None:
     """Original: no lease, so two overlapping ticks both run on_result."""
     fake = FakeBackend(clock=clock, latency=0.0)
@@ -98,7 +98,7 @@ async def test_defect_04_overlapping_ticks_run_the_side_effect_once(
         delivered[idem] += 1
         await asyncio.sleep(0)
 
-    ledgers = [await Ledger.open(tmp_path / "l.db", clock=clock) for _ in range(2)]
+    ledgers = [await Ledger.open(db_url, clock=clock) for _ in range(2)]
     engines = [
         Engine(led, fake, CallableSink(sink), owner=f"t|1|{i}", config=EngineConfig(batch_size=7))
         for i, led in enumerate(ledgers)

@@ -31,8 +31,8 @@ async def _until(predicate, limit: float = 60.0) -> None:  # type: ignore[no-unt
             await asyncio.sleep(0.01)
 
 
-async def test_the_service_runs_passes_until_drained(tmp_path: Path) -> None:
-    ledger = await Ledger.open(tmp_path / "l.db")
+async def test_the_service_runs_passes_until_drained(tmp_path: Path, db_url: str) -> None:
+    ledger = await Ledger.open(db_url)
     try:
         engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
         out = io.StringIO()
@@ -58,9 +58,9 @@ async def test_the_service_runs_passes_until_drained(tmp_path: Path) -> None:
 
 
 async def test_a_second_signal_cancels_the_pass_and_the_row_stays_recoverable(
-    tmp_path: Path,
+    tmp_path: Path, db_url: str
 ) -> None:
-    ledger = await Ledger.open(tmp_path / "l.db")
+    ledger = await Ledger.open(db_url)
     fake = FakeBackend()
     started = asyncio.Event()
     create = fake.create
@@ -91,8 +91,10 @@ async def test_a_second_signal_cancels_the_pass_and_the_row_stays_recoverable(
         await ledger.close()
 
 
-async def test_a_wake_cuts_the_sleep_short_and_once_runs_one_pass(tmp_path: Path) -> None:
-    ledger = await Ledger.open(tmp_path / "l.db")
+async def test_a_wake_cuts_the_sleep_short_and_once_runs_one_pass(
+    tmp_path: Path, db_url: str
+) -> None:
+    ledger = await Ledger.open(db_url)
     try:
         engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
         loop = ServiceLoop(engine, out=io.StringIO(), min_sleep=3600.0, max_sleep=3600.0)
@@ -108,13 +110,15 @@ async def test_a_wake_cuts_the_sleep_short_and_once_runs_one_pass(tmp_path: Path
         await ledger.close()
 
 
-async def test_held_and_leased_rows_do_not_make_the_service_spin(tmp_path: Path) -> None:
+async def test_held_and_leased_rows_do_not_make_the_service_spin(
+    tmp_path: Path, db_url: str
+) -> None:
     """A held orphan keeps a past next_at; another process's lease is not
     free before it ends: neither is 'due now' for the service's sleep."""
     from reclaim_tui.core.models import Actor
     from reclaim_tui.runner.service import next_due
 
-    ledger = await Ledger.open(tmp_path / "l.db")
+    ledger = await Ledger.open(db_url)
     try:
         await ledger.insert_jobs(
             [
