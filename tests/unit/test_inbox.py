@@ -115,8 +115,8 @@ async def jwks(tmp_path: Path) -> AsyncIterator[tuple[str, Keys]]:
 
 
 @pytest.fixture
-async def world(tmp_path: Path, jwks: tuple[str, Keys]) -> AsyncIterator[World]:
-    ledger = await Ledger.open(tmp_path / "ledger.db")
+async def world(db_url: str, jwks: tuple[str, Keys]) -> AsyncIterator[World]:
+    ledger = await Ledger.open(db_url)
     verifier = Verifier(SystemClock(), [SECRET], jwks_url=jwks[0])
     server = InboxServer(
         ledger, verifier, port=0, limit=RateLimit(rate=1000, burst=1000), max_body=4096
@@ -235,14 +235,16 @@ async def test_an_event_makes_its_row_due_at_once(world: World) -> None:
 
 
 # -- the engine's side (fake backend, manual clock) ---------------------------------------
-async def _engine_world(tmp_path: Path, grace: float = 300.0):  # type: ignore[no-untyped-def]
+async def _engine_world(  # type: ignore[no-untyped-def]
+    tmp_path: Path, db_url: str, grace: float = 300.0
+):
     from reclaim_tui.core.clock import ManualClock
     from reclaim_tui.core.engine import Engine, EngineConfig
     from reclaim_tui.core.fakes import FakeBackend
     from reclaim_tui.core.sinks import DirectorySink
 
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "engine.db", clock=clock)
+    ledger = await Ledger.open(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None, supports_lookup=False)
     config = EngineConfig(webhooks=True, webhook_grace=grace, first_poll=120.0)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=config, owner="t|1|x")
@@ -254,13 +256,13 @@ def _event(wid: str, interaction: str, key: str | None, at: float) -> inbox.Inbo
 
 
 async def test_an_event_naming_an_orphan_adopts_its_interaction_no_second_create(
-    tmp_path: Path,
+    tmp_path: Path, db_url: str
 ) -> None:
     from reclaim_tui.core.keys import idempotency_key
     from reclaim_tui.core.models import JobSpec, Status
     from reclaim_tui.errors import MaybeCreatedError
 
-    clock, ledger, fake, engine = await _engine_world(tmp_path)
+    clock, ledger, fake, engine = await _engine_world(tmp_path, db_url)
     try:
         job = JobSpec(input="lost answer", model="m")
         idem = idempotency_key(job)
@@ -284,13 +286,13 @@ async def test_an_event_naming_an_orphan_adopts_its_interaction_no_second_create
 
 
 async def test_without_an_event_the_orphan_waits_the_grace_then_resubmits_recorded(
-    tmp_path: Path,
+    tmp_path: Path, db_url: str
 ) -> None:
     from reclaim_tui.core.keys import idempotency_key
     from reclaim_tui.core.models import JobSpec
     from reclaim_tui.errors import MaybeCreatedError
 
-    clock, ledger, fake, engine = await _engine_world(tmp_path, grace=300.0)
+    clock, ledger, fake, engine = await _engine_world(tmp_path, db_url, grace=300.0)
     try:
         job = JobSpec(input="never heard of", model="m")
         idem = idempotency_key(job)
@@ -307,14 +309,16 @@ async def test_without_an_event_the_orphan_waits_the_grace_then_resubmits_record
         await ledger.close()
 
 
-async def test_events_wake_rows_and_polls_are_the_rare_fallback(tmp_path: Path) -> None:
+async def test_events_wake_rows_and_polls_are_the_rare_fallback(
+    tmp_path: Path, db_url: str
+) -> None:
     """One create and one get per job when the events come, none of the
     fallback polls (first at 120 s of age) — even for a job whose event
     came before its create's answer was committed."""
     from reclaim_tui.core.keys import idempotency_key
     from reclaim_tui.core.models import JobSpec, RemoteInteraction, Status
 
-    clock, ledger, fake, engine = await _engine_world(tmp_path)
+    clock, ledger, fake, engine = await _engine_world(tmp_path, db_url)
     create = fake.create
 
     async def fast_job(spec: JobSpec, idem: str) -> RemoteInteraction:
@@ -345,7 +349,7 @@ async def test_events_wake_rows_and_polls_are_the_rare_fallback(tmp_path: Path) 
 
 
 async def test_the_console_reads_the_inbox_and_which_rows_an_event_completed(
-    tmp_path: Path,
+    tmp_path: Path, db_url: str
 ) -> None:
     from reclaim_tui.core.keys import idempotency_key
     from reclaim_tui.core.models import JobSpec
@@ -353,7 +357,7 @@ async def test_the_console_reads_the_inbox_and_which_rows_an_event_completed(
     from reclaim_tui.tui.format import inbox_text
     from reclaim_tui.tui.widgets.detail_pane import render_detail
 
-    clock, ledger, fake, engine = await _engine_world(tmp_path)
+    clock, ledger, fake, engine = await _engine_world(tmp_path, db_url)
     try:
         jobs = [JobSpec(input="by event", model="m"), JobSpec(input="by poll", model="m")]
         await engine.tick(jobs)
@@ -367,7 +371,7 @@ async def test_the_console_reads_the_inbox_and_which_rows_an_event_completed(
         await engine.tick()
     finally:
         await ledger.close()
-    reader = await ConsoleReader.open(tmp_path / "engine.db", clock=clock)
+    reader = await ConsoleReader.open(db_url, clock=clock)
     try:
         seen = await reader.inbox()
         assert (seen.last_minute, seen.refused) == (0, 2)
@@ -384,7 +388,7 @@ async def test_the_console_reads_the_inbox_and_which_rows_an_event_completed(
 
 
 async def test_an_orphan_held_before_its_event_came_is_adopted_when_it_comes(
-    tmp_path: Path,
+    tmp_path: Path, db_url: str
 ) -> None:
     import dataclasses
 
@@ -392,7 +396,7 @@ async def test_an_orphan_held_before_its_event_came_is_adopted_when_it_comes(
     from reclaim_tui.core.models import JobSpec, OrphanPolicy, Status
     from reclaim_tui.errors import MaybeCreatedError
 
-    clock, ledger, fake, engine = await _engine_world(tmp_path, grace=60.0)
+    clock, ledger, fake, engine = await _engine_world(tmp_path, db_url, grace=60.0)
     engine.config = dataclasses.replace(engine.config, orphan_policy=OrphanPolicy.HOLD)
     try:
         job = JobSpec(input="a long one", model="m")

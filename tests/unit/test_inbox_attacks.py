@@ -61,9 +61,9 @@ class EngineWorld:
 
 
 @pytest.fixture
-async def ew(tmp_path: Path) -> AsyncIterator[EngineWorld]:
+async def ew(tmp_path: Path, db_url: str) -> AsyncIterator[EngineWorld]:
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "engine.db", clock=clock)
+    ledger = await Ledger.open(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None, supports_lookup=False)
     config = EngineConfig(webhooks=True, webhook_grace=300.0, first_poll=120.0)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=config, owner="t|1|x")
@@ -320,10 +320,10 @@ async def _serve_jwks(jwks: Jwks) -> web.AppRunner:
 
 
 @pytest.fixture
-async def box(tmp_path: Path) -> AsyncIterator[Inbox]:
+async def box(db_url: str) -> AsyncIterator[Inbox]:
     jwks = Jwks(make_keys("k1"))
     runner = await _serve_jwks(jwks)
-    ledger = await Ledger.open(tmp_path / "ledger.db", busy_timeout=0.2)
+    ledger = await Ledger.open(db_url, busy_timeout=0.2)
     verifier = Verifier(SystemClock(), [SECRET], jwks_url=jwks.url)
     server = InboxServer(
         ledger, verifier, port=0, limit=RateLimit(rate=10_000, burst=10_000), max_body=8192
@@ -538,17 +538,25 @@ async def test_the_same_webhook_id_with_another_body_changes_nothing(box: Inbox)
 
 
 async def test_a_locked_ledger_answers_503_keeps_nothing_then_recovers(
-    box: Inbox, tmp_path: Path
+    box: Inbox, db_url: str
 ) -> None:
-    other = sqlite3.connect(tmp_path / "ledger.db", isolation_level=None, timeout=0)
-    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    # Another process holds the write lock: SQLite's one writer lock, or on
+    # PostgreSQL a lock on the inbox table that lets reads through but no write.
+    if box.ledger.dialect == "postgres":
+        import psycopg
+
+        other: Any = psycopg.connect(db_url)  # a transaction until rolled back
+        other.execute("LOCK TABLE reclaim_tui.inbox IN EXCLUSIVE MODE")
+    else:
+        other = sqlite3.connect(db_url, isolation_level=None, timeout=0)
+        other.execute("BEGIN IMMEDIATE")
     try:
         bodies = [event_body(interaction=f"int-{n}", key=f"job-{n}") for n in range(4)]
         posts = [box.post(b, hmac_headers(b, f"msg_busy{n}")) for n, b in enumerate(bodies)]
         answers = await asyncio.wait_for(asyncio.gather(*posts), 60)
         assert [a[0] for a in answers] == [503] * 4
     finally:
-        other.execute("ROLLBACK")
+        other.rollback()  # sqlite3: ROLLBACK of the BEGIN IMMEDIATE
         other.close()
     assert await box.kept() == []
     body = bodies[0]
@@ -663,23 +671,59 @@ async def _until(predicate: Callable[[], bool]) -> None:
 
 @pytest.mark.parametrize("kind", ["newer", "foreign"])
 async def test_the_inbox_refuses_to_start_on_a_ledger_it_must_not_touch(
-    tmp_path: Path, kind: str
+    db_url: str, kind: str
 ) -> None:
-    from reclaim_tui.core.schema import SCHEMA_VERSION
+    from reclaim_tui.core.connection import is_database_url
     from reclaim_tui.inbox.command import serve_inbox
 
-    path = tmp_path / f"{kind}.db"
+    on_pg = is_database_url(db_url)
     if kind == "newer":
-        led = await Ledger.open(path)  # a real ledger, then one from the future
+        led = await Ledger.open(db_url)  # a real ledger, then one from the future
         await led.close()
-        with sqlite3.connect(path) as db:
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    if on_pg:
+        import psycopg
+
+        from reclaim_tui.core.postgres import PG_SCHEMA_VERSION
+
+        with psycopg.connect(db_url, autocommit=True) as pg:
+            if kind == "newer":
+                pg.execute(
+                    "UPDATE reclaim_tui.meta SET value = %s WHERE key = 'schema'",
+                    (str(PG_SCHEMA_VERSION + 1),),
+                )
+            else:
+                pg.execute("CREATE SCHEMA reclaim_tui")
+                pg.execute("CREATE TABLE reclaim_tui.payroll (x int)")
     else:
-        with sqlite3.connect(path) as db:
-            db.execute("CREATE TABLE payroll (x)")
-    before = path.read_bytes()
+        from reclaim_tui.core.schema import SCHEMA_VERSION
+
+        with sqlite3.connect(db_url) as db:
+            if kind == "newer":
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+            else:
+                db.execute("CREATE TABLE payroll (x)")
+
+    def contents() -> object:
+        """Everything a start could have touched: the file's bytes, or the
+        schema's tables and their columns (and the version) on the server."""
+        if not on_pg:
+            return Path(db_url).read_bytes()
+        with psycopg.connect(db_url) as pg:
+            cols = pg.execute(
+                "SELECT table_name, column_name FROM information_schema.columns"
+                " WHERE table_schema = 'reclaim_tui' ORDER BY 1, 2"
+            ).fetchall()
+            meta = pg.execute("SELECT to_regclass('reclaim_tui.meta') IS NOT NULL").fetchone()
+            version = (
+                pg.execute("SELECT value FROM reclaim_tui.meta").fetchall()
+                if meta and meta[0]
+                else None
+            )
+            return cols, version
+
+    before = contents()
     with pytest.raises(LedgerError):
         await asyncio.wait_for(
-            serve_inbox(str(path), "127.0.0.1:0", "/hooks", [SECRET], None, None), 30
+            serve_inbox(db_url, "127.0.0.1:0", "/hooks", [SECRET], None, None), 30
         )
-    assert path.read_bytes() == before
+    assert contents() == before
