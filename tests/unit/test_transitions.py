@@ -195,6 +195,8 @@ def test_orphan_rule_in_sql_matches_row_is_orphan(
     lease_offset: float,
     dead: tuple[str, ...],
 ) -> None:
+    # SQLite in memory, no ledger: cheap enough for hypothesis. Every row kind
+    # on both engines, through a ledger: the next test.
     import sqlite3
 
     from reclaim_tui.core.schema import MIGRATIONS
@@ -216,10 +218,51 @@ def test_orphan_rule_in_sql_matches_row_is_orphan(
     assert bool(in_sql) == row.is_orphan(NOW, dead)
 
 
+async def test_orphan_rule_in_sql_matches_row_is_orphan_on_every_engine(db_url: str) -> None:
+    """The same agreement for every row kind the property test draws from,
+    all at once in one ledger: the rule as the engine's server reads it."""
+    import itertools
+
+    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    try:
+        owners = [None, "me", "gone-host|1|1"]
+        bools = (False, True)
+        kinds = list(itertools.product(list(Status), bools, bools, owners, [-10.0, 0.0, 10.0]))
+        async with ledger.write() as db:
+            await db.executemany(
+                "INSERT INTO jobs(idem, spec, model, status, inflight, held, lease_owner,"
+                " lease_until, created_at, state_since, updated_at)"
+                " VALUES (?, '{}', 'm', ?, ?, ?, ?, ?, 0, 0, 0)",
+                [
+                    (f"k{n}", status.value, int(inflight), int(held), owner, NOW + offset)
+                    for n, (status, inflight, held, owner, offset) in enumerate(kinds)
+                ],
+            )
+        for dead in ((), ("gone-host|1|1",)):
+            found = await ledger.select(
+                f"SELECT idem FROM jobs WHERE {ORPHAN_SQL}", (NOW, json.dumps(list(dead)))
+            )
+            in_sql = {idem for (idem,) in found}
+            expected = {
+                f"k{n}"
+                for n, (status, inflight, held, owner, offset) in enumerate(kinds)
+                if _row(
+                    status,
+                    inflight=inflight,
+                    held=held,
+                    lease_owner=owner,
+                    lease_until=NOW + offset,
+                ).is_orphan(NOW, dead)
+            }
+            assert in_sql == expected, (dead, sorted(in_sql ^ expected))
+    finally:
+        await ledger.close()
+
+
 # -- adopt: a handle already used is an OperatorError, found by type ----------------
-async def test_adopting_a_handle_another_job_holds_is_refused(tmp_path: Path) -> None:
+async def test_adopting_a_handle_another_job_holds_is_refused(tmp_path: Path, db_url: str) -> None:
     clock = ManualClock(NOW)
-    ledger = await Ledger.open(tmp_path / "l.db", clock=clock)
+    ledger = await Ledger.open(db_url, clock=clock)
     backend = FakeBackend(clock, latency=None)  # still running, so it can be cancelled
     engine = Engine(ledger, backend, DirectorySink(tmp_path / "out"), config=CONFIG)
     try:
