@@ -36,15 +36,29 @@ async def test_pragmas_are_durable(ledger: Ledger) -> None:
     assert await ledger.schema_version() == SCHEMA_VERSION
 
 
-async def test_newer_schema_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "new.db"
-    con = sqlite3.connect(path)
-    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    con.close()
+async def test_newer_schema_is_refused(db_url: str) -> None:
+    from reclaim_tui.core.connection import is_database_url
+
+    if is_database_url(db_url):  # a ledger, then its version from the future
+        import psycopg
+
+        from reclaim_tui.core.postgres import PG_SCHEMA_VERSION
+
+        await (await Ledger.open(db_url)).close()
+        with psycopg.connect(db_url, autocommit=True) as pg:
+            pg.execute(
+                "UPDATE reclaim_tui.meta SET value = %s WHERE key = 'schema'",
+                (str(PG_SCHEMA_VERSION + 1),),
+            )
+    else:
+        con = sqlite3.connect(db_url)
+        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        con.close()
     with pytest.raises(LedgerVersionError, match="newer reclaim-tui"):
-        await Ledger.open(path)
+        await Ledger.open(db_url)
 
 
+# SQLite only: a file's bytes that are not a database; a server has no such file.
 async def test_corrupt_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "bad.db"
     path.write_bytes(b"this is not sqlite" * 100)
@@ -53,16 +67,17 @@ async def test_corrupt_file_is_refused(tmp_path: Path) -> None:
     assert path.read_bytes() == b"this is not sqlite" * 100
 
 
-async def test_missing_ledger_readonly(tmp_path: Path) -> None:
+async def test_missing_ledger_readonly(db_url: str) -> None:
+    # SQLite: no file; PostgreSQL: an empty database (no reclaim_tui schema).
     with pytest.raises(LedgerError, match="no ledger"):
-        await Ledger.open(tmp_path / "none.db", readonly=True, create=False)
+        await Ledger.open(db_url, readonly=True, create=False)
 
 
-async def test_readonly_refuses_writes(tmp_path: Path, clock: ManualClock) -> None:
-    led = await Ledger.open(tmp_path / "l.db", clock=clock)
+async def test_readonly_refuses_writes(db_url: str, clock: ManualClock) -> None:
+    led = await Ledger.open(db_url, clock=clock)
     await led.insert_jobs([("a1", "{}", "m")], "t")
     await led.close()
-    ro = await Ledger.open(tmp_path / "l.db", readonly=True, create=False)
+    ro = await Ledger.open(db_url, readonly=True, create=False)
     try:
         with pytest.raises(LedgerReadOnlyError):
             await ro.insert_jobs([("a2", "{}", "m")], "t")
@@ -111,6 +126,8 @@ async def test_dead_holder_lease_is_free_at_once(ledger: Ledger, clock: ManualCl
     assert not (await ledger.claim_sendable("p3", limit=1, lease_seconds=600)).rows
 
 
+# SQLite only: the race is between SQLite's two reads at open (version, then
+# tables); PgLedger migrates under an advisory lock and reads the version again.
 async def test_a_file_migrated_by_another_process_mid_open_is_not_foreign(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
