@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -18,11 +17,8 @@ NOW = 1_800_000_000.0
 
 
 @pytest.fixture
-async def reader(tmp_path: Path) -> ConsoleReader:
-    db = tmp_path / "q.db"
-    await (await Ledger.open(db)).close()
+async def reader(db_url: str) -> AsyncIterator[ConsoleReader]:
     rng = random.Random(3)
-    con = sqlite3.connect(db)
     rows = []
     for n in range(230):
         status = rng.choice(list(Status))
@@ -39,16 +35,19 @@ async def reader(tmp_path: Path) -> ConsoleReader:
                 "HTTP 429" if n % 11 == 0 else None,
             )
         )
-    con.executemany(
-        "INSERT INTO jobs(idem, spec, model, status, inflight, created_at, state_since,"
-        " updated_at, last_error) VALUES (?,?,?,?,?,?,?,?,?)",
-        [(*r[:5], r[5], r[5], r[6], r[7]) for r in rows],
-    )
-    con.commit()
-    con.close()
-    r = await ConsoleReader.open(db, clock=ManualClock(NOW))
+    ledger = await Ledger.open(db_url)
+    try:
+        async with ledger.write() as con:
+            await con.executemany(
+                "INSERT INTO jobs(idem, spec, model, status, inflight, created_at, state_since,"
+                " updated_at, last_error) VALUES (?,?,?,?,?,?,?,?,?)",
+                [(*r[:5], r[5], r[5], r[6], r[7]) for r in rows],
+            )
+    finally:
+        await ledger.close()
+    r = await ConsoleReader.open(db_url, clock=ManualClock(NOW))
     await r.counts()
-    yield r  # type: ignore[misc]
+    yield r
     await r.close()
 
 
