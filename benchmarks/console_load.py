@@ -1,7 +1,7 @@
 """The console on a big ledger while its reclaim loop works.
 
     python benchmarks/console_load.py [--rows 1000000] [--inflight 1000] [--presses 200]
-                                      [--engine process|thread]
+                                      [--engine process|thread] [--pg URL|auto]
 
 1. A ledger of `--rows` synthetic rows (bulk insert, one transaction; cached
    under /tmp, named by row count and schema version, and copied, since
@@ -27,6 +27,15 @@
    phrase in ~1 % of rows, a word in every row, a text in none, and
    2-character texts (no trigram: the substring walk).
 
+With `--pg`, all of it runs on a PostgreSQL ledger: the cached SQLite
+ledger of step 1 is copied (`core.transfer.copy_ledger`, ids kept) into a
+fresh database, analysed, and its URL is what the engine, the console and
+the reader open. `--pg auto` starts a throwaway server for the run
+(tests/helpers/postgres.py) and stops it at the end; `--pg URL` uses that
+server (the URL's database is only connected to, to create others): the
+copy is kept there as a template database per row count and schema, and
+each run gets a fresh database from it (CREATE DATABASE … TEMPLATE).
+
 Targets: first paint < 1 s, p99 < 50 ms; a filtered first page p99 ≤ 100 ms.
 """
 
@@ -38,7 +47,6 @@ import os
 import random
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -48,8 +56,12 @@ from pathlib import Path
 from textual import events
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))  # tests.helpers.postgres (--pg auto)
 
+import psycopg
 from ledger_fixture import build_ledger
+from psycopg import sql
+from tests.helpers.postgres import PostgresServer
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import SystemClock
@@ -57,16 +69,22 @@ from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import JobSpec
+from reclaim_tui.core.postgres import PG_SCHEMA_VERSION
 from reclaim_tui.core.queries import ConsoleReader, RowFilter, View
 from reclaim_tui.core.schema import SCHEMA_VERSION
 from reclaim_tui.core.sinks import DirectorySink
+from reclaim_tui.core.transfer import TableCopy, copy_ledger
 from reclaim_tui.emulator.server import free_port
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.launch import make_app
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 
+#: Rows a copy to PostgreSQL writes per transaction.
+COPY_BATCH = 5000
 
-def ledger_copy(rows: int, workdir: Path) -> Path:
+
+def ledger_template(rows: int) -> Path:
+    """The cached SQLite ledger of `rows` synthetic rows, built if missing."""
     # The schema version in the name: a template of an older schema would be
     # migrated (its text index built) inside the measurement.
     template = Path(f"/tmp/reclaim-console-bench-{rows}-schema{SCHEMA_VERSION}.db")
@@ -80,9 +98,94 @@ def ledger_copy(rows: int, workdir: Path) -> Path:
             for leftover in (building, Path(f"{building}-wal"), Path(f"{building}-shm")):
                 leftover.unlink(missing_ok=True)
         print(f"  built in {seconds:.1f}s", flush=True)
+    return template
+
+
+def ledger_copy(rows: int, workdir: Path) -> Path:
     target = workdir / "ledger.db"
-    shutil.copyfile(template, target)
+    shutil.copyfile(ledger_template(rows), target)
     return target
+
+
+def _admin(server: PostgresServer, statement: sql.Composable) -> None:
+    """One statement outside a transaction, on the server's maintenance database."""
+    dsn = server.external_dsn or server.dsn("postgres")
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(statement)
+
+
+def _database_exists(server: PostgresServer, name: str) -> bool:
+    dsn = server.external_dsn or server.dsn("postgres")
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+    return found is not None
+
+
+async def copy_to_postgres(template: Path, url: str) -> float:
+    """Copy the SQLite ledger `template` into the (empty) ledger at `url`;
+    return the copy's seconds (the ANALYZE after it is timed apart)."""
+    source = await Ledger.open(template, readonly=True, create=False)
+    target = await Ledger.open(url)
+    shown = [0]
+
+    def progress(table: TableCopy) -> None:
+        if table.read - shown[0] >= 200_000:
+            shown[0] = table.read
+            print(f"  {table.name}: {table.read:,} rows", flush=True)
+
+    try:
+        started = time.perf_counter()
+        copies = await copy_ledger(source, target, batch=COPY_BATCH, progress=progress)
+        seconds = time.perf_counter() - started
+    finally:
+        await source.close()
+        await target.close()
+    tables = ", ".join(f"{c.name} {c.written:,}" for c in copies if c.read)
+    print(f"  copied in {seconds:.1f}s ({tables}; {COPY_BATCH} rows a transaction)", flush=True)
+    started = time.perf_counter()
+    # The planner's statistics, as autovacuum would gather them a while after
+    # a bulk load: without them the first minutes' plans are guesses.
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE) reclaim_tui.jobs, reclaim_tui.events")
+    print(f"  VACUUM ANALYZE in {time.perf_counter() - started:.1f}s", flush=True)
+    return seconds
+
+
+def pg_ledger(rows: int, server: PostgresServer, cache: bool) -> tuple[str, str]:
+    """A fresh database holding the `rows` ledger: (its URL, its name)."""
+    run = f"reclaim_bench_run_{os.getpid()}"
+    template = ledger_template(rows)
+    if not cache:
+        url = server.create_database(run)
+        print(f"copying the {rows:,}-row ledger into PostgreSQL ({run}) …", flush=True)
+        asyncio.run(copy_to_postgres(template, url))
+        return url, run
+    cached = f"reclaim_bench_{rows}_s{SCHEMA_VERSION}_pg{PG_SCHEMA_VERSION}"
+    if not _database_exists(server, cached):
+        building = f"{cached}_{os.getpid()}_building"
+        print(f"copying the {rows:,}-row ledger into PostgreSQL (cached as {cached}) …")
+        url = server.create_database(building)
+        try:
+            asyncio.run(copy_to_postgres(template, url))
+            # Published whole or not at all, as the SQLite template is.
+            _admin(
+                server,
+                sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
+                    sql.Identifier(building), sql.Identifier(cached)
+                ),
+            )
+        except BaseException:
+            server.drop_database(building)
+            raise
+    started = time.perf_counter()
+    _admin(
+        server,
+        sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
+            sql.Identifier(run), sql.Identifier(cached)
+        ),
+    )
+    print(f"database {run} from {cached} in {time.perf_counter() - started:.1f}s", flush=True)
+    return server.dsn(run), run
 
 
 def start_emulator(port: int) -> subprocess.Popen[bytes]:
@@ -101,7 +204,7 @@ def start_emulator(port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("emulator did not start")
 
 
-async def seed_inflight(db: Path, base_url: str, count: int, out: Path) -> float:
+async def seed_inflight(db: str, base_url: str, count: int, out: Path) -> float:
     started = time.perf_counter()
     backend = GeminiBackend(api_key=None, base_url=base_url)
     ledger = await Ledger.open(db)
@@ -128,6 +231,10 @@ def key_event(key: str) -> events.Key:
     return events.Key(key, char)
 
 
+#: What never showed its effect within wait_for's limit: (what, the key or text).
+TIMEOUTS: list[tuple[str, str]] = []
+
+
 async def press_and_wait(app: ReclaimApp, key: str, kind: str) -> float:
     """Post one key; return seconds until the console shows its effect: for a
     cursor move, the detail of the new row drawn; else a new window drawn."""
@@ -142,39 +249,54 @@ async def press_and_wait(app: ReclaimApp, key: str, kind: str) -> float:
             moved = table.cursor_row != index
             return moved and pane.shows > shows and pane.shown_idem == table.current_idem()
 
-        await wait_for(shown)
+        done = await wait_for(shown)
     else:
-        await wait_for(
+        done = await wait_for(
             lambda: table.renders > renders and app.state.window.view == app.state.view()
         )
+    if not done:
+        TIMEOUTS.append((kind, key))
     return time.perf_counter() - t0
 
 
 async def apply_filter(app: ReclaimApp, text: str) -> float:
+    """Type `text` into the filter; seconds until the window of the new
+    filter is drawn (a redraw of the old window, e.g. by the ledger watch
+    between the key and its handling, does not count)."""
     before = app.table.renders
     t0 = time.perf_counter()
     bar = app.query_one("#filter")
     bar.value = text  # type: ignore[attr-defined]
     bar.post_message(bar.Submitted(bar, text))  # type: ignore[attr-defined]
-    await wait_for(lambda: app.table.renders > before and app.state.filter_text == text, 30.0)
+
+    def drawn() -> bool:
+        state = app.state
+        filtered = state.filter_text == text.strip() and state.window.view == state.view()
+        return filtered and app.table.renders > before
+
+    if not await wait_for(drawn, 30.0):
+        TIMEOUTS.append(("filter", text))
     return time.perf_counter() - t0
 
 
-def filter_texts(db: Path, per_kind: int, seed: int = 7) -> list[tuple[str, str]]:
+async def filter_texts(db: str, per_kind: int, seed: int = 7) -> list[tuple[str, str]]:
     """(kind, text) filters drawn from the ledger's own rows (ledger_fixture's
-    keys, `syn-` handles and "Summarise report #n for region m" inputs)."""
+    keys, `syn-` handles and "Summarise report #n for region m" inputs), read
+    through the ledger (either engine)."""
     rng = random.Random(seed)
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    ledger = await Ledger.open(db, readonly=True, create=False)
     try:
-        top = con.execute("SELECT MAX(id) FROM jobs").fetchone()[0]
+        [(top,)] = await ledger.select("SELECT MAX(id) FROM jobs")
         rows = [
-            con.execute(
-                "SELECT idem, handle, spec FROM jobs WHERE id >= ? LIMIT 1", (n,)
-            ).fetchone()
+            (
+                await ledger.select(
+                    "SELECT idem, handle, spec FROM jobs WHERE id >= ? ORDER BY id LIMIT 1", [n]
+                )
+            )[0]
             for n in rng.sample(range(1, top + 1), per_kind * 3)
         ]
     finally:
-        con.close()
+        await ledger.close()
     keys = [idem for idem, _, _ in rows[:per_kind]]
     handles = [h for _, h, _ in rows[per_kind : 2 * per_kind] if h] or ["syn-0000"]
     inputs = [spec.split('"input":"')[1].split(" for ")[0] for _, _, spec in rows[2 * per_kind :]]
@@ -193,7 +315,7 @@ def filter_texts(db: Path, per_kind: int, seed: int = 7) -> list[tuple[str, str]
     return texts
 
 
-async def reader_pages(db: Path, texts: list[tuple[str, str]]) -> dict[str, list[float]]:
+async def reader_pages(db: str, texts: list[tuple[str, str]]) -> dict[str, list[float]]:
     """The core alone: a filtered first page of 100 rows per text."""
     reader = await ConsoleReader.open(db, clock=SystemClock())
     timings: dict[str, list[float]] = {"text page (3+)": []}  # first: the headline
@@ -237,9 +359,9 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def measure(
-    db: Path, base_url: str, presses: int, out: Path, engine: str, texts: list[tuple[str, str]]
+    db: str, base_url: str, presses: int, out: Path, engine: str, texts: list[tuple[str, str]]
 ) -> dict[str, list[float]]:
-    settings = Settings(db=str(db), base_url=base_url, out=str(out))
+    settings = Settings(db=db, base_url=base_url, out=str(out))
     # Imports and (thread) the SDK client are built here: not the UI's time.
     backend = GeminiBackend(api_key=None, base_url=base_url) if engine == "thread" else None
     app = make_app(settings, interval=2.0, backend=backend)
@@ -308,6 +430,8 @@ def report(timings: dict[str, list[float]]) -> None:
         "   (per key; the rest of a key's time is waiting: SQL, GIL, a busy CPU)"
     )
     print(f"loop log lines during the run: {int(timings['_ticks'][0])}")
+    if TIMEOUTS:
+        print(f"never shown (timed out, counted at the limit): {TIMEOUTS}")
 
 
 def main() -> None:
@@ -320,31 +444,71 @@ def main() -> None:
     parser.add_argument(
         "--texts", type=int, default=8, help="free-text filters per kind (7 kinds; issue 14)"
     )
+    parser.add_argument(
+        "--pg",
+        metavar="URL|auto",
+        default=None,
+        help="run on PostgreSQL: a server's URL (the copy is cached there), or auto:"
+        " a throwaway server for this run",
+    )
     args = parser.parse_args()
+    # `timeout`'s SIGTERM unwinds like Ctrl-C: the emulator, the run's
+    # database and a throwaway server are cleaned up by the finally below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     workdir = args.workdir or Path(f"/tmp/reclaim-console-bench-run-{os.getpid()}")
     workdir.mkdir(parents=True, exist_ok=True)
-    db = ledger_copy(args.rows, workdir)
-    texts = filter_texts(db, args.texts)
-    port = free_port()
-    emulator = start_emulator(port)
-    base_url = f"http://127.0.0.1:{port}"
-    load = os.getloadavg()[0]
+    server: PostgresServer | None = None
+    run_db: str | None = None
+    emulator: subprocess.Popen[bytes] | None = None
     try:
+        if args.pg is None:
+            db, where = str(ledger_copy(args.rows, workdir)), "SQLite"
+        else:
+            auto = args.pg == "auto"
+            server = PostgresServer() if auto else PostgresServer(external_dsn=args.pg)
+            server.start()
+            if auto:
+                print(f"PostgreSQL started for this run in {server.start_seconds:.1f}s")
+            db, run_db = pg_ledger(args.rows, server, cache=not auto)
+            where = f"PostgreSQL {_server_facts(db)}"
+        texts = asyncio.run(filter_texts(db, args.texts))
+        port = free_port()
+        emulator = start_emulator(port)
+        base_url = f"http://127.0.0.1:{port}"
+        load = os.getloadavg()[0]
         seconds = asyncio.run(seed_inflight(db, base_url, args.inflight, workdir / "out"))
         print(f"{args.inflight} jobs in flight on the emulator (created in {seconds:.1f}s)")
         timings = asyncio.run(
             measure(db, base_url, args.presses, workdir / "out", args.engine, texts)
         )
-        print(f"ledger: {args.rows:,} synthetic rows + {args.inflight} live; loop every 2 s")
+        print(
+            f"ledger: {where}, {args.rows:,} synthetic rows + {args.inflight} live; loop every 2 s"
+        )
         print(
             f"engine: in a {args.engine}; load average {load:.2f} at the start,"
             f" {os.getloadavg()[0]:.2f} at the end"
         )
         report(timings)
     finally:
-        os.killpg(emulator.pid, signal.SIGTERM)
-        emulator.wait(10)
+        if emulator is not None:
+            os.killpg(emulator.pid, signal.SIGTERM)
+            emulator.wait(10)
+        if server is not None:
+            if run_db is not None and server.external_dsn is not None:
+                server.drop_database(run_db)  # the cached template stays
+            server.cleanup()  # auto: stops the server and deletes its files
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _server_facts(url: str) -> str:
+    """The server's version, its shared_buffers and the database's size."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
+            " pg_size_pretty(pg_database_size(current_database()))"
+        ).fetchone()
+    assert row is not None
+    return f"{row[0]} (shared_buffers {row[1]}, database {row[2]})"
 
 
 if __name__ == "__main__":
