@@ -7,7 +7,10 @@ file. Prints jobs/s and peak memory (tracemalloc + ru_maxrss), median of
 seed_ledger.py) driven with a stub client, i.e. the same SQLite work it does
 per job, with no network either.
 
-    python benchmarks/ledger_only.py [--jobs 100000] [--runs 3]
+    python benchmarks/ledger_only.py [--jobs 100000] [--runs 3] [--pg auto|URL]
+
+`--pg` adds the same run on PostgreSQL (synchronous_commit=on; `auto`: a
+throwaway local server, see benchmarks/postgres.py), a database per run.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -38,9 +42,9 @@ async def _noop(idem: str, result: StoredResult) -> None:
     return None
 
 
-async def run_ours(n: int, workdir: Path, batch: int) -> tuple[float, float]:
+async def run_ours(n: int, workdir: Path, batch: int, db: str = "") -> tuple[float, float]:
     clock = ManualClock()
-    ledger = await Ledger.open(workdir / "ours.db", clock=clock)
+    ledger = await Ledger.open(db or workdir / "ours.db", clock=clock)
     fake = FakeBackend(clock=clock, latency=0.0)
     engine = Engine(
         ledger,
@@ -88,19 +92,20 @@ def _max_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(which: str, n: int, batch: int) -> None:
+def _child(which: str, n: int, batch: int, db: str = "") -> None:
     """One measurement in a fresh process, so peak memory is this run's own."""
     with tempfile.TemporaryDirectory() as d:
         if which == "ours":
-            rate, rss = asyncio.run(run_ours(n, Path(d), batch))
+            rate, rss = asyncio.run(run_ours(n, Path(d), batch, db))
         else:
             rate, rss = run_baseline(n, Path(d))
     print(json.dumps({"rate": rate, "rss": rss}))
 
 
-def _measure(which: str, n: int, batch: int) -> tuple[float, float]:
+def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", which, "--jobs", str(n), "--batch", str(batch)],
+        [sys.executable, __file__, "--child", which, "--jobs", str(n), "--batch", str(batch),
+         "--db", db],  # fmt: skip
         check=True,
         capture_output=True,
         text=True,
@@ -115,25 +120,56 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--batch", type=int, default=2000)
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--pg", default=None, help="also on PostgreSQL: auto or a server's URL")
     ap.add_argument("--child", choices=["ours", "baseline"], help=argparse.SUPPRESS)
+    ap.add_argument("--db", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _child(a.child, a.jobs, a.batch)
+        _child(a.child, a.jobs, a.batch, a.db)
         return
-    ours, base = [], []
-    for _ in range(a.runs):
-        ours.append(_measure("ours", a.jobs, a.batch))
-        if not a.skip_baseline:
-            base.append(_measure("baseline", a.jobs, a.batch))
+    from postgres import PgDatabases
+
+    pg = PgDatabases(a.pg) if a.pg else None
+    ours, base, on_pg = [], [], []
+    load = [os.getloadavg()[0]]
+    try:
+        for _ in range(a.runs):
+            ours.append(_measure("ours", a.jobs, a.batch))
+            if pg is not None:
+                url = pg.create()
+                try:
+                    on_pg.append(_measure("ours", a.jobs, a.batch, url))
+                finally:
+                    pg.drop(url)
+            if not a.skip_baseline:
+                base.append(_measure("baseline", a.jobs, a.batch))
+            load.append(os.getloadavg()[0])
+    finally:
+        if pg is not None:
+            pg.close()
     rows = [["reclaim-tui", a.jobs, median([o[0] for o in ours]), median([o[1] for o in ours])]]
+    if on_pg:
+        rows.append(
+            [
+                "reclaim-tui on PostgreSQL",
+                a.jobs,
+                median([o[0] for o in on_pg]),
+                median([o[1] for o in on_pg]),
+            ]
+        )
     if base:
         rows.append(
             ["baseline (seed)", a.jobs, median([b[0] for b in base]), median([b[1] for b in base])]
         )
-    print(f"Ledger alone, synchronous=FULL, {a.runs} runs each in a fresh process, medians")
+    print(
+        f"Ledger alone, SQLite synchronous=FULL / PostgreSQL synchronous_commit=on, {a.runs}"
+        f" runs each in a fresh process, medians; load {min(load):.1f}–{max(load):.1f}"
+    )
     print(table(["design", "jobs", "jobs/s", "peak RSS MiB"], rows))
     if base:
-        print(f"ratio (reclaim-tui / baseline): {rows[0][2] / rows[1][2]:.1f}x")
+        print(f"ratio (reclaim-tui / baseline): {rows[0][2] / rows[-1][2]:.1f}x")
+    if on_pg:
+        print(f"ratio (PostgreSQL / SQLite): {rows[1][2] / rows[0][2]:.2f}x")
 
 
 if __name__ == "__main__":
