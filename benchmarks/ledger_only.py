@@ -104,8 +104,18 @@ def _child(which: str, n: int, batch: int, db: str = "") -> None:
 
 def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", which, "--jobs", str(n), "--batch", str(batch),
-         "--db", db],  # fmt: skip
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            which,
+            "--jobs",
+            str(n),
+            "--batch",
+            str(batch),
+            "--db",
+            db,
+        ],
         check=True,
         capture_output=True,
         text=True,

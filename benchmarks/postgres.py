@@ -187,11 +187,22 @@ def one_run(
             started = time.perf_counter()
             procs = [
                 subprocess.Popen(
-                    [sys.executable, __file__, "--child", db, "--backend", backend,
-                     "--base-url", emulator_url or "", "--out", str(Path(d) / f"out{i}")],
+                    [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        db,
+                        "--backend",
+                        backend,
+                        "--base-url",
+                        emulator_url or "",
+                        "--out",
+                        str(Path(d) / f"out{i}"),
+                    ],
                     env={**env, "RECLAIM_OWNER_HOST": f"bench-host-{i}"},
-                    stdout=subprocess.PIPE, text=True,
-                )  # fmt: skip
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
                 for i in range(workers)
             ]
             results = []
