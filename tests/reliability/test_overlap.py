@@ -24,10 +24,14 @@ JOBS = 500
 
 
 def test_eight_ticks_at_once_create_and_consume_each_job_once(
-    make_workspace: Callable[..., Workspace], emulator: EmulatorProcess
+    make_workspace: Callable[..., Workspace], emulator: EmulatorProcess, db_url: str
 ) -> None:
-    ws = make_workspace("overlap")
-    texts = [f"overlap job {i}" for i in range(JOBS)]
+    """On a SQLite file, and on PostgreSQL as eight hosts (their own owner
+    identities: claims meet FOR UPDATE SKIP LOCKED, not a file lock)."""
+    on_pg = db_url.startswith("postgresql://")
+    ws = make_workspace("overlap", db_url=db_url if on_pg else None)
+    engine = "postgresql" if on_pg else "sqlite"
+    texts = [f"overlap job {i} on {engine}" for i in range(JOBS)]
     keys = {idempotency_key(JobSpec(input=t, model="gemini-flash-latest")) for t in texts}
     jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": t} for t in texts])
 
@@ -38,7 +42,12 @@ def test_eight_ticks_at_once_create_and_consume_each_job_once(
     for passes in range(1, 6):
         started = time.monotonic()
         procs = [
-            ws.popen_tick(jobs=jobs, log_name=f"pass{passes}-{i}.log") for i in range(PROCESSES)
+            ws.popen_tick(
+                jobs=jobs,
+                log_name=f"pass{passes}-{i}.log",
+                env={"RECLAIM_OWNER_HOST": f"host-{i}"} if on_pg else None,
+            )
+            for i in range(PROCESSES)
         ]
         for proc in procs:
             code = proc.wait(180)
@@ -71,7 +80,7 @@ def test_eight_ticks_at_once_create_and_consume_each_job_once(
     assert view.bad_transitions() == [] and view.consumed_without_done() == []
     assert account_for_creates(view, {k: creates[k] for k in keys}) == []
     record_figures(
-        "overlap",
+        "overlap" if not on_pg else "overlap_postgres",
         processes=PROCESSES,
         passes=passes,
         jobs=JOBS,
