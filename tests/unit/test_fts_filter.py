@@ -270,6 +270,8 @@ def test_trigrams_are_quoted_fts5_strings() -> None:
     assert spread[0] == f'"{text[:3]}"' and spread[-1] == f'"{text[-3:]}"'
 
 
+# SQLite only, from here to the triggers' section: which FTS5 trigrams are looked
+# up and when there are too many ids (text_hits); PostgreSQL hands no ids.
 async def _indexed_hits(db: Path, reader: ConsoleReader, text: str) -> list[int] | None:
     with _connect(db) as con:
         con.executescript(SEARCH_FLUSH_SQL)  # the indexes, not the queues, name them
@@ -302,6 +304,8 @@ async def test_too_many_hits_for_the_ledger_size_walk_instead(
 
 
 # -- the triggers keep the index in step --------------------------------------------------
+# SQLite only (but the malformed spec): FTS5's tables, queues and triggers;
+# PostgreSQL's GIN indexes are kept in step by the server itself.
 def _integrity(con: sqlite3.Connection) -> None:
     """FTS5's own check that the indexes hold exactly what jobs_fts_source says."""
     con.executescript(SEARCH_FLUSH_SQL)
@@ -323,7 +327,7 @@ def _index_pages(con: sqlite3.Connection, index: str) -> tuple[Any, ...]:
     return tuple(con.execute(f"SELECT COUNT(*), SUM(LENGTH(block)) FROM {index}_data").fetchone())
 
 
-async def _found(db: Path, text: str) -> list[str]:
+async def _found(db: Path | str, text: str) -> list[str]:
     reader = await ConsoleReader.open(db, clock=ManualClock(NOW))
     try:
         return await walk(reader, View(filter=RowFilter(text=text)), 50)
@@ -418,20 +422,29 @@ async def test_a_full_queue_moves_into_the_index_by_itself(tmp_path: Path) -> No
         _integrity(con)
 
 
-async def test_a_malformed_spec_does_not_break_writes(tmp_path: Path) -> None:
-    db = tmp_path / "l.db"
-    await (await Ledger.open(db)).close()
-    with _connect(db) as con:
-        con.execute(
-            "INSERT INTO jobs(idem, spec, model, status, created_at, state_since, updated_at)"
-            " VALUES ('hand-edited', 'not json', 'm', 'reserving', 0, 0, 0)"
-        )
-        con.execute("UPDATE jobs SET handle = 'h-x', spec = '{' WHERE idem = 'hand-edited'")
-        _integrity(con)
-    assert await _found(db, "hand-edited") == ["hand-edited"]
+async def test_a_malformed_spec_does_not_break_writes(db_url: str) -> None:
+    # Both engines: SQLite's triggers and PostgreSQL's index over
+    # reclaim_input(spec) both read the input of every row written.
+    ledger = await Ledger.open(db_url)
+    try:
+        async with ledger.write() as con:
+            await con.execute(
+                "INSERT INTO jobs(idem, spec, model, status, created_at, state_since, updated_at)"
+                " VALUES ('hand-edited', 'not json', 'm', 'reserving', 0, 0, 0)"
+            )
+            await con.execute(
+                "UPDATE jobs SET handle = 'h-x', spec = '{' WHERE idem = 'hand-edited'"
+            )
+    finally:
+        await ledger.close()
+    if ledger.dialect == "sqlite":
+        with _connect(Path(db_url)) as con:
+            _integrity(con)
+    assert await _found(db_url, "hand-edited") == ["hand-edited"]
 
 
 # -- migration 5 backfills an existing ledger ----------------------------------------------
+# SQLite only: migration 5 is SQLite's (PostgreSQL's schema began with its indexes).
 async def test_migration_backfills_a_version_4_ledger(tmp_path: Path) -> None:
     db = tmp_path / "v4.db"
     con = sqlite3.connect(db)
@@ -456,6 +469,7 @@ async def test_migration_backfills_a_version_4_ledger(tmp_path: Path) -> None:
 
 
 # -- the plan: the index, not a scan of jobs ------------------------------------------------
+# SQLite only: its EXPLAIN QUERY PLAN and trace callback.
 def _plan(con: sqlite3.Connection, sql: str, params: list[Any]) -> list[str]:
     return [r[3] for r in con.execute("EXPLAIN QUERY PLAN " + sql, params)]
 
