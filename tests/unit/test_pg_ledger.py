@@ -176,3 +176,44 @@ async def test_many_processes_opening_a_new_database_at_once_migrate_it_once(
     finally:
         for led in opened:
             await led.close()
+
+
+async def test_the_filter_folds_ascii_case_only_whatever_the_database_locale(
+    pg_server: PostgresServer,
+) -> None:
+    """A database created with a UTF-8 locale (most are) folded É to é in the
+    input filter's ILIKE, where SQLite's LIKE — the filter's documented rule
+    — folds ASCII only (found by the review of the contract suite)."""
+    from reclaim_tui.core.models import JobSpec
+    from reclaim_tui.core.queries import ConsoleReader, RowFilter, View
+
+    base = pg_server.create_database()
+    async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:
+        await conn.execute(
+            "CREATE DATABASE utf8_locale TEMPLATE template0 ENCODING 'UTF8'"
+            " LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'"
+        )
+    dsn = base.rsplit("/", 1)[0] + "/utf8_locale"
+    try:
+        clock = ManualClock()
+        ledger = await Ledger.open(dsn, clock=clock)
+        specs = {"a1": "Summarise the café menu", "b2": "CAFÉ in capitals", "c3": "Error: x"}
+        await ledger.insert_jobs(
+            [(k, JobSpec(input=v, model="m").to_json(), "m") for k, v in specs.items()], "t"
+        )
+        async with ledger.write() as db:
+            await db.execute("UPDATE jobs SET last_error = 'Ünknown ÉRROR' WHERE idem = 'c3'")
+        await ledger.close()
+        reader = await ConsoleReader.open(dsn, clock=clock)
+        try:
+            for text, want in (("CAFÉ", ["b2"]), ("café", ["a1"]), ("caf", ["a1", "b2"])):
+                page = await reader.page(View(filter=RowFilter(text=text)))
+                assert sorted(r.idem for r in page.rows) == want, text
+            page = await reader.page(View(filter=RowFilter.parse("error:érror")))
+            assert page.rows == []
+            page = await reader.page(View(filter=RowFilter.parse("error:ÉRROR")))
+            assert [r.idem for r in page.rows] == ["c3"]
+        finally:
+            await reader.close()
+    finally:
+        pg_server.drop_database("utf8_locale")
