@@ -91,11 +91,11 @@ class ReclaimApp(App[None]):
     async def boot(self) -> None:
         if self.host is not None:
             starting = self.start_engine()
-            if (
-                not is_database_url(self.config.settings.db)
-                and not Path(self.config.settings.db).exists()
-            ):
-                await starting.wait()  # the engine creates the ledger (the demo's)
+            db = self.config.settings.db
+            # The engine creates the ledger (the demo's); a database on a
+            # server cannot be looked at from here, so wait for it there too.
+            if is_database_url(db) or not Path(db).exists():
+                await starting.wait()
         try:
             self.reader = await ConsoleReader.open(
                 self.config.settings.db,
