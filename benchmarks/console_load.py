@@ -126,11 +126,11 @@ async def copy_to_postgres(template: Path, url: str) -> float:
     return the copy's seconds (the ANALYZE after it is timed apart)."""
     source = await Ledger.open(template, readonly=True, create=False)
     target = await Ledger.open(url)
-    shown = [0]
+    shown: dict[str, int] = {}
 
     def progress(table: TableCopy) -> None:
-        if table.read - shown[0] >= 200_000:
-            shown[0] = table.read
+        if table.read - shown.get(table.name, 0) >= 200_000:
+            shown[table.name] = table.read
             print(f"  {table.name}: {table.read:,} rows", flush=True)
 
     try:
