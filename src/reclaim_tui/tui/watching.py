@@ -42,6 +42,7 @@ class LedgerWatch:
         self._attention: Attention | None = None
         self._attention_at = float("-inf")
         self._seen_update = 0.0
+        self._window: tuple[float, int] | None = None
         self._seen_event: int | None = None
         self._counted_at = float("-inf")
         self._counts_cost = 0.0
@@ -75,7 +76,17 @@ class LedgerWatch:
         after a change, or every 15 s anyway. After a change they are read
         with the rows (so the tabs agree with the table) unless reading them
         is slow (a big ledger): then at most every 2 s."""
-        changed, latest = await reader.changed_since(self._seen_update - 5.0)
+        # The window reaches 5 s before the newest change seen: a writer whose
+        # clock is a little behind lands there. So the newest row itself is
+        # always in it: a change is a newer update, or more rows in the same
+        # window than at the last look (counting any row in it made every
+        # look of an idle console a change, and re-read counts and window).
+        start = self._seen_update - 5.0
+        count, latest = await reader.changed_since(start)
+        changed = latest > self._seen_update or (
+            self._window is not None and self._window[0] == start and self._window[1] != count
+        )
+        self._window = (start, count)
         self._seen_update = max(self._seen_update, latest)
         now = clock.now()
         since = now - self._counted_at
