@@ -224,8 +224,6 @@ async def test_non_ascii_case_is_not_folded(reader: ConsoleReader) -> None:
 async def test_filtered_windows_walk_in_order_both_ways(
     reader: ConsoleReader, plans: Callable[[str], None], plan: str, sort: Any, query: str
 ) -> None:
-    if reader._fast.dialect == "postgres" and plan != PLANS[0]:
-        pytest.skip("PostgreSQL reads a filter one way (no ids): the first plan covers it")
     plans(plan)
     view = View(filter=RowFilter.parse(query), sort=sort)
     flt = view.filter

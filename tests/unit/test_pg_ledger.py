@@ -217,3 +217,43 @@ async def test_the_filter_folds_ascii_case_only_whatever_the_database_locale(
             await reader.close()
     finally:
         pg_server.drop_database("utf8_locale")
+
+
+async def test_the_input_filter_survives_a_parallel_plan(pg_dsn: str) -> None:
+    """reclaim_input's EXCEPTION block is a subtransaction, which a parallel
+    worker cannot start: declared PARALLEL SAFE, a parallel scan of the input
+    filter failed at 1M rows. Forced parallel here, on a few rows."""
+    ledger = await Ledger.open(pg_dsn)
+    try:
+        await ledger.insert_jobs(
+            [("good", '{"input": "find me"}', "m"), ("bad", "not json at all", "m")], "t"
+        )
+    finally:
+        await ledger.close()
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        cur = await conn.execute("SHOW server_version_num")
+        row = await cur.fetchone()
+        assert row is not None
+        knob = "debug_parallel_query" if int(row[0]) >= 160000 else "force_parallel_mode"
+        await conn.execute(f"SET {knob} = on")
+        await conn.execute(f"SET search_path TO {PG_SCHEMA}, public")
+        cur = await conn.execute(
+            "SELECT idem FROM jobs WHERE reclaim_input(spec) ILIKE '%find%' ORDER BY idem"
+        )
+        assert await cur.fetchall() == [("good",)]
+
+
+async def test_console_reads_are_planned_with_their_parameters(pg_dsn: str) -> None:
+    """psycopg prepares a statement after 5 runs and PostgreSQL may then use a
+    generic plan blind to the filter text: at 1M rows it walked a status index
+    (6-10 s) instead of the trigram indexes (12-23 ms). Read-only ledgers (the
+    console's) plan every read with its parameters."""
+    await (await Ledger.open(pg_dsn)).close()
+    reader = await Ledger.open(pg_dsn, readonly=True, create=False)
+    writer = await Ledger.open(pg_dsn)
+    try:
+        assert (await reader.select("SHOW plan_cache_mode"))[0][0] == "force_custom_plan"
+        assert (await writer.select("SHOW plan_cache_mode"))[0][0] == "auto"
+    finally:
+        await reader.close()
+        await writer.close()

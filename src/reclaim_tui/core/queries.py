@@ -36,7 +36,9 @@ from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
 from reclaim_tui.core.retention import Attention, attention
-from reclaim_tui.core.schema import COLUMNS, input_text_sql, orphan_sql, row_from_tuple
+from reclaim_tui.core.schema import COLUMNS, orphan_sql, row_from_tuple
+from reclaim_tui.core.text_search import TEXT_SQL as _TEXT_SQL
+from reclaim_tui.core.text_search import like_pattern as _like
 from reclaim_tui.core.text_search import text_hits
 
 __all__ = [
@@ -166,19 +168,6 @@ class Detail:
     inbox_used: bool = False
 
 
-def _like(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-# The filter's substring test, one pattern three times (plain `?`: it is
-# spliced among other clauses). LIKE folds ASCII case only, as it always did.
-_TEXT_SQL = (
-    "(idem LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\'"
-    f" OR {input_text_sql('spec')} LIKE ? ESCAPE '\\')"
-)
-
-
 def _predicates(
     view: View, now: float, dead: Sequence[str], hits: str | None = None
 ) -> tuple[list[str], list[Any]]:
@@ -193,7 +182,7 @@ def _predicates(
     flt = view.filter
     if flt.text:
         if hits is not None:
-            clauses.append("id IN (SELECT value FROM json_each(?))")
+            clauses.append("id IN (SELECT CAST(value AS INTEGER) FROM json_each(?))")
             params.append(hits)
         # The indexes only narrow the rows (trigrams, Unicode case folding):
         # the test below decides, so both plans return the same rows.

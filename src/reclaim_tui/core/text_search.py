@@ -18,8 +18,24 @@ import math
 from collections.abc import Sequence
 
 from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.schema import input_text_sql
 
-__all__ = ["FTS_BY_ID", "FTS_MIN", "text_hits", "trigrams"]
+__all__ = ["FTS_BY_ID", "FTS_MIN", "TEXT_SQL", "like_pattern", "text_hits", "trigrams"]
+
+
+def like_pattern(text: str) -> str:
+    """`text` anywhere, as a LIKE pattern (ESCAPE '\\')."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+#: The filter's substring test, one pattern three times (plain `?`: it is
+#: spliced among other clauses). LIKE folds ASCII case only, as it always
+#: did (PostgreSQL: ILIKE on "C"-collated text, the same rule).
+TEXT_SQL = (
+    "(idem LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\'"
+    f" OR {input_text_sql('spec')} LIKE ? ESCAPE '\\')"
+)
 
 #: Filter text this long is looked up in the trigram index; shorter text has
 #: no trigram to look up and is a substring test on every row walked.
@@ -87,15 +103,27 @@ async def text_hits(ledger: Ledger, text: str) -> str | None:
     is asked for the rows holding its rarest trigrams of the text. None when
     the text is too short for a trigram or in too many rows to read by id."""
     terms = trigrams(text)
-    if not terms or ledger.dialect != "sqlite":
-        # PostgreSQL plans the filter's ILIKE over its pg_trgm indexes itself
-        # (core/postgres.py): no list of ids to hand it.
+    if not terms:
         return None
+    if ledger.dialect == "postgres":
+        return await _pg_hits(ledger, text)
     rarity = await ledger.select(_RARITY_SQL, [json.dumps(terms), _SAMPLE])
     matches = [_rarest(terms, [row[column] for row in rarity]) for column in (0, 1)]
     limit = int(FTS_BY_ID * math.sqrt(rarity[0][2] or 0))
     [(count, hits)] = await ledger.select(_HITS_SQL, [*matches, limit + 1])
     return str(hits) if count <= limit else None
+
+
+async def _pg_hits(ledger: Ledger, text: str) -> str | None:
+    """PostgreSQL: the rows holding `text`, found once on the pg_trgm indexes
+    (core/postgres.py). Left to the page query, the same lookup ran in each
+    status's branch of the age sort (6 × ~35 ms at 1M rows); this is ~40 ms."""
+    [(top,)] = await ledger.select("SELECT COALESCE(MAX(id), 0) FROM jobs")
+    limit = int(FTS_BY_ID * math.sqrt(top))
+    rows = await ledger.select(
+        f"SELECT id FROM jobs WHERE {TEXT_SQL} LIMIT ?", [like_pattern(text)] * 3 + [limit + 1]
+    )
+    return json.dumps([r[0] for r in rows]) if len(rows) <= limit else None
 
 
 def _rarest(terms: Sequence[str], counts: Sequence[int]) -> str:
