@@ -215,3 +215,29 @@ async def test_operator_keys_write_the_row_in_postgresql(seeded: Seeded) -> None
     assert failed.attempts == 0 and failed.last_error is None
     for role in ("failed", "submitted"):
         assert "console" in [e.actor for e in await seeded.events(role)], role
+
+
+async def test_the_console_on_an_empty_database_waits_for_its_engine_to_create_the_ledger(
+    pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`reclaim-tui demo --db postgresql://…` on an empty database said "no
+    ledger here": the console read before its engine had created the schema
+    (only a missing *file* made it wait). The engine's open is slowed here,
+    as a worker process's start-up slows it in the demo."""
+    from reclaim_tui.core.postgres import PgLedger
+
+    real_open = PgLedger.open.__func__  # type: ignore[attr-defined]
+
+    async def slow_open(cls: type[PgLedger], path: str, **kw: object) -> PgLedger:
+        if not kw.get("readonly"):
+            await asyncio.sleep(0.5)  # the engine's (writable) open comes late
+        return await real_open(cls, path, **kw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(PgLedger, "open", classmethod(slow_open))
+    clock = ManualClock(START)
+    fresh = Seeded(pg_dsn, tmp_path / "articles", clock, FakeBackend(clock=clock))  # type: ignore[arg-type]
+    app = fresh.app()
+    async with app.run_test(size=SIZE) as pilot:
+        assert await until(pilot, lambda: app.reader is not None), "no reader: see the toasts"
+        assert on_postgres(app)
+        assert app.table.rows_shown == []
