@@ -3,6 +3,9 @@ requests with 500 and drops 5% of creates after accepting them.
 
     RECLAIM_SOAK_SECONDS   length of the chaos phase (default 60)
     RECLAIM_SOAK_JOBS      jobs (default 1000)
+    RECLAIM_SOAK_PG_SECONDS, RECLAIM_SOAK_PG_JOBS
+                           the same for the PostgreSQL soak (default 30 s, 600 jobs:
+                           CI's time budget; its server restart comes halfway)
     RECLAIM_SOAK_WORKERS   concurrent `tick` loops (default 4)
     RECLAIM_SOAK_LOOKUP    1 (default): orphans adopted through the emulator's
                            find-by-label; 0: the resubmit policy (duplicates
@@ -44,6 +47,8 @@ pytestmark = pytest.mark.slow
 
 SECONDS = float(os.environ.get("RECLAIM_SOAK_SECONDS", "60"))
 JOBS = int(os.environ.get("RECLAIM_SOAK_JOBS", "1000"))
+PG_SECONDS = float(os.environ.get("RECLAIM_SOAK_PG_SECONDS", "30"))
+PG_JOBS = int(os.environ.get("RECLAIM_SOAK_PG_JOBS", "600"))
 WORKERS = int(os.environ.get("RECLAIM_SOAK_WORKERS", "4"))
 LOOKUP = os.environ.get("RECLAIM_SOAK_LOOKUP", "1") != "0"
 SEED = int(os.environ.get("RECLAIM_SOAK_SEED", "7"))
@@ -111,7 +116,7 @@ class WorkerSlot:
 
 
 def test_chaos_soak_loses_nothing(tmp_path: Path) -> None:
-    soak(tmp_path, "chaos_soak")
+    soak(tmp_path, "chaos_soak", SECONDS, JOBS)
 
 
 @pytest.mark.postgres
@@ -122,12 +127,21 @@ def test_chaos_soak_on_postgresql_across_hosts_and_a_server_restart(
     host (its own owner identity: no holder can be judged dead, leases end by
     the server's clock), and the server restarted (`pg_ctl restart -m
     immediate`: a crash, then recovery) in the middle of the chaos."""
-    soak(tmp_path, "chaos_soak_postgres", db_url=pg_dsn, restart=pg_server.restart_immediate)
+    soak(
+        tmp_path,
+        "chaos_soak_postgres",
+        PG_SECONDS,
+        PG_JOBS,
+        db_url=pg_dsn,
+        restart=pg_server.restart_immediate,
+    )
 
 
 def soak(
     tmp_path: Path,
     figures: str,
+    seconds: float,
+    jobs_count: int,
     *,
     db_url: str | None = None,
     restart: Callable[[], None] | None = None,
@@ -138,7 +152,7 @@ def soak(
         ws = Workspace(
             tmp_path / "chaos", emulator=emu, lookup=LOOKUP, extra_flags=BUSY_FLAGS, db_url=db_url
         )
-        texts = [f"chaos job {i} of {JOBS}" for i in range(JOBS)]
+        texts = [f"chaos job {i} of {jobs_count}" for i in range(jobs_count)]
         keys = {idempotency_key(JobSpec(input=t, model="gemini-flash-latest")): t for t in texts}
         jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": t} for t in texts])
 
@@ -148,12 +162,12 @@ def soak(
         for slot in slots:
             slot.thread.start()
         started = time.monotonic()
-        deadline = started + SECONDS
+        deadline = started + seconds
         kills_sent = restarts = 0
         while time.monotonic() < deadline:
             time.sleep(rng.uniform(0.5, 2.0))
             kills_sent += rng.choice(slots).kill()
-            if restart is not None and not restarts and time.monotonic() > started + SECONDS / 2:
+            if restart is not None and not restarts and time.monotonic() > started + seconds / 2:
                 restart()  # every worker's connection is cut mid-pass
                 restarts += 1
         stop.set()
@@ -175,12 +189,12 @@ def soak(
         rows = view.rows()
         creates = emu.creates_by_idem()
         assert set(rows) == set(keys)
-        assert Counter(r["status"] for r in rows.values()) == Counter(consumed=JOBS)
+        assert Counter(r["status"] for r in rows.values()) == Counter(consumed=jobs_count)
         assert view.bad_transitions() == [] and view.consumed_without_done() == []
         consumed_events = Counter(
             e.idem for e in view.events() if (e.from_status, e.to_status) == ("done", "consumed")
         )
-        assert set(consumed_events.values()) == {1} and len(consumed_events) == JOBS
+        assert set(consumed_events.values()) == {1} and len(consumed_events) == jobs_count
         for key, text in keys.items():
             assert (ws.out / f"{key}.md").read_text(encoding="utf-8") == fake_output_text(text)
         delivered = Counter(d["idem"] for d in ws.deliveries())
@@ -190,11 +204,11 @@ def soak(
         dropped = stats["dropped_total"]
         create_5xx = stats["calls"]["create"] - stats["creates_total"]
         duplicates = sum(r["duplicates"] for r in rows.values())
-        bound = JOBS + dropped + create_5xx + (0 if LOOKUP else duplicates)
-        assert total_creates <= bound, (total_creates, JOBS, dropped, create_5xx, duplicates)
+        bound = jobs_count + dropped + create_5xx + (0 if LOOKUP else duplicates)
+        assert total_creates <= bound, (total_creates, jobs_count, dropped, create_5xx, duplicates)
         assert account_for_creates(view, creates) == []
         kills = sum(slot.killed for slot in slots)
-        extra = total_creates - JOBS
+        extra = total_creates - jobs_count
         if not LOOKUP:
             # Every extra create is recorded as a possible duplicate, and only
             # rows whose create was in flight can be marked: the ambiguous
@@ -215,10 +229,10 @@ def soak(
             hosts=len({h for h in hosts if h}),
             server_restarts=restarts,
             server_gone_exits=sum(slot.server_gone for slot in slots),
-            seconds=SECONDS,
+            seconds=seconds,
             workers=WORKERS,
             lookup=LOOKUP,
-            jobs=JOBS,
+            jobs=jobs_count,
             tick_runs=sum(slot.runs for slot in slots),
             kills_sent=kills_sent,
             kills_survived=kills,
@@ -229,8 +243,8 @@ def soak(
             duplicates_recorded=duplicates,
             adopted=sum(1 for e in view.events() if e.note.startswith("orphan adopted")),
             deliveries=sum(delivered.values()),
-            redeliveries=sum(delivered.values()) - JOBS,
-            lost=JOBS - sum(1 for r in rows.values() if r["status"] == "consumed"),
+            redeliveries=sum(delivered.values()) - jobs_count,
+            lost=jobs_count - sum(1 for r in rows.values() if r["status"] == "consumed"),
             known_bug_exit4=sum(slot.known_bug_exits for slot in slots),
             circuit_trips=sum(slot.circuit_trips for slot in slots),
             extra_creates=extra,
