@@ -294,6 +294,39 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
     return LedgerError(f"{where}: {text}")
 
 
+async def _read(conn: psycopg.AsyncConnection[Any], text: str, params: Sequence[Any]) -> list[Any]:
+    cur = await conn.execute(text, params)
+    return await cur.fetchall() if cur.description else []
+
+
+async def _stop(conn: psycopg.AsyncConnection[Any], read: asyncio.Future[list[Any]]) -> None:
+    """Ask the server to cancel `read`'s query and wait for it to end. The
+    asking runs on in its own task if the caller is cancelled again (Textual
+    cancels a worker that is still cleaning up): the query still stops, and
+    psycopg's own lock keeps the next statement behind it."""
+
+    async def cancel() -> None:
+        try:
+            await conn.cancel_safe(timeout=2.0)
+        except psycopg.Error:
+            pass
+        await asyncio.wait({read}, timeout=5.0)
+        if read.done() and not read.cancelled():
+            read.exception()  # retrieved: a QueryCanceled nobody waits for
+
+    stopping = asyncio.ensure_future(cancel())
+    _STOPPING.add(stopping)
+    stopping.add_done_callback(_STOPPING.discard)
+    try:
+        await asyncio.shield(stopping)
+    except asyncio.CancelledError:
+        pass
+
+
+#: Cancellations under way (a task nobody awaits must be referenced somewhere).
+_STOPPING: set[asyncio.Future[None]] = set()
+
+
 class PgLedger(Ledger):
     """A ledger in a PostgreSQL database (see the module's text)."""
 
@@ -520,13 +553,20 @@ class PgLedger(Ledger):
         async with self._lock:
             try:
                 conn = await self._live()
-                cur = await conn.execute(text, reorder(params, order))
-                return await cur.fetchall() if cur.description else []
+            except psycopg.Error as exc:
+                raise map_pg_error(exc, self.path) from exc
+            read = asyncio.ensure_future(_read(conn, text, reorder(params, order)))
+            try:
+                # Shielded: a reader's task is cancelled when the console
+                # replaces its page; cancelling psycopg's wait mid-protocol
+                # closes the connection (and its prepared plans). The server
+                # is asked to stop the query instead, and the read ends.
+                return await asyncio.shield(read)
             except psycopg.Error as exc:
                 raise map_pg_error(exc, self.path) from exc
             except asyncio.CancelledError:
-                if self._conn.info.transaction_status != TransactionStatus.IDLE:
-                    await self._conn.close()
+                if not read.done():
+                    await _stop(conn, read)
                 raise
 
     # -- statements that differ --------------------------------------------------------
