@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -117,10 +118,14 @@ async def _worker(db: str, backend: str, base_url: str | None, out: Path) -> dic
 
 # -- the parent ----------------------------------------------------------------------
 class PgDatabases:
-    """A database per run on a server (started here with `auto`)."""
+    """A database per run on a server (started here with `auto`; stopped by
+    `close`, also when the benchmark is stopped with SIGTERM)."""
 
     def __init__(self, spec: str) -> None:
         self.server: Any = None
+        # SIGTERM (timeout, kill) ends the run through its finally blocks,
+        # which stop the server, instead of leaving it running.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         if spec == "auto":
             from tests.helpers.postgres import PostgresServer
 
