@@ -140,3 +140,61 @@ async def test_held_and_leased_rows_do_not_make_the_service_spin(
         assert await next_due(ledger) == now + 100
     finally:
         await ledger.close()
+
+
+async def test_the_service_outlives_a_database_restart(tmp_path: Path) -> None:
+    """`reclaim-tui run` on PostgreSQL: the server restarts (`-m immediate`)
+    under a running service. The statement in flight fails, the service says
+    `ledger_unavailable`, waits, connects again and goes on; before, the
+    LedgerUnavailableError ended the service (exit 4) at the first restart."""
+    import pytest
+
+    from reclaim_tui.errors import LedgerUnavailableError
+    from tests.helpers.postgres import PostgresNotFound, PostgresServer, postgres_missing
+
+    server = PostgresServer()
+    try:
+        server.start()
+    except PostgresNotFound as exc:
+        postgres_missing(exc)
+        pytest.skip("unreachable")  # postgres_missing skips or fails
+    try:
+        dsn = server.create_database("service_restart")
+        ledger = await Ledger.open(dsn)
+        other = await Ledger.open(dsn)
+        try:
+            engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
+            out = io.StringIO()
+            loop = ServiceLoop(engine, out=out, min_sleep=0.01, max_sleep=0.05, retry_after=0.05)
+            task = asyncio.create_task(
+                loop.run([JobSpec(input=f"before {n}", model="m") for n in range(5)])
+            )
+
+            async def consumed() -> int:
+                try:
+                    return (await other.counts()).get("consumed", (0, None))[0]
+                except LedgerUnavailableError:  # the test's own connection, cut too
+                    return -1
+
+            async with asyncio.timeout(60):
+                while await consumed() < 5:  # noqa: ASYNC110 — another process's rows
+                    await asyncio.sleep(0.01)
+            await asyncio.to_thread(server.restart_immediate)
+            await consumed()  # the test's connection meets the restart here
+            later = [JobSpec(input=f"after {n}", model="m") for n in range(5)]
+            await Engine(other, FakeBackend(), DirectorySink(tmp_path / "o2")).submit(
+                later, send=False
+            )
+            async with asyncio.timeout(60):
+                while await consumed() < 10:
+                    assert not task.done(), out.getvalue()
+                    await asyncio.sleep(0.01)
+            loop.signal(signal.SIGTERM)
+            assert await asyncio.wait_for(task, 60) == 0
+            events = [line["event"] for line in _lines(out)]
+            assert "ledger_unavailable" in events and "ledger_back" in events, events
+        finally:
+            await ledger.close()
+            await other.close()
+    finally:
+        server.cleanup()

@@ -38,6 +38,7 @@ from reclaim_tui.core.connection import shown_db
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
+from reclaim_tui.errors import LedgerBusyError
 
 __all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
@@ -73,7 +74,10 @@ class ServiceLoop:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     passes: int = 0
     stopping: bool = False
+    #: the first wait after a ledger that could not be used (doubles to 30 s)
+    retry_after: float = 1.0
     _pass: asyncio.Task[PassReport] | None = None
+    _ledger_failures: int = 0
     _said_idle_at: float = float("-inf")
 
     def say(self, event: str, **fields: object) -> None:
@@ -111,12 +115,28 @@ class ServiceLoop:
                     self.say("stopped", passes=self.passes, cancelled=True)
                     return 130
                 raise
+            except LedgerBusyError as exc:
+                # Locked past the busy timeout, or its server restarting or
+                # out of reach (PostgreSQL): what the pass committed stands,
+                # its leases run out, and a service waits and goes on rather
+                # than exit on a moment's trouble. Other ledger errors (a
+                # newer schema, a foreign file) still end it.
+                if once:
+                    raise
+                await self._wait_for_ledger(exc)
+                continue
+            if self._ledger_failures:
+                self.say("ledger_back", after_failures=self._ledger_failures)
+                self._ledger_failures = 0
             first = ()
             self.passes += 1
             self._report(report)
             if once:
                 break
-            await self._sleep()
+            try:
+                await self._sleep()
+            except LedgerBusyError as exc:
+                await self._wait_for_ledger(exc)
         self.say("stopped", passes=self.passes)
         return 0
 
@@ -129,6 +149,14 @@ class ServiceLoop:
             if report.unavailable is not None:
                 fields["unavailable"] = report.unavailable[0]
             self.say("pass", n=self.passes, **fields)
+
+    async def _wait_for_ledger(self, exc: LedgerBusyError) -> None:
+        self._ledger_failures += 1
+        wait = min(30.0, self.retry_after * 2 ** (self._ledger_failures - 1))
+        self.say("ledger_unavailable", error=str(exc), retry_in_s=wait)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), wait)
+        self.wake.clear()
 
     async def _sleep(self) -> None:
         due = await next_due(self.engine.ledger)
