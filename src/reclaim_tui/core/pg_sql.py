@@ -92,7 +92,6 @@ def to_postgres(sql: str) -> tuple[str, tuple[int, ...] | None]:
         i += 1
     text = "".join(out)
     code = re.sub(r"'(?:[^']|'')*'", "''", text)  # literals may say anything
-    code = _LIKE.sub("ILIKE", code)
     text = _rewrite_like_outside_literals(text)
     if (found := _SQLITE_ONLY.search(code)) is not None:
         raise SqliteOnlyError(f"SQLite-only SQL ({found[0]!r}) not rewritten for PostgreSQL: {sql}")

@@ -360,15 +360,12 @@ class PgLedger(Ledger):
     ) -> Self:
         url = str(path)
         where = redact(url)
-        server_clock = ServerClock() if clock is None else None
+        times: Clock = clock if clock is not None else ServerClock()
         conn = await cls._dial(url, busy_timeout, readonly)
-        ledger = cls(
-            conn, url, clock or server_clock or ServerClock(), readonly=readonly,
-            busy_timeout=busy_timeout,
-        )  # fmt: skip
+        ledger = cls(conn, url, times, readonly=readonly, busy_timeout=busy_timeout)
         try:
-            if server_clock is not None:
-                await server_clock.sync(conn)
+            if isinstance(times, ServerClock):
+                await times.sync(conn)
             await ledger._check_durable()
             await ledger._migrate_pg(create)
         except psycopg.Error as exc:
