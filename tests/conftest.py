@@ -16,7 +16,7 @@ from reclaim_tui.core.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.sinks import DirectorySink
-from tests.helpers.postgres import PostgresNotFound, PostgresServer, postgres_missing
+from tests.helpers.postgres import PostgresServer, started
 
 #: The fixtures that need PostgreSQL: a test using one gets the `postgres` marker.
 _PG_FIXTURES = frozenset({"pg_server", "pg_dsn"})
@@ -71,13 +71,7 @@ def pg_server() -> Iterator[PostgresServer]:
     a free loopback port), or the existing one of RECLAIM_TEST_PG_DSN. Without
     PostgreSQL installed: skipped, except under CI (env CI), where that fails."""
     server = PostgresServer.from_env()
-    missing: PostgresNotFound | None = None
-    try:
-        server.start()
-    except PostgresNotFound as exc:
-        missing = exc
-    if missing is not None:  # outside the except: no "During handling …" chain
-        postgres_missing(missing)
+    started(server)
     try:
         yield server
     finally:

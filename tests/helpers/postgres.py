@@ -48,6 +48,7 @@ __all__ = [
     "PostgresServer",
     "find_bin_dir",
     "postgres_missing",
+    "started",
 ]
 
 PG_BIN_ENV = "RECLAIM_PG_BIN"
@@ -421,3 +422,16 @@ def _with_dbname(dsn: str, dbname: str) -> str:
         parts = urlsplit(dsn)
         return urlunsplit(parts._replace(path="/" + dbname))
     return make_conninfo(dsn, dbname=dbname)
+
+
+def started(server: PostgresServer) -> PostgresServer:
+    """`server`, started; without PostgreSQL installed the test is skipped
+    (failed under CI: postgres_missing)."""
+    missing: PostgresNotFound | None = None
+    try:
+        server.start()
+    except PostgresNotFound as exc:
+        missing = exc
+    if missing is not None:  # outside the except: no "During handling …" chain
+        postgres_missing(missing)
+    return server

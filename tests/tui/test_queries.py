@@ -12,6 +12,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.core.queries import SORTS, ConsoleReader, RowFilter, View
+from tests.helpers.pages import walk, walk_back
 
 NOW = 1_800_000_000.0
 
@@ -55,24 +56,6 @@ def expected(all_rows: list[Row], view: View) -> list[str]:
     rows = [r for r in all_rows if view.statuses is None or r.status in view.statuses]
     rows.sort(key=view.key_of, reverse=view.sort.descending)
     return [r.idem for r in rows]
-
-
-async def walk(reader: ConsoleReader, view: View, size: int) -> list[str]:
-    page = await reader.page(view, None, "from", size)
-    seen = [r.idem for r in page.rows]
-    while page.has_after:
-        page = await reader.page(view, view.key_of(page.rows[-1]), "after", size)
-        seen += [r.idem for r in page.rows]
-    return seen
-
-
-async def walk_back(reader: ConsoleReader, view: View, size: int) -> list[str]:
-    page = await reader.page(view, None, "last", size)
-    seen = [r.idem for r in page.rows]
-    while page.has_before:
-        page = await reader.page(view, view.key_of(page.rows[0]), "before", size)
-        seen = [r.idem for r in page.rows] + seen
-    return seen
 
 
 @pytest.mark.parametrize("sort", SORTS, ids=lambda s: f"{s.column}-{s.descending}")

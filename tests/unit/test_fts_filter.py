@@ -36,6 +36,7 @@ from reclaim_tui.core.schema import (
     SEARCH_FLUSH_SQL,
 )
 from reclaim_tui.core.text_search import text_hits, trigrams
+from tests.helpers.pages import walk, walk_back
 
 NOW = 1_800_000_000.0
 
@@ -150,24 +151,6 @@ def _queued(con: sqlite3.Connection) -> tuple[int, int]:
     """Rows waiting for the key/input index and for the handle index."""
     text = con.execute("SELECT COUNT(*) FROM jobs_fts_pending").fetchone()[0]
     return text, con.execute("SELECT COUNT(*) FROM handles_fts_pending").fetchone()[0]
-
-
-async def walk(reader: ConsoleReader, view: View, size: int) -> list[str]:
-    page = await reader.page(view, None, "from", size)
-    seen = [r.idem for r in page.rows]
-    while page.has_after:
-        page = await reader.page(view, view.key_of(page.rows[-1]), "after", size)
-        seen += [r.idem for r in page.rows]
-    return seen
-
-
-async def walk_back(reader: ConsoleReader, view: View, size: int) -> list[str]:
-    page = await reader.page(view, None, "last", size)
-    seen = [r.idem for r in page.rows]
-    while page.has_before:
-        page = await reader.page(view, view.key_of(page.rows[0]), "before", size)
-        seen = [r.idem for r in page.rows] + seen
-    return seen
 
 
 async def _like_scan(reader: ConsoleReader, text: str) -> set[str]:

@@ -20,7 +20,7 @@ from reclaim_tui.errors import (
     LedgerUnavailableError,
     LedgerVersionError,
 )
-from tests.helpers.postgres import PostgresServer
+from tests.helpers.postgres import PostgresServer, started
 
 pytestmark = pytest.mark.postgres
 
@@ -121,10 +121,8 @@ async def test_inserting_the_same_keys_from_two_hosts_at_once(pg_dsn: str) -> No
         await b.close()
 
 
-async def test_a_server_restart_fails_one_call_then_the_ledger_reconnects(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    with PostgresServer().start() as server:
+async def test_a_server_restart_fails_one_call_then_the_ledger_reconnects() -> None:
+    with started(PostgresServer()) as server:
         dsn = server.create_database("restart")
         ledger = await Ledger.open(dsn)
         try:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tests.helpers.postgres import PostgresNotFound, PostgresServer, postgres_missing
+from tests.helpers.postgres import PostgresServer, started
 
 pytestmark = pytest.mark.postgres
 
@@ -18,13 +18,7 @@ pytestmark = pytest.mark.postgres
 def own_server() -> Iterator[PostgresServer]:
     """A second local server, restarted at will without touching the session's."""
     server = PostgresServer()
-    missing: PostgresNotFound | None = None
-    try:
-        server.start()
-    except PostgresNotFound as exc:
-        missing = exc
-    if missing is not None:  # outside the except: no "During handling …" chain
-        postgres_missing(missing)
+    started(server)
     try:
         yield server
     finally:

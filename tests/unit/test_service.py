@@ -147,17 +147,10 @@ async def test_the_service_outlives_a_database_restart(tmp_path: Path) -> None:
     under a running service. The statement in flight fails, the service says
     `ledger_unavailable`, waits, connects again and goes on; before, the
     LedgerUnavailableError ended the service (exit 4) at the first restart."""
-    import pytest
-
     from reclaim_tui.errors import LedgerUnavailableError
-    from tests.helpers.postgres import PostgresNotFound, PostgresServer, postgres_missing
+    from tests.helpers.postgres import PostgresServer, started
 
-    server = PostgresServer()
-    try:
-        server.start()
-    except PostgresNotFound as exc:
-        postgres_missing(exc)
-        pytest.skip("unreachable")  # postgres_missing skips or fails
+    server = started(PostgresServer())
     try:
         dsn = server.create_database("service_restart")
         ledger = await Ledger.open(dsn)
