@@ -454,8 +454,17 @@ async def test_s_jsonl_tab_without_a_path_asks_for_one(seeded: Seeded) -> None:
         # On a loaded machine the dialog may still be mounting: wait for it.
         assert await until(pilot, lambda: bool(app.screen.query(TabbedContent)))
         app.screen.query_one(TabbedContent).active = "file-pane"
-        assert await until(pilot, lambda: app.screen.query_one(TabbedContent).active == "file-pane")
+        # The pane's activation focuses #path (submit.py); a late activation of
+        # the first pane at mount could still switch it back: wait for both.
+        assert await until(
+            pilot,
+            lambda: (
+                app.screen.query_one(TabbedContent).active == "file-pane"
+                and getattr(app.focused, "id", None) == "path"
+            ),
+        )
         await settle(pilot)
+        assert app.screen.query_one(TabbedContent).active == "file-pane"
         bar = app.screen.query_one("ProgressBar")
         assert not bar.display  # nothing is happening: no bar moves
         await press(pilot, "ctrl+s")
