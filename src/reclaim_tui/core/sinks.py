@@ -12,20 +12,27 @@ A custom sink is named `module:callable`; the callable is called as
 `fn(idem, result)` with a `StoredResult`, may be sync (run in a worker
 thread, so it never blocks the event loop) or async, and signals failure by
 raising: the row then stays `done` and is replayed later.
+
+A sink may also offer `deliver_many` (the `BatchSink` protocol): the engine
+then hands it a pass's whole batch at once, so the directory sink makes a
+batch durable with two flushes instead of three `fsync`s per job.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
+import errno
 import functools
 import importlib
 import inspect
 import json
 import os
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import valid_key
@@ -33,12 +40,22 @@ from reclaim_tui.core.models import StoredResult
 from reclaim_tui.core.outputs import output_media
 from reclaim_tui.errors import ConfigError, SinkError
 
-__all__ = ["CallableSink", "DirectorySink", "Sink", "load_sink"]
+__all__ = ["BatchSink", "CallableSink", "DirectorySink", "Sink", "load_sink"]
 
 
 class Sink(Protocol):
     async def deliver(self, idem: str, result: StoredResult) -> None:
         """Apply the result's side effect; idempotent by `idem`; raise on failure."""
+        ...
+
+
+@runtime_checkable
+class BatchSink(Protocol):
+    async def deliver_many(
+        self, items: Sequence[tuple[str, StoredResult]]
+    ) -> list[BaseException | None]:
+        """Deliver every item (same contract as `deliver`); one outcome per
+        item, in order: None once its effect is durable, else its error."""
         ...
 
 
@@ -54,10 +71,9 @@ def _umask() -> int:
     return mask
 
 
-def _atomic_write(path: Path, data: bytes, temp_dir: Path) -> None:
-    # Temp file on the same filesystem, fsync, rename: a reader sees the old
-    # file or the whole new one, never a torn write. The caller fsyncs the
-    # directory once for all its renames (_fsync_dir) before reporting success.
+def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
+    """Write `data` to a temp file beside `path`'s future home; not yet
+    durable, not yet visible under its name: (temp, target)."""
     fd, tmp = tempfile.mkstemp(dir=temp_dir, prefix=f"{path.name}.", suffix=".tmp")
     try:
         # mkstemp makes 0600; the delivered file gets what any tool would
@@ -65,15 +81,10 @@ def _atomic_write(path: Path, data: bytes, temp_dir: Path) -> None:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp), path
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -86,63 +97,169 @@ def _fsync_dir(directory: Path) -> None:
         os.close(dir_fd)
 
 
+@functools.lru_cache(maxsize=1)
+def _libc_syncfs() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    fn = getattr(ctypes.CDLL(name, use_errno=True), "syncfs", None)
+    if fn is None:
+        return None
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+    syncfs: Callable[[int], int] = fn
+    return syncfs
+
+
+def _flush_files(directory: Path, paths: Sequence[Path]) -> None:
+    """Make the data of every file in `paths` (all under `directory`) durable.
+
+    Linux's syncfs(2) flushes the whole filesystem in one call: measured on
+    this project's CI disk, a batch of 500 jobs went from 756 jobs/s (an
+    fsync per file and per directory) to ~6,000 (benchmarks/README.md). It
+    reports writeback errors since Linux 5.8; where it is missing (other
+    systems, an old libc) every file is fsync'd, as before.
+    """
+    syncfs = _libc_syncfs()
+    if syncfs is not None:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            if syncfs(fd) == 0:
+                return
+            err = ctypes.get_errno()
+            if err != errno.ENOSYS:
+                raise OSError(err, os.strerror(err), str(directory))
+        finally:
+            os.close(fd)
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 class DirectorySink:
     """Writes `<idem>.md` (the output text) and `<idem>.json` (the full
-    interaction) into one directory, atomically (temp files in its
-    `.reclaim-tmp/` subdirectory). Idempotent: a second delivery of the same
-    key rewrites the same bytes."""
+    interaction) into one directory, atomically: temp files in its
+    `.reclaim-tmp/` subdirectory, made durable, then renamed over the
+    targets, then the directory synced. A reader sees a key's old file or
+    the whole new one, never a torn write. Idempotent: a second delivery of
+    the same key rewrites the same bytes.
+
+    A batch is staged whole (every temp file written), flushed once, renamed,
+    and the directory synced once: two flushes per batch instead of three
+    fsyncs per job, with the same order (data durable before the rename that
+    shows it; renames durable before the engine commits `consumed`)."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
+        self._base: Path | None = None
 
     def path_for(self, idem: str, suffix: str) -> Path:
-        """The target path; refuses any key that could leave the directory."""
+        """The target path; refuses any key that could leave the directory.
+
+        A valid key is a plain file name (no separator, no dot), so the target
+        is always a direct child; a symlink there is replaced, not followed
+        (rename(2)). The directory itself is resolved once.
+        """
         if not valid_key(idem):
             raise SinkError(f"refusing key {idem!r}: not a safe file name")
-        base = self.directory.resolve()
-        target = (base / f"{idem}{suffix}").resolve()
-        if target.parent != base:
-            raise SinkError(f"refusing key {idem!r}: path escapes {base}")
-        return target
+        if self._base is None:
+            self._base = self.directory.resolve()
+        return self._base / f"{idem}{suffix}"
 
-    def _write(self, idem: str, result: StoredResult) -> None:
+    def _stage(self, idem: str, result: StoredResult, temp_dir: Path) -> list[tuple[Path, Path]]:
+        """Every file of one delivery written to temp files; on an error the
+        ones already written are removed."""
+        staged: list[tuple[Path, Path]] = []
         try:
-            md = self.path_for(idem, ".md")
-            js = self.path_for(idem, ".json")
             # Temp files live in their own small directory, so sweeping a
             # killed delivery's leftovers for this key is a scan of the
             # deliveries in flight, not of every article ever written.
-            temp_dir = self.directory / TEMP_DIR
-            temp_dir.mkdir(parents=True, exist_ok=True)
             with os.scandir(temp_dir) as entries:
                 for entry in entries:
                     if entry.name.startswith(f"{idem}."):
                         Path(entry.path).unlink(missing_ok=True)
-            _atomic_write(md, result.output_text.encode("utf-8"), temp_dir)
-            crashpoint("inside_sink")
-            self._write_media(idem, result, temp_dir)
+            md = self.path_for(idem, ".md")
+            staged.append(_write_temp(md, result.output_text.encode("utf-8"), temp_dir))
+            staged.extend(self._stage_media(idem, result, temp_dir))
             pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
-            _atomic_write(js, pretty.encode("utf-8") + b"\n", temp_dir)
-            _fsync_dir(js.parent)
-        except OSError as exc:
-            raise SinkError(f"cannot write result for {idem} in {self.directory}: {exc}") from exc
+            js = self.path_for(idem, ".json")
+            staged.append(_write_temp(js, pretty.encode("utf-8") + b"\n", temp_dir))
+        except BaseException:
+            for tmp, _ in staged:
+                tmp.unlink(missing_ok=True)
+            raise
+        return staged
 
-    def _write_media(self, idem: str, result: StoredResult, temp_dir: Path) -> None:
+    def _stage_media(
+        self, idem: str, result: StoredResult, temp_dir: Path
+    ) -> list[tuple[Path, Path]]:
         """Images, audio and video the model produced, beside the .md as
         `<idem>.<n>.<ext>`; an output the API keeps by URI is listed in
         `<idem>.media.txt` instead (the URI may expire: fetch it soon)."""
+        staged: list[tuple[Path, Path]] = []
         uris: list[str] = []
         for n, media in enumerate(output_media(result.raw), start=1):
             if media.data is not None:
                 path = self.path_for(idem, f".{n}.{media.extension}")
-                _atomic_write(path, media.data, temp_dir)
+                staged.append(_write_temp(path, media.data, temp_dir))
             elif media.uri is not None:
                 uris.append(f"{n}\t{media.kind}\t{media.mime_type}\t{media.uri}\n")
         if uris:
-            _atomic_write(self.path_for(idem, ".media.txt"), "".join(uris).encode(), temp_dir)
+            path = self.path_for(idem, ".media.txt")
+            staged.append(_write_temp(path, "".join(uris).encode(), temp_dir))
+        return staged
+
+    def _write_many(self, items: Sequence[tuple[str, StoredResult]]) -> list[BaseException | None]:
+        outcomes: list[BaseException | None] = [None] * len(items)
+        staged: list[tuple[int, list[tuple[Path, Path]]]] = []
+        try:
+            temp_dir = self.directory / TEMP_DIR
+            for n, (idem, result) in enumerate(items):
+                try:
+                    self.path_for(idem, ".md")  # a refused key creates nothing
+                    temp_dir.mkdir(parents=True, exist_ok=True)
+                    staged.append((n, self._stage(idem, result, temp_dir)))
+                except SinkError as exc:
+                    outcomes[n] = exc
+                except OSError as exc:
+                    outcomes[n] = self._error(idem, exc)
+            if staged:
+                _flush_files(temp_dir, [tmp for _, files in staged for tmp, _ in files])
+                for _, files in staged:
+                    for tmp, target in files:
+                        os.replace(tmp, target)
+                    crashpoint("inside_sink")
+                _fsync_dir(self.directory)
+        except OSError as exc:
+            # The flush or a rename failed: no delivery of this batch is
+            # known durable; each stays `done` and is delivered again.
+            for _, files in staged:
+                for tmp, _ in files:
+                    tmp.unlink(missing_ok=True)
+            for n, _ in staged:
+                outcomes[n] = self._error(items[n][0], exc)
+        return outcomes
+
+    def _error(self, idem: str, exc: OSError) -> SinkError:
+        err = SinkError(f"cannot write result for {idem} in {self.directory}: {exc}")
+        err.__cause__ = exc
+        return err
+
+    def _write(self, idem: str, result: StoredResult) -> None:
+        (outcome,) = self._write_many([(idem, result)])
+        if outcome is not None:
+            raise outcome
 
     async def deliver(self, idem: str, result: StoredResult) -> None:
         await asyncio.to_thread(self._write, idem, result)
+
+    async def deliver_many(
+        self, items: Sequence[tuple[str, StoredResult]]
+    ) -> list[BaseException | None]:
+        return await asyncio.to_thread(self._write_many, items)
 
     def __repr__(self) -> str:
         return f"DirectorySink({str(self.directory)!r})"
