@@ -13,6 +13,8 @@ The ledger's statements are written once, in the SQL both engines share
     LIKE               ILIKE (SQLite's LIKE ignores ASCII case)
     CASE WHEN json_valid(c) THEN json_extract(c, '$.input') END
                        reclaim_input(c) (a function of the PostgreSQL schema)
+    json_extract(c, '$.name')    (c::json ->> 'name'), text: CAST it (core/costs.py
+                       reads a stored usage's token counts this way)
 
 A statement holding anything SQLite-only that is not in this list is refused
 (`SqliteOnlyError`) rather than sent: the contract suite runs every statement
@@ -41,6 +43,8 @@ _LIKE = re.compile(r"(?<!I)\bLIKE\b")
 _INPUT = re.compile(
     r"CASE WHEN json_valid\(([\w.]+)\) THEN json_extract\(\1, '\$\.input'\) END", re.IGNORECASE
 )
+# One top-level member of a column holding JSON; other paths stay refused.
+_JSON_MEMBER = re.compile(r"json_extract\(([\w.]+), '\$\.(\w+)'\)", re.IGNORECASE)
 _SQLITE_ONLY = re.compile(
     r"\b(?:json_each|json_extract|json_valid|json_group_array|PRAGMA|INSERT OR|REPLACE INTO|"
     r"rowid|MATCH|GLOB|AUTOINCREMENT|sqlite_master|julianday|strftime|iif)\b",
@@ -53,6 +57,7 @@ def to_postgres(sql: str) -> tuple[str, tuple[int, ...] | None]:
     """(the statement for psycopg, the parameter order or None when the
     parameters go in as given)."""
     sql = _INPUT.sub(r"reclaim_input(\1)", sql)
+    sql = _JSON_MEMBER.sub(r"(\1::json ->> '\2')", sql)
     sql = _JSON_EACH.sub(
         lambda m: f"json_array_elements_text({m[1]}::json) AS {m[2] or '_each'}(value)", sql
     )

@@ -1,0 +1,143 @@
+"""`reclaim-tui costs`: what the ledger's jobs cost, by status, model or day.
+
+A command of its own module (cli.py registers it: `cli.add_command(costs)`);
+it reads the ledger only, never calls the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reclaim_tui.bootstrap import open_ledger
+from reclaim_tui.cli_options import options
+from reclaim_tui.config import Settings
+from reclaim_tui.core.costs import (
+    PRICES_ENV,
+    CostFilter,
+    CostRow,
+    GroupBy,
+    PriceTable,
+    cost_totals,
+    grand_total,
+    load_prices,
+)
+from reclaim_tui.core.models import Status
+from reclaim_tui.errors import ConfigError, LedgerError, ReclaimError
+
+__all__ = ["costs", "format_costs", "format_usd"]
+
+
+@click.command()
+@options("db", "busy_timeout")
+@click.option(
+    "--by",
+    type=click.Choice(["status", "model", "day"]),
+    default="status",
+    show_default=True,
+    help="Group the totals by status, model (or agent), or UTC day.",
+)
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(path_type=Path),
+    envvar=PRICES_ENV,
+    default=None,
+    help=f"A JSON or TOML price table overriding the shipped one by name (env {PRICES_ENV}).",
+)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice([s.value for s in Status]),
+    help="Only rows in this status (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def costs(
+    db: str,
+    busy_timeout: float,
+    by: GroupBy,
+    prices_file: Path | None,
+    statuses: Sequence[str],
+    as_json: bool,
+) -> None:
+    """Tokens and USD spent, from the usage each stored interaction reports.
+
+    Rows whose model the price table does not know are counted as unknown,
+    never as free; rows without usage yet (not sent, in flight) cost nothing so far.
+    """
+    try:
+        prices = load_prices(prices_file, environ={})
+        where = CostFilter(statuses=frozenset(Status(s) for s in statuses))
+        rows = asyncio.run(_totals(Settings(db=db, busy_timeout=busy_timeout), prices, by, where))
+    except ReclaimError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2 if isinstance(exc, ConfigError) else 4 if isinstance(exc, LedgerError) else 1)
+    if as_json:
+        click.echo(json.dumps(_as_json(rows, prices, by), indent=2))
+    else:
+        click.echo(format_costs(rows, prices, by))
+
+
+async def _totals(
+    settings: Settings, prices: PriceTable, by: GroupBy, where: CostFilter
+) -> list[CostRow]:
+    async with open_ledger(settings, readonly=True, create=False) as ledger:
+        return await cost_totals(ledger, prices, by=by, where=where)
+
+
+def _as_json(rows: Sequence[CostRow], prices: PriceTable, by: str) -> dict[str, Any]:
+    def one(row: CostRow) -> dict[str, Any]:
+        return {
+            "key": row.key,
+            "rows": row.rows,
+            "priced": row.priced,
+            "unknown": row.unknown,
+            "input_tokens": row.input_tokens,
+            "output_tokens": row.output_tokens,
+            "thought_tokens": row.thought_tokens,
+            "cached_tokens": row.cached_tokens,
+            "usd": round(row.usd, 6),
+            "unknown_models": list(row.unknown_models),
+        }
+
+    return {
+        "by": by,
+        "prices": {"as_of": prices.as_of, "source": prices.source},
+        "groups": [one(r) for r in rows],
+        "total": one(grand_total(rows)),
+    }
+
+
+def format_usd(usd: float) -> str:
+    """Dollars with cents, or four decimals below a dollar (demo jobs cost fractions of a cent)."""
+    return f"${usd:,.2f}" if usd >= 1 else f"${usd:.4f}"
+
+
+def format_costs(rows: Sequence[CostRow], prices: PriceTable, by: str) -> str:
+    """The text table: one line per group, the total, what is unknown."""
+    head = (
+        f"{by:<34} {'rows':>7} {'priced':>7} {'unknown':>7}"
+        f" {'input':>11} {'output':>11} {'thought':>9} {'USD':>11}"
+    )
+    lines = [f"costs by {by} · prices as of {prices.as_of} ({prices.source})", head]
+    total = grand_total(rows)
+    for row in [*rows, total]:
+        lines.append(
+            f"{row.key[:34]:<34} {row.rows:>7} {row.priced:>7} {row.unknown:>7}"
+            f" {row.input_tokens:>11,} {row.output_tokens:>11,} {row.thought_tokens:>9,}"
+            f" {format_usd(row.usd):>11}"
+        )
+    if total.unknown:
+        models = ", ".join(total.unknown_models) or "usage without token counts"
+        lines.append(
+            f"{total.unknown} rows of unknown price ({models}) are not in the USD total;"
+            f" add their prices with --prices FILE or ${PRICES_ENV}."
+        )
+    return "\n".join(lines)

@@ -1,0 +1,222 @@
+"""Costs: the price table, one usage's cost, totals summed by the database
+(SQLite and PostgreSQL), a resubmission's estimate, and `reclaim-tui costs`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reclaim_tui.cli_costs import costs
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.costs import (
+    CostFilter,
+    Tokens,
+    cost_of,
+    cost_totals,
+    estimate_resubmit,
+    grand_total,
+    load_prices,
+)
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import Status
+from reclaim_tui.core.pg_sql import SqliteOnlyError, to_postgres
+from reclaim_tui.errors import ConfigError
+from tests.helpers.ledger_rows import put_row
+
+PRICES = load_prices(None, environ={})
+FLASH = "gemini-flash-latest"  # 0.5 in, 3.0 out, 0.05 cached (prices.json)
+PRO = "gemini-pro-latest"  # 2.0 in, 12.0 out; above 200k prompt tokens 4.0 / 18.0
+FULL_USAGE = {
+    "total_input_tokens": 1000,
+    "total_cached_tokens": 200,
+    "total_output_tokens": 500,
+    "total_thought_tokens": 100,
+    "total_tool_use_tokens": 50,
+    "total_tokens": 1650,
+}
+
+
+def test_shipped_table_is_dated_and_prices_models_and_agents() -> None:
+    assert PRICES.as_of == "2026-12-01"
+    assert PRICES.source == "built-in"
+    assert PRICES.price(FLASH) is not None
+    assert PRICES.price("deep-research-preview-04-2026") is not None
+
+
+def test_cost_of_prices_every_usage_field() -> None:
+    # (1000 - 200 cached + 50 tool use) x 0.5 + 200 x 0.05 + (500 + 100 thought) x 3.0
+    assert cost_of(FULL_USAGE, FLASH, PRICES) == pytest.approx(2235 / 1e6)
+
+
+def test_cost_of_missing_fields_count_zero_and_no_counts_is_unknown() -> None:
+    assert cost_of({"total_output_tokens": 10}, FLASH, PRICES) == pytest.approx(30 / 1e6)
+    assert cost_of(None, FLASH, PRICES) is None
+    assert cost_of({}, FLASH, PRICES) is None
+    assert cost_of({"total_tokens": 99}, FLASH, PRICES) is None
+
+
+def test_unknown_model_is_unknown_not_zero() -> None:
+    assert cost_of(FULL_USAGE, "mystery-model", PRICES) is None
+
+
+def test_long_prompts_take_the_long_context_price() -> None:
+    short = {"total_input_tokens": 200_000, "total_output_tokens": 0}
+    long = {"total_input_tokens": 200_001, "total_output_tokens": 0}
+    assert cost_of(short, PRO, PRICES) == pytest.approx(0.4)
+    assert cost_of(long, PRO, PRICES) == pytest.approx(200_001 * 4.0 / 1e6)
+
+
+def test_override_file_replaces_by_name_json_and_toml(tmp_path: Path) -> None:
+    as_json = tmp_path / "p.json"
+    as_json.write_text(
+        json.dumps({"as_of": "2027-01-05", "models": {FLASH: {"input": 1, "output": 1}}})
+    )
+    table = load_prices(as_json)
+    assert (table.as_of, table.source) == ("2027-01-05", str(as_json))
+    assert cost_of({"total_input_tokens": 10**6}, FLASH, table) == pytest.approx(1.0)
+    assert table.price(PRO) == PRICES.price(PRO)  # the rest kept
+    as_toml = tmp_path / "p.toml"
+    as_toml.write_text("[agents.my-agent]\ninput = 3\noutput = 4\n")
+    assert cost_of({"total_output_tokens": 10**6}, "my-agent", load_prices(as_toml)) == 4.0
+
+
+def test_environment_names_the_override(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"models": {"x-model": {"input": 1, "output": 2}}}))
+    assert load_prices(None, environ={"RECLAIM_PRICES": str(path)}).price("x-model") is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problem"),
+    [
+        ("bad.json", "{not json", "not valid JSON"),
+        ("bad.toml", "x = = 1", "not valid TOML"),
+        ("list.json", "[1, 2]", "expected an object"),
+        ("nooutput.json", '{"models": {"m": {"input": 1}}}', "'output'"),
+        ("negative.json", '{"models": {"m": {"input": -1, "output": 1}}}', "models.m.input"),
+        ("typo.json", '{"models": {"m": {"input": 1, "output": 1, "ouput": 2}}}', "ouput"),
+        ("empty.json", "{}", "neither 'models' nor 'agents'"),
+    ],
+)
+def test_a_bad_prices_file_is_named_with_its_problem(
+    tmp_path: Path, name: str, text: str, problem: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_prices(path)
+    assert str(path) in str(caught.value)
+    assert problem in str(caught.value)
+
+
+def test_a_missing_prices_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_prices(tmp_path / "nope.json")
+
+
+def test_postgres_rewrite_reads_one_json_member_and_refuses_paths() -> None:
+    sql, _ = to_postgres("SELECT CAST(json_extract(r.usage, '$.total_input_tokens') AS BIGINT)")
+    assert sql == "SELECT CAST((r.usage::json ->> 'total_input_tokens') AS BIGINT)"
+    with pytest.raises(SqliteOnlyError):
+        to_postgres("SELECT json_extract(r.usage, '$.a.b') FROM results AS r")
+
+
+async def _world(ledger: Ledger, clock: ManualClock) -> dict[str, str]:
+    keys = {
+        "flash1": await put_row(ledger, clock, usage=FULL_USAGE),
+        "flash2": await put_row(ledger, clock, usage={"total_output_tokens": 1000}),
+        "pro_failed": await put_row(
+            ledger, clock, model=PRO, end=Status.FAILED, usage={"total_input_tokens": 1000}
+        ),
+        "in_flight": await put_row(ledger, clock, end=Status.SUBMITTED),
+        "mystery": await put_row(ledger, clock, model="mystery-model", usage=FULL_USAGE),
+        "no_counts": await put_row(ledger, clock, usage={"total_tokens": 5}),
+    }
+    clock.advance(86_400)
+    keys["agent"] = await put_row(
+        ledger, clock, model="deep-research-preview-04-2026", agent=True,
+        usage={"total_input_tokens": 10_000, "total_output_tokens": 20_000},
+    )  # fmt: skip
+    return keys
+
+
+async def test_totals_by_status(ledger: Ledger, clock: ManualClock) -> None:
+    await _world(ledger, clock)
+    rows = {r.key: r for r in await cost_totals(ledger, PRICES, by="status")}
+    assert list(rows) == ["submitted", "consumed", "failed"]
+    consumed = rows["consumed"]
+    assert (consumed.rows, consumed.priced, consumed.unknown) == (5, 3, 2)
+    assert consumed.usd == pytest.approx((2235 + 3000) / 1e6 + (10_000 * 2 + 20_000 * 12) / 1e6)
+    assert consumed.unknown_models == ("mystery-model",)
+    assert consumed.input_tokens == 1000 + 1000 + 10_000  # the mystery row's tokens counted too
+    assert rows["failed"].usd == pytest.approx(1000 * 2.0 / 1e6)
+    assert (rows["submitted"].rows, rows["submitted"].priced, rows["submitted"].usd) == (1, 0, 0)
+    total = grand_total(list(rows.values()))
+    assert (total.rows, total.priced, total.unknown) == (7, 4, 2)
+
+
+async def test_totals_by_model_and_day_and_filtered(ledger: Ledger, clock: ManualClock) -> None:
+    await _world(ledger, clock)
+    by_model = await cost_totals(ledger, PRICES, by="model")
+    assert by_model[0].key == "deep-research-preview-04-2026"  # most spent first
+    mystery = next(r for r in by_model if r.key == "mystery-model")
+    assert (mystery.unknown, mystery.priced, mystery.usd) == (1, 0, 0.0)
+    by_day = await cost_totals(ledger, PRICES, by="day")
+    assert [r.key for r in by_day] == ["2027-01-15", "2027-01-16"]
+    assert by_day[1].usd == pytest.approx(0.26)
+    failed = await cost_totals(
+        ledger, PRICES, by="model", where=CostFilter(statuses=frozenset({Status.FAILED}))
+    )
+    assert [(r.key, r.rows) for r in failed] == [(PRO, 1)]
+
+
+async def test_estimate_resubmit_from_own_usage_then_average(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    keys = await _world(ledger, clock)
+    never_sent = await put_row(ledger, clock, end=Status.RESERVING)
+    unknown = await put_row(ledger, clock, model="mystery-model", end=Status.RESERVING)
+    got = await estimate_resubmit(
+        ledger, [keys["pro_failed"], never_sent, unknown, "not-a-key"], PRICES
+    )
+    # flash's consumed rows with counts: FULL_USAGE (2235 µ$) and 1000 out (3000 µ$);
+    # the average of their counts prices at the average of their costs.
+    assert (got.rows, got.from_usage, got.from_average, got.unknown) == (4, 1, 1, 2)
+    assert got.usd == pytest.approx(2000 / 1e6 + (2235 + 3000) / 2 / 1e6, rel=1e-3)
+
+
+def test_tokens_need_input_or_output() -> None:
+    assert Tokens.from_usage({"total_input_tokens": 3}) == Tokens(input=3)
+    assert Tokens.from_usage({"total_thought_tokens": 3}) is None
+
+
+def test_costs_command_prints_json_and_refuses_a_bad_prices_file(
+    db_url: str, clock: ManualClock, tmp_path: Path
+) -> None:
+    async def seed() -> None:
+        ledger = await Ledger.open(db_url, clock=clock)
+        try:
+            await _world(ledger, clock)
+        finally:
+            await ledger.close()
+
+    asyncio.run(seed())  # the command runs its own event loop
+    runner = CliRunner()
+    out = runner.invoke(costs, ["--db", db_url, "--by", "model", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["prices"]["as_of"] == "2026-12-01"
+    assert data["total"]["unknown"] == 2
+    assert {g["key"] for g in data["groups"]} >= {FLASH, PRO, "mystery-model"}
+    text = runner.invoke(costs, ["--db", db_url, "--status", "failed"])
+    assert text.exit_code == 0, text.output
+    assert "failed" in text.stdout and "$0.0020" in text.stdout
+    bad = tmp_path / "prices.json"
+    bad.write_text("{oops")
+    refused = runner.invoke(costs, ["--db", db_url, "--prices", str(bad)])
+    assert refused.exit_code == 2
+    assert str(bad) in refused.stderr and "not valid JSON" in refused.stderr
