@@ -1,0 +1,287 @@
+"""Retention: delete finished jobs older than a cut-off, archived first if asked.
+
+The ledger keeps every job it was given; without pruning it grows for ever
+(Oban's Pruner and Sidekiq's clear exist for the same reason). `prune`
+deletes *terminal* rows — `consumed`, and on request `failed` and
+`cancelled` — whose `state_since` lies before `now - older_than_s`:
+
+- **`state_since`, not `updated_at`**: it is "in this status since", the
+  clock a retention rule means (a consumed row's age is how long it has been
+  consumed), and it is what the console's age sort shows. `jobs_status_age`
+  (status, state_since, idem) serves the batches as an index range, oldest
+  first, with no sort.
+- **Never `reserving`, `submitted` or `done`**: their work (a create whose
+  outcome may be unknown, an interaction to collect, a result not yet
+  delivered) is not finished; asking for them is a ConfigError.
+- **What goes with a job**: its events and its stored result (both keyed by
+  the job's id). The webhook inbox's rows that name the job keep their
+  place but lose the name (`job = NULL`): the row's `webhook-id` is what
+  makes a redelivered event a no-op, so deleting it would let an old event
+  be kept again; and an event still naming a pruned key could be taken as
+  news of a later job reserved under the same key (a jobs file passed
+  again after the prune), adopting an interaction of the pruned job. On
+  SQLite the FTS5 triggers queue the deleted rows out of the text index in
+  the same transaction (core/schema.py), so the filter stops finding them.
+- **Batches**: `batch` rows per transaction, so the ledger's write lock is
+  never held for more than one batch (other writers wait at most that).
+- **Archive first**: with `archive`, each batch's rows — every column, the
+  stored result and interaction, the timeline (`export.job_record`) — are
+  appended to a JSON Lines file and fsync'd inside the batch's transaction,
+  before its delete commits. A kill between the two leaves the rows in the
+  ledger *and* in the archive; the next prune archives them again. Such a
+  copy is recognisable: an earlier line with the same `idem` and
+  `updated_at` (a row's `updated_at` changes with every write), with the
+  same content but for `pruned_at`. Keep the last line of each key.
+  An existing archive is appended to (one file may hold every month's
+  prune); its file name is fsync'd in its folder when it is created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reclaim_tui.core.crash import crashpoint
+from reclaim_tui.core.export import iso_time, job_record
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import TERMINAL_STATUSES, Event, Row, Status, StoredResult
+from reclaim_tui.core.schema import COLUMNS, row_from_tuple
+from reclaim_tui.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_BATCH",
+    "PRUNABLE",
+    "PruneCount",
+    "PruneReport",
+    "count_prunable",
+    "prunable_statuses",
+    "prune",
+]
+
+#: Rows deleted per transaction.
+DEFAULT_BATCH = 1000
+#: The statuses `prune` may delete, in the order it deletes them.
+PRUNABLE = tuple(s for s in Status if s in TERMINAL_STATUSES)
+
+
+@dataclass(frozen=True, slots=True)
+class PruneCount:
+    """The rows a prune would delete: how many per status, their state_since range."""
+
+    cutoff: float
+    by_status: dict[str, int]
+    oldest: float | None
+    newest: float | None
+
+    @property
+    def count(self) -> int:
+        return sum(self.by_status.values())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "by_status": dict(self.by_status),
+            "cutoff": iso_time(self.cutoff),
+            "oldest": iso_time(self.oldest),
+            "newest": iso_time(self.newest),
+        }
+
+
+@dataclass(slots=True)
+class PruneReport:
+    """What a prune deleted (and archived)."""
+
+    cutoff: float
+    by_status: dict[str, int] = field(default_factory=dict)
+    batches: int = 0
+    oldest: float | None = None
+    newest: float | None = None
+    archive: Path | None = None
+    #: lines appended to the archive (equal to `pruned` unless a batch failed)
+    archived: int = 0
+
+    @property
+    def pruned(self) -> int:
+        return sum(self.by_status.values())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "pruned": self.pruned,
+            "by_status": dict(self.by_status),
+            "batches": self.batches,
+            "cutoff": iso_time(self.cutoff),
+            "oldest": iso_time(self.oldest),
+            "newest": iso_time(self.newest),
+            "archive": str(self.archive) if self.archive is not None else None,
+            "archived": self.archived,
+        }
+
+    def _count(self, rows: Sequence[Row]) -> None:
+        for row in rows:
+            status = row.status.value
+            self.by_status[status] = self.by_status.get(status, 0) + 1
+        times = [row.state_since for row in rows]
+        self.oldest = min(times if self.oldest is None else [self.oldest, *times])
+        self.newest = max(times if self.newest is None else [self.newest, *times])
+
+
+def prunable_statuses(statuses: Collection[Status | str]) -> list[Status]:
+    """`statuses` as Status values in PRUNABLE order; a ConfigError for an
+    empty list or a status whose work is not finished."""
+    wanted = {Status(s) for s in statuses}
+    if not wanted:
+        raise ConfigError("prune: no status to prune")
+    refused = sorted(s.value for s in wanted - TERMINAL_STATUSES)
+    if refused:
+        raise ConfigError(
+            f"prune deletes only finished rows (consumed, failed, cancelled), not"
+            f" {', '.join(refused)}: a reserving row may have a create in flight, a"
+            " submitted one an interaction to collect, a done one a result not yet delivered"
+        )
+    return [s for s in PRUNABLE if s in wanted]
+
+
+def _cutoff(older_than_s: float, now: float) -> float:
+    if older_than_s < 0:
+        raise ConfigError("prune: the age must not be negative")
+    return now - older_than_s
+
+
+async def count_prunable(
+    ledger: Ledger, *, statuses: Collection[Status | str], older_than_s: float, now: float
+) -> PruneCount:
+    """How many rows `prune` with the same arguments would delete (a read)."""
+    wanted = prunable_statuses(statuses)
+    cutoff = _cutoff(older_than_s, now)
+    by_status: dict[str, int] = {}
+    oldest: float | None = None
+    newest: float | None = None
+    for status in wanted:
+        [(count, low, high)] = await ledger.select(
+            "SELECT COUNT(*), MIN(state_since), MAX(state_since) FROM jobs"
+            " WHERE status = ? AND state_since < ?",
+            [status.value, cutoff],
+        )
+        if not count:
+            continue
+        by_status[status.value] = int(count)
+        oldest = low if oldest is None else min(oldest, low)
+        newest = high if newest is None else max(newest, high)
+    return PruneCount(cutoff, by_status, oldest, newest)
+
+
+async def prune(
+    ledger: Ledger,
+    *,
+    statuses: Collection[Status | str],
+    older_than_s: float,
+    now: float,
+    archive: Path | None = None,
+    batch: int = DEFAULT_BATCH,
+    on_progress: Callable[[PruneReport], None] | None = None,
+) -> PruneReport:
+    """Delete the terminal rows in `statuses` whose state_since is before
+    `now - older_than_s`, `batch` per transaction, with their events and
+    results (see the module's text); with `archive`, each batch is appended
+    to that JSON Lines file and fsync'd before its delete commits.
+    `on_progress` is called with the report after each committed batch."""
+    wanted = prunable_statuses(statuses)
+    if batch < 1:
+        raise ConfigError("prune: the batch size must be at least 1")
+    report = PruneReport(_cutoff(older_than_s, now), archive=archive)
+    for status in wanted:
+        while True:
+            rows = await _prune_batch(ledger, status, report, now, batch)
+            if not rows:
+                break
+            report.batches += 1
+            report._count(rows)
+            if on_progress is not None:
+                on_progress(report)
+            if len(rows) < batch:
+                break
+    return report
+
+
+async def _prune_batch(
+    ledger: Ledger, status: Status, report: PruneReport, now: float, batch: int
+) -> list[Row]:
+    """One transaction: read the oldest `batch` rows, archive them, delete them."""
+    async with ledger.write() as db:
+        lock = getattr(db, "row_lock", "")  # PostgreSQL: FOR UPDATE
+        async with db.execute(
+            f"SELECT id, {COLUMNS} FROM jobs WHERE status = ? AND state_since < ?"
+            f" ORDER BY state_since, idem LIMIT ?{lock}",
+            (status.value, report.cutoff, batch),
+        ) as cur:
+            found = list(await cur.fetchall())
+        if not found:
+            return []
+        ids = json.dumps([int(r[0]) for r in found])
+        rows = [row_from_tuple(r[1:]) for r in found]
+        keys = json.dumps([row.idem for row in rows])
+        if report.archive is not None:
+            lines = await _archive_lines(db, ids, rows, now)
+            await asyncio.to_thread(_append_synced, report.archive, lines)
+            report.archived += len(lines)
+            # A kill here: archived, not deleted; the next prune archives again.
+            crashpoint("after_archive_before_delete")
+        by_id = "IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"
+        await db.execute(f"DELETE FROM events WHERE job {by_id}", (ids,))
+        await db.execute(f"DELETE FROM results WHERE job {by_id}", (ids,))
+        await db.execute(
+            "UPDATE inbox SET job = NULL WHERE job IN (SELECT value FROM json_each(?))", (keys,)
+        )
+        await db.execute(f"DELETE FROM jobs WHERE id {by_id}", (ids,))
+    return rows
+
+
+async def _archive_lines(db: Any, ids: str, rows: Sequence[Row], now: float) -> list[str]:
+    """Each row's job_record (result, interaction, timeline) as a JSON line."""
+    by_id = "IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"
+    order = {int(i): row.idem for i, row in zip(json.loads(ids), rows, strict=True)}
+    results: dict[str, StoredResult] = {}
+    async with db.execute(
+        "SELECT job, interaction_id, output_text, usage, raw_json, stored_at"
+        f" FROM results WHERE job {by_id}",
+        (ids,),
+    ) as cur:
+        for r in await cur.fetchall():
+            idem = order[int(r[0])]
+            usage = json.loads(r[3]) if r[3] else None
+            results[idem] = StoredResult(idem, r[1], r[2], usage, r[4], r[5])
+    events: dict[str, list[Event]] = {row.idem: [] for row in rows}
+    async with db.execute(
+        f"SELECT id, at, idem, actor, from_status, to_status, note FROM events WHERE job {by_id}"
+        " ORDER BY job, id",
+        (ids,),
+    ) as cur:
+        for r in await cur.fetchall():
+            events[r[2]].append(Event(*r))
+    pruned_at = iso_time(now)
+    lines = []
+    for row in rows:
+        record = job_record(row, results.get(row.idem), events[row.idem])
+        record["pruned_at"] = pruned_at
+        lines.append(json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n")
+    return lines
+
+
+def _append_synced(path: Path, lines: Sequence[str]) -> None:
+    """Append `lines` to `path` and fsync it (and, for a new file, its folder)."""
+    created = not path.exists()
+    with open(path, "a", encoding="utf-8") as out:
+        out.writelines(lines)
+        out.flush()
+        os.fsync(out.fileno())
+    if created:
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)

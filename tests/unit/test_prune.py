@@ -1,0 +1,331 @@
+"""Retention (core/prune.py) on both engines: what is deleted, what goes with
+it, the archive written before the delete commits, batches, a kill between
+the two, and what the console's reads see afterwards."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import closing
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reclaim_tui.core import prune as prune_module
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.inbox import InboxEvent, named, record
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import JobSpec, Status
+from reclaim_tui.core.prune import PruneReport, count_prunable, prune
+from reclaim_tui.core.queries import ConsoleReader, RowFilter, View
+from reclaim_tui.core.schema import EVENT_SQL, SEARCH_FLUSH_SQL
+from reclaim_tui.errors import ConfigError
+from tests.helpers.pages import walk
+
+NOW = 1_800_000_000.0
+DAY = 86_400.0
+
+
+def spec(key: str) -> str:
+    return JobSpec(input=f"needle prompt of {key}", model="m").to_json()
+
+
+async def seed(ledger: Ledger, rows: list[tuple[str, Status, float]]) -> None:
+    """Rows (key, status, days in that status), each with a handle, two
+    events, and a stored result where the status has one."""
+    await ledger.insert_jobs([(key, spec(key), "m") for key, _, _ in rows], "test")
+    async with ledger.write() as db:
+        await db.executemany(
+            "UPDATE jobs SET status = ?, state_since = ?, updated_at = ?, handle = ?"
+            " WHERE idem = ?",
+            [(s.value, NOW - d * DAY, NOW - d * DAY, f"int-{k}", k) for k, s, d in rows],
+        )
+        await db.executemany(
+            EVENT_SQL,
+            [(NOW - d * DAY, k, "test", "reserving", s.value, f"to {s.value}") for k, s, d in rows],
+        )
+        with_result = [(k, d) for k, s, d in rows if s in (Status.DONE, Status.CONSUMED)]
+        await db.executemany(
+            "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
+            " stored_at) SELECT id, idem, ?, ?, ?, ?, ? FROM jobs WHERE idem = ?",
+            [
+                (
+                    f"int-{k}",
+                    f"text of {k}",
+                    json.dumps({"total_tokens": 7}),
+                    json.dumps({"id": f"int-{k}", "status": "completed"}),
+                    NOW - d * DAY,
+                    k,
+                )
+                for k, d in with_result
+            ],
+        )
+
+
+MIXED: list[tuple[str, Status, float]] = [
+    ("old-consumed-1", Status.CONSUMED, 40),
+    ("old-consumed-2", Status.CONSUMED, 31),
+    ("new-consumed", Status.CONSUMED, 29),
+    ("old-failed", Status.FAILED, 50),
+    ("old-cancelled", Status.CANCELLED, 45),
+    ("old-done", Status.DONE, 60),
+    ("old-submitted", Status.SUBMITTED, 60),
+    ("old-reserving", Status.RESERVING, 60),
+]
+
+
+@pytest.fixture
+async def mixed(db_url: str, clock: ManualClock) -> AsyncIterator[Ledger]:
+    led = await Ledger.open(db_url, clock=ManualClock(NOW))
+    await seed(led, MIXED)
+    yield led
+    await led.close()
+
+
+async def keys(ledger: Ledger, table: str = "jobs") -> set[str]:
+    return {r[0] for r in await ledger.select(f"SELECT idem FROM {table}")}
+
+
+def read_archive(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+async def test_only_terminal_rows_past_the_age_go_with_their_events_and_results(
+    mixed: Ledger,
+) -> None:
+    found = await count_prunable(mixed, statuses=["consumed"], older_than_s=30 * DAY, now=NOW)
+    assert (found.count, found.by_status) == (2, {"consumed": 2})
+    assert (found.oldest, found.newest) == (NOW - 40 * DAY, NOW - 31 * DAY)
+
+    report = await prune(mixed, statuses=["consumed"], older_than_s=30 * DAY, now=NOW)
+    assert (report.pruned, report.by_status, report.batches) == (2, {"consumed": 2}, 1)
+    gone = {"old-consumed-1", "old-consumed-2"}
+    everything = {k for k, _, _ in MIXED}
+    assert await keys(mixed) == everything - gone
+    assert await keys(mixed, "events") == everything - gone
+    assert await keys(mixed, "results") == {"new-consumed", "old-done"}
+    for key in gone:
+        assert await mixed.get(key) is None and await mixed.events(key) == []
+
+    again = await count_prunable(mixed, statuses=["consumed"], older_than_s=30 * DAY, now=NOW)
+    assert again.count == 0
+
+
+async def test_failed_and_cancelled_only_when_asked(mixed: Ledger) -> None:
+    report = await prune(
+        mixed, statuses=["failed", "cancelled", "consumed"], older_than_s=30 * DAY, now=NOW
+    )
+    assert report.by_status == {"consumed": 2, "failed": 1, "cancelled": 1}
+    assert await keys(mixed) == {"new-consumed", "old-done", "old-submitted", "old-reserving"}
+
+
+@pytest.mark.parametrize("status", ["reserving", "submitted", "done"])
+async def test_unfinished_statuses_are_refused_and_nothing_is_deleted(
+    mixed: Ledger, status: str
+) -> None:
+    for call in (count_prunable, prune):
+        with pytest.raises(ConfigError, match=f"not {status}"):
+            await call(mixed, statuses=["consumed", status], older_than_s=0, now=NOW)
+    with pytest.raises(ConfigError):
+        await prune(mixed, statuses=[], older_than_s=0, now=NOW)
+    assert await keys(mixed) == {k for k, _, _ in MIXED}
+
+
+async def test_the_archive_holds_exactly_what_was_deleted(mixed: Ledger, tmp_path: Path) -> None:
+    wanted = ["consumed", "failed"]
+    doomed = {
+        k: (await mixed.get(k), await mixed.events(k), await mixed.result(k))
+        for k in ("old-consumed-1", "old-consumed-2", "old-failed")
+    }
+    archive = tmp_path / "archive.jsonl"
+    report = await prune(
+        mixed, statuses=wanted, older_than_s=30 * DAY, now=NOW, archive=archive, batch=2
+    )
+    assert report.pruned == report.archived == 3 and report.batches == 2
+    lines = read_archive(archive)
+    assert sorted(line["idem"] for line in lines) == sorted(doomed)
+    for line in lines:
+        row, events, result = doomed[line["idem"]]
+        assert row is not None
+        assert line["status"] == row.status.value and line["handle"] == row.handle
+        assert line["spec"] == json.loads(row.spec)
+        assert datetime.fromisoformat(line["state_since"]).timestamp() == row.state_since
+        assert datetime.fromisoformat(line["pruned_at"]).timestamp() == NOW
+        assert [e["note"] for e in line["events"]] == [e.note for e in events]
+        assert [datetime.fromisoformat(e["at"]).timestamp() for e in line["events"]] == [
+            e.at for e in events
+        ]
+        if result is None:
+            assert line["output_text"] is None and line["interaction"] is None
+        else:
+            assert line["output_text"] == result.output_text
+            assert line["usage"] == result.usage and line["interaction"] == result.raw
+    # Appended to, not replaced: a second prune adds its rows after these.
+    await prune(mixed, statuses=["cancelled"], older_than_s=30 * DAY, now=NOW, archive=archive)
+    assert [line["idem"] for line in read_archive(archive)][-1] == "old-cancelled"
+    assert len(read_archive(archive)) == 4
+
+
+@pytest.mark.parametrize(("rows", "batch", "batches"), [(25, 10, 3), (20, 10, 2), (9, 10, 1)])
+async def test_batches_and_progress(
+    db_url: str, rows: int, batch: int, batches: int, tmp_path: Path
+) -> None:
+    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    try:
+        await seed(ledger, [(f"row-{n:03d}", Status.CONSUMED, 10 + n) for n in range(rows)])
+        seen: list[int] = []
+        report = await prune(
+            ledger,
+            statuses=["consumed"],
+            older_than_s=DAY,
+            now=NOW,
+            batch=batch,
+            archive=tmp_path / "a.jsonl",
+            on_progress=lambda r: seen.append(r.pruned),
+        )
+        expected = [min(batch * (n + 1), rows) for n in range(batches)]
+        assert seen == expected and report.batches == batches and report.pruned == rows
+        assert await keys(ledger) == set() and len(read_archive(tmp_path / "a.jsonl")) == rows
+        # Oldest first: the first batch is the oldest rows.
+        first = [line["idem"] for line in read_archive(tmp_path / "a.jsonl")][:batch]
+        assert first == [f"row-{n:03d}" for n in range(rows - 1, rows - 1 - batch, -1)][:rows]
+    finally:
+        await ledger.close()
+
+
+class Killed(BaseException):
+    """The process dies here: nothing after this line runs."""
+
+
+def kill_at(nth: int) -> Callable[[str], None]:
+    hits = {"n": 0}
+
+    def crashpoint(name: str) -> None:
+        if name == "after_archive_before_delete":
+            hits["n"] += 1
+            if hits["n"] == nth:
+                raise Killed(name)
+
+    return crashpoint
+
+
+async def test_a_kill_between_the_archive_and_the_delete_loses_nothing(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    all_keys = {f"row-{n:03d}" for n in range(25)}
+    try:
+        await seed(ledger, [(k, Status.CONSUMED, 40) for k in sorted(all_keys)])
+        archive = tmp_path / "archive.jsonl"
+        monkeypatch.setattr(prune_module, "crashpoint", kill_at(2))
+        with pytest.raises(Killed):
+            await prune(
+                ledger, statuses=["consumed"], older_than_s=DAY, now=NOW, archive=archive, batch=10
+            )
+        # Batch 1 committed; batch 2 archived, its delete rolled back.
+        assert len(await keys(ledger)) == 15 and len(read_archive(archive)) == 20
+        kept = await keys(ledger)
+        assert await keys(ledger, "events") == kept and len(await keys(ledger, "results")) == 15
+
+        monkeypatch.setattr(prune_module, "crashpoint", lambda name: None)
+        report = await prune(
+            ledger,
+            statuses=["consumed"],
+            older_than_s=DAY,
+            now=NOW + 60,
+            archive=archive,
+            batch=10,
+        )
+    finally:
+        await ledger.close()
+    assert report.pruned == 15
+    lines = read_archive(archive)
+    assert {line["idem"] for line in lines} == all_keys and len(lines) == 35
+    # The copies: the same key and updated_at as an earlier line, the same
+    # content but for when they were pruned.
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    copies = 0
+    for line in lines:
+        version = (line["idem"], line["updated_at"])
+        if version in seen:
+            copies += 1
+            first = seen[version]
+            assert {**first, "pruned_at": None} == {**line, "pruned_at": None}
+            assert first["pruned_at"] != line["pruned_at"]
+        seen[version] = line
+    assert copies == 10
+
+
+async def test_inbox_rows_stay_but_no_longer_name_a_pruned_job(mixed: Ledger) -> None:
+    for n, key in enumerate(("old-consumed-1", "new-consumed")):
+        event = InboxEvent(f"wh-{n}", NOW - DAY, "interaction.completed", f"int-{key}", key,
+                           "completed", "hmac")  # fmt: skip
+        assert await record(mixed, event)
+    await prune(mixed, statuses=["consumed"], older_than_s=30 * DAY, now=NOW)
+    assert sorted(await mixed.select("SELECT webhook_id, job FROM inbox ORDER BY webhook_id")) == [
+        ("wh-0", None),
+        ("wh-1", "new-consumed"),
+    ]
+    assert await named(mixed, "old-consumed-1") == []
+    # The event is still known: a redelivery changes nothing.
+    again = InboxEvent("wh-0", NOW, "interaction.completed", "int-old-consumed-1",
+                       "old-consumed-1", "completed", "hmac")  # fmt: skip
+    assert not await record(mixed, again)
+    # The key is free again: a job file passed again reserves it anew.
+    inserted, _ = await mixed.insert_jobs([("old-consumed-1", spec("x"), "m")], "test")
+    assert inserted == ["old-consumed-1"] and await named(mixed, "old-consumed-1") == []
+
+
+async def test_the_console_reads_agree_after_a_prune(db_url: str, mixed: Ledger) -> None:
+    await prune(mixed, statuses=["consumed", "failed"], older_than_s=30 * DAY, now=NOW)
+    if not db_url.startswith("postgresql"):
+        with closing(sqlite3.connect(db_url, isolation_level=None)) as con:
+            con.executescript(SEARCH_FLUSH_SQL)  # the deletes move out of the index too
+            con.execute("INSERT INTO jobs_fts(jobs_fts) VALUES ('integrity-check')")
+            con.execute("INSERT INTO handles_fts(handles_fts) VALUES ('integrity-check')")
+    reader = await ConsoleReader.open(db_url, clock=ManualClock(NOW))
+    try:
+        counts, orphans = await reader.counts()
+        assert counts == {
+            "consumed": 1,
+            "cancelled": 1,
+            "done": 1,
+            "submitted": 1,
+            "reserving": 1,
+        }
+        assert orphans == 0
+        remaining = await keys(mixed)
+        for text in ("needle", "old-consumed", "int-old", "prompt of old-failed"):
+            view = View(filter=RowFilter.parse(text))
+            found = set(await walk(reader, view, 3))
+            assert found == {k for k in remaining if text in f"{k} int-{k} needle prompt of {k}"}
+        consumed = View(statuses=frozenset({Status.CONSUMED}))
+        assert await walk(reader, consumed, 2) == ["new-consumed"]
+        assert await reader.detail("old-consumed-1") is None
+    finally:
+        await reader.close()
+
+
+async def test_a_dry_count_writes_nothing(db_url: str, mixed: Ledger) -> None:
+    before = await mixed.select("SELECT idem, status, updated_at FROM jobs ORDER BY idem")
+    readonly = await Ledger.open(db_url, clock=ManualClock(NOW), readonly=True, create=False)
+    try:
+        found = await count_prunable(
+            readonly, statuses=["consumed", "failed", "cancelled"], older_than_s=0, now=NOW
+        )
+    finally:
+        await readonly.close()
+    assert found.by_status == {"consumed": 3, "failed": 1, "cancelled": 1}
+    assert await mixed.select("SELECT idem, status, updated_at FROM jobs ORDER BY idem") == before
+
+
+def test_report_json_has_iso_times() -> None:
+    report = PruneReport(cutoff=NOW, by_status={"consumed": 2}, oldest=NOW - DAY, newest=NOW)
+    data = report.as_json()
+    assert data["pruned"] == 2 and data["archive"] is None
+    for name, at in (("cutoff", NOW), ("oldest", NOW - DAY), ("newest", NOW)):
+        assert data[name].endswith("Z")
+        assert datetime.fromisoformat(data[name]).timestamp() == at
