@@ -47,7 +47,9 @@ __all__ = [
     "cost_totals",
     "estimate_resubmit",
     "grand_total",
+    "group_row",
     "load_prices",
+    "usage_sums_sql",
 ]
 
 PRICES_ENV = "RECLAIM_PRICES"
@@ -286,6 +288,21 @@ _KEYS: dict[str, str] = {
 }
 
 
+def usage_sums_sql() -> str:
+    """Two columns, then the sums a group's `group_row` reads: is the prompt
+    long (a `?`: the table's threshold), then COUNT(*), rows with usage, rows
+    with counts, and the input, output, thought, cached and tool-use sums.
+    Over `jobs AS j LEFT JOIN results AS r`."""
+    sums = ", ".join(
+        f"SUM({_field_sql(n)})" for n in ("input", "output", "thought", "cached", "tool_use")
+    )
+    return (
+        f"CASE WHEN COALESCE({_field_sql('input')}, 0) > ? THEN 1 ELSE 0 END,"
+        " COUNT(*), SUM(CASE WHEN r.usage IS NOT NULL THEN 1 ELSE 0 END),"
+        f" SUM(CASE WHEN {_MEASURED} THEN 1 ELSE 0 END), {sums}"
+    )
+
+
 def _totals_sql(by: GroupBy, where: CostFilter) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
@@ -302,13 +319,8 @@ def _totals_sql(by: GroupBy, where: CostFilter) -> tuple[str, list[Any]]:
     if where.until is not None:
         clauses.append(f"{when} < ?")
         params.append(where.until)
-    sums = ", ".join(f"SUM({_field_sql(n)})" for n in ("input", "output", "thought", "cached"))
     sql = (
-        f"SELECT {_KEYS[by]}, j.model,"
-        f" CASE WHEN COALESCE({_field_sql('input')}, 0) > ? THEN 1 ELSE 0 END,"
-        " COUNT(*), SUM(CASE WHEN r.usage IS NOT NULL THEN 1 ELSE 0 END),"
-        f" SUM(CASE WHEN {_MEASURED} THEN 1 ELSE 0 END), {sums},"
-        f" SUM({_field_sql('tool_use')})"
+        f"SELECT {_KEYS[by]}, j.model, {usage_sums_sql()}"
         " FROM jobs AS j LEFT JOIN results AS r ON r.job = j.id"
         f" WHERE {' AND '.join(clauses) or 'TRUE'} GROUP BY 1, 2, 3"
     )
@@ -328,14 +340,15 @@ async def cost_totals(
     groups: dict[str, CostRow] = {}
     for values in await ledger.select(sql, [prices.long_context_above, *params]):
         key = _key_text(by, values[0])
-        row = _group_row(key, str(values[1]), bool(values[2]), values[3:], prices)
+        row = group_row(key, str(values[1]), bool(values[2]), values[3:], prices)
         groups[key] = groups[key].plus(row) if key in groups else row
     return _ordered(by, groups)
 
 
-def _group_row(
+def group_row(
     key: str, model: str, long: bool, values: Sequence[Any], prices: PriceTable
 ) -> CostRow:
+    """A CostRow from one group's `usage_sums_sql` columns (after the long flag)."""
     rows, with_usage, measured, *sums = (int(v or 0) for v in values)
     tokens = Tokens(sums[0], sums[1], sums[2], sums[3], sums[4])
     price = prices.price(model)
