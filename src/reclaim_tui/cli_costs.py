@@ -25,13 +25,14 @@ from reclaim_tui.core.costs import (
     GroupBy,
     PriceTable,
     cost_totals,
+    format_usd,
     grand_total,
     load_prices,
 )
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError, LedgerError, ReclaimError
 
-__all__ = ["costs", "format_costs", "format_usd"]
+__all__ = ["costs", "format_costs"]
 
 
 @click.command()
@@ -113,11 +114,6 @@ def _as_json(rows: Sequence[CostRow], prices: PriceTable, by: str) -> dict[str, 
         "groups": [one(r) for r in rows],
         "total": one(grand_total(rows)),
     }
-
-
-def format_usd(usd: float) -> str:
-    """Dollars with cents, or four decimals below a dollar (demo jobs cost fractions of a cent)."""
-    return f"${usd:,.2f}" if usd >= 1 else f"${usd:.4f}"
 
 
 def format_costs(rows: Sequence[CostRow], prices: PriceTable, by: str) -> str:

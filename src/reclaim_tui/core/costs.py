@@ -46,6 +46,7 @@ __all__ = [
     "cost_of",
     "cost_totals",
     "estimate_resubmit",
+    "format_usd",
     "grand_total",
     "group_row",
     "load_prices",
@@ -134,6 +135,12 @@ def _count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     return round(value)  # an average (estimate_resubmit) is rounded to whole tokens
+
+
+def format_usd(usd: float) -> str:
+    """Dollars with cents, or four decimals below a dollar (a short job costs
+    fractions of a cent)."""
+    return f"${usd:,.2f}" if usd >= 1 else f"${usd:.4f}"
 
 
 def cost_of(usage: Mapping[str, Any] | None, model: str, prices: PriceTable) -> float | None:
