@@ -38,7 +38,7 @@ from reclaim_tui.core.connection import shown_db
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
-from reclaim_tui.errors import LedgerBusyError
+from reclaim_tui.errors import LedgerBusyError, ReclaimError
 
 __all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
@@ -79,6 +79,31 @@ class ServiceLoop:
     _pass: asyncio.Task[PassReport] | None = None
     _ledger_failures: int = 0
     _said_idle_at: float = float("-inf")
+    #: attached consoles waiting for the next pass's report (control.py)
+    _waiters: list[asyncio.Future[PassReport]] = field(default_factory=list)
+
+    async def next_pass(self) -> PassReport:
+        """The report of the next pass to finish (the service's own schedule:
+        this starts none). Fails once the service is stopping."""
+        if self.stopping:
+            raise ReclaimError("the service is stopping")
+        waiter: asyncio.Future[PassReport] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+
+    def _tell_waiters(self, report: PassReport | None) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if waiter.done():
+                continue
+            if report is None:
+                waiter.set_exception(ReclaimError("the service stopped"))
+            else:
+                waiter.set_result(report)
 
     def say(self, event: str, **fields: object) -> None:
         """One JSON line: what a supervisor or a log reader greps for."""
@@ -112,6 +137,7 @@ class ServiceLoop:
                 report = await self._pass
             except asyncio.CancelledError:
                 if self.stopping:
+                    self._tell_waiters(None)
                     self.say("stopped", passes=self.passes, cancelled=True)
                     return 130
                 raise
@@ -131,12 +157,14 @@ class ServiceLoop:
             first = ()
             self.passes += 1
             self._report(report)
+            self._tell_waiters(report)
             if once:
                 break
             try:
                 await self._sleep()
             except LedgerBusyError as exc:
                 await self._wait_for_ledger(exc)
+        self._tell_waiters(None)
         self.say("stopped", passes=self.passes)
         return 0
 
@@ -185,17 +213,39 @@ async def run_service(
     log: TextIO | None = None,
     inbox: InboxOptions | None = None,
     idle_sleep: float = 5.0,
+    control: str | None = None,
 ) -> int:
     """`reclaim-tui run`: the engine up, `ready` said, passes until stopped."""
     out = log or sys.stderr
     async with open_engine(settings, actor=Actor.SERVICE) as engine:
         loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep)
         loop.install_signals()
-        async with _inbox(settings, inbox, loop) as url:
+        async with _inbox(settings, inbox, loop) as url, _control(settings, control, engine, loop):
             loop.say(
-                "ready", db=shown_db(settings.db), inbox=url, webhooks=bool(settings.webhook_url)
+                "ready",
+                db=shown_db(settings.db),
+                inbox=url,
+                webhooks=bool(settings.webhook_url),
+                control=control,
             )
             return await loop.run(jobs, once=once)
+
+
+@contextlib.asynccontextmanager
+async def _control(
+    settings: Settings, path: str | None, engine: Engine, loop: ServiceLoop
+) -> AsyncIterator[None]:
+    if path is None:
+        yield
+        return
+    from reclaim_tui.runner.control import ControlServer
+
+    server = ControlServer(path, engine, loop, settings)
+    await server.start()
+    try:
+        yield
+    finally:
+        await server.stop()
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,181 @@
+"""A console attached to a running service (issue 14): `reclaim-tui run
+--control PATH` serves the console's commands on its own engine; the
+console runs no loop and no engine of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import socket
+import stat
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from reclaim_tui.config import Settings
+from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import JobSpec
+from reclaim_tui.core.sinks import DirectorySink
+from reclaim_tui.errors import ConfigError, ReclaimError
+from reclaim_tui.runner.commands import Retry, RowsOutcome
+from reclaim_tui.runner.control import AttachedHost, ControlServer
+from reclaim_tui.runner.service import ServiceLoop
+
+CONFIG = EngineConfig(first_poll=0.0, max_attempts=1)
+
+
+@dataclass
+class Running:
+    ledger: Ledger
+    engine: Engine
+    fake: FakeBackend
+    loop: ServiceLoop
+    server: ControlServer
+    path: Path
+    task: asyncio.Task[int]
+
+
+@pytest.fixture
+async def service(tmp_path: Path, db_url: str) -> AsyncIterator[Running]:
+    # A short path: a Unix socket's name is limited to ~107 bytes.
+    path = Path(f"/tmp/rt-ctl-{os.getpid()}-{id(tmp_path)}.sock")
+    ledger = await Ledger.open(db_url)
+    fake = FakeBackend()
+    engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=CONFIG)
+    loop = ServiceLoop(engine, out=io.StringIO(), min_sleep=0.01, max_sleep=0.05)
+    server = ControlServer(path, engine, loop, Settings(db=db_url))
+    await server.start()
+    task = asyncio.create_task(loop.run())
+    try:
+        yield Running(ledger, engine, fake, loop, server, path, task)
+    finally:
+        loop.stopping = True
+        loop.wake.set()
+        await asyncio.wait_for(task, 60)
+        await server.stop()
+        await ledger.close()
+
+
+async def test_an_attached_tick_returns_the_services_own_next_pass(service: Running) -> None:
+    host = AttachedHost(service.path)
+    await host.start()
+    try:
+        assert host.owner == service.engine.owner
+        seen: list[dict[str, int]] = []
+        said = service.loop._report
+        service.loop._report = lambda r: (seen.append(dict(r.counts)), said(r))[1]  # type: ignore[method-assign]
+        await service.engine.submit([JobSpec(input="attached", model="m")], send=False)
+        reports = [await asyncio.wait_for(host.tick(), 60) for _ in range(3)]
+        for report in reports:
+            assert dict(report.counts) in seen, "each report is of a pass the service ran"
+        async with asyncio.timeout(60):
+            while not any(r.get("consumed") for r in seen):  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        # Only the service's engine ever called the API: the console has none.
+        assert service.fake.calls["create"] == 1
+    finally:
+        await host.stop()
+
+
+async def test_operator_commands_run_on_the_service_as_the_console(service: Running) -> None:
+    spec = JobSpec(input="fails once", model="m")
+    idem = idempotency_key(spec)
+    from reclaim_tui.errors import NotCreatedError
+
+    service.fake.create_faults = [NotCreatedError("bad request", 400, retryable=False)]
+    await service.engine.submit([spec], send=False)
+    service.loop.wake.set()
+    async with asyncio.timeout(60):
+        while (row := await service.ledger.get(idem)) is None or row.status != "failed":  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+    host = AttachedHost(service.path)
+    await host.start()
+    try:
+        outcome = await host.rows(Retry((idem,)))
+        assert outcome == RowsOutcome(1, [])
+    finally:
+        await host.stop()
+    events = await service.ledger.events(idem)
+    retried = [e for e in events if e.from_status == "failed"]
+    assert retried and retried[0].actor == "console"
+    service_steps = {e.actor for e in events if e.from_status != "failed"}
+    assert "console" not in service_steps, "the service's own passes are not the console's"
+
+
+async def test_a_stopping_service_fails_the_tick_in_flight_and_says_so(service: Running) -> None:
+    host = AttachedHost(service.path)
+    await host.start()
+    try:
+        service.loop.max_sleep = 30.0  # no pass comes before the stop
+        await asyncio.sleep(0.1)
+        waiting = asyncio.create_task(host.tick())
+        await asyncio.sleep(0.2)
+        service.loop.signal(signal.SIGTERM)
+        with pytest.raises(ReclaimError, match="stop"):
+            await asyncio.wait_for(waiting, 60)
+    finally:
+        await host.stop()
+
+
+async def test_the_socket_is_private_and_a_second_service_is_refused(service: Running) -> None:
+    assert stat.S_IMODE(service.path.stat().st_mode) == 0o600
+    other = ControlServer(service.path, service.engine, service.loop, Settings(db="x.db"))
+    with pytest.raises(ConfigError, match="another service is listening"):
+        await other.start()
+    assert service.path.exists(), "the live service's socket is left alone"
+
+
+async def test_a_dead_services_socket_is_replaced_and_other_files_refused(tmp_path: Path) -> None:
+    path = Path(f"/tmp/rt-dead-{os.getpid()}.sock")
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(path))
+    dead.close()  # a socket file nobody listens on: what a SIGKILLed service leaves
+    try:
+        ledger = await Ledger.open(tmp_path / "l.db")
+        engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
+        loop = ServiceLoop(engine, out=io.StringIO())
+        server = ControlServer(path, engine, loop, Settings(db=str(tmp_path / "l.db")))
+        await server.start()
+        await server.stop()
+        assert not path.exists()
+        plain = tmp_path / "not-a-socket"
+        plain.write_text("keep me")
+        with pytest.raises(ConfigError, match="not a socket"):
+            await ControlServer(plain, engine, loop, Settings(db="x")).start()
+        assert plain.read_text() == "keep me"
+        await ledger.close()
+    finally:
+        path.unlink(missing_ok=True)
+
+
+async def test_attaching_where_no_service_runs_says_how_to_start_one(tmp_path: Path) -> None:
+    host = AttachedHost(tmp_path / "none.sock")
+    with pytest.raises(ConfigError, match="reclaim-tui run --control"):
+        await host.start()
+
+
+async def test_the_console_reconnects_once_the_service_is_back(
+    service: Running, tmp_path: Path
+) -> None:
+    host = AttachedHost(service.path)
+    await host.start()
+    try:
+        await service.server.stop()  # the service restarts its control socket
+        async with asyncio.timeout(30):
+            while host.alive:  # noqa: ASYNC110 — the reader sees the close
+                await asyncio.sleep(0.01)
+        service.server = ControlServer(
+            service.path, service.engine, service.loop, service.server.settings
+        )
+        await service.server.start()
+        report = await asyncio.wait_for(host.tick(), 60)
+        assert report is not None
+    finally:
+        await host.stop()
