@@ -1,6 +1,11 @@
-"""Every key of the console, in one table: the bindings (the app's and the main
-screen's), the help screen and the command palette are all built from it, so
-none can drift."""
+"""Every key of the console, in one table: the bindings (the app's, the main
+screen's, the follow and raw views'), the help screen and the command palette
+are all built from it, so none can drift.
+
+A key belongs to one or more views (`views`): "main" (the ledger table),
+"follow" (one job followed live, screens/follow.py) and "raw" (the stored
+interaction's JSON, screens/raw_json.py). The help screen lists the keys of
+the view it was opened from first."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ __all__ = [
     "MUTATING",
     "TABS",
     "TITLED",
+    "VIEWS",
     "KeySpec",
     "TabSpec",
     "action_enabled",
@@ -33,6 +39,8 @@ class KeySpec:
     footer: bool = True
     #: A footer too narrow for every title keeps this one's (the others show their key only).
     titled: bool = False
+    #: The views the key works in (module docstring).
+    views: tuple[str, ...] = ("main",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +68,49 @@ _NAV = "Navigate"
 _VIEW = "View"
 _OPS = "Operate (through the engine, actor 'console')"
 _LOOP = "Reclaim loop"
+_JOB = "One job (follow, raw JSON, pager, clipboard)"
+_PANELS = "Panels"
+#: The views and what the help screen calls them.
+VIEWS = {"main": "the ledger table", "follow": "following one job", "raw": "the raw JSON"}
+_ALL = tuple(VIEWS)
+_ONE_JOB = ("main", "follow")
 
 KEYS: tuple[KeySpec, ...] = (
-    KeySpec("question_mark", "?", "help", "Help", "Show every key", _NAV, titled=True),
+    KeySpec(
+        "question_mark",
+        "?",
+        "help",
+        "Help",
+        "Show every key (this view's first)",
+        _NAV,
+        titled=True,
+        views=_ALL,
+    ),
+    KeySpec(
+        "escape", "esc", "back", "Back", "Back to the table", _NAV, footer=False, views=("follow",)
+    ),
+    KeySpec("escape", "esc", "back", "Back", "Close the raw JSON", _NAV, views=("raw",)),
+    KeySpec(
+        "j",
+        "j / down",
+        "cursor_down",
+        "Down",
+        "Down a row (a line)",
+        _NAV,
+        False,
+        False,
+        views=_ALL,
+    ),
+    KeySpec("k", "k / up", "cursor_up", "Up", "Up a row (a line)", _NAV, False, False, views=_ALL),
+    KeySpec(
+        "colon",
+        ":",
+        "command_line",
+        "Command",
+        "Command line: :failed, :model pro, :filter TEXT, :help, :q",
+        _NAV,
+        footer=False,
+    ),
     KeySpec(
         "slash",
         "/",
@@ -105,6 +153,78 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     KeySpec("g", "g / home", "first_page", "First", "First row of the view", _NAV, footer=False),
     KeySpec("G", "G / end", "last_page", "Last", "Last row of the view", _NAV, footer=False),
+    KeySpec("f", "f", "follow", "Follow", "Follow the row live (its timeline)", _JOB),
+    KeySpec("v", "v", "raw_json", "Raw", "The stored interaction as JSON", _JOB, views=_ONE_JOB),
+    KeySpec(
+        "p",
+        "p",
+        "pager('PAGER')",
+        "Pager",
+        "Open the result (raw view: the JSON) in $PAGER",
+        _JOB,
+        footer=False,
+        views=_ALL,
+    ),
+    KeySpec(
+        "e",
+        "e",
+        "pager('EDITOR')",
+        "Editor",
+        "Open the result (raw view: the JSON) in $EDITOR",
+        _JOB,
+        footer=False,
+        views=_ALL,
+    ),
+    KeySpec(
+        "y",
+        "y",
+        "copy('key')",
+        "Copy key",
+        "Copy the key (OSC 52)",
+        _JOB,
+        footer=False,
+        views=_ONE_JOB,
+    ),
+    KeySpec(
+        "Y",
+        "Y",
+        "copy('interaction')",
+        "Copy id",
+        "Copy the interaction id (OSC 52)",
+        _JOB,
+        footer=False,
+        views=_ONE_JOB,
+    ),
+    KeySpec(
+        "D",
+        "D",
+        "toggle_panel('detail')",
+        "Detail",
+        "Hide / show the detail pane",
+        _PANELS,
+        footer=False,
+    ),
+    KeySpec(
+        "L", "L", "toggle_panel('log')", "Log", "Hide / show the loop log", _PANELS, footer=False
+    ),
+    KeySpec(
+        "greater_than_sign",
+        ">",
+        "detail_width(1)",
+        "Wider",
+        "Widen the detail pane",
+        _PANELS,
+        footer=False,
+    ),
+    KeySpec(
+        "less_than_sign",
+        "<",
+        "detail_width(-1)",
+        "Narrower",
+        "Narrow the detail pane",
+        _PANELS,
+        footer=False,
+    ),
     KeySpec("space", "space", "toggle_mark", "Mark", "Mark / unmark the row", _OPS),
     KeySpec("A", "A", "mark_all", "Mark all", "Mark every row matching tab + filter", _OPS),
     KeySpec(
@@ -129,7 +249,16 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     KeySpec("R", "R", "replay", "Replay", "Replay done-but-unconsumed results", _OPS, True),
     KeySpec("ctrl+e", "ctrl+e", "export", "Export", "Export the filtered rows (JSONL/CSV)", _OPS),
-    KeySpec("P", "P", "toggle_pause", "Pause", "Pause / resume the reclaim loop", _LOOP, True),
+    KeySpec(
+        "P",
+        "P",
+        "toggle_pause",
+        "Pause",
+        "Pause / resume the reclaim loop",
+        _LOOP,
+        True,
+        views=_ALL,
+    ),
     KeySpec(
         "plus",
         "+",
@@ -139,6 +268,7 @@ KEYS: tuple[KeySpec, ...] = (
         _LOOP,
         True,
         footer=False,
+        views=_ALL,
     ),
     KeySpec(
         "minus",
@@ -149,12 +279,38 @@ KEYS: tuple[KeySpec, ...] = (
         _LOOP,
         True,
         footer=False,
+        views=_ALL,
     ),
-    KeySpec("ctrl+r", "ctrl+r", "refresh", "Refresh", "Re-read the ledger now", _NAV, footer=False),
     KeySpec(
-        "ctrl+p", "ctrl+p", "command_palette", "Palette", "Command palette", _NAV, footer=False
+        "ctrl+r",
+        "ctrl+r",
+        "refresh",
+        "Refresh",
+        "Re-read the ledger now",
+        _NAV,
+        footer=False,
+        views=_ONE_JOB,
     ),
-    KeySpec("q", "q", "quit", "Quit", "Quit (the ledger keeps everything)", _NAV, titled=True),
+    KeySpec(
+        "ctrl+p",
+        "ctrl+p",
+        "command_palette",
+        "Palette",
+        "Command palette",
+        _NAV,
+        footer=False,
+        views=_ALL,
+    ),
+    KeySpec(
+        "q",
+        "q",
+        "quit",
+        "Quit",
+        "Quit (the ledger keeps everything)",
+        _NAV,
+        titled=True,
+        views=_ALL,
+    ),
 )
 
 MUTATING = frozenset(k.action for k in KEYS if k.mutating)
@@ -168,8 +324,8 @@ TITLED = frozenset(k.action for k in KEYS if k.titled)
 APP_ACTIONS = frozenset({"toggle_pause", "slower", "faster", "quit"})
 
 
-def bindings(*, on_app: bool) -> list[BindingType]:
-    """The app's bindings (`on_app`) or the main screen's.
+def bindings(*, on_app: bool, view: str = "main") -> list[BindingType]:
+    """The app's bindings (`on_app`) or the bindings of the screen of `view`.
 
     Each mutating key gets a hidden twin bound to `refuse`: in read-only mode
     `check_action` disables the real one (hidden from the footer) and the key
@@ -179,6 +335,8 @@ def bindings(*, on_app: bool) -> list[BindingType]:
         if spec.action in ("noop", "command_palette"):
             continue  # handled by the table / the app's defaults
         if (spec.action in APP_ACTIONS) != on_app:
+            continue
+        if not on_app and view not in spec.views:
             continue
         out.append(Binding(spec.key, spec.action, spec.title, show=spec.footer))
         if spec.mutating:

@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import os
+import shlex
+import subprocess
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -52,13 +57,17 @@ __all__ = [
     "export_path",
     "export_rows",
     "export_summary",
+    "pretty_json",
     "recover_question",
     "recover_rows",
     "replay_question",
     "replay_rows",
     "retry_question",
     "run_rows",
+    "run_viewer",
     "submit_jobs",
+    "viewer_argv",
+    "write_viewing_file",
 ]
 
 #: Jobs reserved per engine command while a file is submitted (progress moves per chunk).
@@ -330,3 +339,46 @@ async def export_rows(
     except OSError as exc:
         return Done(ActionFinished(f"export failed: {exc}", "error"))
     return Done(ActionFinished(f"exported {written:,} rows to {path}"))
+
+
+# -- the result, outside the console ------------------------------------------------------------
+#: What runs when $PAGER / $EDITOR is unset or empty.
+VIEWER_DEFAULTS = {"PAGER": "less", "EDITOR": "vi"}
+
+
+def pretty_json(raw_json: str) -> str:
+    """The stored interaction, indented (as stored when it is not JSON after all)."""
+    try:
+        return json.dumps(json.loads(raw_json), indent=2, ensure_ascii=False) + "\n"
+    except ValueError:
+        return raw_json
+
+
+def viewer_argv(variable: str) -> list[str]:
+    """$PAGER or $EDITOR as a command line (they may carry flags: `less -R`)."""
+    value = os.environ.get(variable, "").strip() or VIEWER_DEFAULTS[variable]
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return [value]
+
+
+def write_viewing_file(text: str, name: str) -> Path:
+    """A private temporary file holding `text`, its name ending in `name`
+    (`<key>.md`); the caller removes it."""
+    handle, path = tempfile.mkstemp(prefix="reclaim-", suffix=f"-{name}")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(text)
+    return Path(path)
+
+
+def run_viewer(variable: str, path: Path) -> str | None:
+    """Run $PAGER / $EDITOR on `path` and wait for it (it has the terminal);
+    what went wrong, or None."""
+    argv = viewer_argv(variable)
+    try:
+        code = subprocess.run([*argv, str(path)], check=False).returncode
+    except OSError as exc:
+        reason = "not found" if isinstance(exc, FileNotFoundError) else str(exc)
+        return f"${variable} ({argv[0]}) could not run: {reason}"
+    return f"${variable} ({argv[0]}) exited with status {code}" if code else None

@@ -45,6 +45,9 @@ class ConsoleState:
     window: Window = field(default_factory=Window)
     counts: dict[str, int] = field(default_factory=dict)
     orphans: int = 0
+    #: Panels the operator hid (config.PANELS) and the detail pane's width step (1–4).
+    hidden: set[str] = field(default_factory=set)
+    detail_width: int = 2
 
     @property
     def tab_spec(self) -> TabSpec:
@@ -92,6 +95,20 @@ class ConsoleState:
             at = max(0, window.offset - rows) if move == "before" else total
             at = max(0, total - rows) if move == "last" else at
         return at
+
+    def set_model(self, model: str) -> None:
+        """Filter by `model` instead of any model the filter named (empty: by none)."""
+        kept = [t for t in self.filter_text.split() if not t.lower().startswith("model:")]
+        self.set_filter(" ".join([*kept, f"model:{model}"] if model else kept))
+
+    def toggle_panel(self, panel: str) -> bool:
+        """Hide or show `panel`; True when it is shown now."""
+        self.hidden ^= {panel}
+        return panel not in self.hidden
+
+    def step_detail_width(self, step: int) -> int:
+        self.detail_width = min(4, max(1, self.detail_width + step))
+        return self.detail_width
 
     def toggle_mark(self, idem: str) -> bool:
         if idem in self.marks:

@@ -1,4 +1,5 @@
-"""`?`: every key, from the same table the bindings are built from."""
+"""`?`: every key, from the same table the bindings are built from; the keys
+of the view it was opened from come first."""
 
 from __future__ import annotations
 
@@ -12,22 +13,35 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from reclaim_tui.tui.keymap import KEYS
+from reclaim_tui.tui.keymap import KEYS, VIEWS, KeySpec
 
 __all__ = ["HelpScreen"]
 
 
-def help_text(readonly: bool) -> Content:
-    parts: list[Content | str | tuple[str, str]] = []
-    shown = [k for k in KEYS if not (readonly and k.mutating)]
-    width = max(len(k.shown) for k in shown)
-    order = list(dict.fromkeys(k.group for k in shown))
-    shown.sort(key=lambda k: order.index(k.group))  # stable: table order within a group
-    for group, keys in groupby(shown, key=lambda k: k.group):
+Part = Content | str | tuple[str, str]
+
+
+def _keys(specs: list[KeySpec], width: int) -> list[Part]:
+    parts: list[Part] = []
+    order = list(dict.fromkeys(k.group for k in specs))
+    specs = sorted(specs, key=lambda k: order.index(k.group))  # stable: table order in a group
+    for group, keys in groupby(specs, key=lambda k: k.group):
         parts += [(group, "bold $accent"), "\n"]
         for spec in keys:
             parts += [(f"  {spec.shown:>{width}}  ", "bold $primary"), spec.help, "\n"]
         parts.append("\n")
+    return parts
+
+
+def help_text(readonly: bool, view: str = "main") -> Content:
+    shown = [k for k in KEYS if not (readonly and k.mutating)]
+    width = max(len(k.shown) for k in shown)
+    here = [k for k in shown if view in k.views]
+    others = [k for k in shown if view not in k.views]
+    parts: list[Part] = [(f"Keys here: {VIEWS[view]}", "bold $text-primary"), "\n\n"]
+    parts += _keys(here, width)
+    if others:
+        parts += [("Keys of the other views", "bold $text-primary"), "\n\n", *_keys(others, width)]
     if readonly:
         parts.append(("Read-only console: operator actions and the loop are off.\n", "$warning"))
     parts.append(
@@ -52,12 +66,13 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "dismiss", "Close"),
     ]
 
-    def __init__(self, readonly: bool) -> None:
+    def __init__(self, readonly: bool, view: str = "main") -> None:
         super().__init__()
         self.readonly = readonly
+        self.view = view
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as scroll:
-            scroll.border_title = "keys"
+            scroll.border_title = f"keys · {VIEWS[self.view]}"
             scroll.border_subtitle = "esc closes"
-            yield Static(help_text(self.readonly))
+            yield Static(help_text(self.readonly, self.view))

@@ -19,10 +19,9 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Header, Input
 
-from reclaim_tui.core.models import Status
+from reclaim_tui.core.models import Row, Status
 from reclaim_tui.core.queries import SORTS, ConsoleReader, View
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.runner.commands import Adopt, Answer, Cancel, Retry
@@ -47,9 +46,12 @@ from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.ask import adopt_screen, answer_screen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
+from reclaim_tui.tui.screens.follow import FollowScreen
 from reclaim_tui.tui.screens.help import HelpScreen
+from reclaim_tui.tui.screens.job_screen import JobScreen
 from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 from reclaim_tui.tui.state import ConsoleState, Cursor, Window
+from reclaim_tui.tui.widgets.command_line import Command, CommandLine
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
 from reclaim_tui.tui.widgets.footer import ConsoleFooter
@@ -62,7 +64,7 @@ from reclaim_tui.tui.widgets.throughput import Throughput
 __all__ = ["MainScreen"]
 
 
-class MainScreen(Screen[None]):
+class MainScreen(JobScreen):
     """Owns what the operator is looking at (`state`) and the reads behind it.
     The app owns the engine host, the reader's lifetime and the loop's `pace`."""
 
@@ -83,10 +85,14 @@ class MainScreen(Screen[None]):
     class Ready(Message):
         """The screen is up: the app may start the engine and open the ledger."""
 
+    class PanelsChanged(Message):
+        """The operator hid, showed or resized a panel (the app remembers it)."""
+
     def __init__(self, config: ConsoleConfig, pace: LoopPace) -> None:
         super().__init__()
         self.config = config
         self.host = config.host
+        self.readonly = self.host is None
         self.pace = pace
         self.state = ConsoleState()
         self.bar = LoopBarState()
@@ -101,6 +107,7 @@ class MainScreen(Screen[None]):
         with Vertical(id="main"):
             yield LedgerTable(id="table")
             yield FilterBar()
+            yield CommandLine(id="command-line")
             yield LoopBar(id="loop-bar")
             with Horizontal(id="lower"):
                 yield DetailPane(id="detail")
@@ -115,6 +122,7 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.table.focus()
+        self.show_panels()
         self.show_bar()
         if self.host is None:
             note = "read-only: watching the ledger; no loop, no operator actions"
@@ -131,6 +139,12 @@ class MainScreen(Screen[None]):
         assert self.host is not None, "mutating keys are off in a read-only console"
         return self.host
 
+    def job_row(self) -> Row | None:
+        return self.table.current_row()
+
+    def job_reader(self) -> ConsoleReader | None:
+        return self.feed.reader
+
     def follow(self, reader: ConsoleReader) -> None:
         """Read through `reader` (the app's): the first page, then watch the ledger."""
         self.feed.follow(reader)
@@ -140,6 +154,8 @@ class MainScreen(Screen[None]):
     def on_rows_changed(self, event: RowsChanged) -> None:
         if event.counts is not None:
             self._show_counts(event.counts)
+        if isinstance(self.app.screen, FollowScreen):
+            self.app.screen.reload()  # the ledger changed: the followed job may have
         if event.view != self.state.view():
             return  # the operator moved on before this page arrived
         before = self.table.current_row()
@@ -168,6 +184,8 @@ class MainScreen(Screen[None]):
         rows, now = self.state.window.page.rows, self.config.clock.now()
         self.table.show_rows(rows, now, self.state.marks, self.feed.dead, cursor)
         self.query_one(DetailPane).redraw(now)  # the detail's ages move with the table's
+        if isinstance(self.app.screen, FollowScreen):
+            self.app.screen.redraw()
         self.show_bar()
 
     @while_shown
@@ -300,8 +318,11 @@ class MainScreen(Screen[None]):
             pane.focus()
 
     def action_clear(self) -> None:
-        bar = self.query_one(FilterBar)
-        if bar.has_class("-open"):
+        bar, line = self.query_one(FilterBar), self.query_one(CommandLine)
+        if line.is_open:
+            line.close()
+            self.table.focus()
+        elif bar.has_class("-open"):
             bar.close()
             self.table.focus()
         elif self.maximized is not None:
@@ -317,7 +338,66 @@ class MainScreen(Screen[None]):
         self.feed.watch(force=True)
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(readonly=self.host is None))
+        self.app.push_screen(HelpScreen(readonly=self.readonly))
+
+    def action_follow(self) -> None:
+        idem = self.table.current_idem()
+        if idem is None or self.feed.reader is None:
+            self.notify("no row to follow", severity="warning")
+            return
+        screen = FollowScreen(idem, self.feed.reader, self.config.clock, readonly=self.readonly)
+        self.app.push_screen(screen, self._back_from_follow)
+
+    def _back_from_follow(self, _: None) -> None:
+        self.table.focus()
+
+    # -- the command line and the panels ------------------------------------------------------
+    def action_command_line(self) -> None:
+        self.query_one(FilterBar).close()
+        self.query_one(CommandLine).open()
+
+    @on(CommandLine.Entered)
+    def _command(self, event: CommandLine.Entered) -> None:
+        line, command = self.query_one(CommandLine), event.command
+        if command.verb in ("model", "filter"):
+            try:
+                self._filter_by(command)
+            except ValueError as exc:
+                line.say(str(exc))
+                return
+        line.close()
+        self.table.focus()
+        if command.verb == "tab":
+            self.action_show_tab(command.argument)
+        elif command.verb == "help":
+            self.action_help()
+        elif command.verb == "quit":
+            self.app.exit()
+
+    def _filter_by(self, command: Command) -> None:
+        if command.verb == "model":
+            self.state.set_model(command.argument)
+        else:
+            self.state.set_filter(command.argument)
+        self.feed.load_page("first", cursor="top")
+
+    def action_toggle_panel(self, panel: str) -> None:
+        shown = self.state.toggle_panel(panel)
+        self.show_panels()
+        self.notify(f"{panel} {'shown' if shown else 'hidden'} ({panel[0].upper()} toggles)")
+        self.post_message(self.PanelsChanged())
+
+    def action_detail_width(self, step: int) -> None:
+        self.state.step_detail_width(step)
+        self.show_panels()
+        self.post_message(self.PanelsChanged())
+
+    def show_panels(self) -> None:
+        """The panels as the state has them: hidden ones hidden, the detail's width (app.tcss)."""
+        for panel in ("detail", "log"):
+            self.set_class(panel in self.state.hidden, f"-hide-{panel}")
+        for width in range(1, 5):
+            self.set_class(width == self.state.detail_width, f"-detail-{width}")
 
     # -- operator keys (operations.py does the work) --------------------------------------------
     @work(group="ops")

@@ -13,7 +13,7 @@ from reclaim_tui.core.polling import ASKS
 from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.format import age, next_poll, timestamp
 
-__all__ = ["DetailPane"]
+__all__ = ["DetailPane", "lease_text", "pair", "render_detail", "spec_text"]
 
 _PREVIEW = 600
 _TIMES = ("created_at", "state_since", "submitted_at", "done_at", "consumed_at", "updated_at")
@@ -33,7 +33,7 @@ EMPTY_HINT = Content.assemble(
 )
 
 
-def _pair(name: str, value: object, style: str = "") -> Content:
+def pair(name: str, value: object, style: str = "") -> Content:
     return Content.assemble((f"{name:>13} ", "bold $text-muted"), (str(value), style), "\n")
 
 
@@ -41,7 +41,7 @@ def _heading(text: str) -> Content:
     return Content.assemble("\n", (text, "bold $accent"), "\n")
 
 
-def _spec_text(spec: str) -> str:
+def spec_text(spec: str) -> str:
     try:
         data = json.loads(spec)
     except ValueError:
@@ -52,7 +52,7 @@ def _spec_text(spec: str) -> str:
     return text + (f"\nconfig: {json.dumps(config, ensure_ascii=False)}" if config else "")
 
 
-def _lease(detail: Detail, now: float) -> str:
+def lease_text(detail: Detail, now: float) -> str:
     row = detail.row
     if not row.lease_owner:
         return "—"
@@ -84,14 +84,14 @@ def _job_lines(detail: Detail) -> list[Content]:
     """What the job asked for beyond its input: agent or model, labels,
     deadline, and the job it continues (a chain)."""
     job = detail.row.job
-    lines = [_pair("agent", job.agent) if job.agent else _pair("model", detail.row.model)]
+    lines = [pair("agent", job.agent) if job.agent else pair("model", detail.row.model)]
     if job.labels:
-        lines.append(_pair("labels", ", ".join(f"{k}={v}" for k, v in sorted(job.labels.items()))))
+        lines.append(pair("labels", ", ".join(f"{k}={v}" for k, v in sorted(job.labels.items()))))
     if job.deadline is not None:
-        lines.append(_pair("deadline", f"{age(job.deadline)} after submit"))
+        lines.append(pair("deadline", f"{age(job.deadline)} after submit"))
     if detail.inbox_used and detail.row.status.value in ("done", "consumed"):
         by = "a webhook event" if _by_event(detail) else "a poll"
-        lines.append(_pair("completed by", by))
+        lines.append(pair("completed by", by))
     if job.previous:
         prev = detail.previous
         where = (
@@ -99,7 +99,7 @@ def _job_lines(detail: Detail) -> list[Content]:
             if prev is not None
             else "not in the ledger"
         )
-        lines.append(_pair("follows", f"{job.previous} ({where})"))
+        lines.append(pair("follows", f"{job.previous} ({where})"))
     return lines
 
 
@@ -124,21 +124,21 @@ def render_detail(detail: Detail, now: float) -> Content:
     row = detail.row
     status_style = "bold $error" if row.status.value == "failed" else "bold"
     parts = [
-        _pair("key", row.idem, "bold"),
-        _pair("status", f"{row.status.value} for {age(now - row.state_since)}", status_style),
+        pair("key", row.idem, "bold"),
+        pair("status", f"{row.status.value} for {age(now - row.state_since)}", status_style),
         *_job_lines(detail),
-        _pair("handle", row.handle or "—"),
-        _pair("attempts", f"{row.attempts} (polls {row.polls}, duplicates {row.duplicates})"),
-        _pair("in flight", f"{'yes' if row.inflight else 'no'}{' · held' if row.held else ''}"),
-        _pair("lease", _lease(detail, now)),
-        _pair("next poll", next_poll(row, now) or "—"),
-        _pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
+        pair("handle", row.handle or "—"),
+        pair("attempts", f"{row.attempts} (polls {row.polls}, duplicates {row.duplicates})"),
+        pair("in flight", f"{'yes' if row.inflight else 'no'}{' · held' if row.held else ''}"),
+        pair("lease", lease_text(detail, now)),
+        pair("next poll", next_poll(row, now) or "—"),
+        pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
         *_asks(detail),
         _heading("input"),
-        Content(_spec_text(row.spec)[:2000] + "\n"),
+        Content(spec_text(row.spec)[:2000] + "\n"),
         _heading("timestamps (UTC)"),
     ]
-    parts += [_pair(name.removesuffix("_at"), timestamp(getattr(row, name))) for name in _TIMES]
+    parts += [pair(name.removesuffix("_at"), timestamp(getattr(row, name))) for name in _TIMES]
     if detail.result is not None:
         text = detail.result.output_text
         more = f" … ({len(text):,} chars)" if len(text) > _PREVIEW else ""

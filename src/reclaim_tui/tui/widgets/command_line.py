@@ -1,0 +1,123 @@
+"""The `:` command line (k9s's): `:failed` shows a tab, `:model pro` filters
+by model, `:filter TEXT`, `:help`, `:q`. Parsing is here (`parse_command`);
+the main screen carries a command out. An unknown command is said in the
+line itself, and nothing else changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Static
+
+from reclaim_tui.tui.keymap import TABS
+
+__all__ = ["COMMANDS", "Command", "CommandLine", "parse_command"]
+
+Verb = Literal["tab", "model", "filter", "help", "quit"]
+#: Words that name a tab besides its id (its short label, the singular).
+_ALIASES = {t.short: t.id for t in TABS} | {"orphan": "orphans", "unconsumed": "done"}
+_WORDS: dict[str, Verb] = {
+    "model": "model",
+    "filter": "filter",
+    "help": "help",
+    "h": "help",
+    "q": "quit",
+    "quit": "quit",
+}
+#: What Tab completes (and the help line lists).
+COMMANDS = (*(t.id for t in TABS), "model ", "filter ", "help", "quit")
+
+
+@dataclass(frozen=True)
+class Command:
+    verb: Verb
+    argument: str = ""
+
+
+def parse_command(line: str) -> Command:
+    """The command a line names; ValueError says what is wrong with it."""
+    word, _, rest = line.strip().removeprefix(":").strip().partition(" ")
+    word, rest = word.lower(), rest.strip()
+    tab = word if word in {t.id for t in TABS} else _ALIASES.get(word)
+    if tab is not None and not rest:
+        return Command("tab", tab)
+    verb = _WORDS.get(word)
+    if verb is None or (verb in ("help", "quit") and rest):
+        shown = line.strip().removeprefix(":").strip() or ":"
+        raise ValueError(
+            f"unknown command {shown!r} — try :failed, :model pro, :filter TEXT, :help, :q"
+        )
+    return Command(verb, rest)
+
+
+class CommandLine(Vertical):
+    """Hidden until `open`; posts `Entered` with a parsed command, or says
+    in its own line why the text is not one."""
+
+    DEFAULT_CSS = """
+    CommandLine { display: none; height: auto; border: tall $accent; }
+    CommandLine.-open { display: block; }
+    CommandLine > Input { border: none; height: 1; padding: 0 1; }
+    CommandLine > #command-message { height: auto; padding: 0 1; color: $text-muted; }
+    CommandLine.-error > #command-message { color: $text-error; text-style: bold; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "complete", "Complete", show=False),
+    ]
+
+    @dataclass
+    class Entered(Message):
+        command: Command
+
+    def compose(self) -> ComposeResult:
+        yield Input(
+            placeholder=":failed · :consumed · :orphans · :model pro · :filter TEXT · :help · :q",
+            suggester=SuggestFromList(COMMANDS, case_sensitive=False),
+            id="command-input",
+        )
+        yield Static("enter runs · tab completes · esc closes", id="command-message")
+
+    @property
+    def input(self) -> Input:
+        return self.query_one(Input)
+
+    def open(self) -> None:
+        self.add_class("-open")
+        self.say("enter runs · tab completes · esc closes", error=False)
+        self.input.value = ""
+        self.input.focus()
+
+    def close(self) -> None:
+        self.remove_class("-open")
+
+    @property
+    def is_open(self) -> bool:
+        return self.has_class("-open")
+
+    def say(self, text: str, *, error: bool = True) -> None:
+        self.set_class(error, "-error")
+        self.query_one("#command-message", Static).update(text)
+
+    def action_complete(self) -> None:
+        line = self.input
+        suggestion = line._suggestion
+        if suggestion:
+            line.value = suggestion
+            line.cursor_position = len(suggestion)
+
+    @on(Input.Submitted, "#command-input")
+    def _entered(self, event: Input.Submitted) -> None:
+        event.stop()
+        try:
+            command = parse_command(event.value)
+        except ValueError as exc:
+            self.say(str(exc))
+            return
+        self.post_message(self.Entered(command))

@@ -1,0 +1,139 @@
+"""One job followed live: its state on top, its timeline below, new events
+appended at the bottom (as Temporal's workflow view does)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
+from reclaim_tui.core.models import Event
+from reclaim_tui.core.queries import Detail
+from reclaim_tui.tui.format import age, next_poll, timestamp
+from reclaim_tui.tui.widgets.detail_pane import lease_text, pair
+
+__all__ = ["FollowView", "render_events", "render_state"]
+
+_TIMES = ("created_at", "state_since", "submitted_at", "done_at", "consumed_at", "updated_at")
+
+
+def _times(detail: Detail) -> list[Content]:
+    """Every timestamp of the row, two to a line."""
+    cells = [
+        Content.assemble(
+            (f"{name.removesuffix('_at'):>13} ", "bold $text-muted"),
+            f"{timestamp(getattr(detail.row, name)):<22}",
+        )
+        for name in _TIMES
+    ]
+    return [Content("").join([*cells[i : i + 2], Content("\n")]) for i in range(0, len(cells), 2)]
+
+
+def render_state(detail: Detail, now: float) -> Content:
+    row = detail.row
+    style = "bold $error" if row.status.value == "failed" else "bold $accent"
+    what = detail.row.job.agent or row.model
+    parts = [
+        pair("status", f"{row.status.value} for {age(now - row.state_since)}", style),
+        pair("model", what),
+        pair("interaction", row.handle or "—"),
+        pair(
+            "attempts",
+            f"{row.attempts} (polls {row.polls}, duplicates {row.duplicates})"
+            f"{' · in flight' if row.inflight else ''}{' · held' if row.held else ''}",
+        ),
+        pair("lease holder", lease_text(detail, now)),
+        pair("next poll", next_poll(row, now) or "—"),
+        pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
+        *_times(detail),
+    ]
+    return Content("").join(parts).rstrip()
+
+
+def render_events(events: list[Event], new_from: int) -> Content:
+    """The timeline, oldest first; events from index `new_from` on arrived
+    while the job was followed and are marked."""
+    width = max(8, *(len(e.actor) for e in events)) if events else 8
+    lines = []
+    for index, event in enumerate(events):
+        arrow = f"{event.from_status or '∅'} → {event.to_status or '∅'}"
+        mark = ("● ", "bold $success") if index >= new_from else ("  ", "")
+        lines.append(
+            Content.assemble(
+                mark,
+                (f"#{event.id:<6}", "$text-muted"),
+                (timestamp(event.at), "$text-muted"),
+                f"  {event.actor:<{width}} ",
+                (f"{arrow:<24}", "$accent"),
+                f" {event.note}",
+            )
+        )
+    return Content("\n").join(lines) if lines else Content("no events yet")
+
+
+class FollowView(Vertical):
+    """`show` a freshly read Detail (the follow screen reads it in a worker),
+    `redraw` the same one at a new `now`. No I/O here."""
+
+    DEFAULT_CSS = """
+    FollowView { height: 1fr; }
+    FollowView > #follow-state {
+        height: auto; border: round $border; padding: 0 1;
+        border-title-style: bold; border-title-color: $accent;
+    }
+    FollowView > #follow-timeline {
+        height: 1fr; border: round $panel-lighten-2; padding: 0 1;
+        border-title-color: $foreground-muted;
+    }
+    FollowView > #follow-timeline:focus { border: round $border; }
+    FollowView #follow-events { width: auto; }
+    """
+
+    def __init__(self, idem: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.idem = idem
+        self.detail: Detail | None = None
+        #: Events shown when the job was first read; later ones are new.
+        self._first_seen: int | None = None
+        #: How many times a read was shown (tests wait on it).
+        self.shows = 0
+
+    def compose(self) -> ComposeResult:
+        state = Static(f"reading {self.idem} …", id="follow-state")
+        state.border_title = f"following {self.idem}"
+        state.border_subtitle = "live"
+        yield state
+        with VerticalScroll(id="follow-timeline") as timeline:
+            timeline.border_title = "timeline"
+            timeline.can_focus = True
+            yield Static("", id="follow-events")
+
+    @property
+    def timeline(self) -> VerticalScroll:
+        return self.query_one("#follow-timeline", VerticalScroll)
+
+    def show(self, detail: Detail | None, now: float) -> None:
+        self.shows += 1
+        timeline = self.timeline
+        at_end = timeline.scroll_y >= timeline.max_scroll_y
+        self.detail = detail
+        if detail is None:
+            self.query_one("#follow-state", Static).update(
+                Content.styled(f"{self.idem} is gone from the ledger.", "bold $warning")
+            )
+            return
+        if self._first_seen is None:
+            self._first_seen = len(detail.events)
+        events = detail.events
+        timeline.border_title = f"timeline · {len(events)} events"
+        new = len(events) - self._first_seen
+        timeline.border_subtitle = f"{new} new since you followed it ●" if new > 0 else ""
+        self.query_one("#follow-events", Static).update(render_events(events, self._first_seen))
+        self.redraw(now)
+        if at_end:
+            timeline.scroll_end(animate=False, immediate=False)
+
+    def redraw(self, now: float) -> None:
+        if self.detail is not None:
+            self.query_one("#follow-state", Static).update(render_state(self.detail, now))
