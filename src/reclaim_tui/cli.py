@@ -16,12 +16,14 @@ Exit codes (see README):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import re
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,7 +34,14 @@ from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.cli_options import API, ENGINE, LEDGER, PASS, POLL, RECOVER, SEND, SINK, options
 from reclaim_tui.config import Settings
 from reclaim_tui.core.connection import is_database_url, shown_db
-from reclaim_tui.core.export import row_dict, write_export
+from reclaim_tui.core.export import (
+    export_record,
+    iso_time,
+    job_record,
+    report_record,
+    row_dict,
+    write_export,
+)
 from reclaim_tui.core.jobsfile import parse_jobs_bytes, read_jobs_file
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import (
@@ -42,8 +51,11 @@ from reclaim_tui.core.models import (
     OrphanPolicy,
     PassReport,
     RemoteInteraction,
+    Row,
     Status,
 )
+from reclaim_tui.core.prune import DEFAULT_BATCH, PruneCount, count_prunable, prunable_statuses
+from reclaim_tui.core.prune import prune as prune_rows
 from reclaim_tui.core.queries import ConsoleReader, View
 from reclaim_tui.core.retention import Attention, attention
 from reclaim_tui.emulator.command import emulator as emulator_command
@@ -169,8 +181,15 @@ def _report(
     settings: Settings | None = None,
     *,
     summary: str | None = None,
+    as_json: bool = False,
+    extra: dict[str, Any] | None = None,
 ) -> None:
-    click.echo(summary or report.summary())
+    """A pass's report on stdout (a line, or one JSON document); its row
+    errors and an API outage on stderr, with their exit codes either way."""
+    if as_json:
+        _echo_json(report_record(report, **(extra or {})))
+    else:
+        click.echo(summary or report.summary())
     for idem, message in report.errors[:20]:
         click.echo(f"  {idem}: {message}", err=True)
     if report.unavailable is not None:
@@ -180,6 +199,20 @@ def _report(
         sys.exit(EXIT_API_UNAVAILABLE)
     if fail_on_errors and report.counts["errors"]:
         sys.exit(1)
+
+
+def _echo_json(document: Any) -> None:
+    """One JSON document on stdout (times in it are ISO-8601 UTC strings)."""
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+#: `--json` of the commands that print one result (a document on stdout).
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document on stdout (times as ISO-8601 UTC); errors stay on stderr.",
+)
 
 
 def _key_source(settings: Settings | None) -> str:
@@ -210,14 +243,18 @@ def cli(ctx: click.Context) -> None:
     "--jobs", "jobs_path", default=None, help="JSON Lines jobs file to submit first ('-' = stdin)."
 )
 @click.option("--fail-on-errors", is_flag=True, help="Exit 1 when any row recorded an error.")
+@json_option
 @run
-async def tick(jobs_path: str | None, fail_on_errors: bool, **kw: Any) -> None:
+async def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw: Any) -> None:
     """One headless pass for cron: recover, submit, send, reclaim, replay."""
     settings = settings_from(kw)
     jobs = _read_jobs(jobs_path, settings) if jobs_path else []
     async with open_engine(settings, actor=Actor.TICK) as engine:
+        started = engine.ledger.clock.now()
         report = await engine.tick(jobs)
-    _report(report, fail_on_errors, settings)
+        finished = engine.ledger.clock.now()
+    times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
+    _report(report, fail_on_errors, settings, as_json=as_json, extra=times)
 
 
 @cli.command("run")
@@ -442,22 +479,21 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
         seen = await attention(ledger, retention_days)
         now = ledger.clock.now()
     at_risk = seen.past_retention
+    # `oldest_since` (ISO-8601 UTC) says when; `oldest_age_s` (seconds) how
+    # long ago, as it always did: scripts and tests read it, and an age is
+    # what `status` shows. Both come from the same instant.
     data: dict[str, dict[str, Any]] = {
-        s.value: {
-            "count": counts.get(s.value, (0, None))[0],
-            "oldest_age_s": _age(now, counts.get(s.value, (0, None))[1]),
-        }
+        s.value: _oldest(now, counts.get(s.value, (0, None))[0], counts.get(s.value, (0, None))[1])
         for s in Status
     }
-    data["orphans"] = {"count": orphans, "oldest_age_s": _age(now, orphans_since)}
+    data["orphans"] = _oldest(now, orphans, orphans_since)
     data["past_retention"] = {
-        "count": at_risk.count,
-        "oldest_age_s": _age(now, at_risk.oldest_submitted_at),
+        **_oldest(now, at_risk.count, at_risk.oldest_submitted_at),
         "retention_days": retention_days,
     }
     # Submitted rows, counted again by what they wait for.
-    data["asking"] = {"count": seen.asking, "oldest_age_s": None}
-    data["unknown_status"] = {"count": seen.unknown_status, "oldest_age_s": None}
+    data["asking"] = _oldest(now, seen.asking, None)
+    data["unknown_status"] = _oldest(now, seen.unknown_status, None)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
@@ -588,6 +624,11 @@ def _attention_lines(seen: Attention, retention_days: float) -> list[str]:
     return lines
 
 
+def _oldest(now: float, count: int, since: float | None) -> dict[str, Any]:
+    """A `status --json` entry: how many, and since when the oldest waits."""
+    return {"count": count, "oldest_age_s": _age(now, since), "oldest_since": iso_time(since)}
+
+
 def _age(now: float, since: float | None) -> float | None:
     return round(now - since, 1) if since is not None else None
 
@@ -617,8 +658,9 @@ async def _resolve(ledger: Ledger, idem: str) -> str:
 @cli.command()
 @options("db")
 @click.argument("idem")
+@json_option
 @run
-async def show(db: str, idem: str) -> None:
+async def show(db: str, idem: str, as_json: bool) -> None:
     """A row, its timeline and its stored result (IDEM may be a unique prefix)."""
     async with open_ledger(_reader_settings(db), readonly=True, create=False) as ledger:
         idem = await _resolve(ledger, idem)
@@ -626,6 +668,9 @@ async def show(db: str, idem: str) -> None:
         events = await ledger.events(idem)
         result = await ledger.result(idem)
     assert row is not None
+    if as_json:
+        _echo_json(job_record(row, result, events))
+        return
     for name, value in row_dict(row).items():
         if name.endswith(("_at", "_until", "state_since")) and isinstance(value, float):
             value = _when(value) if value else "-"
@@ -648,35 +693,39 @@ def _when(at: float) -> str:
 # No --lease-seconds: it must outlast an API call (--request-timeout), which
 # replay never makes; its leases are renewed while its sink runs.
 @options(LEDGER, SINK, "concurrency", "verbose")
+@json_option
 @run
-async def replay(**kw: Any) -> None:
+async def replay(as_json: bool, **kw: Any) -> None:
     """Deliver stored results of done-but-unconsumed rows (never calls the API)."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI, backend=_NoApi()) as engine:
         report = await engine.replay()
-    _report(report, False)
+    _report(report, False, as_json=as_json)
 
 
 @cli.command()
 @options(LEDGER, API, PASS, RECOVER, "max_attempts", "webhook_url")
 @click.option("--force", is_flag=True, help="Also held orphans and ones not yet due.")
 @click.argument("idems", nargs=-1)
+@json_option
 @run
-async def recover(force: bool, idems: tuple[str, ...], **kw: Any) -> None:
+async def recover(force: bool, idems: tuple[str, ...], as_json: bool, **kw: Any) -> None:
     """Settle orphans: adopt by label where possible, else the orphan policy
     (resubmit marks them for resend: the next tick sends them)."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         keys = [await _resolve(engine.ledger, i) for i in idems] if idems else None
         report = await engine.recover_orphans(force=force, idems=keys)
-    _report(report, False, settings, summary=_marked_for_resend(report))
-
-
-def _marked_for_resend(report: PassReport) -> str:
-    """recover's summary: an orphan "resubmitted" by recovery is only marked
-    for resend here (a tick's later send step is what sends it)."""
+    # An orphan "resubmitted" by recovery is only marked for resend here (a
+    # tick's later send step is what sends it): counted under that name.
     marked = report.counts.pop("resubmitted", 0)
-    summary = report.summary()
+    summary = _marked_for_resend(report.summary(), marked)
+    extra = {"marked_for_resend": marked}
+    _report(report, False, settings, summary=summary, as_json=as_json, extra=extra)
+
+
+def _marked_for_resend(summary: str, marked: int) -> str:
+    """recover's summary line, with the orphans marked for resend."""
     if not marked:
         return summary
     note = f"marked for resend={marked} (the next tick sends them)"
@@ -686,8 +735,9 @@ def _marked_for_resend(report: PassReport) -> str:
 @cli.command()
 @options(LEDGER)
 @click.argument("idem")
+@json_option
 @run
-async def retry(idem: str, **kw: Any) -> None:
+async def retry(idem: str, as_json: bool, **kw: Any) -> None:
     """Mark a failed or cancelled job for resend (fresh attempt budget); the
     next tick sends it."""
     settings = settings_from(kw)
@@ -696,18 +746,25 @@ async def retry(idem: str, **kw: Any) -> None:
     # orphan handling) that cron already runs. Marking needs no API and no key.
     async with open_engine(settings, actor=Actor.CLI, backend=_NoApi()) as engine:
         row = await engine.operator.retry(await _resolve(engine.ledger, idem), actor=Actor.CLI)
+    if as_json:
+        _echo_json(export_record(row))
+        return
     click.echo(f"{row.idem}: {row.status.value} (marked for resend: the next tick sends it)")
 
 
 @cli.command()
 @options(LEDGER, API, "emulator_lookup")
 @click.argument("idem")
+@json_option
 @run
-async def cancel(idem: str, **kw: Any) -> None:
+async def cancel(idem: str, as_json: bool, **kw: Any) -> None:
     """Cancel a reserving or submitted job (and ask the API to cancel it)."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         row = await engine.operator.cancel(await _resolve(engine.ledger, idem), actor=Actor.CLI)
+    if as_json:
+        _echo_json(export_record(row))
+        return
     click.echo(f"{row.idem}: {row.status.value}")
 
 
@@ -715,13 +772,17 @@ async def cancel(idem: str, **kw: Any) -> None:
 @options(LEDGER, API, "webhook_url")
 @click.argument("idem")
 @click.argument("text")
+@json_option
 @run
-async def answer(idem: str, text: str, **kw: Any) -> None:
+async def answer(idem: str, text: str, as_json: bool, **kw: Any) -> None:
     """Answer a job whose interaction requires action (continue it with TEXT)."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         key = await _resolve(engine.ledger, idem)
         row = await engine.operator.answer(key, text, actor=Actor.CLI)
+    if as_json:
+        _echo_json(export_record(row))
+        return
     click.echo(f"{row.idem}: {row.status.value} ({row.handle})")
 
 
@@ -729,13 +790,17 @@ async def answer(idem: str, text: str, **kw: Any) -> None:
 @options(LEDGER, API)
 @click.argument("idem")
 @click.argument("interaction_id")
+@json_option
 @run
-async def adopt(idem: str, interaction_id: str, **kw: Any) -> None:
+async def adopt(idem: str, interaction_id: str, as_json: bool, **kw: Any) -> None:
     """Attach an existing INTERACTION_ID to an orphaned or failed job."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         key = await _resolve(engine.ledger, idem)
         row = await engine.operator.adopt(key, interaction_id, actor=Actor.CLI)
+    if as_json:
+        _echo_json(export_record(row))
+        return
     click.echo(f"{row.idem}: {row.status.value} ({row.handle})")
 
 
@@ -752,9 +817,9 @@ async def adopt(idem: str, interaction_id: str, **kw: Any) -> None:
 @click.option(
     "--status",
     "only",
-    type=click.Choice([s.value for s in Status]),
+    type=click.Choice([*(s.value for s in Status), "orphans"]),
     default=None,
-    help="Only the rows in this status.",
+    help="Only the rows in this status, or the orphans (as `status` counts them).",
 )
 @click.option(
     "--output",
@@ -763,17 +828,189 @@ async def adopt(idem: str, interaction_id: str, **kw: Any) -> None:
     default=None,
     help="Write to this file instead of stdout.",
 )
+@json_option
 @run
-async def export(db: str, fmt: str, only: str | None, output: str | None) -> None:
-    """Every row (or one status) as JSON Lines or CSV, to stdout or --output."""
+async def export(db: str, fmt: str, only: str | None, output: str | None, as_json: bool) -> None:
+    """Every row (or one status) as JSON Lines or CSV, to stdout or --output.
+
+    Times are ISO-8601 UTC, the spec is a JSON object (in CSV: its JSON
+    text), and a row's stored result adds its output_text and usage. With
+    --json (and --output), what was written is reported as one JSON document."""
+    if as_json and not output:
+        raise click.UsageError("--json reports what --output wrote: give -o FILE as well")
+    written = 0
     async with open_ledger(_reader_settings(db), readonly=True, create=False) as ledger:
-        rows = [r async for r in ledger.iter_rows() if only is None or r.status.value == only]
-    if output:
-        with open(output, "w", encoding="utf-8", newline="") as f:
-            write_export(rows, fmt, f)
-        click.echo(f"{len(rows)} rows written to {output}", err=True)
+        with open(output, "w", encoding="utf-8", newline="") if output else _stdout() as out:
+            async for rows in _export_pages(ledger, only):
+                results = await ledger.results([r.idem for r in rows])
+                write_export(rows, fmt, out, results=results, header=written == 0)
+                written += len(rows)
+            if fmt == "csv" and written == 0:
+                write_export([], fmt, out)
+    if as_json:
+        _echo_json({"rows": written, "format": fmt, "status": only, "output": output})
+    elif output:
+        click.echo(f"{written} rows written to {output}", err=True)
+
+
+def _stdout() -> Any:
+    """stdout as a context manager that leaves it open."""
+    return contextlib.nullcontext(sys.stdout)
+
+
+async def _export_pages(ledger: Ledger, only: str | None) -> AsyncIterator[list[Row]]:
+    """The rows an export writes, a page at a time: every row in key order,
+    or those of one status (or the orphans) in the console's age order."""
+    if only is None:
+        page: list[Row] = []
+        async for row in ledger.iter_rows():
+            page.append(row)
+            if len(page) == 2000:
+                yield page
+                page = []
+        if page:
+            yield page
+        return
+    reader = ConsoleReader(ledger, ledger, ledger.clock)
+    if only == "orphans":
+        await reader.refresh_liveness()
+        view = View(orphans=True)
     else:
-        write_export(rows, fmt, sys.stdout)
+        view = View(statuses=frozenset({Status(only)}))
+    async for rows in reader.iter_view(view):
+        yield rows
+
+
+#: The units of an age (`--older-than`), in seconds.
+AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_age(ctx: click.Context | None, param: click.Parameter | None, value: str) -> float:
+    """An age: `30d`, `12h`, `90m`, `45s`, `2w`, or plain seconds (a click
+    callback: bad input is a BadParameter, exit 2)."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value.lower())
+    if found is None:
+        raise click.BadParameter(
+            f"{value!r} is not an age: a number of seconds, or a number followed by"
+            " s, m, h, d or w (30d, 12h, 90m)",
+            ctx,
+            param,
+        )
+    return float(found[1]) * AGE_UNITS[found[2]]
+
+
+@cli.command()
+@options(LEDGER)
+@click.option(
+    "--older-than",
+    "older_than",
+    required=True,
+    callback=parse_age,
+    help="Prune rows in their status for longer than this: 30d, 12h, 90m or seconds.",
+)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    default=("consumed",),
+    show_default=True,
+    type=click.Choice([s.value for s in Status]),
+    help="A status to prune (repeat it); only consumed, failed and cancelled are allowed.",
+)
+@click.option(
+    "--archive",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append every pruned job (result, events) to this JSON Lines file first, fsync'd.",
+)
+@click.option(
+    "--batch",
+    default=DEFAULT_BATCH,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Rows deleted per transaction (the ledger's write lock is held for one batch).",
+)
+@click.option("--dry-run", is_flag=True, help="Only count what would be pruned; change nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@run
+async def prune(
+    older_than: float,
+    statuses: tuple[str, ...],
+    archive: Path | None,
+    batch: int,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+    **kw: Any,
+) -> None:
+    """Delete finished jobs (with their events and results) older than --older-than.
+
+    The age is the time in the row's status (state_since). Only consumed
+    rows unless --status says failed or cancelled too; never reserving,
+    submitted or done. Without --yes it asks on a terminal and refuses
+    elsewhere (exit 2)."""
+    settings = settings_from(kw)
+    wanted = prunable_statuses(statuses)
+    async with open_ledger(settings, readonly=dry_run, create=False) as ledger:
+        now = ledger.clock.now()
+        found = await count_prunable(ledger, statuses=wanted, older_than_s=older_than, now=now)
+        if dry_run or not found.count:
+            _print_prunable(found, older_than, dry_run=dry_run, as_json=as_json)
+            return
+        if not yes:
+            _confirm_prune(found, older_than)
+        report = await prune_rows(
+            ledger,
+            statuses=wanted,
+            older_than_s=older_than,
+            now=now,
+            archive=archive,
+            batch=batch,
+        )
+    if as_json:
+        _echo_json({"dry_run": False, "older_than_s": older_than, **report.as_json()})
+        return
+    by_status = " ".join(f"{k}={v}" for k, v in report.by_status.items())
+    saved = f"; archived to {archive}" if archive is not None else ""
+    click.echo(
+        f"pruned {report.pruned} rows ({by_status}) in {report.batches} batch(es),"
+        f" in their status since before {iso_time(report.cutoff)}{saved}"
+    )
+
+
+def _print_prunable(found: PruneCount, older_than: float, *, dry_run: bool, as_json: bool) -> None:
+    if as_json:
+        _echo_json({"dry_run": dry_run, "older_than_s": older_than, "pruned": 0, **found.as_json()})
+        return
+    if not found.count:
+        click.echo(f"nothing to prune: no row in its status since before {iso_time(found.cutoff)}")
+        return
+    click.echo(f"would prune {_prunable_text(found)}")
+
+
+def _prunable_text(found: PruneCount) -> str:
+    by_status = " ".join(f"{k}={v}" for k, v in found.by_status.items())
+    return (
+        f"{found.count} rows ({by_status}), in their status since"
+        f" {iso_time(found.oldest)} (oldest) to {iso_time(found.newest)} (newest)"
+    )
+
+
+def _confirm_prune(found: PruneCount, older_than: float) -> None:
+    """Ask on a terminal; elsewhere (cron, a pipe) refuse: a ConfigError (exit 2)."""
+    if not _interactive():
+        raise ConfigError(
+            f"prune would delete {found.count} rows: pass --yes to prune without a terminal"
+            " to confirm on (or --dry-run to count them)"
+        )
+    if not click.confirm(f"prune {_prunable_text(found)}?", default=False, err=True):
+        raise ConfigError("prune: not confirmed; nothing was deleted")
+
+
+def _interactive() -> bool:
+    """Whether someone can answer a question on this terminal."""
+    return sys.stdin.isatty()
 
 
 @cli.command()
