@@ -1,15 +1,32 @@
-"""One frozen Settings object built from flags and the environment; no I/O at import."""
+"""One frozen Settings object built from flags and the environment; the
+console's remembered settings (`ConsoleSettings`, a small TOML file); no I/O
+at import."""
 
 from __future__ import annotations
 
+import json
+import os
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from reclaim_tui.core.engine import EngineConfig
 from reclaim_tui.core.models import Actor, GonePolicy, OrphanPolicy
 from reclaim_tui.errors import ConfigError
 
-__all__ = ["DEFAULT_DB", "DEFAULT_MODEL", "DEFAULT_OUT", "Settings"]
+__all__ = [
+    "DEFAULT_DB",
+    "DEFAULT_MODEL",
+    "DEFAULT_OUT",
+    "PANELS",
+    "ConsoleSettings",
+    "Settings",
+    "console_settings_path",
+    "load_console_settings",
+    "save_console_settings",
+]
 
 DEFAULT_DB = "./reclaim_ledger.db"
 DEFAULT_MODEL = "gemini-flash-latest"
@@ -144,3 +161,89 @@ class Settings:
         values["actor"] = Actor(values.get("actor", Actor.CLI))
         values["on_gone"] = GonePolicy(values.get("on_gone", GonePolicy.RESUBMIT))
         return cls(**values)
+
+
+#: The console's panels an operator can hide (the detail pane, the loop log).
+PANELS = ("detail", "log")
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    """What the console remembers between runs; None: not set (the default applies)."""
+
+    theme: str | None = None
+    interval: float | None = None
+    page_size: int | None = None
+    hidden: frozenset[str] = frozenset()
+    #: The detail pane's share of the lower panels' width (1–4, the log has 1).
+    detail_width: int | None = None
+
+    def to_toml(self) -> str:
+        lines = ["# reclaim-tui console settings (written by the console; edits are kept)"]
+        if self.theme is not None:
+            lines.append(f"theme = {json.dumps(self.theme)}")
+        if self.interval is not None:
+            lines.append(f"interval = {self.interval!r}")
+        if self.page_size is not None:
+            lines.append(f"page_size = {self.page_size}")
+        if self.detail_width is not None:
+            lines.append(f"detail_width = {self.detail_width}")
+        lines.append(f"hidden = {json.dumps(sorted(self.hidden))}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_toml(cls, data: Mapping[str, Any]) -> ConsoleSettings:
+        """ValueError names the first value that is not what it should be."""
+        theme, interval = data.get("theme"), data.get("interval")
+        page_size, width = data.get("page_size"), data.get("detail_width")
+        hidden = data.get("hidden", [])
+        if theme is not None and not isinstance(theme, str):
+            raise ValueError("theme must be a string")
+        if interval is not None and not (
+            isinstance(interval, int | float) and not isinstance(interval, bool) and interval > 0
+        ):
+            raise ValueError("interval must be a positive number of seconds")
+        if page_size is not None and not (isinstance(page_size, int) and 10 <= page_size <= 5000):
+            raise ValueError("page_size must be a whole number from 10 to 5000")
+        if width is not None and not (isinstance(width, int) and 1 <= width <= 4):
+            raise ValueError("detail_width must be 1, 2, 3 or 4")
+        if not (isinstance(hidden, list) and set(hidden) <= set(PANELS)):
+            raise ValueError(f"hidden must be a list of {', '.join(PANELS)}")
+        interval = float(interval) if interval is not None else None
+        return cls(theme, interval, page_size, frozenset(hidden), width)
+
+
+def console_settings_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`$RECLAIM_CONFIG`, else `$XDG_CONFIG_HOME/reclaim-tui/settings.toml`
+    (`~/.config` when XDG_CONFIG_HOME is unset or empty, as the XDG spec says)."""
+    env = os.environ if environ is None else environ
+    if env.get("RECLAIM_CONFIG"):
+        return Path(env["RECLAIM_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base).expanduser() / "reclaim-tui" / "settings.toml"
+
+
+def load_console_settings(path: Path) -> tuple[ConsoleSettings, str | None]:
+    """The file's settings, or the defaults and why the file could not be
+    used (None: it was fine, or there is none yet)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ConsoleSettings(), None
+    except (OSError, UnicodeDecodeError) as exc:
+        return ConsoleSettings(), f"cannot read {path}: {exc}"
+    try:
+        return ConsoleSettings.from_toml(tomllib.loads(text)), None
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        return ConsoleSettings(), f"{path} is not valid: {exc}"
+
+
+def save_console_settings(path: Path, settings: ConsoleSettings) -> None:
+    """Write the file atomically (a reader never sees half of it); OSError says why not."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(settings.to_toml(), encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -1,7 +1,9 @@
 """ReclaimApp: the console's lifetime. It owns the engine host (start, the
-reclaim loop, stop), the loop's pace and its keys (P, +, -) and the ledger
-reader (open, close); the main screen (screens/main.py) shows and reads the
-ledger and has every other key.
+reclaim loop, stop), the loop's pace and its keys (P, +, -), the ledger
+reader (open, close) and the settings file (read before the first paint,
+written when the operator changes the theme, the interval or the panels);
+the main screen (screens/main.py) shows and reads the ledger and has every
+other key.
 
 Workers of the app and what they post:
     boot    once the main screen is up: start the engine host beside the first
@@ -9,6 +11,7 @@ Workers of the app and what they post:
     loop    a pass every `interval` s, run by the engine host (a worker process
             for real backends, runner/host.py) → TickFinished / TickFailed, to
             the main screen
+    settings  the settings file written after a change (config.ConsoleSettings)
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.worker import WorkerState
 
+from reclaim_tui.config import (
+    ConsoleSettings,
+    console_settings_path,
+    load_console_settings,
+    save_console_settings,
+)
 from reclaim_tui.core.connection import is_database_url, shown_db
 from reclaim_tui.core.queries import ConsoleReader
 from reclaim_tui.errors import ReclaimError
@@ -51,16 +60,49 @@ class ReclaimApp(App[None]):
         #: Where the engine runs; None: a read-only console (no loop, no operator actions).
         self.host = config.host
         self.reader: ConsoleReader | None = None
+        # A few hundred bytes read before the app runs: nothing is on screen yet.
+        self.settings_path = console_settings_path()
+        self.remembered, self.settings_problem = load_console_settings(self.settings_path)
+        self._apply(self.remembered)
         mode = "read-only" if self.host is None else "starting"
         self.pace = LoopPace(config.interval, config.paused, mode)
         self.main = MainScreen(config, self.pace)
+        self.main.state.hidden = set(self.remembered.hidden)
+        self.main.state.detail_width = self.remembered.detail_width or 2
         self.sub_title = config.subtitle or shown_db(config.settings.db)
+        self._saving = asyncio.Lock()
+
+    def _apply(self, saved: ConsoleSettings) -> None:
+        if saved.theme is not None:
+            if saved.theme in self.available_themes:
+                self.theme = saved.theme
+            else:
+                self.settings_problem = f"{self.settings_path}: no theme named {saved.theme!r}"
+        if saved.interval is not None:
+            self.config.interval = saved.interval
+        if saved.page_size is not None:
+            self.config.page_size = saved.page_size
+
+    def on_mount(self) -> None:
+        if self.settings_problem:
+            # Left as it is: it may be a hand edit with a typo, which a
+            # rewrite would lose. Nothing is written to it this session.
+            self.notify(
+                f"{self.settings_problem}. Started with the defaults; the file is left"
+                " as it is and changes made now are not saved (fix or remove it).",
+                severity="warning",
+                timeout=30,
+            )
+        self.theme_changed_signal.subscribe(self, lambda _: self.remember())
 
     def get_default_screen(self) -> MainScreen:
         return self.main
 
     def on_main_screen_ready(self) -> None:
         self.boot()
+
+    def on_main_screen_panels_changed(self) -> None:
+        self.remember()
 
     async def on_unmount(self) -> None:
         if self.host is not None:
@@ -75,6 +117,8 @@ class ReclaimApp(App[None]):
         yield from super().get_system_commands(screen)
         for spec in KEYS:
             if spec.action == "noop" or (spec.mutating and self.host is None):
+                continue
+            if "main" not in spec.views:
                 continue
             if spec.action in ("command_palette", "quit"):
                 continue
@@ -140,6 +184,31 @@ class ReclaimApp(App[None]):
             self.main.show_bar()
             await self.pace.wait()
 
+    @work(group="settings")
+    async def remember(self) -> None:
+        """Write the settings file, if the settings differ from what it holds."""
+        async with self._saving:  # the last write holds the latest settings
+            now = self.console_settings()
+            if now == self.remembered or self.settings_problem:
+                return
+            try:
+                await asyncio.to_thread(save_console_settings, self.settings_path, now)
+            except OSError as exc:
+                self.notify(f"settings not saved: {exc}", severity="warning")
+                self.settings_problem = f"cannot write {self.settings_path}"
+                return
+            self.remembered = now
+
+    def console_settings(self) -> ConsoleSettings:
+        state = self.main.state
+        return ConsoleSettings(
+            theme=self.theme,
+            interval=self.pace.interval,
+            page_size=self.config.page_size,
+            hidden=frozenset(state.hidden),
+            detail_width=state.detail_width,
+        )
+
     # -- the loop's keys ------------------------------------------------------------------
     def action_toggle_pause(self) -> None:
         paused = self.pace.toggle_pause()
@@ -157,6 +226,7 @@ class ReclaimApp(App[None]):
     def _paced(self) -> None:
         self.main.show_bar()
         self.pace.kick()
+        self.remember()
 
     def action_refuse(self, what: str) -> None:
         self.notify(f"read-only console: {what} is disabled", severity="warning")
