@@ -329,3 +329,52 @@ def test_report_json_has_iso_times() -> None:
     for name, at in (("cutoff", NOW), ("oldest", NOW - DAY), ("newest", NOW)):
         assert data[name].endswith("Z")
         assert datetime.fromisoformat(data[name]).timestamp() == at
+
+
+@pytest.mark.parametrize("torn", ['{"idem": "row-00', '{"idem": "whole"}'])
+async def test_a_line_cut_short_by_a_kill_does_not_glue_to_the_next(
+    tmp_path: Path, torn: str
+) -> None:
+    """A kill in the middle of the archive's write leaves a last line without
+    its newline (its batch was not deleted): the next prune cuts it off, or
+    ends it when it is whole, before appending."""
+    ledger = await Ledger.open(str(tmp_path / "l.db"), clock=ManualClock(NOW))
+    try:
+        await seed(ledger, [("a-row", Status.CONSUMED, 40), ("b-row", Status.CONSUMED, 40)])
+        archive = tmp_path / "archive.jsonl"
+        archive.write_text('{"idem": "earlier"}\n' + torn, encoding="utf-8")
+        await prune(ledger, statuses=["consumed"], older_than_s=DAY, now=NOW, archive=archive)
+    finally:
+        await ledger.close()
+    idems = [line["idem"] for line in read_archive(archive)]
+    kept = ["whole"] if torn.endswith("}") else []
+    assert idems == ["earlier", *kept, "a-row", "b-row"]
+
+
+async def test_ids_of_pruned_rows_taken_again_are_found_by_their_new_text(db_url: str) -> None:
+    """SQLite numbers a new row past the largest id left: pruning the newest
+    rows hands their ids to the next jobs. The text index must then hold the
+    new rows' text, not the pruned ones'."""
+    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    try:
+        await seed(ledger, [(f"gone-{n}", Status.CONSUMED, 40) for n in range(3)])
+        ids_before = {r[0] for r in await ledger.select("SELECT id FROM jobs")}
+        await prune(ledger, statuses=["consumed"], older_than_s=DAY, now=NOW)
+        await ledger.insert_jobs([(f"fresh-{n}", spec(f"fresh-{n}"), "m") for n in range(3)], "t")
+        if not db_url.startswith("postgresql"):
+            assert {r[0] for r in await ledger.select("SELECT id FROM jobs")} == ids_before
+    finally:
+        await ledger.close()
+    for flushed in (False, True):
+        if flushed and not db_url.startswith("postgresql"):
+            with closing(sqlite3.connect(db_url, isolation_level=None)) as con:
+                con.executescript(SEARCH_FLUSH_SQL)
+                con.execute("INSERT INTO jobs_fts(jobs_fts) VALUES ('integrity-check')")
+        reader = await ConsoleReader.open(db_url, clock=ManualClock(NOW))
+        try:
+            await reader.counts()
+            assert await walk(reader, View(filter=RowFilter.parse("gone")), 5) == []
+            found = await walk(reader, View(filter=RowFilter.parse("needle")), 5)
+            assert sorted(found) == ["fresh-0", "fresh-1", "fresh-2"]
+        finally:
+            await reader.close()

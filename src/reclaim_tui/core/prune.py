@@ -44,7 +44,7 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.export import iso_time, job_record
@@ -275,8 +275,9 @@ async def _archive_lines(db: Any, ids: str, rows: Sequence[Row], now: float) -> 
 def _append_synced(path: Path, lines: Sequence[str]) -> None:
     """Append `lines` to `path` and fsync it (and, for a new file, its folder)."""
     created = not path.exists()
-    with open(path, "a", encoding="utf-8") as out:
-        out.writelines(lines)
+    with open(path, "a+b") as out:
+        _end_torn_line(out)
+        out.write("".join(lines).encode("utf-8"))
         out.flush()
         os.fsync(out.fileno())
     if created:
@@ -285,3 +286,33 @@ def _append_synced(path: Path, lines: Sequence[str]) -> None:
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def _end_torn_line(out: BinaryIO) -> None:
+    """A last line without its newline is what a kill mid-write leaves: its
+    batch was not deleted (the fsync had not returned), so the next prune
+    writes it again. Cut it off (a line that is whole JSON only gets its
+    newline), or the next line would be glued to it."""
+    end = out.seek(0, os.SEEK_END)
+    if end == 0:
+        return
+    out.seek(end - 1)
+    if out.read(1) == b"\n":
+        return
+    start = max(0, end - _TAIL)
+    out.seek(start)
+    tail = out.read(end - start)
+    cut = tail.rfind(b"\n")
+    if cut < 0 and start > 0:
+        raise ConfigError(f"{out.name}: its last line is longer than {_TAIL} bytes and unfinished")
+    line = tail[cut + 1 :]
+    try:
+        json.loads(line)
+    except ValueError:
+        out.truncate(start + cut + 1)
+        return
+    out.write(b"\n")
+
+
+#: How far back from its end an archive is read for an unfinished last line.
+_TAIL = 64 << 20
