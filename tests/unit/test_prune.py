@@ -378,3 +378,17 @@ async def test_ids_of_pruned_rows_taken_again_are_found_by_their_new_text(db_url
             assert sorted(found) == ["fresh-0", "fresh-1", "fresh-2"]
         finally:
             await reader.close()
+
+
+async def test_an_archive_that_cannot_be_written_stops_the_prune_before_a_delete(
+    mixed: Ledger, tmp_path: Path
+) -> None:
+    everything = await keys(mixed)
+    with pytest.raises(ConfigError, match="does not exist"):
+        await prune(mixed, statuses=["consumed"], older_than_s=0, now=NOW,
+                    archive=tmp_path / "no-such-folder" / "a.jsonl")  # fmt: skip
+    folder = tmp_path / "archive-is-a-folder"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match="were not deleted"):
+        await prune(mixed, statuses=["consumed"], older_than_s=0, now=NOW, archive=folder)
+    assert await keys(mixed) == everything

@@ -33,7 +33,10 @@ deletes *terminal* rows — `consumed`, and on request `failed` and
   `updated_at` (a row's `updated_at` changes with every write), with the
   same content but for `pruned_at`. Keep the last line of each key.
   An existing archive is appended to (one file may hold every month's
-  prune); its file name is fsync'd in its folder when it is created.
+  prune); its file name is fsync'd in its folder when it is created. A
+  last line cut short by a kill mid-write (its batch was not deleted) is
+  cut off by the next prune before it appends. An archive that cannot be
+  written stops the prune with a ConfigError, its batch not deleted.
 """
 
 from __future__ import annotations
@@ -193,6 +196,8 @@ async def prune(
     wanted = prunable_statuses(statuses)
     if batch < 1:
         raise ConfigError("prune: the batch size must be at least 1")
+    if archive is not None and not archive.parent.is_dir():
+        raise ConfigError(f"prune: the archive's folder {archive.parent} does not exist")
     report = PruneReport(_cutoff(older_than_s, now), archive=archive)
     for status in wanted:
         while True:
@@ -227,7 +232,13 @@ async def _prune_batch(
         keys = json.dumps([row.idem for row in rows])
         if report.archive is not None:
             lines = await _archive_lines(db, ids, rows, now)
-            await asyncio.to_thread(_append_synced, report.archive, lines)
+            try:
+                await asyncio.to_thread(_append_synced, report.archive, lines)
+            except OSError as exc:
+                raise ConfigError(
+                    f"prune: cannot write the archive {report.archive} ({exc}); the rows it"
+                    " would have held were not deleted"
+                ) from exc
             report.archived += len(lines)
             # A kill here: archived, not deleted; the next prune archives again.
             crashpoint("after_archive_before_delete")
