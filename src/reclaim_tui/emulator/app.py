@@ -262,6 +262,7 @@ def make_app(config: EmulatorConfig | None = None) -> web.Application:
         queued_share=config.queued_share,
         retention_seconds=config.retention_seconds,
         full_steps=config.full_steps,
+        usage_scale=config.usage_scale,
     )
     webhooks = WebhookService(config, app[STORE_KEY])
     app[WEBHOOKS_KEY] = webhooks

@@ -36,7 +36,8 @@ class EmulatorConfig:
     `time.time`; tests may inject their own. `webhooks` sets how webhooks are
     delivered (their faults are in `faults.webhooks`); when its
     `retry_window` is None, deliveries are retried for the API's 24 h times
-    `agent_time_scale`.
+    `agent_time_scale`. `usage_scale` multiplies the token counts a model's
+    (first) and an agent's (second) usage reports (usage.scaled; the demo's).
     """
 
     api_key: str | None = DEFAULT_API_KEY
@@ -51,10 +52,13 @@ class EmulatorConfig:
     models: frozenset[str] | None = None
     full_steps: bool = True
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    usage_scale: tuple[float, float] = (1.0, 1.0)
 
     def __post_init__(self) -> None:
         if self.agent_time_scale < 0:
             raise ValueError("agent_time_scale must be >= 0")
+        if min(self.usage_scale) < 0:
+            raise ValueError("usage_scale must be >= 0")
         if not 0.0 <= self.queued_share < 1.0:
             raise ValueError("queued_share must be within [0, 1)")
         if self.retention_seconds is not None and self.retention_seconds <= 0:

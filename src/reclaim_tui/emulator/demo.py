@@ -12,13 +12,25 @@ emulator delivers its dynamic webhooks there (a few twice, as the API may),
 and the engine sends every create with a webhook_config, so events wake
 finished jobs and orphans are adopted from the events that name them. A
 sink that now and then refuses leaves some rows `done` for `R`.
+
+The demo stays alive: after the seeded jobs, a `Trickle` submits a new job
+every 3–8 s (seeded), through the engine's `submit` as the console's `s`
+does — mostly models, now and then a Deep Research agent that runs for
+minutes, some of which plan first and wait for an answer (`requires_action`,
+`w`). The emulator's usage is scaled up (`usage_scale`) so that costs look
+like a real ledger's: a model job costs cents, a research run about a dollar.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 import random
-from collections.abc import AsyncIterator, Sequence
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
@@ -28,7 +40,7 @@ from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.models import Actor, JobSpec, StoredResult
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
-from reclaim_tui.errors import SinkError
+from reclaim_tui.errors import ReclaimError, SinkError
 from reclaim_tui.inbox.server import InboxServer
 from reclaim_tui.inbox.verify import Verifier
 
@@ -36,6 +48,7 @@ __all__ = [
     "DEMO_MODELS",
     "OPENER",
     "FlakySink",
+    "Trickle",
     "demo_faults",
     "demo_jobs",
     "open_demo_engine",
@@ -77,6 +90,80 @@ def demo_jobs(count: int, seed: int) -> list[JobSpec]:
     return jobs
 
 
+#: The trickle's models, weighted; its agents (the emulator's run times, scaled by
+#: AGENT_TIME_SCALE: about 1 and 4 minutes).
+TRICKLE_MODELS = {"gemini-flash-latest": 6, "gemini-pro-latest": 2, "gemini-flash-lite-latest": 2}
+TRICKLE_AGENTS = ("deep-research-preview-04-2026", "deep-research-max-preview-04-2026")
+AGENT_SHARE = 0.15
+#: Of the agent jobs, those that plan first and wait for an operator's answer.
+PLANNING_SHARE = 0.3
+AGENT_TIME_SCALE = 0.25
+#: Token counts times this for models, for agents: demo prompts are a sentence
+#: and answers a paragraph; real prompts carry documents, research reads the web.
+USAGE_SCALE = (50.0, 400.0)
+_RESEARCH = (
+    "Research the history of {} and write a cited report",
+    "Compare the published approaches to {}, with sources",
+    "Survey what is known about the costs of {}",
+)
+
+
+class Trickle:
+    """New demo jobs at seeded intervals of `every` seconds, each handed to
+    `submit` (the engine's, as the console's `s` calls it). `sleep` and the
+    run's `tag` (in every prompt, so a demo run again on the same ledger
+    still adds new keys) are injectable for tests."""
+
+    def __init__(
+        self,
+        submit: Callable[[list[JobSpec]], Awaitable[Any]],
+        seed: int,
+        *,
+        every: tuple[float, float] = (3.0, 8.0),
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        tag: str | None = None,
+    ) -> None:
+        self.submit = submit
+        self.rng = random.Random(f"trickle-{seed}")
+        self.every = every
+        self.sleep = sleep
+        self.tag = tag if tag is not None else secrets.token_hex(2)
+        self.numbers = itertools.count(1)
+        self.sent: list[JobSpec] = []
+
+    def next_job(self) -> JobSpec:
+        n = next(self.numbers)
+        topic = self.rng.choice(_TOPICS)
+        suffix = f" (live #{n} · {self.tag})"
+        if self.rng.random() < AGENT_SHARE:
+            agent = self.rng.choice(TRICKLE_AGENTS)
+            config: dict[str, Any] = {}
+            if self.rng.random() < PLANNING_SHARE:
+                config["agent_config"] = {"type": "deep-research", "collaborative_planning": True}
+            prompt = self.rng.choice(_RESEARCH).format(topic) + suffix
+            return JobSpec(input=prompt, model="", agent=agent, config=config)
+        models, weights = zip(*TRICKLE_MODELS.items(), strict=True)
+        model = self.rng.choices(models, weights)[0]
+        return JobSpec(input=self.rng.choice(_TASKS).format(topic) + suffix, model=model)
+
+    async def step(self) -> JobSpec:
+        """Wait the next interval, then submit one new job."""
+        await self.sleep(self.rng.uniform(*self.every))
+        job = self.next_job()
+        await self.submit([job])
+        self.sent.append(job)
+        return job
+
+    async def run(self) -> None:
+        """Submit for ever (until cancelled); a refused submit (a busy ledger)
+        is skipped, the trickle goes on."""
+        while True:
+            try:
+                await self.step()
+            except ReclaimError:
+                continue
+
+
 def demo_faults(jobs: int) -> FaultConfig:
     return FaultConfig.from_json(
         {
@@ -110,16 +197,30 @@ class FlakySink:
 
 @asynccontextmanager
 async def open_demo_engine(
-    settings: Settings, *, actor: Actor, jobs: int, seed: int, latency: Sequence[float]
+    settings: Settings,
+    *,
+    actor: Actor,
+    jobs: int,
+    seed: int,
+    latency: Sequence[float],
+    trickle: Sequence[float] | None = (3.0, 8.0),
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
 ) -> AsyncIterator[Engine]:
     """The emulator and a webhook inbox on loopback ports, the engine on
-    them, `jobs` seeded jobs reserved.
+    them, `jobs` seeded jobs reserved, and while it is open a `Trickle` of
+    new jobs every `trickle` = (low, high) seconds (None: none).
 
     `latency` is the (low, high) range of a job's run time in seconds.
     """
     low, high = (float(x) for x in latency)
     emulator = EmulatorServer(
-        EmulatorConfig(latency_range=(low, high), seed=seed, faults=demo_faults(jobs))
+        EmulatorConfig(
+            latency_range=(low, high),
+            seed=seed,
+            faults=demo_faults(jobs),
+            agent_time_scale=AGENT_TIME_SCALE,
+            usage_scale=USAGE_SCALE,
+        )
     )
     await emulator.start()
     try:
@@ -135,8 +236,34 @@ async def open_demo_engine(
                 sink = FlakySink(settings.out, seed)
                 async with open_engine(settings, actor=actor, backend=backend, sink=sink) as engine:
                     await engine.submit(demo_jobs(jobs, seed), send=False)
-                    yield engine
+                    async with _trickling(engine, seed, trickle, sleep):
+                        yield engine
             finally:
                 await inbox.stop()
     finally:
         await emulator.stop()
+
+
+@asynccontextmanager
+async def _trickling(
+    engine: Engine,
+    seed: int,
+    every: Sequence[float] | None,
+    sleep: Callable[[float], Awaitable[Any]],
+) -> AsyncIterator[Trickle | None]:
+    if every is None:
+        yield None
+        return
+    low, high = (float(x) for x in every)
+
+    async def submit(jobs: list[JobSpec]) -> None:
+        await engine.submit(jobs, send=True)  # what the console's `s` asks of the engine
+
+    trickle = Trickle(submit, seed, every=(low, high), sleep=sleep)
+    task = asyncio.create_task(trickle.run())
+    try:
+        yield trickle
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -16,7 +16,7 @@ from typing import Any
 
 from reclaim_tui.emulator.request import CreateRequest
 from reclaim_tui.emulator.script import Script
-from reclaim_tui.emulator.usage import usage
+from reclaim_tui.emulator.usage import scaled, usage
 
 __all__ = ["PENDING", "Settled", "StoredInteraction", "iso"]
 
@@ -72,6 +72,8 @@ class StoredInteraction:
     forced: str | None = None
     forced_at: float = 0.0
     settled: Settled | None = None
+    #: Factor of the usage's token counts (EmulatorConfig.usage_scale).
+    usage_scale: float = 1.0
 
     @property
     def labels(self) -> dict[str, str]:
@@ -131,7 +133,7 @@ class StoredInteraction:
         return self.script.continuation_token
 
     def usage_at(self, now: float) -> dict[str, Any]:
-        return usage(self.steps_at(now), self.own_input, self.cached)
+        return scaled(usage(self.steps_at(now), self.own_input, self.cached), self.usage_scale)
 
     def updated_at(self, now: float) -> float:
         end = self.end_at()

@@ -59,6 +59,8 @@ class InteractionStore:
     queued_share: float = 0.1
     retention_seconds: float | None = None
     full_steps: bool = True
+    #: Token counts' factor for models, for agents (EmulatorConfig.usage_scale).
+    usage_scale: tuple[float, float] = (1.0, 1.0)
     #: Called with each interaction created, cancelled or finished by the
     #: admin API (the webhook watcher's hook: the store has no timers).
     on_change: Callable[[StoredInteraction], None] | None = None
@@ -92,6 +94,7 @@ class InteractionStore:
             cached=resolved.cached,
             clock=self.clock,
             show_input=self.full_steps,
+            usage_scale=self.usage_scale[1 if request.agent_spec is not None else 0],
         )
         self.interactions[interaction.id] = interaction
         if script.continuation_token is not None:

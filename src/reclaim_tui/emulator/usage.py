@@ -18,7 +18,7 @@ from typing import Any
 
 from reclaim_tui.emulator.content import IMAGE_TOKENS, tokens
 
-__all__ = ["Counts", "usage"]
+__all__ = ["Counts", "scaled", "usage"]
 
 _THOUGHT_TOKENS = 16
 _TOOL_RESULT_TOKENS = 20
@@ -81,3 +81,21 @@ def usage(steps: Iterable[Mapping[str, Any]], own_input: int, cached: int) -> di
     if counts.searches:
         body["grounding_tool_count"] = [{"type": "google_search", "count": counts.searches}]
     return body
+
+
+def scaled(body: Mapping[str, Any], factor: float) -> dict[str, Any]:
+    """`body` with every token count times `factor` (searches left as they
+    are). The demo's prompts and answers are a few dozen words where real
+    jobs read and write thousands of tokens: scaled, its costs look like a
+    real ledger's (EmulatorConfig.usage_scale)."""
+    if factor == 1:
+        return dict(body)
+    out: dict[str, Any] = {}
+    for name, value in body.items():
+        if name.endswith("_tokens") and isinstance(value, int):
+            out[name] = round(value * factor)
+        elif name.endswith("_by_modality") and isinstance(value, list):
+            out[name] = [{**item, "tokens": round(item["tokens"] * factor)} for item in value]
+        else:
+            out[name] = value
+    return out

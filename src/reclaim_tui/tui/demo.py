@@ -1,7 +1,9 @@
-"""`reclaim-tui demo`: the console on the embedded emulator, with seeded jobs.
+"""`reclaim-tui demo`: the console on the embedded emulator, with seeded jobs
+and a trickle of new ones for as long as it runs.
 
-The emulator, the engine and the seeding all run in the console's engine
-worker process (emulator/demo.py); this side only builds the app.
+The emulator, the engine, the seeding and the trickle all run in the
+console's engine worker process (emulator/demo.py); this side only builds
+the app.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ def make_demo_app(
     interval: float = 2.0,
     latency: tuple[float, float] = (3.0, 40.0),
     clock: Clock | None = None,
+    trickle: tuple[float, float] | None = (3.0, 8.0),
 ) -> ReclaimApp:
+    """The demo console. `trickle`: a new job every (low, high) seconds while
+    it runs (None: the seeded jobs only)."""
     workdir = Path(tempfile.mkdtemp(prefix="reclaim-demo-"))
     settings = Settings(
         db=db_path or str(workdir / "demo-ledger.db"),
@@ -39,7 +44,12 @@ def make_demo_app(
         emulator_lookup=False,
         actor=Actor.CONSOLE,
     )
-    world = {"jobs": jobs, "seed": seed, "latency": list(latency)}
+    world = {
+        "jobs": jobs,
+        "seed": seed,
+        "latency": list(latency),
+        "trickle": None if trickle is None else list(trickle),
+    }
     config = ConsoleConfig(
         settings=settings,
         host=ProcessHost(settings, opener=OPENER, args=world),
