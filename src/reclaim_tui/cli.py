@@ -334,13 +334,17 @@ async def run_command(
 @cli.command()
 @options(LEDGER, API, PASS, SEND)
 @click.argument("jobs_path", metavar="FILE")
+@json_option
 @run
-async def submit(jobs_path: str, **kw: Any) -> None:
+async def submit(jobs_path: str, as_json: bool, **kw: Any) -> None:
     """Validate FILE (JSON Lines), reserve its jobs and send them."""
     settings = settings_from(kw)
     jobs = _read_jobs(jobs_path, settings)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         report = await engine.submit(jobs)
+    if as_json:
+        _report(report, False, settings, as_json=True)
+        return
     click.echo(
         f"{report.counts['inserted']} reserved, {report.counts['already_present']} "
         f"already in the ledger; {report.summary()}"

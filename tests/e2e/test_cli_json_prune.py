@@ -138,6 +138,13 @@ def test_operator_commands_print_the_row_as_json_and_errors_keep_their_codes(
     assert down.returncode == 6 and "API unreachable" in down.stderr, down.stderr
     assert json.loads(down.stdout)["unavailable"]["cause"] == "transport"
 
+    more = write_jobs(ws.root / "submitted.jsonl", [{"input": "submitted", "key": "sub"}])
+    down = run_cli(
+        ["submit", "--db", str(ws.db), "--base-url", DEAD_API, str(more), "--json"], env=ws.env()
+    )
+    assert down.returncode == 6 and "API unreachable" in down.stderr, down.stderr
+    assert json.loads(down.stdout)["counts"]["inserted"] == 1
+
     cancelled = document(ws.cli("cancel", "held", "--json"))
     assert cancelled["idem"] == "held" and cancelled["status"] == "cancelled"
     when(cancelled["state_since"])
