@@ -99,7 +99,7 @@ class DurationChart(_Chart):
         self.labels = data.durations.labels
         self.points = {"jobs": [float(n) for n in data.durations.counts]}
         plt = self._start("run time (submitted → done)")
-        plt.bar(self.labels, self.points["jobs"], color="blue")
+        plt.bar(self.labels, self.points["jobs"], color="blue", width=0.6)
         self.refresh()
 
 

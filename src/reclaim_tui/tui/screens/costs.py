@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import ClassVar, get_args
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -125,9 +126,12 @@ class CostsScreen(ModalScreen[None]):
         for name in _COLUMNS:
             table.add_column(name, key=name)
         for row in rows:
-            table.add_row(
-                row.key, f"{row.rows:,}", f"{row.priced:,}", f"{row.unknown:,}",
-                f"{row.input_tokens:,}", f"{row.output_tokens:,}", f"{row.thought_tokens:,}",
-                format_usd(row.usd), key=row.key,
+            cells = (
+                row.rows, row.priced, row.unknown, row.input_tokens, row.output_tokens,
+                row.thought_tokens,
             )  # fmt: skip
+            numbers = [Text(f"{n:,}", justify="right") for n in cells]
+            table.add_row(
+                row.key, *numbers, Text(format_usd(row.usd), justify="right"), key=row.key
+            )
         self.query_one("#costs-total", Static).update(totals_line(rows))
