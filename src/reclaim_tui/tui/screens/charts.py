@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 ChartLoader = Callable[[Range], Awaitable[ChartData]]
+#: The day's chart is re-read on every this many refresh ticks: it reads a
+#: day of events (~0.3 s per 50,000 on SQLite), the hour's a 24th of that.
+DAY_EVERY_TICKS = 12
 _SPAN_TEXT = {"hour": "last hour, per minute", "day": "last day, per 15 minutes"}
 
 
@@ -169,6 +172,7 @@ class ChartsScreen(ModalScreen[None]):
         self.span: Range = span
         self.every = every
         self.data: ChartData | None = None
+        self.ticks = 0
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
@@ -182,8 +186,13 @@ class ChartsScreen(ModalScreen[None]):
             yield Static("reading…", id="chart-status")
 
     def on_mount(self) -> None:
-        self.set_interval(self.every, self.action_reload)
+        self.set_interval(self.every, self._tick)
         self.action_reload()
+
+    def _tick(self) -> None:
+        self.ticks += 1
+        if self.span == "hour" or self.ticks % DAY_EVERY_TICKS == 0:
+            self.action_reload()
 
     def action_toggle_range(self) -> None:
         self.span = "day" if self.span == "hour" else "hour"
