@@ -24,7 +24,7 @@ import tomllib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -204,6 +204,8 @@ def _table(data: Mapping[str, Any], source: str, *, partial: bool = False) -> Pr
     if partial and not prices and "as_of" not in data:
         raise ConfigError(f"prices file {source}: neither 'models' nor 'agents' given")
     as_of = data.get("as_of", "")
+    if isinstance(as_of, date):  # TOML's bare 2027-01-05
+        as_of = as_of.isoformat()
     above = data.get("long_context_above", 0)
     if not isinstance(as_of, str) or not isinstance(above, int) or above < 0:
         raise ConfigError(
