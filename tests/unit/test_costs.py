@@ -80,8 +80,10 @@ def test_override_file_replaces_by_name_json_and_toml(tmp_path: Path) -> None:
     assert cost_of({"total_input_tokens": 10**6}, FLASH, table) == pytest.approx(1.0)
     assert table.price(PRO) == PRICES.price(PRO)  # the rest kept
     as_toml = tmp_path / "p.toml"
-    as_toml.write_text("[agents.my-agent]\ninput = 3\noutput = 4\n")
-    assert cost_of({"total_output_tokens": 10**6}, "my-agent", load_prices(as_toml)) == 4.0
+    as_toml.write_text("as_of = 2027-02-01\n[agents.my-agent]\ninput = 3\noutput = 4\n")
+    from_toml = load_prices(as_toml)
+    assert from_toml.as_of == "2027-02-01"
+    assert cost_of({"total_output_tokens": 10**6}, "my-agent", from_toml) == 4.0
 
 
 def test_environment_names_the_override(tmp_path: Path) -> None:
