@@ -909,6 +909,7 @@ def parse_age(ctx: click.Context | None, param: click.Parameter | None, value: s
     "--older-than",
     "older_than",
     required=True,
+    metavar="AGE",
     callback=parse_age,
     help="Prune rows in their status for longer than this: 30d, 12h, 90m or seconds.",
 )
@@ -948,7 +949,7 @@ async def prune(
     as_json: bool,
     **kw: Any,
 ) -> None:
-    """Delete finished jobs (with their events and results) older than --older-than.
+    """Delete finished jobs older than AGE, with their events and results.
 
     The age is the time in the row's status (state_since). Only consumed
     rows unless --status says failed or cancelled too; never reserving,
