@@ -10,6 +10,11 @@ same emulator process (latency 0, reset between runs):
   tick loop   reclaim-tui ticking in one process from a cold start (the
               throughput benchmark's default), its whole run
   baseline    the seed design, --ticks 2 --interval 0, its whole run
+  DBOS        the same job as DBOS durable workflows on a SQLite system
+              database (benchmarks/_dbos_worker.py), its whole run; only
+              where a Python with dbos exists (--dbos-python, default
+              ./.venv-dbos/bin/python: `python -m venv .venv-dbos &&
+              .venv-dbos/bin/pip install "dbos>=3.4,<4" "google-genai>=3.3,<4"`)
 
     python benchmarks/service.py [--jobs 1000] [--runs 3] [--first-poll 0]
 """
@@ -116,20 +121,53 @@ def other_run(
     return {"seconds": r.seconds, "cpu_ms_per_job": 1000 * r.cpu / a.jobs}
 
 
+def dbos_python(path: str) -> str | None:
+    """The Python that can import dbos, or None (the DBOS leg is skipped)."""
+    if not Path(path).exists():
+        return None
+    probe = subprocess.run([path, "-c", "import dbos, google.genai"], capture_output=True)
+    return path if probe.returncode == 0 else None
+
+
+def dbos_run(
+    emu: EmulatorProcess, python: str, a: argparse.Namespace, run: int
+) -> dict[str, float]:
+    emu.reset()
+    with tempfile.TemporaryDirectory(prefix="bench-dbos-") as d:
+        work = Path(d)
+        jobs, db, out = work / "jobs.jsonl", work / "progress.db", work / "out"
+        write_jobs(jobs, a.jobs, tag=f"dbos-r{run}-")
+        cmd = [python, str(Path(__file__).resolve().parent / "_dbos_worker.py")]
+        cmd += ["--base-url", emu.base_url, "--db", str(db), "--jobs", str(jobs)]
+        cmd += ["--out", str(out), "--first-poll", str(a.first_poll)]
+        r = run_worker(cmd, db, a.jobs)
+        delivered = len(list(out.glob("*.md")))
+        assert delivered == a.jobs, f"DBOS delivered {delivered} of {a.jobs}"
+    return {"seconds": r.seconds, "cpu_ms_per_job": 1000 * r.cpu / a.jobs}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--first-poll", type=float, default=0.0)
+    ap.add_argument("--dbos-python", default=str(ROOT / ".venv-dbos" / "bin" / "python"))
     a = ap.parse_args()
     print(f"load average before: {os.getloadavg()}", flush=True)
-    designs = ("service (warm)", "tick loop", "baseline")
+    dbos = dbos_python(a.dbos_python)
+    designs: tuple[str, ...] = ("service (warm)", "tick loop", "baseline")
+    if dbos is None:
+        print(f"DBOS: skipped, no dbos importable by {a.dbos_python} (see the docstring)")
+    else:
+        designs += ("DBOS",)
     results: dict[str, list[dict[str, float]]] = {d: [] for d in designs}
     with EmulatorProcess("--latency", "0") as emu:
         for run in range(a.runs):
             results["service (warm)"].append(service_run(emu, a, run))
             for which in ("tick loop", "baseline"):
                 results[which].append(other_run(emu, which, a, run))
+            if dbos is not None:
+                results["DBOS"].append(dbos_run(emu, dbos, a, run))
             print(
                 f"run {run + 1}: " + ", ".join(f"{d} {results[d][-1]}" for d in designs), flush=True
             )
@@ -144,6 +182,9 @@ def main() -> None:
     print(table(["design", "jobs", "seconds", "jobs/s", "CPU ms/job"], rows))
     print(f"service (warm) / baseline: {rate['service (warm)'] / rate['baseline']:.1f}x")
     print(f"tick loop / baseline: {rate['tick loop'] / rate['baseline']:.1f}x")
+    if "DBOS" in rate:
+        print(f"DBOS / baseline: {rate['DBOS'] / rate['baseline']:.1f}x")
+        print(f"service (warm) / DBOS: {rate['service (warm)'] / rate['DBOS']:.1f}x")
     print(f"load average after: {os.getloadavg()}")
 
 
