@@ -166,7 +166,12 @@ def test_operator_commands_print_the_row_as_json_and_errors_keep_their_codes(
     adopted = document(ws.cli("adopt", "orphan", found["id"], "--json"))
     assert adopted["status"] == "submitted" and adopted["handle"] == found["id"]
 
-    refused(ws.cli("answer", "orphan", "yes, go on", "--json"), 5, "error:")
+    refused(ws.cli("answer", "orphan", "yes, go on", "--json"), 5, "error:")  # asks nothing
+    emulator.finish(found["id"], "requires_action", "Shall I go on?")
+    ok(ws.tick())
+    answered = document(ws.cli("answer", "orphan", "yes, go on", "--json"))
+    assert answered["status"] == "submitted" and answered["handle"] != found["id"]
+    when(answered["updated_at"])
 
 
 # -- prune ----------------------------------------------------------------------------------------
