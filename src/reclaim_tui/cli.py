@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
+from reclaim_tui.cli_costs import costs
 from reclaim_tui.cli_options import API, ENGINE, LEDGER, PASS, POLL, RECOVER, SEND, SINK, options
 from reclaim_tui.config import Settings
 from reclaim_tui.core.connection import is_database_url, shown_db
@@ -294,6 +296,12 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw:
     show_default=True,
     help="With --inbox-listen: keys for dynamic webhooks' JWTs.",
 )
+@click.option(
+    "--control",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Unix socket (mode 0600) a console attaches to: `reclaim-tui console --attach PATH`.",
+)
 @run
 async def run_command(
     jobs_path: str | None,
@@ -303,6 +311,7 @@ async def run_command(
     inbox_listen: str | None,
     inbox_secrets: tuple[str, ...],
     inbox_jwks_url: str,
+    control: str | None,
     **kw: Any,
 ) -> None:
     """The reclaim loop as a service (systemd-friendly): passes until SIGTERM.
@@ -320,13 +329,14 @@ async def run_command(
     inbox = None
     if inbox_listen:
         inbox = InboxOptions(inbox_listen, inbox_secrets, inbox_jwks_url or None)
+    serve = functools.partial(
+        run_service, settings, jobs, once=once, inbox=inbox, idle_sleep=idle_sleep, control=control
+    )
     if log_path:
         with open(log_path, "a", encoding="utf-8") as log:
-            code = await run_service(
-                settings, jobs, once=once, log=log, inbox=inbox, idle_sleep=idle_sleep
-            )
+            code = await serve(log=log)
     else:
-        code = await run_service(settings, jobs, once=once, inbox=inbox, idle_sleep=idle_sleep)
+        code = await serve()
     if code:
         sys.exit(code)
 
@@ -1030,15 +1040,23 @@ def _interactive() -> bool:
     type=float,
     help="Seconds between the console's reclaim passes.",
 )
-def console(readonly: bool, interval: float, **kw: Any) -> None:
+@click.option(
+    "--attach",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="A running service's --control socket: run no loop or engine here, use the service's.",
+)
+def console(readonly: bool, interval: float, attach: str | None, **kw: Any) -> None:
     """The operator console on a ledger (also: bare `reclaim-tui`)."""
     from reclaim_tui.tui.launch import run_console
 
     try:
         settings = settings_from(kw)
-        if not readonly:
+        if attach and readonly:
+            raise ConfigError("--attach and --readonly: pick one (read-only needs no service)")
+        if not readonly and not attach:
             _refuse_first_run(settings)
-        run_console(settings, readonly=readonly, interval=interval)
+        run_console(settings, readonly=readonly, interval=interval, attach=attach)
     except ReclaimError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(_exit_code(exc))
@@ -1091,6 +1109,7 @@ def demo(db: str | None, job_count: int, seed: int) -> None:
 
 
 cli.add_command(emulator_command)
+cli.add_command(costs)
 
 
 def main() -> None:

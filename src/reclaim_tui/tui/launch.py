@@ -14,6 +14,7 @@ from reclaim_tui.core.gemini import resolve_api_key
 from reclaim_tui.core.sinks import load_sink
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.runner.commands import ACTOR
+from reclaim_tui.runner.control import AttachedHost
 from reclaim_tui.runner.host import EngineHost, ThreadHost
 from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.app import ReclaimApp
@@ -47,21 +48,30 @@ def make_app(
     backend: Backend | None = None,
     clock: Clock | None = None,
     paused: bool = False,
+    attach: str | None = None,
 ) -> ReclaimApp:
     """The console on `settings.db`. Without `backend` the engine runs in a
     worker process on the settings' Gemini backend (a missing key fails here,
     before the screen opens); `clock` then only drives what the console shows.
-    `readonly` builds no engine at all: nothing is written, nothing called."""
+    `readonly` builds no engine at all: nothing is written, nothing called.
+    `attach` (a service's --control socket) builds none either: the
+    service's engine runs every command, and its passes are the loop's."""
     clock = clock or SystemClock()
+    host: EngineHost | None = None
+    if attach is not None:
+        host = AttachedHost(attach)
+    elif not readonly:
+        host = make_host(settings, backend, clock)
+    mode = " · read-only" if readonly else f" · attached to {attach}" if attach else ""
     config = ConsoleConfig(
         settings=settings,
-        host=None if readonly else make_host(settings, backend, clock),
+        host=host,
         readonly=readonly,
         interval=interval,
         paused=paused,
         clock=clock,
         models=[settings.model],
-        subtitle=f"{shown_db(settings.db)}{' · read-only' if readonly else ''}",
+        subtitle=f"{shown_db(settings.db)}{mode}",
     )
     return ReclaimApp(config)
 
@@ -73,8 +83,14 @@ async def _preflight(settings: Settings, readonly: bool) -> None:
         pass
 
 
-def run_console(settings: Settings, *, readonly: bool = False, interval: float = 2.0) -> None:
-    app = make_app(settings, readonly=readonly, interval=interval)
+def run_console(
+    settings: Settings,
+    *,
+    readonly: bool = False,
+    interval: float = 2.0,
+    attach: str | None = None,
+) -> None:
+    app = make_app(settings, readonly=readonly, interval=interval, attach=attach)
     asyncio.run(_preflight(settings, readonly))
     app.run()
     if app.return_code:
