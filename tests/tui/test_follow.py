@@ -109,7 +109,7 @@ async def test_question_mark_in_the_follow_view_lists_its_keys_first(seeded: See
         assert isinstance(app.screen, HelpScreen)
         text = str(app.screen.query_one("Static").render())
         assert text.startswith("Keys here: following one job")
-        assert text.index("Back to the table") < text.index("Keys of the other views")
+        assert text.index("Back / close") < text.index("Keys of the other views")
         assert text.index("Keys of the other views") < text.index("Filter: text")
         await press(pilot, "escape")
         assert isinstance(app.screen, FollowScreen)
@@ -117,7 +117,7 @@ async def test_question_mark_in_the_follow_view_lists_its_keys_first(seeded: See
         await press(pilot, "question_mark")
         main_help = str(app.screen.query_one("Static").render())
         assert main_help.startswith("Keys here: the ledger table")
-        assert main_help.index("Filter: text") < main_help.index("Keys of the other views")
+        assert "Filter: text" in main_help  # every key works on the table
 
 
 async def test_v_shows_the_stored_interaction_as_json(seeded: Seeded) -> None:

@@ -87,10 +87,6 @@ KEYS: tuple[KeySpec, ...] = (
         views=_ALL,
     ),
     KeySpec(
-        "escape", "esc", "back", "Back", "Back to the table", _NAV, footer=False, views=("follow",)
-    ),
-    KeySpec("escape", "esc", "back", "Back", "Close the raw JSON", _NAV, views=("raw",)),
-    KeySpec(
         "j",
         "j / down",
         "cursor_down",
@@ -107,7 +103,7 @@ KEYS: tuple[KeySpec, ...] = (
         ":",
         "command_line",
         "Command",
-        "Command line: :failed, :model pro, :filter TEXT, :help, :q",
+        "Command line: :failed :model pro :filter TEXT :help :q",
         _NAV,
         footer=False,
     ),
@@ -153,8 +149,18 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     KeySpec("g", "g / home", "first_page", "First", "First row of the view", _NAV, footer=False),
     KeySpec("G", "G / end", "last_page", "Last", "Last row of the view", _NAV, footer=False),
-    KeySpec("f", "f", "follow", "Follow", "Follow the row live (its timeline)", _JOB),
-    KeySpec("v", "v", "raw_json", "Raw", "The stored interaction as JSON", _JOB, views=_ONE_JOB),
+    # Not in the footer: at 140 columns it has just room for the keys it shows.
+    KeySpec("f", "f", "follow", "Follow", "Follow the row live (its timeline)", _JOB, footer=False),
+    KeySpec(
+        "v",
+        "v",
+        "raw_json",
+        "Raw",
+        "The stored interaction as JSON",
+        _JOB,
+        footer=False,
+        views=_ONE_JOB,
+    ),
     KeySpec(
         "p",
         "p",
@@ -227,8 +233,16 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     KeySpec("space", "space", "toggle_mark", "Mark", "Mark / unmark the row", _OPS),
     KeySpec("A", "A", "mark_all", "Mark all", "Mark every row matching tab + filter", _OPS),
+    # One key, one line: in the follow and raw views `clear` goes back.
     KeySpec(
-        "escape", "esc", "clear", "Clear", "Clear marks, close filter / detail", _NAV, footer=False
+        "escape",
+        "esc",
+        "clear",
+        "Back",
+        "Back / close what is open, else clear marks and filter",
+        _NAV,
+        footer=False,
+        views=_ALL,
     ),
     KeySpec(
         "s", "s", "submit", "Submit", "Submit a prompt or a JSONL file", _OPS, True, titled=True

@@ -73,7 +73,7 @@ class FollowScreen(JobScreen):
         """The same read, its ages counted to now."""
         self.follow_view.redraw(self.clock.now())
 
-    def action_back(self) -> None:
+    def action_clear(self) -> None:
         self.dismiss()
 
     def action_refresh(self) -> None:

@@ -51,7 +51,7 @@ class RawJsonScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         self.query_one(VerticalScroll).focus()
 
-    def action_back(self) -> None:
+    def action_clear(self) -> None:
         self.dismiss()
 
     def action_help(self) -> None:
