@@ -12,7 +12,7 @@ import os
 import signal
 from collections import Counter
 
-__all__ = ["CRASH_POINTS", "crashpoint"]
+__all__ = ["CRASH_POINTS", "PRUNE_CRASH_POINTS", "crashpoint"]
 
 CRASH_POINTS = (
     "after_reserve_commit",
@@ -24,6 +24,10 @@ CRASH_POINTS = (
     "inside_sink",
     "after_sink_before_consumed",
 )
+#: Outside a pass (the crash sweep drives passes only): `prune` between its
+#: archive's fsync and the delete's commit (tests/unit/test_prune.py and
+#: tests/e2e/test_cli_json_prune.py kill it there).
+PRUNE_CRASH_POINTS = ("after_archive_before_delete",)
 
 _hits: Counter[str] = Counter()
 
