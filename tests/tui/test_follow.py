@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets._footer import FooterKey
 
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.fakes import fake_output_text
@@ -64,6 +65,8 @@ async def test_f_follows_the_row_live_after_it_left_the_tab(seeded: Seeded) -> N
         assert f"following {key}" in text
         for field in ("submitted for", "attempts", "lease holder", "created", "consumed"):
             assert field in text, field
+        footer = {k.description for k in app.screen.query(FooterKey)}
+        assert {"Back", "Raw", "Pager", "Copy key", "Help"} <= footer, footer
         before = len(seeded_events := await seeded.events("submitted"))
         assert f"timeline · {before} events" in text
         assert seeded_events[-1].note in text

@@ -41,6 +41,8 @@ class KeySpec:
     titled: bool = False
     #: The views the key works in (module docstring).
     views: tuple[str, ...] = ("main",)
+    #: The other views whose footer shows it (the main view's: `footer`).
+    footer_in: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,7 @@ KEYS: tuple[KeySpec, ...] = (
         _NAV,
         titled=True,
         views=_ALL,
+        footer_in=("follow",),
     ),
     KeySpec(
         "j",
@@ -160,6 +163,7 @@ KEYS: tuple[KeySpec, ...] = (
         _JOB,
         footer=False,
         views=_ONE_JOB,
+        footer_in=("follow",),
     ),
     KeySpec(
         "p",
@@ -170,6 +174,7 @@ KEYS: tuple[KeySpec, ...] = (
         _JOB,
         footer=False,
         views=_ALL,
+        footer_in=("follow", "raw"),
     ),
     KeySpec(
         "e",
@@ -180,6 +185,7 @@ KEYS: tuple[KeySpec, ...] = (
         _JOB,
         footer=False,
         views=_ALL,
+        footer_in=("raw",),
     ),
     KeySpec(
         "y",
@@ -190,6 +196,7 @@ KEYS: tuple[KeySpec, ...] = (
         _JOB,
         footer=False,
         views=_ONE_JOB,
+        footer_in=("follow",),
     ),
     KeySpec(
         "Y",
@@ -200,6 +207,7 @@ KEYS: tuple[KeySpec, ...] = (
         _JOB,
         footer=False,
         views=_ONE_JOB,
+        footer_in=("follow",),
     ),
     KeySpec(
         "D",
@@ -243,6 +251,7 @@ KEYS: tuple[KeySpec, ...] = (
         _NAV,
         footer=False,
         views=_ALL,
+        footer_in=("follow", "raw"),
     ),
     KeySpec(
         "s", "s", "submit", "Submit", "Submit a prompt or a JSONL file", _OPS, True, titled=True
@@ -352,7 +361,8 @@ def bindings(*, on_app: bool, view: str = "main") -> list[BindingType]:
             continue
         if not on_app and view not in spec.views:
             continue
-        out.append(Binding(spec.key, spec.action, spec.title, show=spec.footer))
+        show = spec.footer if view == "main" else view in spec.footer_in
+        out.append(Binding(spec.key, spec.action, spec.title, show=show))
         if spec.mutating:
             out.append(Binding(spec.key, f"refuse('{spec.title}')", spec.title, show=False))
     return out

@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from reclaim_tui.core.models import Event
 from reclaim_tui.core.queries import Detail
-from reclaim_tui.tui.format import age, next_poll, timestamp
+from reclaim_tui.tui.format import age, clock_time, next_poll, timestamp
 from reclaim_tui.tui.widgets.detail_pane import lease_text, pair
 
 __all__ = ["FollowView", "render_events", "render_state"]
@@ -52,8 +52,9 @@ def render_state(detail: Detail, now: float) -> Content:
 
 
 def render_events(events: list[Event], new_from: int) -> Content:
-    """The timeline, oldest first; events from index `new_from` on arrived
-    while the job was followed and are marked."""
+    """The timeline, oldest first (UTC times of day: the dates are in the
+    timestamps above); events from index `new_from` on arrived while the job
+    was followed and are marked."""
     width = max(8, *(len(e.actor) for e in events)) if events else 8
     lines = []
     for index, event in enumerate(events):
@@ -63,7 +64,7 @@ def render_events(events: list[Event], new_from: int) -> Content:
             Content.assemble(
                 mark,
                 (f"#{event.id:<6}", "$text-muted"),
-                (timestamp(event.at), "$text-muted"),
+                (clock_time(event.at), "$text-muted"),
                 f"  {event.actor:<{width}} ",
                 (f"{arrow:<24}", "$accent"),
                 f" {event.note}",
@@ -87,7 +88,6 @@ class FollowView(Vertical):
         border-title-color: $foreground-muted;
     }
     FollowView > #follow-timeline:focus { border: round $border; }
-    FollowView #follow-events { width: auto; }
     """
 
     def __init__(self, idem: str, *, id: str | None = None) -> None:
