@@ -245,3 +245,17 @@ async def test_the_follow_view_copies_and_shows_raw_json_too(seeded: Seeded) -> 
         assert await until(pilot, lambda: isinstance(app.screen, RawJsonScreen))
         await press(pilot, "escape")
         assert isinstance(app.screen, FollowScreen)
+
+
+async def test_a_change_while_help_covers_the_follow_view_is_shown_after(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        view = await following(pilot, seeded, "submitted")
+        await press(pilot, "question_mark")
+        shows = view.shows
+        await cancel_elsewhere(seeded, "submitted")
+        assert await until(pilot, lambda: view.shows > shows)  # read under the help
+        await press(pilot, "escape")
+        assert isinstance(app.screen, FollowScreen)
+        assert await until(pilot, lambda: "cancelled for" in follow_text(app))

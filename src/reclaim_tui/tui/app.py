@@ -115,6 +115,8 @@ class ReclaimApp(App[None]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        if screen is not self.main:
+            return  # the actions below are the table's
         for spec in KEYS:
             if spec.action == "noop" or (spec.mutating and self.host is None):
                 continue

@@ -154,8 +154,8 @@ class MainScreen(JobScreen):
     def on_rows_changed(self, event: RowsChanged) -> None:
         if event.counts is not None:
             self._show_counts(event.counts)
-        if isinstance(self.app.screen, FollowScreen):
-            self.app.screen.reload()  # the ledger changed: the followed job may have
+        for follow in self._follow_screens():
+            follow.reload()  # the ledger changed: the followed job may have
         if event.view != self.state.view():
             return  # the operator moved on before this page arrived
         before = self.table.current_row()
@@ -176,6 +176,10 @@ class MainScreen(JobScreen):
             note = (left, "the tab is empty now") if left else None
             pane.show(None, self.config.clock.now(), True, note)
 
+    def _follow_screens(self) -> list[FollowScreen]:
+        """The follow view, shown or under help or the raw JSON."""
+        return [s for s in self.app.screen_stack if isinstance(s, FollowScreen)]
+
     def _load_detail(self, idem: str, left: str | None = None) -> None:
         self._detail_for = idem
         self.feed.load_detail(idem, left)
@@ -184,8 +188,8 @@ class MainScreen(JobScreen):
         rows, now = self.state.window.page.rows, self.config.clock.now()
         self.table.show_rows(rows, now, self.state.marks, self.feed.dead, cursor)
         self.query_one(DetailPane).redraw(now)  # the detail's ages move with the table's
-        if isinstance(self.app.screen, FollowScreen):
-            self.app.screen.redraw()
+        for follow in self._follow_screens():
+            follow.redraw()
         self.show_bar()
 
     @while_shown
