@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
 from reclaim_tui.core.engine import Engine
@@ -30,8 +31,9 @@ from .pilot_helpers import SIZE, notified, press, select, settle, until
 def follow_text(app: ReclaimApp) -> str:
     view = app.screen.query_one(FollowView)
     state = view.query_one("#follow-state")
-    events = view.query_one("#follow-events")
-    parts = [state.border_title, state.render(), view.timeline.border_title, events.render()]
+    parts = [state.border_title, state.render(), view.timeline.border_title]
+    for event in view.query(".event"):
+        parts.append(" ".join(str(s.render()) for s in event.query(Static)))
     return "\n".join(map(str, parts))
 
 

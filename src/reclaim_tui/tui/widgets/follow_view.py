@@ -4,7 +4,7 @@ appended at the bottom (as Temporal's workflow view does)."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
@@ -13,7 +13,7 @@ from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.format import age, clock_time, next_poll, timestamp
 from reclaim_tui.tui.widgets.detail_pane import lease_text, pair
 
-__all__ = ["FollowView", "render_events", "render_state"]
+__all__ = ["FollowView", "event_head", "render_state"]
 
 _TIMES = ("created_at", "state_since", "submitted_at", "done_at", "consumed_at", "updated_at")
 
@@ -51,26 +51,27 @@ def render_state(detail: Detail, now: float) -> Content:
     return Content("").join(parts).rstrip()
 
 
-def render_events(events: list[Event], new_from: int) -> Content:
-    """The timeline, oldest first (UTC times of day: the dates are in the
-    timestamps above); events from index `new_from` on arrived while the job
-    was followed and are marked."""
-    width = max(8, *(len(e.actor) for e in events)) if events else 8
-    lines = []
-    for index, event in enumerate(events):
-        arrow = f"{event.from_status or '∅'} → {event.to_status or '∅'}"
-        mark = ("● ", "bold $success") if index >= new_from else ("  ", "")
-        lines.append(
-            Content.assemble(
-                mark,
-                (f"#{event.id:<6}", "$text-muted"),
-                (clock_time(event.at), "$text-muted"),
-                f"  {event.actor:<{width}} ",
-                (f"{arrow:<24}", "$accent"),
-                f" {event.note}",
-            )
-        )
-    return Content("\n").join(lines) if lines else Content("no events yet")
+def event_head(event: Event, new: bool) -> Content:
+    """What fits on the left of an event's note: id, time, actor, transition
+    (UTC times of day: the dates are in the timestamps above)."""
+    arrow = f"{event.from_status or '∅'} → {event.to_status or '∅'}"
+    return Content.assemble(
+        ("● " if new else "  ", "bold $success"),
+        (f"#{event.id:<6}", "$text-muted"),
+        (clock_time(event.at), "$text-muted"),
+        # As wide as "console-loop", the longest actor the console writes.
+        f"  {event.actor:<12} ",
+        (f"{arrow:<24} ", "$accent"),
+    )
+
+
+def _event_row(event: Event, new: bool) -> Horizontal:
+    """One line of the timeline; a long note wraps under itself, not under the head."""
+    return Horizontal(
+        Static(event_head(event, new), classes="event-head"),
+        Static(Content(event.note), classes="event-note"),
+        classes="event",
+    )
 
 
 class FollowView(Vertical):
@@ -88,6 +89,12 @@ class FollowView(Vertical):
         border-title-color: $foreground-muted;
     }
     FollowView > #follow-timeline:focus { border: round $border; }
+    FollowView .event { height: auto; }
+    FollowView .event-head { width: auto; }
+    FollowView .event-note { width: 1fr; }
+    /* Narrow (80 columns): the note under its head, indented, its full width. */
+    FollowView.-narrow .event { layout: vertical; }
+    FollowView.-narrow .event-note { padding-left: 8; }
     """
 
     def __init__(self, idem: str, *, id: str | None = None) -> None:
@@ -96,6 +103,8 @@ class FollowView(Vertical):
         self.detail: Detail | None = None
         #: Events shown when the job was first read; later ones are new.
         self._first_seen: int | None = None
+        #: Events in the timeline so far (each later read appends the rest).
+        self._shown = 0
         #: How many times a read was shown (tests wait on it).
         self.shows = 0
 
@@ -107,7 +116,10 @@ class FollowView(Vertical):
         with VerticalScroll(id="follow-timeline") as timeline:
             timeline.border_title = "timeline"
             timeline.can_focus = True
-            yield Static("", id="follow-events")
+            yield Static("no events yet", id="follow-empty")
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 120, "-narrow")
 
     @property
     def timeline(self) -> VerticalScroll:
@@ -123,16 +135,21 @@ class FollowView(Vertical):
                 Content.styled(f"{self.idem} is gone from the ledger.", "bold $warning")
             )
             return
-        if self._first_seen is None:
-            self._first_seen = len(detail.events)
         events = detail.events
+        if self._first_seen is None:
+            self._first_seen = len(events)
         timeline.border_title = f"timeline · {len(events)} events"
         new = len(events) - self._first_seen
         timeline.border_subtitle = f"{new} new since you followed it ●" if new > 0 else ""
-        self.query_one("#follow-events", Static).update(render_events(events, self._first_seen))
+        if len(events) > self._shown:
+            self.query_one("#follow-empty").display = False
+            first = self._first_seen
+            added = events[self._shown :]
+            timeline.mount_all(_event_row(e, self._shown + i >= first) for i, e in enumerate(added))
+            self._shown = len(events)
         self.redraw(now)
-        if at_end:
-            timeline.scroll_end(animate=False, immediate=False)
+        if at_end:  # the operator is at the newest: stay there
+            timeline.call_after_refresh(timeline.scroll_end, animate=False)
 
     def redraw(self, now: float) -> None:
         if self.detail is not None:
