@@ -87,6 +87,18 @@ def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
     return Path(tmp), path
 
 
+def _leftovers(temp_dir: Path) -> dict[str, list[str]]:
+    """Temp files in `temp_dir` by the key they were written for (a key has
+    no dot: the name up to the first dot). Listed once per batch: temp files
+    live in their own small directory, so this is a scan of the deliveries
+    killed in flight, not of every article ever written."""
+    found: dict[str, list[str]] = {}
+    with os.scandir(temp_dir) as entries:
+        for entry in entries:
+            found.setdefault(entry.name.partition(".")[0], []).append(entry.name)
+    return found
+
+
 def _fsync_dir(directory: Path) -> None:
     """Make the renames durable: until the directory is synced, a power cut
     may forget them (the row is not `consumed` before this returns)."""
@@ -169,18 +181,16 @@ class DirectorySink:
             self._base = self.directory.resolve()
         return self._base / f"{idem}{suffix}"
 
-    def _stage(self, idem: str, result: StoredResult, temp_dir: Path) -> list[tuple[Path, Path]]:
+    def _stage(
+        self, idem: str, result: StoredResult, temp_dir: Path, leftovers: Sequence[str]
+    ) -> list[tuple[Path, Path]]:
         """Every file of one delivery written to temp files; on an error the
-        ones already written are removed."""
+        ones already written are removed. `leftovers`: temp files a killed
+        delivery of this key left behind, removed first."""
         staged: list[tuple[Path, Path]] = []
         try:
-            # Temp files live in their own small directory, so sweeping a
-            # killed delivery's leftovers for this key is a scan of the
-            # deliveries in flight, not of every article ever written.
-            with os.scandir(temp_dir) as entries:
-                for entry in entries:
-                    if entry.name.startswith(f"{idem}."):
-                        Path(entry.path).unlink(missing_ok=True)
+            for name in leftovers:
+                (temp_dir / name).unlink(missing_ok=True)
             md = self.path_for(idem, ".md")
             staged.append(_write_temp(md, result.output_text.encode("utf-8"), temp_dir))
             staged.extend(self._stage_media(idem, result, temp_dir))
@@ -217,11 +227,14 @@ class DirectorySink:
         staged: list[tuple[int, list[tuple[Path, Path]]]] = []
         try:
             temp_dir = self.directory / TEMP_DIR
+            leftovers: dict[str, list[str]] | None = None
             for n, (idem, result) in enumerate(items):
                 try:
                     self.path_for(idem, ".md")  # a refused key creates nothing
-                    temp_dir.mkdir(parents=True, exist_ok=True)
-                    staged.append((n, self._stage(idem, result, temp_dir)))
+                    if leftovers is None:
+                        temp_dir.mkdir(parents=True, exist_ok=True)
+                        leftovers = _leftovers(temp_dir)
+                    staged.append((n, self._stage(idem, result, temp_dir, leftovers.get(idem, []))))
                 except SinkError as exc:
                     outcomes[n] = exc
                 except OSError as exc:
