@@ -179,7 +179,7 @@ class ConsoleSettings:
     detail_width: int | None = None
 
     def to_toml(self) -> str:
-        lines = ["# reclaim-tui console settings (written by the console; edits are kept)"]
+        lines = ["# reclaim-tui console settings, rewritten by the console when one changes"]
         if self.theme is not None:
             lines.append(f"theme = {json.dumps(self.theme)}")
         if self.interval is not None:

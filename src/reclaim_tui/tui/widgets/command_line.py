@@ -64,7 +64,7 @@ class CommandLine(Vertical):
     DEFAULT_CSS = """
     CommandLine { display: none; height: auto; border: tall $accent; }
     CommandLine.-open { display: block; }
-    CommandLine > Input { border: none; height: 1; padding: 0 1; }
+    CommandLine > Input, CommandLine > Input:focus { border: none; height: 1; padding: 0 1; }
     CommandLine > #command-message { height: auto; padding: 0 1; color: $text-muted; }
     CommandLine.-error > #command-message { color: $text-error; text-style: bold; }
     """
