@@ -261,3 +261,34 @@ async def test_a_change_while_help_covers_the_follow_view_is_shown_after(seeded:
         await press(pilot, "escape")
         assert isinstance(app.screen, FollowScreen)
         assert await until(pilot, lambda: "cancelled for" in follow_text(app))
+
+
+async def test_j_and_k_scroll_the_raw_json(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=(80, 12)) as pilot:
+        await settle(pilot)
+        await select(pilot, seeded.keys["consumed"])
+        await press(pilot, "v")
+        assert await until(pilot, lambda: isinstance(app.screen, RawJsonScreen))
+        scroll = app.screen.query_one("#raw-scroll")
+        assert scroll.max_scroll_y > 2
+        await press(pilot, "j", "j")
+        assert scroll.scroll_y == 2
+        await press(pilot, "k")
+        assert scroll.scroll_y == 1
+
+
+async def test_a_read_only_console_follows_pages_and_copies(
+    seeded: Seeded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script, log = recorder(tmp_path)
+    monkeypatch.setenv("PAGER", script)
+    app = seeded.app(readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        view = await following(pilot, seeded, "consumed")
+        assert view.detail is not None
+        await press(pilot, "y")
+        assert app.clipboard == seeded.keys["consumed"]
+        await press(pilot, "p")
+        assert await until(pilot, log.exists)
