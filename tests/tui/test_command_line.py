@@ -157,7 +157,7 @@ async def test_d_and_l_hide_the_panels_and_angle_brackets_resize_the_detail(
         assert detail.display and activity.display
 
 
-async def test_80_by_24_shows_ten_rows_tabs_and_footer(seeded: Seeded, tmp_path: object) -> None:
+async def test_80_by_24_shows_ten_rows_tabs_and_footer(seeded: Seeded) -> None:
     app = seeded.app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
