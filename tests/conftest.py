@@ -23,6 +23,17 @@ _PG_FIXTURES = frozenset({"pg_server", "pg_dsn"})
 _pg_databases = itertools.count(1)
 
 
+@pytest.fixture(autouse=True)
+def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The console's settings file lives under the test's folder: no test
+    (console, e2e, benchmark helper) reads the operator's, nor writes into
+    the real home."""
+    home = tmp_path / "config-home"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    monkeypatch.delenv("RECLAIM_CONFIG", raising=False)
+    return home
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()

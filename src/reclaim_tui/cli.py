@@ -21,7 +21,6 @@ import functools
 import json
 import logging
 import os
-import re
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -57,6 +56,7 @@ from reclaim_tui.core.models import (
     Status,
 )
 from reclaim_tui.core.prune import DEFAULT_BATCH, PruneCount, count_prunable, prunable_statuses
+from reclaim_tui.core.prune import parse_age as prune_age
 from reclaim_tui.core.prune import prune as prune_rows
 from reclaim_tui.core.queries import ConsoleReader, View
 from reclaim_tui.core.retention import Attention, attention
@@ -895,22 +895,12 @@ async def _export_pages(ledger: Ledger, only: str | None) -> AsyncIterator[list[
         yield rows
 
 
-#: The units of an age (`--older-than`), in seconds.
-AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
 def parse_age(ctx: click.Context | None, param: click.Parameter | None, value: str) -> float:
-    """An age: `30d`, `12h`, `90m`, `45s`, `2w`, or plain seconds (a click
-    callback: bad input is a BadParameter, exit 2)."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value.lower())
-    if found is None:
-        raise click.BadParameter(
-            f"{value!r} is not an age: a number of seconds, or a number followed by"
-            " s, m, h, d or w (30d, 12h, 90m)",
-            ctx,
-            param,
-        )
-    return float(found[1]) * AGE_UNITS[found[2]]
+    """`--older-than` (core/prune.py's parse_age as a click callback: exit 2)."""
+    try:
+        return prune_age(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from exc
 
 
 @cli.command()

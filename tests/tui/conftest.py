@@ -134,16 +134,6 @@ async def _seed(seeded: Seeded) -> None:
     await ledger.close()
 
 
-@pytest.fixture(autouse=True)
-def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The console's settings file lives under the test's folder: a test
-    never reads the operator's, nor writes into the real home."""
-    home = tmp_path / "config-home"
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
-    monkeypatch.delenv("RECLAIM_CONFIG", raising=False)
-    return home
-
-
 @pytest.fixture
 def seeded(tmp_path: Path) -> Seeded:
     clock = ManualClock(START)

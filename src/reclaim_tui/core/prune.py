@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,9 +63,26 @@ __all__ = [
     "PruneCount",
     "PruneReport",
     "count_prunable",
+    "parse_age",
     "prunable_statuses",
     "prune",
 ]
+
+#: The units of an age (`--older-than`, the console's `:prune`), in seconds.
+AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_age(value: str) -> float:
+    """An age: `30d`, `12h`, `90m`, `45s`, `2w`, or plain seconds; ValueError
+    says what an age looks like."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value.lower())
+    if found is None:
+        raise ValueError(
+            f"{value!r} is not an age: a number of seconds, or a number followed by"
+            " s, m, h, d or w (30d, 12h, 90m)"
+        )
+    return float(found[1]) * AGE_UNITS[found[2]]
+
 
 #: Rows deleted per transaction.
 DEFAULT_BATCH = 1000

@@ -281,6 +281,11 @@ class ConsoleReader:
             raise
         return cls(fast, slow, clock)
 
+    @property
+    def background(self) -> Ledger:
+        """The connection for reads off the table's path (counts, costs, charts)."""
+        return self._slow
+
     async def close(self) -> None:
         await self._fast.close()
         await self._slow.close()

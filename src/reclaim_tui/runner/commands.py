@@ -8,6 +8,7 @@
     Recover(idems)                      Passed    always force: "recover now"
     Replay(idems | None)                Passed    always force: "replay now"
     Submit(jobs, send)                  Passed
+    Prune(statuses, older_than_s, …)    Pruned(report)   archive fsync'd before each delete
     any of them, refused or broken      Failed(kind, error)
 
 Both hosts run `execute`. The process host and its worker also exchange
@@ -21,12 +22,14 @@ import dataclasses
 import json
 from collections import Counter
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Self, TypeGuard, assert_never, get_args
 
 from reclaim_tui import errors
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
+from reclaim_tui.core.prune import prune
 from reclaim_tui.errors import OperatorError, ReclaimError
 
 __all__ = [
@@ -41,6 +44,8 @@ __all__ = [
     "Launch",
     "Message",
     "Passed",
+    "Prune",
+    "Pruned",
     "Quit",
     "Recover",
     "Replay",
@@ -166,7 +171,21 @@ class Submit(Message):
         return cls(tuple(jobs), bool(data["send"]))
 
 
-Command = Tick | Retry | Cancel | Adopt | Answer | Recover | Replay | Submit
+@dataclass(frozen=True)
+class Prune(Message):
+    """Delete terminal rows in `statuses` older than `older_than_s` (core/prune.py),
+    archiving each batch to `archive` first when given."""
+
+    statuses: tuple[str, ...]
+    older_than_s: float
+    archive: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        return cls(tuple(data["statuses"]), float(data["older_than_s"]), data.get("archive"))
+
+
+Command = Tick | Retry | Cancel | Adopt | Answer | Recover | Replay | Submit | Prune
 RowCommand = Retry | Cancel | Adopt | Answer
 
 
@@ -185,6 +204,13 @@ class Passed(Message):
     def from_json(cls, data: dict[str, Any]) -> Self:
         counts = Counter({str(k): int(v) for k, v in data["counts"].items()})
         return cls(PassReport(counts, [(str(i), str(m)) for i, m in data.get("errors", [])]))
+
+
+@dataclass(frozen=True)
+class Pruned(Message):
+    """What a prune deleted: `PruneReport.as_json()` (ISO times)."""
+
+    report: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -223,7 +249,7 @@ class Failed(Message):
             return ReclaimError(self.error)
 
 
-Reply = Passed | RowsOutcome | Failed
+Reply = Passed | RowsOutcome | Pruned | Failed
 
 
 # -- the worker process's own messages ----------------------------------------------------
@@ -319,6 +345,15 @@ async def _run(engine: Engine, command: Command) -> Reply:
             return Passed(await engine.replay(force=True, idems=idems))
         case Submit(jobs=jobs, send=send):
             return Passed(await engine.submit(jobs, send=send))
+        case Prune(statuses=statuses, older_than_s=older_than_s, archive=archive):
+            report = await prune(
+                engine.ledger,
+                statuses=statuses,
+                older_than_s=older_than_s,
+                now=engine.clock.now(),
+                archive=Path(archive) if archive else None,
+            )
+            return Pruned(report.as_json())
         case _:
             assert_never(command)
 

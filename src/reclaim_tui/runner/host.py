@@ -30,6 +30,8 @@ from reclaim_tui.runner.commands import (
     Command,
     Failed,
     Passed,
+    Prune,
+    Pruned,
     Recover,
     Replay,
     Reply,
@@ -111,6 +113,13 @@ class EngineHost(ABC):
 
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool) -> PassReport:
         return (await self._expect(Submit(tuple(jobs), send), Passed)).report
+
+    async def prune(
+        self, statuses: Sequence[str], older_than_s: float, archive: str | None
+    ) -> dict[str, Any]:
+        """Delete old terminal rows (core/prune.py); the report as JSON (ISO times)."""
+        command = Prune(tuple(statuses), older_than_s, archive)
+        return (await self._expect(command, Pruned)).report
 
 
 class ThreadHost(EngineHost):

@@ -106,7 +106,7 @@ KEYS: tuple[KeySpec, ...] = (
         ":",
         "command_line",
         "Command",
-        "Command line: :failed :model pro :filter TEXT :help :q",
+        "Command line: :failed :model pro :filter TEXT :costs :charts :prune 30d :help :q",
         _NAV,
         footer=False,
     ),
@@ -132,6 +132,24 @@ KEYS: tuple[KeySpec, ...] = (
         for n, tab in enumerate(TABS, start=1)
     ),
     KeySpec("t", "t", "cycle_sort", "Sort", "Cycle sort: age in state / updated", _VIEW),
+    KeySpec(
+        "dollar_sign",
+        "$",
+        "costs",
+        "Costs",
+        "Costs: tokens and USD by status / model / day (the tab's rows)",
+        _VIEW,
+        footer=False,
+    ),
+    KeySpec(
+        "S",
+        "S",
+        "charts",
+        "Charts",
+        "Charts: completions, failures, API errors; run times; models",
+        _VIEW,
+        footer=False,
+    ),
     KeySpec(
         "enter",
         "enter",

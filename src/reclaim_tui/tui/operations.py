@@ -24,16 +24,18 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
+from reclaim_tui.core.costs import Estimate, format_usd
 from reclaim_tui.core.engine import PassReport
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.models import JobSpec, Row, Status
 from reclaim_tui.core.polling import ASKS
+from reclaim_tui.core.prune import PruneCount
 from reclaim_tui.core.queries import ConsoleReader, View
 from reclaim_tui.errors import JobsFileError, ReclaimError
 from reclaim_tui.runner.commands import RowCommand, RowsOutcome
@@ -89,6 +91,10 @@ class OperatorEngine(Protocol):
     async def replay(self, idems: Sequence[str] | None) -> PassReport: ...
 
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool) -> PassReport: ...
+
+    async def prune(
+        self, statuses: Sequence[str], older_than_s: float, archive: str | None
+    ) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -168,11 +174,36 @@ def _left_alone(checked: Checked) -> str:
     return f"\n{checked.left_text()}: left alone." if checked.left else ""
 
 
-def retry_question(checked: Checked) -> str:
+def retry_question(checked: Checked, estimate: Estimate | None = None) -> str:
     return (
         f"Retry {_of_marked(checked)}?"
         "\nEach is sent to the API again with a fresh attempt budget: each one spends again."
+        + (f"\n{estimate_line(estimate)}" if estimate is not None else "")
         + _left_alone(checked)
+    )
+
+
+def estimate_line(estimate: Estimate) -> str:
+    """What sending the rows again would cost, and how the figure was made."""
+    if not estimate.estimated:
+        return f"Cost: unknown (no usage or price for {estimate.rows:,} {_rows(estimate.rows)})."
+    how = []
+    if estimate.from_usage:
+        how.append(f"{estimate.from_usage:,} from their last usage")
+    if estimate.from_average:
+        how.append(f"{estimate.from_average:,} from their model's average")
+    if estimate.unknown:
+        how.append(f"{estimate.unknown:,} unknown, not counted")
+    return f"Cost: about {format_usd(estimate.usd)} ({', '.join(how)})."
+
+
+def prune_question(found: PruneCount, age: str, archive: Path) -> str:
+    """The confirmation of `:prune`: how many rows, of which status, how old."""
+    parts = ", ".join(f"{n:,} {status}" for status, n in found.by_status.items())
+    return (
+        f"Prune {found.count:,} {_rows(found.count)} ({parts}) in that state for more than {age}?"
+        f"\nThey are appended to {archive} (fsync'd) before they leave the ledger,"
+        " with their history and results."
     )
 
 
@@ -257,6 +288,19 @@ async def run_rows(host: OperatorEngine, verb: str, command: RowCommand) -> Done
     except ReclaimError as exc:
         return Done(ActionFinished(str(exc), "error"))
     return Done(_outcome(verb, outcome), tuple(command.idems) if outcome.applied else ())
+
+
+async def run_prune(
+    host: OperatorEngine, statuses: Sequence[str], older_than_s: float, archive: Path
+) -> Done:
+    """`:prune`, through the engine host (it owns the ledger's writes)."""
+    try:
+        await asyncio.to_thread(archive.parent.mkdir, parents=True, exist_ok=True)
+        report = await host.prune(statuses, older_than_s, str(archive))
+    except (ReclaimError, OSError) as exc:
+        return Done(ActionFinished(f"prune failed: {exc}", "error"))
+    pruned = int(report.get("pruned", 0))
+    return Done(ActionFinished(f"pruned {pruned:,} {_rows(pruned)}; archived to {archive}"))
 
 
 async def recover_rows(host: OperatorEngine, idems: list[str]) -> Done:

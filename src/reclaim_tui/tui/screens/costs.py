@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Static
 
 from reclaim_tui.core.costs import (
     PRICES_ENV,
+    CostFilter,
     CostRow,
     GroupBy,
     PriceTable,
@@ -37,11 +38,12 @@ _GROUPINGS: tuple[GroupBy, ...] = get_args(GroupBy)
 _COLUMNS = ("rows", "priced", "unknown", "input", "output", "thought", "USD")
 
 
-def cost_loader(ledger: Ledger, prices: PriceTable) -> CostLoader:
-    """Totals read from `ledger` (the console's background reader)."""
+def cost_loader(ledger: Ledger, prices: PriceTable, where: CostFilter | None = None) -> CostLoader:
+    """Totals read from `ledger` (the console's background reader), of the
+    rows `where` selects (all when None)."""
 
     async def load(by: GroupBy) -> list[CostRow]:
-        return await cost_totals(ledger, prices, by=by)
+        return await cost_totals(ledger, prices, by=by, where=where)
 
     return load
 
@@ -73,11 +75,15 @@ class CostsScreen(ModalScreen[None]):
         Binding("ctrl+r", "reload", "Re-read"),
     ]
 
-    def __init__(self, load: CostLoader, prices: PriceTable, *, by: GroupBy = "status") -> None:
+    def __init__(
+        self, load: CostLoader, prices: PriceTable, *, by: GroupBy = "status", scope: str = ""
+    ) -> None:
         super().__init__()
         self.load = load
         self.prices = prices
         self.by: GroupBy = by
+        #: which rows the totals cover, when not every row (the tab's status)
+        self.scope = scope
         self.rows: list[CostRow] = []
 
     def compose(self) -> ComposeResult:
@@ -94,7 +100,8 @@ class CostsScreen(ModalScreen[None]):
             )
 
     def _heading(self) -> str:
-        return f"by {self.by} · prices as of {self.prices.as_of}"
+        scope = f"{self.scope} · " if self.scope else ""
+        return f"{scope}by {self.by} · prices as of {self.prices.as_of}"
 
     def on_mount(self) -> None:
         self.action_reload()

@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Header, Input
 
+from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.core.queries import SORTS, ConsoleReader, View
 from reclaim_tui.errors import LedgerError
@@ -43,6 +44,7 @@ from reclaim_tui.tui.messages import (
 )
 from reclaim_tui.tui.operations import Done, OperatorEngine
 from reclaim_tui.tui.pace import LoopPace
+from reclaim_tui.tui.screens import tools
 from reclaim_tui.tui.screens.ask import adopt_screen, answer_screen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
@@ -94,6 +96,8 @@ class MainScreen(JobScreen):
         self.host = config.host
         self.readonly = self.host is None
         self.pace = pace
+        #: The price table, read at the first costs, charts or retry (screens/tools.py).
+        self.prices: PriceTable | None = None
         self.state = ConsoleState()
         self.bar = LoopBarState()
         self.feed = LedgerFeed(self, self.state, config, redraw=self.rerender)
@@ -135,7 +139,7 @@ class MainScreen(JobScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return action_enabled(action, readonly=self.host is None)
 
-    def _engine(self) -> OperatorEngine:
+    def engine_host(self) -> OperatorEngine:
         assert self.host is not None, "mutating keys are off in a read-only console"
         return self.host
 
@@ -377,6 +381,25 @@ class MainScreen(JobScreen):
             self.action_help()
         elif command.verb == "quit":
             self.app.exit()
+        elif command.verb == "costs":
+            self.action_costs()
+        elif command.verb == "charts":
+            self.action_charts()
+        elif command.verb == "prune":
+            self.prune(command)
+
+    # -- views over the whole ledger (screens/tools.py) -------------------------------------
+    @work(group="tools")
+    async def action_costs(self) -> None:
+        await tools.open_costs(self)
+
+    @work(group="tools")
+    async def action_charts(self) -> None:
+        await tools.open_charts(self)
+
+    @work(group="ops")
+    async def prune(self, command: Command) -> None:
+        await tools.prune_rows(self, command)
 
     def _filter_by(self, command: Command) -> None:
         if command.verb == "model":
@@ -411,7 +434,7 @@ class MainScreen(JobScreen):
         self.state.marks.difference_update(done.unmark)
         self.post_message(done.finished)
 
-    def _confirm(self, title: str, question: str, yes: str, then: Callable[[], object]) -> None:
+    def confirm(self, title: str, question: str, yes: str, then: Callable[[], object]) -> None:
         def answered(confirmed: bool | None) -> None:
             if confirmed:
                 then()
@@ -436,8 +459,9 @@ class MainScreen(JobScreen):
         if not self.state.marks:
             retry()  # the row the operator is looking at: no question
             return
-        # Every marked row is sent again, and paid for again: ask first.
-        self._confirm("retry", operations.retry_question(checked), "Retry", retry)
+        # Every marked row is sent again, and paid for again: ask first, with the cost.
+        estimate = await tools.resubmit_estimate(self, checked.eligible)
+        self.confirm("retry", operations.retry_question(checked, estimate), "Retry", retry)
 
     @work(group="ops")
     async def action_cancel_jobs(self) -> None:
@@ -446,7 +470,7 @@ class MainScreen(JobScreen):
             return
         cancel = self._row_action("cancelled", Cancel(tuple(checked.eligible)))
         question = operations.cancel_question(checked, marked=bool(self.state.marks))
-        self._confirm("cancel", question, "Cancel jobs", lambda: self.operate(cancel))
+        self.confirm("cancel", question, "Cancel jobs", lambda: self.operate(cancel))
 
     async def _check(self, verb: str, applies_to: tuple[Status, ...]) -> operations.Checked | None:
         """The targets `verb` applies to; None (and a line saying why) when none."""
@@ -465,7 +489,7 @@ class MainScreen(JobScreen):
         return checked
 
     def _row_action(self, verb: str, command: Retry | Cancel) -> Callable[[], Awaitable[Done]]:
-        return partial(operations.run_rows, self._engine(), verb, command)
+        return partial(operations.run_rows, self.engine_host(), verb, command)
 
     @work(group="ops")
     async def action_recover(self) -> None:
@@ -474,9 +498,9 @@ class MainScreen(JobScreen):
         if not idems:
             self.notify("no orphans to recover", severity="warning")
             return
-        recover = partial(operations.recover_rows, self._engine(), idems)
+        recover = partial(operations.recover_rows, self.engine_host(), idems)
         question = operations.recover_question(len(idems), marked=bool(marked))
-        self._confirm("recover orphans", question, "Recover", lambda: self.operate(recover))
+        self.confirm("recover orphans", question, "Recover", lambda: self.operate(recover))
 
     def action_replay(self) -> None:
         marked = sorted(self.state.marks)
@@ -484,9 +508,9 @@ class MainScreen(JobScreen):
         if not marked and not waiting:
             self.notify("no done-but-unconsumed rows to replay", severity="warning")
             return
-        replay = partial(operations.replay_rows, self._engine(), marked or None)
+        replay = partial(operations.replay_rows, self.engine_host(), marked or None)
         question = operations.replay_question(len(marked), waiting)
-        self._confirm("replay", question, "Replay", lambda: self.operate(replay))
+        self.confirm("replay", question, "Replay", lambda: self.operate(replay))
 
     def action_adopt(self) -> None:
         row = self.table.current_row()
@@ -497,7 +521,7 @@ class MainScreen(JobScreen):
         if refusal is not None:
             self.notify(refusal, severity="error")
             return
-        engine, idem = self._engine(), row.idem
+        engine, idem = self.engine_host(), row.idem
 
         def answered(handle: str | None) -> None:
             if handle:
@@ -515,7 +539,7 @@ class MainScreen(JobScreen):
         if refusal is not None:
             self.notify(refusal, severity="error")
             return
-        engine, idem = self._engine(), row.idem
+        engine, idem = self.engine_host(), row.idem
 
         def answered(text: str | None) -> None:
             if text:
@@ -538,7 +562,7 @@ class MainScreen(JobScreen):
 
     @work(group="ops")
     async def submit_jobs(self, request: SubmitRequest, screen: SubmitScreen) -> None:
-        engine, default = self._engine(), self.config.settings.model
+        engine, default = self.engine_host(), self.config.settings.model
         outcome = await operations.submit_jobs(engine, request, default, screen.post_message)
         if isinstance(outcome, SubmitFinished):
             self.pace.kick()

@@ -98,6 +98,11 @@ class SubmitScreen(ModalScreen[str | None]):
         # A focused widget in the pane just hidden would pull its pane back:
         # focus follows the tab then. On the tabs themselves it stays, so
         # that Tab goes on to the pane's first field.
+        # A stale activation (the first pane's, posted at mount, arriving after
+        # another pane was chosen) must not move focus back: focus would pull
+        # the old pane in again.
+        if event.pane.id != self.query_one(TabbedContent).active:
+            return
         focused = self.focused
         if isinstance(focused, ContentTabs) or (focused and event.pane in focused.ancestors):
             return

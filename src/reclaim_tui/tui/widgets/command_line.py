@@ -1,5 +1,6 @@
 """The `:` command line (k9s's): `:failed` shows a tab, `:model pro` filters
-by model, `:filter TEXT`, `:help`, `:q`. Parsing is here (`parse_command`);
+by model, `:filter TEXT`, `:costs`, `:charts`, `:prune 30d [failed cancelled]`,
+`:help`, `:q`. Parsing is here (`parse_command`);
 the main screen carries a command out. An unknown command is said in the
 line itself, and nothing else changes."""
 
@@ -16,11 +17,14 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
+from reclaim_tui.core.models import Status
+from reclaim_tui.core.prune import parse_age, prunable_statuses
+from reclaim_tui.errors import ConfigError
 from reclaim_tui.tui.keymap import TABS
 
-__all__ = ["COMMANDS", "Command", "CommandLine", "parse_command"]
+__all__ = ["COMMANDS", "Command", "CommandLine", "parse_command", "prune_arguments"]
 
-Verb = Literal["tab", "model", "filter", "help", "quit"]
+Verb = Literal["tab", "model", "filter", "help", "quit", "costs", "charts", "prune"]
 #: Words that name a tab besides its id (its short label, the singular).
 _ALIASES = {t.short: t.id for t in TABS} | {"orphan": "orphans", "unconsumed": "done"}
 _WORDS: dict[str, Verb] = {
@@ -30,9 +34,23 @@ _WORDS: dict[str, Verb] = {
     "h": "help",
     "q": "quit",
     "quit": "quit",
+    "costs": "costs",
+    "cost": "costs",
+    "charts": "charts",
+    "chart": "charts",
+    "prune": "prune",
 }
 #: What Tab completes (and the help line lists).
-COMMANDS = (*(t.id for t in TABS), "model ", "filter ", "help", "quit")
+COMMANDS = (
+    *(t.id for t in TABS),
+    "model ",
+    "filter ",
+    "costs",
+    "charts",
+    "prune ",
+    "help",
+    "quit",
+)
 
 
 @dataclass(frozen=True)
@@ -49,12 +67,40 @@ def parse_command(line: str) -> Command:
     if tab is not None and not rest:
         return Command("tab", tab)
     verb = _WORDS.get(word)
-    if verb is None or (verb in ("help", "quit") and rest):
+    if verb is None or (verb in ("help", "quit", "costs", "charts") and rest):
         shown = line.strip().removeprefix(":").strip() or ":"
         raise ValueError(
-            f"unknown command {shown!r} — try :failed, :model pro, :filter TEXT, :help, :q"
+            f"unknown command {shown!r} — try :failed, :model pro, :filter TEXT, :costs,"
+            " :charts, :prune 30d, :help, :q"
         )
+    if verb == "prune":
+        _prune_arguments(rest)
     return Command(verb, rest)
+
+
+def _prune_arguments(rest: str) -> tuple[float, tuple[str, ...]]:
+    """`AGE [STATUS …]` of `:prune`: the age in seconds and the statuses
+    (consumed when none is named); ValueError says what is wrong."""
+    words = rest.split()
+    if not words:
+        raise ValueError(":prune needs an age: :prune 30d (consumed rows), :prune 7d failed")
+    age = parse_age(words[0])
+    statuses = tuple(dict.fromkeys(w.lower() for w in words[1:])) or ("consumed",)
+    unknown = [s for s in statuses if s not in {status.value for status in Status}]
+    if unknown:
+        raise ValueError(
+            f":prune: {', '.join(unknown)} is not a status (consumed, failed, cancelled)"
+        )
+    try:
+        prunable_statuses(statuses)
+    except ConfigError as exc:  # it names what may be pruned, and why not the others
+        raise ValueError(str(exc)) from exc
+    return age, statuses
+
+
+def prune_arguments(command: Command) -> tuple[float, tuple[str, ...]]:
+    """The age (seconds) and statuses of a parsed `:prune` command."""
+    return _prune_arguments(command.argument)
 
 
 class CommandLine(Vertical):

@@ -1,0 +1,135 @@
+"""The console's views over the whole ledger (issue 15): costs (`$`), charts
+(`S`), `:prune` with the count in its confirmation, and a bulk retry whose
+confirmation says what it will cost."""
+
+from __future__ import annotations
+
+import json
+
+from reclaim_tui.core.models import Status
+from reclaim_tui.tui.screens.charts import ChartsScreen
+from reclaim_tui.tui.screens.confirm import ConfirmScreen
+from reclaim_tui.tui.screens.costs import CostsScreen
+from reclaim_tui.tui.screens.tools import archive_path
+from reclaim_tui.tui.widgets.command_line import CommandLine
+from tests.tui.conftest import Seeded
+from tests.tui.pilot_helpers import SIZE, notified, press, select, settle, until
+
+
+async def _command(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
+    await press(pilot, "colon")
+    line = pilot.app.screen.query_one(CommandLine)
+    line.input.value = text
+    await press(pilot, "enter")
+
+
+async def test_dollar_opens_the_costs_of_the_ledger(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "dollar_sign")
+        assert await until(pilot, lambda: isinstance(app.screen, CostsScreen))
+        screen = app.screen
+        assert isinstance(screen, CostsScreen)
+        assert await until(pilot, lambda: bool(screen.rows))
+        by_status = {row.key: row for row in screen.rows}
+        # The seeded consumed and done rows carry the fake's usage: priced.
+        assert by_status["consumed"].priced == 1 and by_status["consumed"].usd > 0
+        await press(pilot, "escape")
+        assert not isinstance(app.screen, CostsScreen)
+
+
+async def test_costs_in_a_tab_cover_that_tabs_rows(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "6")  # consumed
+        await press(pilot, "dollar_sign")
+        assert await until(pilot, lambda: isinstance(app.screen, CostsScreen))
+        screen = app.screen
+        assert isinstance(screen, CostsScreen)
+        assert await until(pilot, lambda: bool(screen.rows))
+        assert [row.key for row in screen.rows] == ["consumed"]
+        assert "consumed tab" in screen.scope
+
+
+async def test_s_and_colon_charts_open_the_charts(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "S")
+        assert await until(pilot, lambda: isinstance(app.screen, ChartsScreen))
+        await press(pilot, "escape")
+        await _command(pilot, "charts")
+        assert await until(pilot, lambda: isinstance(app.screen, ChartsScreen))
+
+
+async def test_prune_asks_with_the_count_then_archives_and_deletes(seeded: Seeded) -> None:
+    app = seeded.app()
+    consumed = seeded.keys["consumed"]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _command(pilot, "prune 10s")
+        assert await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        screen = app.screen
+        assert isinstance(screen, ConfirmScreen)
+        assert "Prune 1 row (1 consumed)" in screen.question, screen.question
+        await press(pilot, "y")
+        assert await until(pilot, notified(pilot, "pruned 1 row"))
+    assert await seeded.snapshot() and consumed not in await seeded.snapshot()
+    archive = archive_path(app.config.files_dir, seeded.clock.now())
+    lines = [json.loads(line) for line in archive.read_text().splitlines()]
+    assert [line["idem"] for line in lines] == [consumed]
+
+
+async def test_prune_refuses_unfinished_statuses_in_the_line(seeded: Seeded) -> None:
+    before = await seeded.snapshot()
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _command(pilot, "prune 1s reserving")
+        line = app.screen.query_one(CommandLine)
+        assert line.is_open
+        said = str(line.query_one("#command-message").render())
+        assert "prune deletes only finished rows" in said, said
+        assert not isinstance(app.screen, ConfirmScreen)
+    assert await seeded.snapshot() == before
+
+
+async def test_prune_with_nothing_that_old_says_so(seeded: Seeded) -> None:
+    before = await seeded.snapshot()
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _command(pilot, "prune 30d failed")
+        assert await until(pilot, notified(pilot, "nothing to prune"))
+        assert not isinstance(app.screen, ConfirmScreen)
+    assert await seeded.snapshot() == before
+
+
+async def test_a_read_only_console_does_not_prune(seeded: Seeded) -> None:
+    before = await seeded.snapshot()
+    app = seeded.app(readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _command(pilot, "prune 10s")
+        assert await until(pilot, notified(pilot, "read-only console: :prune is off"))
+    assert await seeded.snapshot() == before
+
+
+async def test_a_bulk_retry_says_what_it_will_cost(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for role in ("failed", "cancelled"):
+            await select(pilot, seeded.keys[role])
+            await press(pilot, "space")
+        await press(pilot, "r")
+        assert await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        screen = app.screen
+        assert isinstance(screen, ConfirmScreen)
+        # Neither row was ever answered: their model's average over consumed rows.
+        assert "Cost: about $" in screen.question, screen.question
+        assert "from their model's average" in screen.question, screen.question
+        await press(pilot, "n")
+    assert (await seeded.get("failed")).status == Status.FAILED
