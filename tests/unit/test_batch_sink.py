@@ -192,3 +192,18 @@ async def test_the_directory_is_resolved_once_per_sink(
     assert await sink.deliver_many(items) == [None] * 10
     assert await sink.deliver_many(items) == [None] * 10
     assert calls == 1
+
+
+async def test_a_key_whose_target_cannot_be_replaced_fails_alone(tmp_path: Path) -> None:
+    sink = DirectorySink(tmp_path)
+    items = [
+        (f"k{n}", StoredResult(f"k{n}", f"emu-{n}", f"text {n}", None, '{"id": "x"}', 0.0))
+        for n in range(3)
+    ]
+    (tmp_path / "k0.md").mkdir()  # something in the way of the first key's file
+    outcomes = await sink.deliver_many(items)
+    assert outcomes[0] is not None and "k0" in str(outcomes[0])
+    assert outcomes[1] is None and outcomes[2] is None, outcomes
+    assert (tmp_path / "k1.md").read_text() == "text 1"
+    assert (tmp_path / "k2.json").exists()
+    assert not list((tmp_path / TEMP_DIR).iterdir())

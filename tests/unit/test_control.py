@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.config import Settings
+from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
@@ -179,3 +180,19 @@ async def test_the_console_reconnects_once_the_service_is_back(
         assert report is not None
     finally:
         await host.stop()
+
+
+async def test_prune_counts_its_age_from_the_instant_the_operator_confirmed(
+    engine: Engine, clock: ManualClock
+) -> None:
+    from reclaim_tui.runner.commands import Prune, Pruned, execute
+
+    await engine.ledger.insert_jobs([("late-row", '{"input": "x", "model": "m"}', "m")], "test")
+    async with engine.ledger.write() as db:
+        await db.execute("UPDATE jobs SET status = 'consumed', state_since = ?", [clock.now()])
+    confirmed_at = clock.now()  # the count said: nothing older than 60 s
+    clock.advance(120)  # the dialog stayed open; the row is now past the age
+    reply = await execute(engine, Prune(("consumed",), 60.0, None, at=confirmed_at))
+    assert isinstance(reply, Pruned) and reply.report["pruned"] == 0
+    reply = await execute(engine, Prune(("consumed",), 60.0, None))
+    assert isinstance(reply, Pruned) and reply.report["pruned"] == 1

@@ -392,3 +392,43 @@ async def test_an_archive_that_cannot_be_written_stops_the_prune_before_a_delete
     with pytest.raises(ConfigError, match="were not deleted"):
         await prune(mixed, statuses=["consumed"], older_than_s=0, now=NOW, archive=folder)
     assert await keys(mixed) == everything
+
+
+async def test_a_file_that_is_not_an_archive_is_refused_untouched(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    await seed(ledger, [("old-a", Status.CONSUMED, 40)])
+    for content in (b"\x1f\x8b\x08binary gzip without a newline", b"notes\nlast line unfinished"):
+        other = tmp_path / "not-an-archive"
+        other.write_bytes(content)
+        with pytest.raises(ConfigError, match="does not end like a prune archive"):
+            await prune(
+                ledger, statuses=["consumed"], older_than_s=30 * DAY, now=NOW, archive=other
+            )
+        assert other.read_bytes() == content
+    assert (
+        await count_prunable(ledger, statuses=["consumed"], older_than_s=30 * DAY, now=NOW)
+    ).count == 1
+
+
+async def test_batches_leave_room_for_other_writers(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await seed(ledger, [(f"old-{n}", Status.CONSUMED, 40) for n in range(25)])
+    pauses: list[float] = []
+    real_sleep = prune_module.asyncio.sleep
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(prune_module.asyncio, "sleep", sleep)
+    report = await prune(ledger, statuses=["consumed"], older_than_s=30 * DAY, now=NOW, batch=10)
+    assert report.pruned == 25 and report.batches == 3
+    assert pauses == [prune_module.BATCH_PAUSE] * 2, "a pause between full batches"
+
+
+@pytest.mark.parametrize("text", ["1000000w", "99999999999d", "101y", "-5d", ""])
+def test_ages_past_a_century_or_malformed_are_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        prune_module.parse_age(text)

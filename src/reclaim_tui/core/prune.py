@@ -81,8 +81,16 @@ def parse_age(value: str) -> float:
             f"{value!r} is not an age: a number of seconds, or a number followed by"
             " s, m, h, d or w (30d, 12h, 90m)"
         )
-    return float(found[1]) * AGE_UNITS[found[2]]
+    age = float(found[1]) * AGE_UNITS[found[2]]
+    if age > MAX_AGE:
+        raise ValueError(f"{value!r}: an age of more than a century")
+    return age
 
+
+#: Seconds between two batches (see `prune`).
+BATCH_PAUSE = 0.05
+#: The longest age `parse_age` accepts: a century (past it, a cut-off is no date).
+MAX_AGE = 100 * 365 * 86400.0
 
 #: Rows deleted per transaction.
 DEFAULT_BATCH = 1000
@@ -228,6 +236,11 @@ async def prune(
                 on_progress(report)
             if len(rows) < batch:
                 break
+            # SQLite's busy handler polls: a writer waiting on this ledger
+            # (a tick, the inbox) would rarely win the lock between two
+            # batches run back to back. A pause lets it in, so others wait
+            # for at most about one batch.
+            await asyncio.sleep(BATCH_PAUSE)
     return report
 
 
@@ -317,6 +330,10 @@ def _append_synced(path: Path, lines: Sequence[str]) -> None:
             os.close(folder)
 
 
+#: How every archive line begins (`_archive_lines`: the record's first key).
+_RECORD_START = b'{"idem": '
+
+
 def _end_torn_line(out: BinaryIO) -> None:
     """A last line without its newline is what a kill mid-write leaves: its
     batch was not deleted (the fsync had not returned), so the next prune
@@ -338,6 +355,13 @@ def _end_torn_line(out: BinaryIO) -> None:
     try:
         json.loads(line)
     except ValueError:
+        # Only a line that begins like one of ours is cut: a file that is not
+        # an archive (a gzip, notes passed by mistake) is refused, untouched.
+        if not line.startswith(_RECORD_START):
+            raise ConfigError(
+                f"{out.name}: does not end like a prune archive (JSON Lines); not appending"
+                " to it — name a new file or an archive prune wrote"
+            ) from None
         out.truncate(start + cut + 1)
         return
     out.write(b"\n")

@@ -241,9 +241,16 @@ class DirectorySink:
                     outcomes[n] = self._error(idem, exc)
             if staged:
                 _flush_files(temp_dir, [tmp for _, files in staged for tmp, _ in files])
-                for _, files in staged:
-                    for tmp, target in files:
-                        os.replace(tmp, target)
+                for n, files in staged:
+                    try:
+                        for tmp, target in files:
+                            os.replace(tmp, target)
+                    except OSError as exc:
+                        # This key's target cannot be replaced (a directory
+                        # stands there, …): this delivery fails, not the batch.
+                        outcomes[n] = self._error(items[n][0], exc)
+                        for tmp, _ in files:
+                            tmp.unlink(missing_ok=True)
                     crashpoint("inside_sink")
                 _fsync_dir(self.directory)
         except OSError as exc:
@@ -253,7 +260,7 @@ class DirectorySink:
                 for tmp, _ in files:
                     tmp.unlink(missing_ok=True)
             for n, _ in staged:
-                outcomes[n] = self._error(items[n][0], exc)
+                outcomes[n] = outcomes[n] or self._error(items[n][0], exc)
         return outcomes
 
     def _error(self, idem: str, exc: OSError) -> SinkError:

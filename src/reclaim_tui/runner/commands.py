@@ -179,10 +179,19 @@ class Prune(Message):
     statuses: tuple[str, ...]
     older_than_s: float
     archive: str | None = None
+    #: The instant the age counts from: the one the operator's count used, so
+    #: rows crossing the line while the confirmation was open are not taken.
+    at: float | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
-        return cls(tuple(data["statuses"]), float(data["older_than_s"]), data.get("archive"))
+        at = data.get("at")
+        return cls(
+            tuple(data["statuses"]),
+            float(data["older_than_s"]),
+            data.get("archive"),
+            None if at is None else float(at),
+        )
 
 
 Command = Tick | Retry | Cancel | Adopt | Answer | Recover | Replay | Submit | Prune
@@ -345,12 +354,12 @@ async def _run(engine: Engine, command: Command) -> Reply:
             return Passed(await engine.replay(force=True, idems=idems))
         case Submit(jobs=jobs, send=send):
             return Passed(await engine.submit(jobs, send=send))
-        case Prune(statuses=statuses, older_than_s=older_than_s, archive=archive):
+        case Prune(statuses=statuses, older_than_s=older_than_s, archive=archive, at=at):
             report = await prune(
                 engine.ledger,
                 statuses=statuses,
                 older_than_s=older_than_s,
-                now=engine.clock.now(),
+                now=engine.clock.now() if at is None else at,
                 archive=Path(archive) if archive else None,
             )
             return Pruned(report.as_json())

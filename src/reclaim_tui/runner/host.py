@@ -115,10 +115,14 @@ class EngineHost(ABC):
         return (await self._expect(Submit(tuple(jobs), send), Passed)).report
 
     async def prune(
-        self, statuses: Sequence[str], older_than_s: float, archive: str | None
+        self,
+        statuses: Sequence[str],
+        older_than_s: float,
+        archive: str | None,
+        at: float | None = None,
     ) -> dict[str, Any]:
         """Delete old terminal rows (core/prune.py); the report as JSON (ISO times)."""
-        command = Prune(tuple(statuses), older_than_s, archive)
+        command = Prune(tuple(statuses), older_than_s, archive, at)
         return (await self._expect(command, Pruned)).report
 
 

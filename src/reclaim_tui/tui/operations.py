@@ -93,7 +93,11 @@ class OperatorEngine(Protocol):
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool) -> PassReport: ...
 
     async def prune(
-        self, statuses: Sequence[str], older_than_s: float, archive: str | None
+        self,
+        statuses: Sequence[str],
+        older_than_s: float,
+        archive: str | None,
+        at: float | None = None,
     ) -> dict[str, Any]: ...
 
 
@@ -291,12 +295,13 @@ async def run_rows(host: OperatorEngine, verb: str, command: RowCommand) -> Done
 
 
 async def run_prune(
-    host: OperatorEngine, statuses: Sequence[str], older_than_s: float, archive: Path
+    host: OperatorEngine, statuses: Sequence[str], older_than_s: float, archive: Path, at: float
 ) -> Done:
-    """`:prune`, through the engine host (it owns the ledger's writes)."""
+    """`:prune`, through the engine host (it owns the ledger's writes); the
+    age counts from `at`, the instant the confirmed count was made."""
     try:
         await asyncio.to_thread(archive.parent.mkdir, parents=True, exist_ok=True)
-        report = await host.prune(statuses, older_than_s, str(archive))
+        report = await host.prune(statuses, older_than_s, str(archive), at)
     except (ReclaimError, OSError) as exc:
         return Done(ActionFinished(f"prune failed: {exc}", "error"))
     pruned = int(report.get("pruned", 0))

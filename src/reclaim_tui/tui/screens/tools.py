@@ -105,6 +105,6 @@ async def prune_rows(screen: MainScreen, command: Command) -> None:
     host = screen.engine_host()
 
     async def run() -> operations.Done:
-        return await operations.run_prune(host, statuses, age, archive)
+        return await operations.run_prune(host, statuses, age, archive, now)
 
     screen.confirm("prune", question, f"Prune {found.count:,}", lambda: screen.operate(run))
