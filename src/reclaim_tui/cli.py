@@ -1044,12 +1044,38 @@ def console(readonly: bool, interval: float, attach: str | None, **kw: Any) -> N
         settings = settings_from(kw)
         if attach and readonly:
             raise ConfigError("--attach and --readonly: pick one (read-only needs no service)")
-        if not readonly and not attach:
+        if attach:
+            settings = _attached(settings, attach)
+        elif not readonly:
             _refuse_first_run(settings)
         run_console(settings, readonly=readonly, interval=interval, attach=attach)
     except ReclaimError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(_exit_code(exc))
+
+
+def _attached(settings: Settings, attach: str) -> Settings:
+    """The console reads the ledger the service writes: the service's `db`
+    (and `out`); a --db naming another ledger is refused, not followed."""
+    from click.core import ParameterSource
+
+    from reclaim_tui.runner.control import service_settings
+
+    theirs = asyncio.run(service_settings(attach))
+    db, out = str(theirs.get("db") or settings.db), str(theirs.get("out") or settings.out)
+    source = click.get_current_context().get_parameter_source("db")
+    if source not in (None, ParameterSource.DEFAULT) and not _same_ledger(settings.db, db):
+        raise ConfigError(
+            f"--db {shown_db(settings.db)}: the service at {attach} runs on {shown_db(db)};"
+            " leave --db out to watch the service's ledger"
+        )
+    return settings.with_(db=db, out=out)
+
+
+def _same_ledger(mine: str, theirs: str) -> bool:
+    if is_database_url(mine) or is_database_url(theirs):
+        return mine == theirs
+    return Path(mine).resolve() == Path(theirs).resolve()
 
 
 def _refuse_first_run(settings: Settings) -> None:

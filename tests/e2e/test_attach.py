@@ -74,3 +74,32 @@ async def test_a_console_attached_to_a_service_uses_its_engine(tmp_path: Path) -
         assert not sock.exists(), "the service removes its socket when it stops"
         actors = {e.actor for e in ws.view().events()}
         assert actors == {"service"}, "every pass was the service's"
+
+
+def test_an_attached_console_refuses_another_ledger_and_creates_none(tmp_path: Path) -> None:
+    sock = Path(f"/tmp/rt-attach2-{tmp_path.name[-20:]}.sock")
+    with EmulatorProcess(tmp_path, latency=0.1) as emu:
+        ws = Workspace(tmp_path / "svc", emulator=emu)
+        log = ws.root / "run.log"
+        args = ["run", "--db", str(ws.db), "--out", str(ws.out), "--log", str(log)]
+        args += ["--base-url", emu.base_url, "--api-key", emu.api_key, "--control", str(sock)]
+        proc = subprocess.Popen([sys.executable, "-m", "reclaim_tui", *args], env=clean_env())
+        try:
+            assert _wait(lambda: any(line["event"] == "ready" for line in _lines(log)))
+            elsewhere = tmp_path / "elsewhere"
+            elsewhere.mkdir()
+            console = [sys.executable, "-m", "reclaim_tui", "console", "--attach", str(sock)]
+            refused = subprocess.run(
+                [*console, "--db", "other.db"],
+                cwd=elsewhere,
+                env=clean_env(),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert refused.returncode == 2, refused.stderr
+            assert "the service at" in refused.stderr and str(ws.db) in refused.stderr
+            assert list(elsewhere.iterdir()) == [], "no ledger is created beside the console"
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(60) == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import signal
 import socket
@@ -196,3 +197,93 @@ async def test_prune_counts_its_age_from_the_instant_the_operator_confirmed(
     assert isinstance(reply, Pruned) and reply.report["pruned"] == 0
     reply = await execute(engine, Prune(("consumed",), 60.0, None))
     assert isinstance(reply, Pruned) and reply.report["pruned"] == 1
+
+
+async def _fake_service(
+    path: Path, first: bytes | None, then: bytes = b""
+) -> asyncio.AbstractServer:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if first is not None:
+            writer.write(first)
+        await reader.readline()
+        writer.write(then)
+        await writer.drain()
+        await asyncio.sleep(30)
+
+    return await asyncio.start_unix_server(answer, path=str(path))
+
+
+async def test_a_silent_or_foreign_peer_is_an_error_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reclaim_tui.runner.control as control
+
+    monkeypatch.setattr(control, "HELLO_TIMEOUT", 0.5)
+    path = Path(f"/tmp/rt-peer-{os.getpid()}.sock")
+    for first, said in ((None, "no answer"), (b"SSH-2.0-OpenSSH_9\r\n", "not a reclaim-tui")):
+        server = await _fake_service(path, first)
+        try:
+            with pytest.raises(ReclaimError, match=said):
+                await asyncio.wait_for(AttachedHost(path).start(), 30)
+        finally:
+            server.close()
+            path.unlink(missing_ok=True)
+
+
+async def test_a_reply_the_console_cannot_read_fails_the_command(tmp_path: Path) -> None:
+    from reclaim_tui.runner.commands import Started, encode
+
+    path = Path(f"/tmp/rt-odd-{os.getpid()}.sock")
+    hello = encode(Started("svc|1|x", Settings(db="x.db").to_wire()), 0)
+    server = await _fake_service(path, hello, b'{"id": 1, "type": "FromTheFuture"}\n')
+    host = AttachedHost(path)
+    try:
+        await host.start()
+        with pytest.raises(ReclaimError, match="cannot read"):
+            await asyncio.wait_for(host.rows(Retry(("k",))), 30)
+    finally:
+        await host.stop()
+        server.close()
+        path.unlink(missing_ok=True)
+
+
+async def test_stopping_the_control_server_ends_the_commands_it_runs(service: Running) -> None:
+    host = AttachedHost(service.path)
+    await host.start()
+    service.loop.max_sleep = 30.0
+    await asyncio.sleep(0.1)
+    waiting = asyncio.create_task(host.tick())  # waits for a pass that will not come
+    async with asyncio.timeout(30):
+        while not service.server._tasks:  # noqa: ASYNC110 — the session starts
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    await asyncio.wait_for(service.server.stop(), 30)
+    assert not service.server._tasks, "no session outlives stop()"
+    with pytest.raises(ReclaimError):
+        await asyncio.wait_for(waiting, 30)
+    await host.stop()
+
+
+async def test_the_service_tells_an_attaching_console_absolute_paths(service: Running) -> None:
+    from reclaim_tui.runner.control import service_settings
+
+    theirs = await service_settings(service.path)
+    assert Path(str(theirs["out"])).is_absolute()
+    db = str(theirs["db"])
+    assert db.startswith("postgresql://") or Path(db).is_absolute()
+
+
+async def test_a_line_that_is_no_command_is_said_once_in_the_service_log(
+    service: Running,
+) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(service.path))
+    await reader.readline()  # Started
+    writer.write(b"this is not json\n")
+    await writer.drain()
+    assert await reader.readline() == b"", "the session ends"
+    writer.close()
+    out = service.loop.out
+    assert isinstance(out, io.StringIO)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    refused = [line for line in lines if line["event"] == "control_refused"]
+    assert len(refused) == 1 and "JSONDecodeError" in str(refused[0]["error"])

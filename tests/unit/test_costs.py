@@ -102,6 +102,9 @@ def test_environment_names_the_override(tmp_path: Path) -> None:
         ("negative.json", '{"models": {"m": {"input": -1, "output": 1}}}', "models.m.input"),
         ("typo.json", '{"models": {"m": {"input": 1, "output": 1, "ouput": 2}}}', "ouput"),
         ("empty.json", "{}", "neither 'models' nor 'agents'"),
+        ("nan.json", '{"models": {"m": {"input": NaN, "output": 1}}}', "finite"),
+        ("inf.json", '{"models": {"m": {"input": 1, "output": Infinity}}}', "finite"),
+        ("nan.toml", "[models.m]\ninput = nan\noutput = 1", "finite"),
     ],
 )
 def test_a_bad_prices_file_is_named_with_its_problem(

@@ -19,6 +19,7 @@ in each sum, so a million rows come back as a few groups.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 from collections import defaultdict
@@ -226,8 +227,13 @@ def _price(entry: Any, where: str) -> Price:
             raise ConfigError(f"{where}: '{name}' (USD per 1M tokens) is missing")
     rates: dict[str, float] = {}
     for name, value in entry.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise ConfigError(f"{where}.{name}: expected a number ≥ 0, got {value!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)  # NaN or Infinity would poison every total
+            or value < 0
+        ):
+            raise ConfigError(f"{where}.{name}: expected a finite number ≥ 0, got {value!r}")
         rates[name] = float(value)
     return Price(**rates)
 

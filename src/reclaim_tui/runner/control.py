@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reclaim_tui.config import Settings
+from reclaim_tui.core.connection import is_database_url
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.models import Actor
 from reclaim_tui.errors import ConfigError, ReclaimError
@@ -58,7 +59,7 @@ from reclaim_tui.runner.worker import Send, Server
 if TYPE_CHECKING:
     from reclaim_tui.runner.service import ServiceLoop
 
-__all__ = ["AttachedHost", "ControlServer", "socket_path_ok"]
+__all__ = ["AttachedHost", "ControlServer", "service_settings", "socket_path_ok"]
 
 
 class _ControlSession(Server):
@@ -88,8 +89,10 @@ class ControlServer:
         self.loop = loop
         self.settings = settings
         self.sessions = 0
+        self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.AbstractServer | None = None
         self._stop = asyncio.Event()
+        self._inode: int | None = None
 
     async def start(self) -> None:
         """Bind (refusing a path another live service holds), mode 0600."""
@@ -104,17 +107,30 @@ class ControlServer:
             raise ConfigError(f"--control {self.path}: cannot listen: {exc}") from exc
         finally:
             os.umask(old)
+        self._inode = self.path.lstat().st_ino
 
     async def stop(self) -> None:
+        """Stop listening, end every session — the commands they run are
+        cancelled and awaited, so none outlives the engine closed next —
+        and remove the socket (if it is still ours)."""
         self._stop.set()
         if self._server is not None:
             self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=10.0)
+        if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+            if self._inode is not None and self.path.lstat().st_ino == self._inode:
+                self.path.unlink()
 
     async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
         self.sessions += 1
 
         async def send(message: Message, ident: int) -> None:
@@ -123,15 +139,28 @@ class ControlServer:
                 await writer.drain()
 
         try:
-            await send(Started(self.engine.owner, self.settings.to_wire()), 0)
+            await send(Started(self.engine.owner, _absolute(self.settings).to_wire()), 0)
             await _ControlSession(self.engine, send, self.loop).serve(reader, self._stop)
         except (ConnectionError, ReclaimError):
             pass  # the console went away mid-line: its commands were cancelled
+        except asyncio.CancelledError:
+            pass  # the service stops (stop() cancelled the session)
+        except Exception as exc:  # a line that is not a command: said once, the session ends
+            self.loop.say("control_refused", error=f"{type(exc).__name__}: {exc}"[:300])
         finally:
+            if task is not None:
+                self._tasks.discard(task)
             self.sessions -= 1
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+
+def _absolute(settings: Settings) -> Settings:
+    """The settings an attaching console reads its ledger and files by: paths
+    made absolute (the console may run in another folder)."""
+    db = settings.db if is_database_url(settings.db) else str(Path(settings.db).resolve())
+    return settings.with_(db=db, out=str(Path(settings.out).resolve()))
 
 
 async def _refuse_live(path: Path) -> None:
@@ -156,6 +185,32 @@ async def _refuse_live(path: Path) -> None:
     raise ConfigError(f"--control {path}: another service is listening there")
 
 
+#: Seconds an attaching console waits for the service's first line.
+HELLO_TIMEOUT = 10.0
+
+
+async def _hello(reader: asyncio.StreamReader) -> Started:
+    line = await reader.readline()
+    if not line:
+        raise ReclaimError("the service closed the connection")
+    _, hello = decode(line)
+    if isinstance(hello, Failed):
+        raise hello.exception()
+    if not isinstance(hello, Started):
+        raise ReclaimError(f"{type(hello).__name__} instead of Started")
+    return hello
+
+
+async def service_settings(path: str | Path) -> dict[str, object]:
+    """The settings a service at `path` runs with (its first line), then hang up."""
+    host = AttachedHost(path)
+    await host.start()
+    try:
+        return host.service_settings
+    finally:
+        await host.stop()
+
+
 class AttachedHost(EngineHost):
     """The console's host when attached to a service's control socket."""
 
@@ -170,6 +225,7 @@ class AttachedHost(EngineHost):
         self._waiting: dict[int, asyncio.Future[Message]] = {}
         self._reading: asyncio.Task[None] | None = None
         self._gone: str | None = None
+        self._gone_why = "stopped"
 
     @property
     def alive(self) -> bool:
@@ -186,15 +242,21 @@ class AttachedHost(EngineHost):
                 f"--attach {self.path}: no service there ({exc}); start one with"
                 f" `reclaim-tui run --control {self.path}`"
             ) from exc
+        try:
+            hello = await asyncio.wait_for(_hello(reader), HELLO_TIMEOUT)
+        except BaseException as exc:
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.close()
+            if isinstance(exc, TimeoutError):
+                raise ReclaimError(
+                    f"--attach {self.path}: no answer from the service in {HELLO_TIMEOUT:g} s"
+                    " (stopped? overloaded?)"
+                ) from exc
+            if isinstance(exc, ReclaimError | asyncio.CancelledError):
+                raise
+            raise ReclaimError(f"--attach {self.path}: not a reclaim-tui service: {exc}") from exc
         self._gone = None
-        line = await reader.readline()
-        if not line:
-            raise ReclaimError(f"--attach {self.path}: the service closed the connection")
-        _, hello = decode(line)
-        if isinstance(hello, Failed):
-            raise hello.exception()
-        if not isinstance(hello, Started):
-            raise ReclaimError(f"--attach {self.path}: {type(hello).__name__} instead of Started")
         self.owner = hello.owner
         self.service_settings = dict(hello.settings)
         self._reading = asyncio.create_task(self._read_replies(reader))
@@ -225,15 +287,18 @@ class AttachedHost(EngineHost):
         return reply
 
     async def _read_replies(self, reader: asyncio.StreamReader) -> None:
+        self._gone_why = "stopped"
         try:
             while line := await reader.readline():
                 ident, reply = decode(line)
                 future = self._waiting.get(ident)
                 if future is not None and not future.done():
                     future.set_result(reply)
-        except (ConnectionError, ValueError):
+        except ConnectionError:
             pass
-        self._gone = f"the service at {self.path} stopped"
+        except Exception as exc:  # a reply this console cannot read (a newer service?)
+            self._gone_why = f"sent what this console cannot read ({type(exc).__name__}: {exc})"
+        self._gone = f"the service at {self.path} {self._gone_why}"
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(ReclaimError(self._gone))

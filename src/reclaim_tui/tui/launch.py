@@ -91,7 +91,8 @@ def run_console(
     attach: str | None = None,
 ) -> None:
     app = make_app(settings, readonly=readonly, interval=interval, attach=attach)
-    asyncio.run(_preflight(settings, readonly))
+    # Attached, the service owns the ledger: it must exist, never be created here.
+    asyncio.run(_preflight(settings, readonly or attach is not None))
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

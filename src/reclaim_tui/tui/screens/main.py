@@ -293,7 +293,10 @@ class MainScreen(JobScreen):
         bar.mode, bar.interval, bar.marks = self.pace.mode, self.pace.interval, len(s.marks)
         bar.sort, bar.filter = SORTS[s.sort_index].label, s.filter_text
         bar.window = s.window_text()
-        self.query_one(LoopBar).show(bar)
+        # The app's loop may report a pass while the screen is being torn
+        # down (quit during a pass): there is no bar left to show it on.
+        for widget in self.query(LoopBar):
+            widget.show(bar)
 
     def action_show_tab(self, tab: str) -> None:
         self.state.tab = tab
