@@ -432,3 +432,23 @@ async def test_batches_leave_room_for_other_writers(
 def test_ages_past_a_century_or_malformed_are_refused(text: str) -> None:
     with pytest.raises(ValueError):
         prune_module.parse_age(text)
+
+
+async def test_a_usage_edited_into_garbage_is_archived_not_a_crash(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    await seed(ledger, [("old-a", Status.CONSUMED, 40), ("old-b", Status.CONSUMED, 40)])
+    async with ledger.write() as db:
+        await db.execute(
+            "UPDATE results SET usage = 'not json'"
+            " WHERE job = (SELECT id FROM jobs WHERE idem = 'old-a')"
+        )
+    archive = tmp_path / "a.jsonl"
+    report = await prune(
+        ledger, statuses=["consumed"], older_than_s=30 * DAY, now=NOW, archive=archive
+    )
+    assert report.pruned == 2
+    lines = {
+        json.loads(line)["idem"]: json.loads(line) for line in archive.read_text().splitlines()
+    }
+    assert lines["old-a"]["usage"] == {"unreadable": "not json"}

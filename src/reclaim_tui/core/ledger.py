@@ -44,6 +44,7 @@ __all__ = [
     "lease_free_sql",
     "orphan_sql",
     "row_from_tuple",
+    "stored_usage",
 ]
 
 
@@ -356,7 +357,7 @@ class Ledger(LedgerConnection):
         if not rows:
             return None
         r = rows[0]
-        return StoredResult(r[0], r[1], r[2], json.loads(r[3]) if r[3] else None, r[4], r[5])
+        return StoredResult(r[0], r[1], r[2], stored_usage(r[3]), r[4], r[5])
 
     async def results(self, idems: Sequence[str]) -> dict[str, StoredResult]:
         out: dict[str, StoredResult] = {}
@@ -367,9 +368,7 @@ class Ledger(LedgerConnection):
                 " (SELECT id FROM jobs WHERE idem IN (SELECT value FROM json_each(?)))",
                 (json.dumps(list(chunk)),),
             ):
-                out[r[0]] = StoredResult(
-                    r[0], r[1], r[2], json.loads(r[3]) if r[3] else None, r[4], r[5]
-                )
+                out[r[0]] = StoredResult(r[0], r[1], r[2], stored_usage(r[3]), r[4], r[5])
         return out
 
     async def events(self, idem: str, limit: int = 10_000) -> list[Event]:
@@ -395,3 +394,17 @@ class Ledger(LedgerConnection):
         where, params = orphan_sql(self.clock.now(), dead)
         rows = await self._fetchall(f"SELECT COUNT(*) FROM jobs WHERE {where}", params)
         return int(rows[0][0])
+
+
+def stored_usage(text: str | None) -> dict[str, Any] | None:
+    """A stored usage column as a mapping. The engine writes JSON objects; a
+    value edited by hand into something else is kept as text under
+    `unreadable` (no token counts: its cost is unknown) rather than making
+    every read of that row — export, prune's archive — fail."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"unreadable": text[:1000]}
+    return value if isinstance(value, dict) else {"unreadable": text[:1000]}

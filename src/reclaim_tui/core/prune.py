@@ -52,7 +52,7 @@ from typing import Any, BinaryIO
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.export import iso_time, job_record
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger import Ledger, stored_usage
 from reclaim_tui.core.models import TERMINAL_STATUSES, Event, Row, Status, StoredResult
 from reclaim_tui.core.schema import COLUMNS, row_from_tuple
 from reclaim_tui.errors import ConfigError
@@ -295,7 +295,7 @@ async def _archive_lines(db: Any, ids: str, rows: Sequence[Row], now: float) -> 
     ) as cur:
         for r in await cur.fetchall():
             idem = order[int(r[0])]
-            usage = json.loads(r[3]) if r[3] else None
+            usage = stored_usage(r[3])
             results[idem] = StoredResult(idem, r[1], r[2], usage, r[4], r[5])
     events: dict[str, list[Event]] = {row.idem: [] for row in rows}
     async with db.execute(
