@@ -216,12 +216,13 @@ def cancel_question(checked: Checked, marked: bool) -> str:
     return f"Cancel {which}? Submitted jobs are cancelled at the API too." + _left_alone(checked)
 
 
-def recover_question(count: int, marked: bool) -> str:
+def recover_question(count: int, marked: bool, estimate: Estimate | None = None) -> str:
     what = "marked" if marked else "orphan"
+    cost = f"\nIf every one is sent again: {estimate_line(estimate)}" if estimate else ""
     return (
         f"Force recovery of {count:,} {what} {_rows(count)}?"
         "\nEach is looked up by label where the backend can, else sent again"
-        " (a possible duplicate spend, recorded on the row)."
+        " (a possible duplicate spend, recorded on the row)." + cost
     )
 
 

@@ -502,7 +502,9 @@ class MainScreen(JobScreen):
             self.notify("no orphans to recover", severity="warning")
             return
         recover = partial(operations.recover_rows, self.engine_host(), idems)
-        question = operations.recover_question(len(idems), marked=bool(marked))
+        # A resubmitted orphan is paid for again (if the first create landed too): say how much.
+        estimate = await tools.resubmit_estimate(self, idems)
+        question = operations.recover_question(len(idems), marked=bool(marked), estimate=estimate)
         self.confirm("recover orphans", question, "Recover", lambda: self.operate(recover))
 
     def action_replay(self) -> None:
