@@ -92,7 +92,10 @@ class SubmitScreen(ModalScreen[str | None]):
                 yield Button("Submit", id="go", variant="primary")
 
     def on_mount(self) -> None:
-        self.query_one("#prompt", TextArea).focus()
+        # The field of the pane that is active by now (a pane chosen before
+        # this runs keeps its field: focusing the prompt would pull its pane back).
+        active = self.query_one(TabbedContent).active
+        self.query_one("#path" if active == "file-pane" else "#prompt").focus()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # A focused widget in the pane just hidden would pull its pane back:
