@@ -307,3 +307,28 @@ async def test_log_lines_written_under_the_full_screen_detail_wrap_at_the_logs_w
         assert max(strip.cell_length for strip in log.lines) <= width
         # 160 characters in a log 40-odd wide: 4 lines, not 9 at 20 wide.
         assert len(log.lines) - before <= -(-(len(text) + 10) // (width - 2)), log.lines[before:]
+
+
+async def test_a_refresh_that_reorders_the_rows_keeps_the_cursor_on_its_row(
+    seeded: Seeded,
+) -> None:
+    """A refresh whose rows come in another order (a row's sort key changed
+    elsewhere) leaves the cursor on the row it was on, not on whatever row now
+    sits at its old index (CI's flake in test_console_keys_drive_the_worker_process:
+    `select` put the cursor on a row, the loop's refresh reordered the window)."""
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        rows = list(app.table.rows_shown)
+        assert len(rows) >= 3
+        await select(pilot, rows[1].idem)
+        reordered = [rows[1], rows[0], *rows[2:]][::-1]
+        now = app.config.clock.now()
+        app.table.show_rows(reordered, now, set())
+        assert app.table.current_idem() == rows[1].idem
+        assert app.table.cursor_row == reordered.index(rows[1])
+        # A row that left the window: the cursor stays at its index (on the
+        # last row when it was the last).
+        gone = [r for r in reordered if r.idem != rows[1].idem]
+        app.table.show_rows(gone, now, set())
+        assert app.table.cursor_row == min(reordered.index(rows[1]), len(gone) - 1)

@@ -123,12 +123,14 @@ class LedgerTable(DataTable[Text]):
         dead = set(dead)
         cells = [self._cells(row, now, marks, dead, styles) for row in rows]
         same = [r.idem for r in rows] == [r.idem for r in self.rows_shown]
+        # The row under the cursor, read before the window is replaced: read
+        # after, it is whichever new row sits at the old index.
+        current, index = self.current_idem(), self.cursor_row
         self.rows_shown = rows
         self.renders += 1
         if same and cursor == "keep" and len(self._drawn) == len(cells):
             self._update_cells(rows, cells)
             return
-        current, index = self.current_idem(), self.cursor_row
         self.clear()
         for row, row_cells in zip(rows, cells, strict=True):
             self.add_row(*row_cells, key=row.idem)
