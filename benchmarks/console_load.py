@@ -1,7 +1,7 @@
 """The console on a big ledger while its reclaim loop works.
 
     python benchmarks/console_load.py [--rows 1000000] [--inflight 1000] [--presses 200]
-                                      [--engine process|thread] [--pg URL|auto]
+                                      [--engine process|thread] [--pg URL|auto] [--burn N]
 
 1. A ledger of `--rows` synthetic rows (bulk insert, one transaction; cached
    under /tmp, named by row count and schema version, and copied, since
@@ -186,6 +186,11 @@ def pg_ledger(rows: int, server: PostgresServer, cache: bool) -> tuple[str, str]
     )
     print(f"database {run} from {cached} in {time.perf_counter() - started:.1f}s", flush=True)
     return server.dsn(run), run
+
+
+def burn() -> subprocess.Popen[bytes]:
+    """A process that keeps one CPU busy until killed (the machine loaded)."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
 def start_emulator(port: int) -> subprocess.Popen[bytes]:
@@ -445,6 +450,13 @@ def main() -> None:
         "--texts", type=int, default=8, help="free-text filters per kind (7 kinds; issue 14)"
     )
     parser.add_argument(
+        "--burn",
+        type=int,
+        default=0,
+        help="processes spinning a CPU each while the console is measured (issue 14 asks"
+        " for the key p99 with the machine loaded: on 2 cores, --burn 2 gives load ~4)",
+    )
+    parser.add_argument(
         "--pg",
         metavar="URL|auto",
         default=None,
@@ -460,6 +472,7 @@ def main() -> None:
     server: PostgresServer | None = None
     run_db: str | None = None
     emulator: subprocess.Popen[bytes] | None = None
+    burners: list[subprocess.Popen[bytes]] = []
     try:
         if args.pg is None:
             db, where = str(ledger_copy(args.rows, workdir)), "SQLite"
@@ -478,6 +491,7 @@ def main() -> None:
         load = os.getloadavg()[0]
         seconds = asyncio.run(seed_inflight(db, base_url, args.inflight, workdir / "out"))
         print(f"{args.inflight} jobs in flight on the emulator (created in {seconds:.1f}s)")
+        burners = [burn() for _ in range(args.burn)]
         timings = asyncio.run(
             measure(db, base_url, args.presses, workdir / "out", args.engine, texts)
         )
@@ -486,10 +500,13 @@ def main() -> None:
         )
         print(
             f"engine: in a {args.engine}; load average {load:.2f} at the start,"
-            f" {os.getloadavg()[0]:.2f} at the end"
+            f" {os.getloadavg()[0]:.2f} at the end; {args.burn} CPU burner(s) during it"
         )
         report(timings)
     finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait(10)
         if emulator is not None:
             os.killpg(emulator.pid, signal.SIGTERM)
             emulator.wait(10)

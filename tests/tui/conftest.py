@@ -96,7 +96,7 @@ async def _seed(seeded: Seeded) -> None:
         sink_fn(idem, result)
         await directory.deliver(idem, result)
 
-    config = EngineConfig(max_attempts=5, orphan_policy=OrphanPolicy.HOLD, actor="tick")
+    config = EngineConfig(max_attempts=5, orphan_policy=OrphanPolicy.HOLD, actor=Actor.TICK)
     engine = Engine(ledger, fake, CallableSink(deliver, "test"), config=config, owner=SEED_OWNER)
     roles = {
         "consumed": spec("Summarise the Q3 billing migration"),

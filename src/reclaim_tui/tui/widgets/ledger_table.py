@@ -6,12 +6,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.tui.format import age, next_poll, short, shorten_error
@@ -40,8 +42,19 @@ STATUS_COLOURS = {
     Status.FAILED: "error",
     Status.CANCELLED: "foreground-darken-3",
 }
+#: Plain cells whose segments are kept (a few windows' worth; then drawn afresh).
+PLAIN_CELLS_KEPT = 8192
 #: Width of every column but the last error, padding included (the error gets the rest).
 FIXED_WIDTH = 118
+
+
+def _plain_text(cell: object) -> bool:
+    """A one-line Text of characters one cell wide each, without spans or
+    overflow settings: the cells `LedgerTable` measures and draws itself."""
+    if type(cell) is not Text or cell.spans or cell.no_wrap or cell.overflow:
+        return False
+    plain = cell.plain
+    return plain.isprintable() and cell_len(plain) == len(plain)
 
 
 class LedgerTable(DataTable[Text]):
@@ -81,6 +94,8 @@ class LedgerTable(DataTable[Text]):
         self._asked: tuple[str, int] | None = None
         #: Windows drawn so far (benchmarks and tests wait on it).
         self.renders = 0
+        #: Cells drawn by `_plain_cell`, by what they are made of.
+        self._plain_cells: dict[tuple[object, ...], list[list[Segment]]] = {}
 
     def on_mount(self) -> None:
         for key, label in COLUMNS[:-1]:
@@ -154,6 +169,160 @@ class LedgerTable(DataTable[Text]):
                 if a.plain != b.plain or a.style != b.style:
                     self.update_cell(row.idem, key, a)
         self._drawn = cells
+
+    # -- drawing a cell ------------------------------------------------------------------
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """DataTable's, with the widths of plain one-line cells taken as their
+        length instead of measured through Rich (a new window measured its
+        ~1,000 cells that way: a third of its cost)."""
+        columns, rest = self.ordered_columns, []
+        for row_key in new_rows:
+            row = self.rows.get(row_key)
+            if row is None or row_key not in self._row_locations:
+                continue  # removed before the table was idle: DataTable skips it too
+            data = self._data[row_key]
+            cells = [data.get(column.key) for column in columns]
+            if row.label is not None or row.auto_height or not all(_plain_text(c) for c in cells):
+                rest.append(row_key)
+                continue
+            for column, cell in zip(columns, cells, strict=True):
+                assert isinstance(cell, Text)
+                width = cell_len(cell.plain)
+                if width > column.content_width:
+                    column.content_width = width
+        super()._update_dimensions(rest)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        """One cell's segments: DataTable's own, built directly for the cells this
+        table draws.
+
+        DataTable renders every visible cell through Rich (Styled(Padding(Text)),
+        `console.render_lines`) and keys its cache on a counter that any
+        `update_cell` bumps: the once-a-second refresh of the ages and every new
+        window re-rendered ~480 cells at ~0.12 ms each, the console's largest
+        cost under load (issue 14). A one-line cell of plain text (no spans, no
+        wide or control characters, fitting its column) comes out of Rich as a
+        padding space, the text, the fill and a padding space, each styled
+        `base + row/column meta + cursor/hover style [+ the text's style] +
+        post style`; that is built here without Rich. Anything else (the
+        header, a fixed cell, a taller row, a cell that would be cropped or
+        hold a wide character) is DataTable's. tests/tui/test_table_render.py
+        compares both for every cell shape the table draws.
+        """
+        fast = self._plain_cell(row_index, column_index, base_style, width, cursor, hover)
+        if fast is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        return fast
+
+    def _plain_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool,
+        hover: bool,
+    ) -> list[list[Segment]] | None:
+        if row_index < self.fixed_rows or column_index < self.fixed_columns or row_index < 0:
+            return None  # the header, a row label, a fixed cell
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None or self.rows[row_key].height != 1:
+            return None
+        cell = self._data[row_key].get(column_key)
+        if not _plain_text(cell):
+            return None
+        assert isinstance(cell, Text)
+        plain, text_style = cell.plain, cell.style
+        if len(plain) > width - 2 * self.cell_padding or not isinstance(text_style, Style | str):
+            return None
+        if isinstance(text_style, str):
+            if text_style:
+                return None  # a style by name: Rich's parse
+            text_style = Style.null()
+        justify = cell.justify
+        if justify == "right" and (text_style or not plain):
+            return None  # where the fill's style and an empty text were not compared
+        if justify not in (None, "default", "left", "right"):
+            return None
+        # Keyed on what the segments are made of (not on DataTable's update
+        # counter): a refresh that changed a few ages draws only those again.
+        key = (
+            row_index,
+            column_index,
+            base_style,
+            width,
+            cursor,
+            hover,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority,
+            self.cursor_background_priority,
+            self._pseudo_class_state,
+            plain,
+            text_style,
+            justify,
+        )
+        drawn = self._plain_cells.get(key)
+        if drawn is None:
+            if len(self._plain_cells) >= PLAIN_CELLS_KEPT:
+                self._plain_cells.clear()
+            drawn = self._plain_cells[key] = self._draw_plain(
+                row_index,
+                column_index,
+                base_style,
+                width,
+                cursor,
+                hover,
+                plain,
+                text_style,
+                justify,
+            )
+        return drawn
+
+    def _draw_plain(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool,
+        hover: bool,
+        plain: str,
+        text_style: Style,
+        justify: str | None,
+    ) -> list[list[Segment]]:
+        pad, room = self.cell_padding, width - 2 * self.cell_padding
+        component, post = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        plain_style = pre + post
+        spaces = Segment(" " * pad, plain_style)
+        fill = room - len(plain)
+        if justify == "right":
+            return [[spaces, Segment(" " * fill + plain, pre + text_style + post), spaces]]
+        line = [spaces, Segment(plain, pre + text_style + post)]
+        if fill:
+            line.append(Segment(" " * fill, plain_style))
+        line.append(spaces)
+        return [line]
 
     def _cells(
         self, row: Row, now: float, marks: set[str], dead: set[str], styles: dict[Status, Style]
