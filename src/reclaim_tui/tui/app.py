@@ -17,6 +17,7 @@ Workers of the app and what they post:
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -71,6 +72,7 @@ class ReclaimApp(App[None]):
         self.main.state.detail_width = self.remembered.detail_width or 2
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
+        self._froze = False
 
     def _apply(self, saved: ConsoleSettings) -> None:
         if saved.theme is not None:
@@ -99,12 +101,33 @@ class ReclaimApp(App[None]):
         return self.main
 
     def on_main_screen_ready(self) -> None:
+        self._freeze_startup_objects()
         self.boot()
+
+    def _freeze_startup_objects(self) -> None:
+        """Move everything alive now (the imports, the widget tree: ~200,000
+        objects) out of the collector's sight.
+
+        CPython's full collections scan every tracked object; with the
+        console's churn of segments and strips one ran every few seconds and
+        took ~200 ms of the UI thread (`console_load.py` with a gc callback,
+        issue 14), which a key pressed then waited out. Frozen objects are
+        still freed by reference counting; only cycles among them outlive
+        their use, and the objects alive at start-up are the console's for
+        its whole run. Undone at unmount (tests run many consoles in one
+        process)."""
+        if self.config.freeze_gc and not self._froze:
+            gc.collect()  # what is garbage now is not frozen with the rest
+            gc.freeze()
+            self._froze = True
 
     def on_main_screen_panels_changed(self) -> None:
         self.remember()
 
     async def on_unmount(self) -> None:
+        if self._froze:
+            gc.unfreeze()
+            self._froze = False
         if self.host is not None:
             await self.host.stop()
         if self.reader is not None:

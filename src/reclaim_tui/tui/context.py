@@ -29,6 +29,9 @@ class ConsoleConfig:
     #: How often the console looks for changes made by anyone (cron ticks too).
     watch_every: float = 1.0
     subtitle: str = ""
+    #: Freeze the objects alive once the screen is up (`gc.freeze`): see
+    #: `ReclaimApp.on_main_screen_ready`.
+    freeze_gc: bool = True
 
     @property
     def files_dir(self) -> Path:

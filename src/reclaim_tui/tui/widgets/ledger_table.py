@@ -42,8 +42,9 @@ STATUS_COLOURS = {
     Status.FAILED: "error",
     Status.CANCELLED: "foreground-darken-3",
 }
-#: Plain cells whose segments are kept (a few windows' worth; then drawn afresh).
-PLAIN_CELLS_KEPT = 8192
+#: Plain cells whose segments are kept (four screens' worth; then drawn afresh: each
+#: kept cell is ~8 objects the garbage collector scans).
+PLAIN_CELLS_KEPT = 2048
 #: Width of every column but the last error, padding included (the error gets the rest).
 FIXED_WIDTH = 118
 
