@@ -14,7 +14,7 @@ from reclaim_tui.core.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import JobSpec, RemoteInteraction, Status
+from reclaim_tui.core.models import Actor, JobSpec, RemoteInteraction, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.runner.service import ServiceLoop
 
@@ -191,3 +191,46 @@ async def test_the_service_outlives_a_database_restart(tmp_path: Path) -> None:
             await other.close()
     finally:
         server.cleanup()
+
+
+class _LazyBackend(FakeBackend):
+    """A backend whose client is built on its first call, as GeminiBackend's is."""
+
+    built = False
+
+    async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
+        self.built = True
+        return await super().create(spec, idem)
+
+
+async def test_the_service_freezes_its_objects_once_the_client_is_built(
+    tmp_path: Path,
+) -> None:
+    """Issue 14: the full collections of a warm service scanned google-genai's
+    objects again and again; they are frozen once the client exists (not
+    before: the SDK is imported with it), once, and given back at the end."""
+    import gc
+
+    ledger = await Ledger.open(tmp_path / "ledger.db")
+    try:
+        backend = _LazyBackend()
+        engine = Engine(ledger, backend, DirectorySink(tmp_path / "out"), config=CONFIG)
+        loop = ServiceLoop(engine, out=io.StringIO(), min_sleep=3600.0, max_sleep=3600.0)
+        task = asyncio.create_task(loop.run())
+        await _until(lambda: loop.passes == 1)
+        assert gc.get_freeze_count() == 0  # nothing due: the client is not built
+        await ledger.insert_jobs(
+            [("k" * 32, JobSpec(input="one", model="m").to_json(), "m")], Actor.CLI
+        )
+        loop.wake.set()
+        await _until(lambda: loop.passes == 2)
+        frozen = gc.get_freeze_count()
+        assert backend.built and frozen > 1000
+        loop.wake.set()
+        await _until(lambda: loop.passes == 3)
+        assert gc.get_freeze_count() <= frozen  # frozen once
+        loop.signal()
+        assert await asyncio.wait_for(task, 60) == 0
+        assert gc.get_freeze_count() == 0
+    finally:
+        await ledger.close()
