@@ -2,21 +2,29 @@
 and must draw exactly what DataTable draws.
 
 `LedgerTable._render_cell` builds the segments of a one-line plain cell without
-Rich, and `_update_dimensions` takes such a cell's width as its length. Each is
+Rich, `_render_line` a screen line of such cells without DataTable's bookkeeping,
+and `_update_dimensions` takes such a cell's width as its length. Each is
 compared here with DataTable's own method on the same table: cell by cell (every
-column, cursor and hover on and off, dark and light theme), column widths, and
-the whole screen as an SVG screenshot with the table's own drawing switched off.
+column, cursor and hover on and off, dark and light theme), line by line (the
+cursor and hover on each row, scrolled sideways, after a theme change), column
+widths, and the whole screen as an SVG screenshot with the table's own drawing
+switched off.
 Cells it must leave to DataTable (wide characters, control characters, spans, a
 text longer than its column) are checked to go there.
 """
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable
 
 from reclaim_tui.core.models import Row, Status
@@ -162,6 +170,110 @@ async def test_column_widths_are_datatable_s() -> None:
         assert [c.content_width for c in table.ordered_columns] == ours_widths
 
 
+def stock_line(table: LedgerTable, y: int, x1: int, x2: int) -> Strip:
+    """DataTable's own line, drawn with DataTable's own cells, its caches bypassed."""
+    DataTable._clear_caches(table)
+    table._render_cell = functools.partial(DataTable._render_cell, table)  # type: ignore[method-assign]
+    table._get_row_style = functools.partial(DataTable._get_row_style, table)  # type: ignore[method-assign]
+    try:
+        return DataTable._render_line(table, y, x1, x2, table.rich_style)
+    finally:
+        del table._render_cell
+        del table._get_row_style
+
+
+def assert_lines_match(table: LedgerTable, x1: int, what: object) -> int:
+    """Every line of the table (header and blank lines below the rows too) as
+    DataTable draws it; returns how many the table drew itself."""
+    width, own = table.size.width, 0
+    for y in range(len(table.rows) + 3):
+        ours_line = table._render_line(y, x1, x1 + width, table.rich_style)
+        assert list(ours_line) == list(stock_line(table, y, x1, x1 + width)), (what, y)
+        # Drawn again, from the table's own cache: still the same.
+        again = table._plain_line(y, x1, x1 + width, table.rich_style)
+        if again is not None:
+            own += 1
+            assert list(again) == list(ours_line), (what, y)
+    return own
+
+
+@pytest.mark.parametrize("size", [(160, 40), (80, 24)])
+async def test_every_line_is_drawn_as_datatable_draws_it(size: tuple[int, int]) -> None:
+    app = TableApp()
+    async with app.run_test(size=size) as pilot:
+        table = app.query_one(LedgerTable)
+        shown = rows()
+        table.show_rows(shown, NOW, {shown[3].idem}, dead=["x"])
+        await pilot.pause()
+        drawn = 0
+        for theme in ("textual-dark", "textual-light"):
+            # A theme change after lines were kept: none of them may be reused.
+            app.theme = theme
+            await pilot.pause()
+            for cursor_row, hover_row in ((0, 0), (1, 4), (6, 6), (23, 2)):
+                table.move_cursor(row=cursor_row, animate=False)
+                table.hover_coordinate = Coordinate(hover_row, 1)
+                for shown_hover in (False, True):
+                    table._set_hover_cursor(shown_hover)
+                    for x1 in (0, 7):  # scrolled sideways: the line cropped
+                        what = (theme, cursor_row, hover_row, shown_hover, x1)
+                        drawn += assert_lines_match(table, x1, what)
+        # Unfocused: the cursor is drawn in another colour.
+        app.set_focus(None)
+        await pilot.pause()
+        assert not table.has_focus
+        drawn += assert_lines_match(table, 0, "unfocused")
+        table.show_cursor = False
+        drawn += assert_lines_match(table, 0, "no cursor")
+        # The rows whose cells are all plain (16 of the 24) are the table's own.
+        assert drawn == 16 * (2 * 4 * 2 * 2 + 2)
+
+
+async def test_a_scrolled_paint_is_datatable_s() -> None:
+    """`render_lines` end to end (the style worked out once a paint, the scroll
+    offsets), scrolled down and sideways, against DataTable's own paint."""
+    app = TableApp()
+    async with app.run_test(size=(80, 12)) as pilot:
+        table = app.query_one(LedgerTable)
+        table.show_rows(rows(), NOW, set())
+        await pilot.pause()
+        table.move_cursor(row=20, animate=False)
+        table.scroll_to(x=9, animate=False)
+        await pilot.pause()
+        assert table.scroll_offset.y > 0 and table.scroll_offset.x == 9
+        crop = Region(0, 0, table.size.width, table.size.height)
+        ours_paint = [list(strip) for strip in table.render_lines(crop)]
+        own = len(table._plain_lines)
+        for name in ("render_line", "_render_line", "_get_row_style", "_render_cell"):
+            setattr(table, name, functools.partial(getattr(DataTable, name), table))
+        table._clear_caches()
+        table._styles_cache.clear()
+        stock_paint = [list(strip) for strip in DataTable.render_lines(table, crop)]
+        assert ours_paint == stock_paint
+        assert own >= 5  # drawn by the table itself, not DataTable twice
+
+
+async def test_a_changed_cell_is_drawn_again() -> None:
+    app = TableApp()
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.query_one(LedgerTable)
+        shown = rows(6)
+        table.show_rows(shown, NOW, set())
+        await pilot.pause()
+        first = table._render_line(2, 0, 160, table.rich_style)  # row 1, under the header
+        assert table._plain_lines
+        # The once-a-second refresh: ages moved, the same rows.
+        table.show_rows(shown, NOW + 61, set())
+        await pilot.pause()
+        again = table._render_line(2, 0, 160, table.rich_style)
+        assert again.text != first.text
+        assert list(again) == list(stock_line(table, 2, 0, 160))
+        table.set_mark(shown[1].idem, True)
+        marked = table._render_line(2, 0, 160, table.rich_style)
+        assert marked.text.startswith(" ●")
+        assert list(marked) == list(stock_line(table, 2, 0, 160))
+
+
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)])
 async def test_the_console_looks_the_same_without_the_table_s_own_drawing(
     seeded: Seeded, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
@@ -170,6 +282,9 @@ async def test_the_console_looks_the_same_without_the_table_s_own_drawing(
     for own in (True, False):
         if not own:
             monkeypatch.setattr(LedgerTable, "_plain_cell", lambda *a, **k: None)
+            monkeypatch.setattr(LedgerTable, "_plain_line", lambda *a, **k: None)
+            for name in ("render_lines", "render_line", "_get_row_style"):
+                monkeypatch.setattr(LedgerTable, name, getattr(DataTable, name))
             monkeypatch.setattr(LedgerTable, "_update_dimensions", DataTable._update_dimensions)
         app = seeded.app()
         async with app.run_test(size=size) as pilot:
@@ -177,7 +292,7 @@ async def test_the_console_looks_the_same_without_the_table_s_own_drawing(
             await pilot.press("down", "down")
             await settle(pilot)
             screens.append(app.export_screenshot())
-            drawn = len(app.table._plain_cells)
+            drawn = len(app.table._plain_cells) + len(app.table._plain_lines)
         assert (drawn > 0) is own
     # The SVG names its elements after a hash of the title and content: equal pictures.
     assert screens[0] == screens[1]

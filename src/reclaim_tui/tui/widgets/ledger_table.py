@@ -10,8 +10,11 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual._segment_tools import line_crop
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -45,6 +48,8 @@ STATUS_COLOURS = {
 #: Plain cells whose segments are kept (four screens' worth; then drawn afresh: each
 #: kept cell is ~8 objects the garbage collector scans).
 PLAIN_CELLS_KEPT = 2048
+#: Lines drawn by `_plain_line` that are kept (five 48-row screens).
+PLAIN_LINES_KEPT = 256
 #: Width of every column but the last error, padding included (the error gets the rest).
 FIXED_WIDTH = 118
 
@@ -85,6 +90,15 @@ class LedgerTable(DataTable[Text]):
         column: str
 
     def __init__(self, *, id: str | None = None) -> None:
+        # Before DataTable's own: its watchers clear these caches.
+        #: Cells drawn by `_plain_cell`, by what they are made of.
+        self._plain_cells: dict[tuple[object, ...], list[list[Segment]]] = {}
+        #: Lines drawn by `_plain_line`, by what they are made of.
+        self._plain_lines: dict[tuple[object, ...], Strip] = {}
+        #: Zebra row styles, by row parity and base style (see `_get_row_style`).
+        self._row_styles: dict[tuple[object, ...], Style] = {}
+        #: The widget's style while `render_lines` runs (see `render_line`).
+        self._painting: Style | None = None
         super().__init__(cursor_type="row", zebra_stripes=True, id=id)
         self.has_before = False
         self.has_after = False
@@ -95,8 +109,6 @@ class LedgerTable(DataTable[Text]):
         self._asked: tuple[str, int] | None = None
         #: Windows drawn so far (benchmarks and tests wait on it).
         self.renders = 0
-        #: Cells drawn by `_plain_cell`, by what they are made of.
-        self._plain_cells: dict[tuple[object, ...], list[list[Segment]]] = {}
 
     def on_mount(self) -> None:
         for key, label in COLUMNS[:-1]:
@@ -170,6 +182,176 @@ class LedgerTable(DataTable[Text]):
                 if a.plain != b.plain or a.style != b.style:
                     self.update_cell(row.idem, key, a)
         self._drawn = cells
+
+    # -- drawing a line ------------------------------------------------------------------
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._plain_lines.clear()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        # What the cursor, hover and zebra stripes look like may have changed.
+        self._plain_lines.clear()
+        self._plain_cells.clear()
+        self._row_styles.clear()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The widget's style is worked out once a paint, not once a line:
+        # `rich_style` walks the ancestors (~25 us, x 50 lines, every paint).
+        self._painting = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._painting = None
+
+    def render_line(self, y: int) -> Strip:
+        base_style = self._painting
+        if base_style is None:
+            return super().render_line(y)
+        # DataTable's, with the style worked out in `render_lines`.
+        scroll_x, scroll_y = self.scroll_offset
+        fixed_height = self.header_height if self.show_header else 0
+        for row_index in range(self.fixed_rows):
+            row_key = self._row_locations.get_key(row_index)
+            if row_key is not None:
+                fixed_height += self.get_row_height(row_key)
+        if y >= fixed_height:
+            y += scroll_y
+        return self._render_line(y, scroll_x, scroll_x + self.size.width, base_style)
+
+    def _get_row_style(self, row_index: int, base_style: Style) -> Style:
+        """DataTable's, kept: it resolves a component's CSS (~70 us) for every
+        line drawn. Cleared with the styles (`notify_style_update`)."""
+        if row_index < max(0, self.fixed_rows) or not self.zebra_stripes:
+            return super()._get_row_style(row_index, base_style)
+        key = (row_index % 2, base_style, self._pseudo_class_state)
+        style = self._row_styles.get(key)
+        if style is None:
+            if len(self._row_styles) >= 64:
+                self._row_styles.clear()
+            style = self._row_styles[key] = super()._get_row_style(row_index, base_style)
+        return style
+
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        """One screen line: DataTable's, drawn directly for a row of plain cells.
+
+        DataTable keys its line and row caches on a counter that every
+        `update_cell` bumps, so the once-a-second refresh of the ages and every
+        cursor move drew each visible line again through `_render_line_in_row`,
+        whose bookkeeping per cell (a Coordinate, the cursor and hover tests,
+        the column's width, the row's zebra style) cost as much as drawing the
+        cells themselves. Here a data row whose cells are all plain one-line
+        text (see `_render_cell`) is drawn from those cells and kept by what it
+        is made of: a moved cursor draws two lines again, not the screen.
+        Anything else (the header, labels, fixed rows or columns, another
+        cursor type, a taller row, a cell DataTable must draw) is DataTable's;
+        tests/tui/test_table_render.py compares both line by line.
+        """
+        strip = self._plain_line(y, x1, x2, base_style)
+        return strip if strip is not None else super()._render_line(y, x1, x2, base_style)
+
+    def _plain_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip | None:
+        if (
+            self.cursor_type != "row"
+            or self.fixed_rows
+            or self.fixed_columns
+            or (self._labelled_row_exists and self.show_row_labels)
+        ):
+            return None
+        try:
+            row_key, line_no = self._get_offsets(y)
+        except LookupError:
+            return None  # past the last row: DataTable's blank line
+        if line_no or row_key is self._header_row_key:
+            return None
+        row = self.rows.get(row_key)
+        row_index = self._row_locations.get(row_key)
+        if row is None or row_index is None or row.height != 1:
+            return None
+        columns = self.ordered_columns
+        data = self._data[row_key]
+        parts: list[tuple[object, ...]] = []
+        for column in columns:
+            cell = data.get(column.key)
+            if type(cell) is not Text or cell.spans or cell.no_wrap or cell.overflow:
+                return None
+            parts.append((cell.plain, cell.style, cell.justify, column.get_render_width(self)))
+        width = self.size.width
+        cursor = row_index == self.cursor_coordinate.row
+        hover = row_index == self.hover_coordinate.row
+        key = (
+            row_index,
+            x1,
+            x2,
+            width,
+            base_style,
+            cursor,
+            hover,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority,
+            self.cursor_background_priority,
+            self.zebra_stripes,
+            self._row_label_column_width,
+            self._pseudo_class_state,
+            tuple(parts),
+        )
+        strip = self._plain_lines.get(key)
+        if strip is None:
+            strip = self._draw_line(row_index, x1, x2, width, base_style, cursor, hover, parts)
+            if strip is None:
+                return None
+            if len(self._plain_lines) >= PLAIN_LINES_KEPT:
+                self._plain_lines.clear()
+            self._plain_lines[key] = strip
+        return strip
+
+    def _draw_line(
+        self,
+        row_index: int,
+        x1: int,
+        x2: int,
+        width: int,
+        base_style: Style,
+        cursor: bool,
+        hover: bool,
+        parts: list[tuple[object, ...]],
+    ) -> Strip | None:
+        """The line as `DataTable._render_line_in_row` and `_render_line` build it:
+        the cells, then a space filling the widget's width in the row's style."""
+        row_style = self._get_row_style(row_index, base_style)
+        segments: list[Segment] = []
+        table_width = self._row_label_column_width
+        for column_index, part in enumerate(parts):
+            cell_width = part[-1]
+            assert isinstance(cell_width, int)
+            table_width += cell_width
+            lines = self._plain_cell(row_index, column_index, row_style, cell_width, cursor, hover)
+            if lines is None:
+                return None  # a cell DataTable must draw (too long, a wide character...)
+            segments.extend(lines[0])
+        extend_style, _ = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            False,
+            False,
+        )
+        extend_style = (
+            row_style
+            + extend_style
+            + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+        )
+        segments.append(Segment(" " * max(0, width - table_width), extend_style))
+        return (
+            Strip(line_crop(segments, x1, x2, width))
+            .adjust_cell_length(width, base_style)
+            .simplify()
+        )
 
     # -- drawing a cell ------------------------------------------------------------------
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
