@@ -88,6 +88,32 @@ def test_a_missing_file_says_so_with_its_path(tmp_path: Path) -> None:
     assert "line 0" not in message
 
 
+def test_a_line_that_is_not_json_says_so_plainly() -> None:
+    """Issue 15, defect 10: the parser's "Expecting value: line 1 column 1
+    (char 0)" named neither the problem nor what a line should be."""
+    lines = [
+        "hello",  # a bare word
+        "{'prompt': 'x'}",  # Python's quotes
+        '{"prompt": "x"',  # not closed
+        '{"prompt": "x"} {"prompt": "y"}',  # two objects on one line
+        '{"prompt": "x",}',  # a trailing comma
+    ]
+    with pytest.raises(JobsFileError) as err:
+        parse_jobs(lines, source="jobs.jsonl", default_model="m")
+    problems = dict(err.value.problems)
+    assert sorted(problems) == [1, 2, 3, 4, 5]
+    for number, why in problems.items():
+        assert why.startswith("not JSON"), why
+        assert "Expecting" not in why and "char " not in why, why
+        # What a line should look like, said once.
+        assert ('{"prompt": ' in why) is (number == 1), why
+    assert "column 1" in problems[1]
+    assert "double quotes" in problems[2]
+    assert "ends before" in problems[3]
+    assert "one object per line" in problems[4]
+    assert "double quotes" in problems[5] or "comma" in problems[5]
+
+
 def test_size_is_measured_as_sent_not_as_typed() -> None:
     # 600 KB of UTF-8 (two bytes a character) is 1.8 MB of \u escapes on the wire.
     line = json.dumps({"input": "é" * 300_000}, ensure_ascii=False)

@@ -147,6 +147,33 @@ def _check_sent_size(job: JobSpec) -> None:
         )
 
 
+#: The json module's messages, said for someone writing a jobs file by hand.
+_JSON_REASONS = {
+    "Expecting value": "a value was expected (text goes in double quotes)",
+    "Expecting property name enclosed in double quotes": (
+        "names go in double quotes, and no comma after the last one"
+    ),
+    "Expecting ',' delimiter": "a comma is missing",
+    "Expecting ':' delimiter": "a colon is missing after a name",
+    "Extra data": "more follows the first object: one object per line",
+    "Unterminated string starting at": "a string is not closed",
+    "Invalid \\escape": "a backslash escape JSON does not know",
+    "Invalid control character at": "a tab or line break inside a string (write \\t or \\n)",
+}
+_JSON_EXAMPLE = '{"prompt": "Summarise this", "model": "gemini-3-flash"}'
+
+
+def _json_problem(text: str, exc: json.JSONDecodeError, *, example: bool) -> str:
+    """What is wrong with a line that is not JSON, without the parser's jargon
+    (and, the first time, what a line looks like)."""
+    if exc.pos >= len(text) and exc.msg != "Extra data":
+        reason = 'the line ends before its JSON does (a {, [ or " not closed)'
+    else:
+        reason = _JSON_REASONS.get(exc.msg, exc.msg[:1].lower() + exc.msg[1:])
+    hint = f"; each line is one object, e.g. {_JSON_EXAMPLE}" if example else ""
+    return f"not JSON at column {exc.colno}: {reason}{hint}"
+
+
 def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
     """Validate every line; return the jobs or raise JobsFileError naming each bad line."""
     jobs: list[JobSpec] = []
@@ -160,7 +187,16 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
             continue
         try:
-            job = _validate(json.loads(text), default_model)
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            said = any(why.startswith("not JSON") for _, why in problems)
+            problems.append((number, _json_problem(text, exc, example=not said)))
+            continue
+        except RecursionError:
+            problems.append((number, "nested too deeply to read"))
+            continue
+        try:
+            job = _validate(obj, default_model)
             idem = idempotency_key(job)
             job.to_json().encode("utf-8")  # lone surrogates cannot be stored or sent
             _check_sent_size(job)
