@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 
 from textual.widgets import Input, TabbedContent, TextArea
@@ -375,6 +376,31 @@ async def test_ctrl_e_exports_the_filtered_rows(seeded: Seeded, tmp_path: Path) 
         assert await until(pilot, notified(pilot, "exported 2 rows"))
     lines = [json.loads(line) for line in target.read_text().splitlines()]
     assert {d["idem"] for d in lines} == {seeded.keys["submitted"], seeded.keys["submitted2"]}
+
+
+async def test_ctrl_e_writes_iso_times_the_spec_as_an_object_and_the_result(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    """Issue 15, defect 8: timestamps were epoch floats, the spec a JSON string
+    inside JSON, and neither the result nor its usage was exported."""
+    target = tmp_path / "consumed.jsonl"
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "6")  # consumed
+        await press(pilot, "ctrl+e")
+        assert isinstance(app.screen, ExportScreen)
+        app.screen.query_one("#export-path", Input).value = str(target)
+        await press(pilot, "enter")
+        assert await until(pilot, notified(pilot, "exported 1 row"))
+    (line,) = [json.loads(text) for text in target.read_text().splitlines()]
+    assert line["idem"] == seeded.keys["consumed"]
+    for name in ("created_at", "submitted_at", "done_at", "consumed_at", "updated_at"):
+        assert isinstance(line[name], str) and line[name].endswith("Z"), (name, line[name])
+        datetime.fromisoformat(line[name])
+    assert line["spec"]["input"] == "Summarise the Q3 billing migration"
+    assert "Summarise the Q3 billing migration" in line["output_text"]
+    assert line["usage"]["total_input_tokens"] == 7
 
 
 async def test_ctrl_e_exports_csv(seeded: Seeded, tmp_path: Path) -> None:

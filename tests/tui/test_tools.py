@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 
+from textual.widgets import Static
+
 from reclaim_tui.core.models import Status
 from reclaim_tui.tui.screens.charts import ChartsScreen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.costs import CostsScreen
+from reclaim_tui.tui.screens.follow import FollowScreen
 from reclaim_tui.tui.screens.tools import archive_path
 from reclaim_tui.tui.widgets.command_line import CommandLine
+from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from tests.tui.conftest import Seeded
-from tests.tui.pilot_helpers import SIZE, notified, press, select, settle, until
+from tests.tui.pilot_helpers import SIZE, notified, press, select, settle, shown, until
 
 
 async def _command(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -133,3 +137,74 @@ async def test_a_bulk_retry_says_what_it_will_cost(seeded: Seeded) -> None:
         assert "from their model's average" in screen.question, screen.question
         await press(pilot, "n")
     assert (await seeded.get("failed")).status == Status.FAILED
+
+
+async def test_the_detail_and_the_follow_view_show_a_result_s_tokens_and_cost(
+    seeded: Seeded,
+) -> None:
+    """Issue 15: tokens per row, priced at the dated table (the fake answers
+    7 input tokens and one output token per word)."""
+    app = seeded.app()
+    consumed = seeded.keys["consumed"]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "6")  # consumed
+        await select(pilot, consumed)
+        pane = app.query_one(DetailPane)
+        assert await until(pilot, lambda: pane.prices is not None)
+
+        def detail_text() -> str:
+            return str(pane.query_one("#detail-body", Static).content)
+
+        assert await until(pilot, lambda: "$0.0001 (prices" in detail_text()), detail_text()
+        line = next(x for x in detail_text().splitlines() if x.strip().startswith("tokens"))
+        # 15 tokens of a Flash model: less than a hundredth of a cent, said so.
+        assert "7 in · 8 out = <$0.0001 (prices as of" in line, line
+        await press(pilot, "f")
+        assert await until(pilot, lambda: isinstance(app.screen, FollowScreen))
+        state = app.screen.query_one("#follow-state", Static)
+        assert await until(pilot, lambda: "<$0.0001" in str(state.content)), str(state.content)
+        await press(pilot, "escape")
+        # A row with no result yet says nothing of tokens.
+        await press(pilot, "1")
+        await select(pilot, seeded.keys["submitted"])
+        assert await until(pilot, lambda: "tokens" not in detail_text())
+
+
+async def test_costs_cover_the_rows_the_filter_shows(seeded: Seeded) -> None:
+    """Issue 15: totals per filter (they covered the whole tab, the filter
+    ignored; on the orphans tab, every row of the ledger)."""
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+
+        async def costs() -> CostsScreen:
+            await press(pilot, "dollar_sign")
+            assert await until(pilot, lambda: isinstance(app.screen, CostsScreen))
+            screen = app.screen
+            assert isinstance(screen, CostsScreen)
+            assert await until(pilot, lambda: bool(screen.rows))
+            return screen
+
+        for query, expected in (
+            ("model:pro", {"done": 1, "submitted": 1}),  # done and submitted2
+            ("Q3 billing", {"consumed": 1}),  # free text, through the index
+        ):
+            await press(pilot, "slash")
+            app.query_one("#filter").value = ""  # type: ignore[attr-defined]
+            await pilot.press(*query, "enter")
+            count = sum(expected.values())
+            assert await until(pilot, lambda: len(shown(pilot)) == count)  # noqa: B023
+            screen = await costs()
+            assert {row.key: row.rows for row in screen.rows} == expected, query
+            assert f"filter '{query}'" in screen.scope
+            await press(pilot, "escape")
+        await press(pilot, "slash")
+        app.query_one("#filter").value = ""  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await press(pilot, "3")  # orphans
+        assert await until(pilot, lambda: len(shown(pilot)) >= 1)
+        orphans = len(shown(pilot))
+        screen = await costs()
+        assert {row.key: row.rows for row in screen.rows} == {"reserving": orphans}
+        assert screen.scope == "the orphans tab"

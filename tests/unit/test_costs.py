@@ -18,6 +18,7 @@ from reclaim_tui.core.costs import (
     cost_of,
     cost_totals,
     estimate_resubmit,
+    format_usd,
     grand_total,
     load_prices,
 )
@@ -225,3 +226,11 @@ def test_costs_command_prints_json_and_refuses_a_bad_prices_file(
     refused = runner.invoke(costs, ["--db", db_url, "--prices", str(bad)])
     assert refused.exit_code == 2
     assert str(bad) in refused.stderr and "not valid JSON" in refused.stderr
+
+
+def test_dollars_below_a_hundredth_of_a_cent_are_not_shown_as_zero() -> None:
+    assert format_usd(0.0) == "$0.0000"
+    assert format_usd(0.0000124) == "<$0.0001"  # 15 tokens of a Flash model
+    assert format_usd(0.00005) == "$0.0001"
+    assert format_usd(0.0123) == "$0.0123"
+    assert format_usd(1234.5) == "$1,234.50"

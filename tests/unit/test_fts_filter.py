@@ -26,6 +26,7 @@ import pytest
 
 from reclaim_tui.core import queries, text_search
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.costs import CostFilter, cost_totals, load_prices
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.queries import SORTS, ConsoleReader, RowFilter, View
@@ -238,6 +239,27 @@ async def test_export_and_mark_all_see_the_same_rows(reader: ConsoleReader) -> N
     view = View(filter=RowFilter(text="needle"))
     idems, capped = await reader.matching_idems(view, cap=1000)
     assert not capped and idems == await walk(reader, view, 100)
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        View(filter=RowFilter(text="needle")),
+        View(statuses=frozenset({Status.RESERVING}), filter=RowFilter(text="needle")),
+        View(filter=RowFilter(text="no such text anywhere")),
+        View(filter=RowFilter(models=("m",))),
+    ],
+)
+async def test_costs_of_a_view_count_the_rows_it_shows(reader: ConsoleReader, view: View) -> None:
+    """The console's `$` under a filter totals the rows the table shows (the
+    view's ids as a subquery of the costs' SQL), on both engines."""
+    sql, params = await reader.view_ids_sql(view)
+    totals = await cost_totals(
+        reader.background,
+        load_prices(None, environ={}),
+        where=CostFilter(rows=(sql, tuple(params))),
+    )
+    assert sum(row.rows for row in totals) == len(await walk(reader, view, 100))
 
 
 def test_trigrams_are_quoted_fts5_strings() -> None:

@@ -140,7 +140,9 @@ def _count(value: Any) -> int:
 
 def format_usd(usd: float) -> str:
     """Dollars with cents, or four decimals below a dollar (a short job costs
-    fractions of a cent)."""
+    fractions of a cent); less than that is said as such, not as $0.0000."""
+    if 0 < usd < 0.00005:
+        return "<$0.0001"
     return f"${usd:,.2f}" if usd >= 1 else f"${usd:.4f}"
 
 
@@ -241,13 +243,16 @@ def _price(entry: Any, where: str) -> Price:
 # -- totals over the ledger ------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class CostFilter:
-    """Which rows count: statuses (empty: all), models (empty: all), and the
-    time their result was stored (else created) in [since, until)."""
+    """Which rows count: statuses (empty: all), models (empty: all), the
+    time their result was stored (else created) in [since, until), and `rows`:
+    a `SELECT id FROM jobs …` with its parameters (the console's view: its
+    tab, filter text and tokens; `ConsoleReader.view_ids_sql`)."""
 
     statuses: frozenset[Status] = frozenset()
     models: tuple[str, ...] = ()
     since: float | None = None
     until: float | None = None
+    rows: tuple[str, tuple[Any, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +339,9 @@ def _totals_sql(by: GroupBy, where: CostFilter) -> tuple[str, list[Any]]:
     if where.until is not None:
         clauses.append(f"{when} < ?")
         params.append(where.until)
+    if where.rows is not None:
+        clauses.append(f"j.id IN ({where.rows[0]})")
+        params += list(where.rows[1])
     sql = (
         f"SELECT {_KEYS[by]}, j.model, {usage_sums_sql()}"
         " FROM jobs AS j LEFT JOIN results AS r ON r.job = j.id"

@@ -346,6 +346,17 @@ class ConsoleReader:
                 return out[:cap], True
         return out, False
 
+    async def view_ids_sql(self, view: View) -> tuple[str, list[Any]]:
+        """`SELECT id FROM jobs WHERE …` of every row the view shows (its
+        statuses, orphans, filter text and tokens), for totals over it (costs)."""
+        hits = await text_hits(self._slow, view.filter.text)
+        clauses, params = _predicates(view, self.clock.now(), self._dead, hits)
+        statuses = view.effective_statuses()
+        if statuses is not None:
+            clauses.insert(0, "status IN (SELECT value FROM json_each(?))")
+            params.insert(0, json.dumps([s.value for s in statuses]))
+        return f"SELECT id FROM jobs WHERE {' AND '.join(clauses) or 'TRUE'}", params
+
     # -- the background refresh ----------------------------------------------------------
     async def refresh_liveness(self) -> list[str]:
         """Lease holders provably dead (their leases count as expired)."""

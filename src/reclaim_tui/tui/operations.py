@@ -370,19 +370,18 @@ async def submit_jobs(
 async def export_rows(
     reader: ConsoleReader, view: View, request: ExportRequest, files_dir: Path
 ) -> Done:
-    """Write every row of `view` to the requested file, a batch at a time."""
+    """Write every row of `view` to the requested file, a batch at a time, as
+    `reclaim-tui export` does: with each stored result's text and usage."""
     path = export_path(request, files_dir)
     written = 0
     try:
         out = await asyncio.to_thread(path.open, "w", encoding="utf-8", newline="")
         try:
             async for rows in reader.iter_view(view):
+                results = await reader.background.results([r.idem for r in rows])
                 buffer = io.StringIO()
-                write_export(rows, request.fmt, buffer)
-                chunk = buffer.getvalue()
-                if request.fmt == "csv" and written:
-                    chunk = chunk.split("\n", 1)[1]  # one header, at the top
-                await asyncio.to_thread(out.write, chunk)
+                write_export(rows, request.fmt, buffer, results=results, header=written == 0)
+                await asyncio.to_thread(out.write, buffer.getvalue())
                 written += len(rows)
         finally:
             await asyncio.to_thread(out.close)

@@ -16,6 +16,7 @@ from textual.binding import BindingType
 from textual.widgets import Header
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.models import Row
 from reclaim_tui.core.queries import ConsoleReader
 from reclaim_tui.errors import LedgerError
@@ -31,16 +32,25 @@ __all__ = ["FollowScreen"]
 class FollowScreen(JobScreen):
     BINDINGS: ClassVar[list[BindingType]] = bindings(on_app=False, view="follow")
 
-    def __init__(self, idem: str, reader: ConsoleReader, clock: Clock, *, readonly: bool) -> None:
+    def __init__(
+        self,
+        idem: str,
+        reader: ConsoleReader,
+        clock: Clock,
+        *,
+        readonly: bool,
+        prices: PriceTable | None = None,
+    ) -> None:
         super().__init__()
         self.idem = idem
+        self.prices = prices
         self.reader = reader
         self.clock = clock
         self.readonly = readonly
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield FollowView(self.idem, id="follow")
+        yield FollowView(self.idem, prices=self.prices, id="follow")
         yield ConsoleFooter()
 
     @property

@@ -134,6 +134,7 @@ class MainScreen(JobScreen):
             mode = "paused (P resumes)" if self.pace.paused else "running"
             note = f"console started; reclaim loop {mode}, a pass every {self.pace.interval:g}s"
         self.query_one(LoopLog).line(self.config.clock.now(), note)
+        self.run_worker(tools.show_prices_in_detail(self), group="prices")
         self.post_message(self.Ready())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -356,7 +357,9 @@ class MainScreen(JobScreen):
         if idem is None or self.feed.reader is None:
             self.notify("no row to follow", severity="warning")
             return
-        screen = FollowScreen(idem, self.feed.reader, self.config.clock, readonly=self.readonly)
+        screen = FollowScreen(
+            idem, self.feed.reader, self.config.clock, readonly=self.readonly, prices=self.prices
+        )
         self.app.push_screen(screen, self._back_from_follow)
 
     def _back_from_follow(self, _: None) -> None:

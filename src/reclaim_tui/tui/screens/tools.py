@@ -24,11 +24,19 @@ from reclaim_tui.tui import operations
 from reclaim_tui.tui.screens.charts import ChartsScreen, chart_loader
 from reclaim_tui.tui.screens.costs import CostsScreen, cost_loader
 from reclaim_tui.tui.widgets.command_line import Command, prune_arguments
+from reclaim_tui.tui.widgets.detail_pane import DetailPane
 
 if TYPE_CHECKING:
     from reclaim_tui.tui.screens.main import MainScreen
 
-__all__ = ["archive_path", "open_charts", "open_costs", "prune_rows", "resubmit_estimate"]
+__all__ = [
+    "archive_path",
+    "open_charts",
+    "open_costs",
+    "prune_rows",
+    "resubmit_estimate",
+    "show_prices_in_detail",
+]
 
 
 async def _prices(screen: MainScreen) -> PriceTable | None:
@@ -42,14 +50,34 @@ async def _prices(screen: MainScreen) -> PriceTable | None:
     return screen.prices
 
 
+async def show_prices_in_detail(screen: MainScreen) -> None:
+    """Read the price table at start, so the detail prices a result's tokens;
+    a broken override file is said when costs are opened (`_prices`), not here."""
+    if screen.prices is None:
+        try:
+            screen.prices = await asyncio.to_thread(load_prices, None)
+        except ConfigError:
+            return
+    pane = screen.query_one(DetailPane)
+    pane.prices = screen.prices
+    pane.redraw(screen.config.clock.now())
+
+
 async def open_costs(screen: MainScreen) -> None:
     prices = await _prices(screen)
     reader = screen.feed.reader
     if prices is None or reader is None:
         return
-    tab = screen.state.tab_spec
-    where = CostFilter(statuses=frozenset({Status(tab.status)})) if tab.status else None
-    scope = f"the {tab.label} tab" if tab.status else ""
+    state, tab = screen.state, screen.state.tab_spec
+    if state.filter_text or tab.orphans:
+        # The rows the table shows, filter and all (the text through its index).
+        sql, params = await reader.view_ids_sql(state.view())
+        where: CostFilter | None = CostFilter(rows=(sql, tuple(params)))
+        shown = f"the {tab.label} tab" if tab.status or tab.orphans else "every status"
+        scope = f"{shown}, filter '{state.filter_text}'" if state.filter_text else shown
+    else:
+        where = CostFilter(statuses=frozenset({Status(tab.status)})) if tab.status else None
+        scope = f"the {tab.label} tab" if tab.status else ""
     load = cost_loader(reader.background, prices, where)
     screen.app.push_screen(CostsScreen(load, prices, scope=scope))
 

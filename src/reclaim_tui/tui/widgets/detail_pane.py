@@ -9,11 +9,12 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from reclaim_tui.core.costs import PriceTable, Tokens, cost_of, format_usd
 from reclaim_tui.core.polling import ASKS
 from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.format import age, next_poll, timestamp
 
-__all__ = ["DetailPane", "lease_text", "pair", "render_detail", "spec_text"]
+__all__ = ["DetailPane", "lease_text", "pair", "render_detail", "spec_text", "usage_text"]
 
 _PREVIEW = 600
 _TIMES = ("created_at", "state_since", "submitted_at", "done_at", "consumed_at", "updated_at")
@@ -60,6 +61,33 @@ def lease_text(detail: Detail, now: float) -> str:
     left = row.lease_until - now
     until = f"expires in {age(left)}" if left > 0 else "expired"
     return f"{row.lease_owner} ({alive}, {until})"
+
+
+def usage_text(detail: Detail, prices: PriceTable | None) -> str | None:
+    """The stored result's tokens and what they cost at `prices` (None: no
+    result yet; without `prices`, the tokens alone)."""
+    result = detail.result
+    if result is None:
+        return None
+    tokens = Tokens.from_usage(result.usage)
+    if tokens is None:
+        return "no token counts in the answer"
+    parts = [f"{tokens.input:,} in", f"{tokens.output:,} out"]
+    for count, name in (
+        (tokens.thought, "thinking"),
+        (tokens.cached, "cached"),
+        (tokens.tool_use, "tool use"),
+    ):
+        if count:
+            parts.append(f"{count:,} {name}")
+    text = " · ".join(parts)
+    if prices is None:
+        return text
+    target = detail.row.job.agent or detail.row.model
+    usd = cost_of(result.usage, target, prices)
+    if usd is None:
+        return f"{text} (no price for {target})"
+    return f"{text} = {format_usd(usd)} (prices as of {prices.as_of})"
 
 
 def _timeline(detail: Detail) -> list[Content]:
@@ -120,8 +148,9 @@ def _asks(detail: Detail) -> list[Content]:
     ]
 
 
-def render_detail(detail: Detail, now: float) -> Content:
+def render_detail(detail: Detail, now: float, prices: PriceTable | None = None) -> Content:
     row = detail.row
+    usage = usage_text(detail, prices)
     status_style = "bold $error" if row.status.value == "failed" else "bold"
     parts = [
         pair("key", row.idem, "bold"),
@@ -133,6 +162,7 @@ def render_detail(detail: Detail, now: float) -> Content:
         pair("lease", lease_text(detail, now)),
         pair("next poll", next_poll(row, now) or "—"),
         pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
+        *([pair("tokens", usage)] if usage is not None else []),
         *_asks(detail),
         _heading("input"),
         Content(spec_text(row.spec)[:2000] + "\n"),
@@ -181,6 +211,8 @@ class DetailPane(VerticalScroll):
         super().__init__(id=id)
         self._detail: Detail | None = None
         self._left: tuple[str, str] | None = None
+        #: What a result's tokens cost (the main screen reads the table at start).
+        self.prices: PriceTable | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Highlight a row to see its detail.", id="detail-body")
@@ -209,7 +241,7 @@ class DetailPane(VerticalScroll):
     def redraw(self, now: float) -> None:
         """The same detail, its ages counted to `now`."""
         if self._detail is not None:
-            self._body().update(self._with_note(render_detail(self._detail, now)))
+            self._body().update(self._with_note(render_detail(self._detail, now, self.prices)))
 
     def forget_left(self, now: float) -> None:
         """Stop saying that a row left the tab (the operator moved on)."""

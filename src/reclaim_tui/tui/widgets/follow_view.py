@@ -8,10 +8,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.models import Event
 from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.format import age, clock_time, next_poll, timestamp
-from reclaim_tui.tui.widgets.detail_pane import lease_text, pair
+from reclaim_tui.tui.widgets.detail_pane import lease_text, pair, usage_text
 
 __all__ = ["FollowView", "event_head", "render_state"]
 
@@ -30,8 +31,9 @@ def _times(detail: Detail) -> list[Content]:
     return [Content("").join([*cells[i : i + 2], Content("\n")]) for i in range(0, len(cells), 2)]
 
 
-def render_state(detail: Detail, now: float) -> Content:
+def render_state(detail: Detail, now: float, prices: PriceTable | None = None) -> Content:
     row = detail.row
+    usage = usage_text(detail, prices)
     style = "bold $error" if row.status.value == "failed" else "bold $accent"
     what = detail.row.job.agent or row.model
     parts = [
@@ -46,6 +48,7 @@ def render_state(detail: Detail, now: float) -> Content:
         pair("lease holder", lease_text(detail, now)),
         pair("next poll", next_poll(row, now) or "—"),
         pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
+        *([pair("tokens", usage)] if usage is not None else []),
         *_times(detail),
     ]
     return Content("").join(parts).rstrip()
@@ -97,9 +100,12 @@ class FollowView(Vertical):
     FollowView.-narrow .event-note { padding-left: 8; }
     """
 
-    def __init__(self, idem: str, *, id: str | None = None) -> None:
+    def __init__(
+        self, idem: str, *, prices: PriceTable | None = None, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.idem = idem
+        self.prices = prices
         self.detail: Detail | None = None
         #: Events shown when the job was first read; later ones are new.
         self._first_seen: int | None = None
@@ -153,4 +159,5 @@ class FollowView(Vertical):
 
     def redraw(self, now: float) -> None:
         if self.detail is not None:
-            self.query_one("#follow-state", Static).update(render_state(self.detail, now))
+            state = render_state(self.detail, now, self.prices)
+            self.query_one("#follow-state", Static).update(state)
