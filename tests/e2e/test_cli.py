@@ -200,8 +200,17 @@ def test_two_ticks_at_once_create_and_consume_each_job_once(
     ws = make_workspace()
     texts = [f"two at once {i}" for i in range(40)]
     jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": t} for t in texts])
+    # Two writers at once wait for each other's write lock: the default busy
+    # timeout (10 s), not the tests' fast 1 s. SQLite's busy handler is not
+    # fair (it sleeps and retries, up to 100 ms apart): a tick committing its
+    # groups back to back kept the other out for over a second once, in a
+    # loaded CI run (exit 4, "locked past busy_timeout"; nothing lost). The
+    # lease must outlast 3 × (request timeout + busy timeout).
+    slow_lock = ("--busy-timeout", "10", "--lease-seconds", "40")
     for round_ in range(2):
-        procs = [ws.popen_tick(jobs=jobs, log_name=f"r{round_}-{i}.log") for i in range(2)]
+        procs = [
+            ws.popen_tick(*slow_lock, jobs=jobs, log_name=f"r{round_}-{i}.log") for i in range(2)
+        ]
         for proc in procs:
             assert proc.wait(120) == 0, proc.log_path.read_text()  # type: ignore[attr-defined]
             assert "locked" not in proc.log_path.read_text()  # type: ignore[attr-defined]
