@@ -5,7 +5,9 @@ confirmation says what it will cost."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 
 from reclaim_tui.core.models import Status
@@ -208,3 +210,22 @@ async def test_costs_cover_the_rows_the_filter_shows(seeded: Seeded) -> None:
         screen = await costs()
         assert {row.key: row.rows for row in screen.rows} == {"reserving": orphans}
         assert screen.scope == "the orphans tab"
+
+
+async def test_a_broken_price_file_leaves_the_tokens_unpriced_and_says_so_at_costs(
+    seeded: Seeded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "prices.json"
+    bad.write_text("{not json", encoding="utf-8")
+    monkeypatch.setenv("RECLAIM_PRICES", str(bad))
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "6")  # consumed
+        await select(pilot, seeded.keys["consumed"])
+        body = app.query_one(DetailPane).query_one("#detail-body", Static)
+        assert await until(pilot, lambda: "7 in · 8 out" in str(body.content))
+        assert "$" not in str(body.content)  # no price table: tokens only
+        await press(pilot, "dollar_sign")
+        assert await until(pilot, notified(pilot, "prices file"))
+        assert not isinstance(app.screen, CostsScreen)

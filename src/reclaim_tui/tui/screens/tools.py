@@ -58,7 +58,10 @@ async def show_prices_in_detail(screen: MainScreen) -> None:
             screen.prices = await asyncio.to_thread(load_prices, None)
         except ConfigError:
             return
-    pane = screen.query_one(DetailPane)
+    panes = screen.query(DetailPane)
+    if not panes:
+        return  # the screen went away meanwhile
+    pane = panes.first()
     pane.prices = screen.prices
     pane.redraw(screen.config.clock.now())
 
@@ -71,7 +74,11 @@ async def open_costs(screen: MainScreen) -> None:
     state, tab = screen.state, screen.state.tab_spec
     if state.filter_text or tab.orphans:
         # The rows the table shows, filter and all (the text through its index).
-        sql, params = await reader.view_ids_sql(state.view())
+        try:
+            sql, params = await reader.view_ids_sql(state.view())
+        except LedgerError as exc:
+            screen.notify(f"costs: {exc}", severity="error", timeout=10)
+            return
         where: CostFilter | None = CostFilter(rows=(sql, tuple(params)))
         shown = f"the {tab.label} tab" if tab.status or tab.orphans else "every status"
         scope = f"{shown}, filter '{state.filter_text}'" if state.filter_text else shown
