@@ -106,12 +106,15 @@ def test_a_line_that_is_not_json_says_so_plainly() -> None:
         assert why.startswith("not JSON"), why
         assert "Expecting" not in why and "char " not in why, why
         # What a line should look like, said once.
-        assert ('{"prompt": ' in why) is (number == 1), why
+        assert ('{"input": ' in why) is (number == 1), why
     assert "column 1" in problems[1]
     assert "double quotes" in problems[2]
     assert "ends before" in problems[3]
     assert "one object per line" in problems[4]
     assert "double quotes" in problems[5] or "comma" in problems[5]
+    # The example it gives is a job this parser takes.
+    example = problems[1].split("e.g. ", 1)[1]
+    assert len(parse_jobs([example], source="example", default_model="m")) == 1
 
 
 def test_size_is_measured_as_sent_not_as_typed() -> None:

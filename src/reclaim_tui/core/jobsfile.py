@@ -160,7 +160,7 @@ _JSON_REASONS = {
     "Invalid \\escape": "a backslash escape JSON does not know",
     "Invalid control character at": "a tab or line break inside a string (write \\t or \\n)",
 }
-_JSON_EXAMPLE = '{"prompt": "Summarise this", "model": "gemini-3-flash"}'
+_JSON_EXAMPLE = '{"input": "Write a haiku about SQLite"}'
 
 
 def _json_problem(text: str, exc: json.JSONDecodeError, *, example: bool) -> str:
