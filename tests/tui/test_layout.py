@@ -103,3 +103,19 @@ async def test_a_terminal_resized_to_80_by_24_fits_again(seeded: Seeded) -> None
         assert_bar_fits(app, "8 marked")
         assert_tabs_fit(app)
         assert_footer_fits(app)
+
+
+async def test_every_dialog_fits_80_by_24(seeded: Seeded) -> None:
+    """The submit dialog was 84 columns wide: at 80 its right border and the
+    JSONL tab's name were cut off."""
+    app = seeded.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for key in ("s", "ctrl+e", "question_mark"):
+            await press(pilot, key)
+            dialog = app.screen.children[0]  # the dialog's box
+            region = dialog.region
+            assert region.x >= 0 and region.right <= 80, (key, region)
+            assert region.y >= 0 and region.bottom <= 24, (key, region)
+            await press(pilot, "escape")
+            assert app.screen is app.main, key

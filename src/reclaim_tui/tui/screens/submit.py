@@ -46,7 +46,8 @@ class SubmitScreen(ModalScreen[str | None]):
     DEFAULT_CSS = """
     SubmitScreen { align: center middle; }
     SubmitScreen > Vertical {
-        width: 84; height: auto; border: round $accent; background: $surface; padding: 0 1;
+        width: 84; max-width: 100%; height: auto; max-height: 100%;
+        border: round $accent; background: $surface; padding: 0 1;
     }
     SubmitScreen TextArea { height: 6; }
     SubmitScreen Label { margin-top: 1; color: $text-muted; }
