@@ -94,7 +94,8 @@ def gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[-1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # Not there, or reaped between the open and the read (ESRCH: CI saw it once).
         return True
 
 
