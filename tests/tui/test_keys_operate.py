@@ -11,6 +11,7 @@ import json
 import sqlite3
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from textual.widgets import Input, TabbedContent, TextArea
 
@@ -364,18 +365,22 @@ async def test_s_refuses_a_bad_file_and_reserves_nothing(seeded: Seeded, tmp_pat
     assert await seeded.snapshot() == before
 
 
-async def test_ctrl_e_exports_the_filtered_rows(seeded: Seeded, tmp_path: Path) -> None:
-    target = tmp_path / "out.jsonl"
+async def _export_tab(seeded: Seeded, tab: str, target: Path, said: str) -> list[Any]:
+    """ctrl+e on tab `tab` into `target` (JSON Lines); its lines once `said` is notified."""
     app = seeded.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await press(pilot, "4")  # submitted
+        await press(pilot, tab)
         await press(pilot, "ctrl+e")
         assert isinstance(app.screen, ExportScreen)
         app.screen.query_one("#export-path", Input).value = str(target)
         await press(pilot, "enter")
-        assert await until(pilot, notified(pilot, "exported 2 rows"))
-    lines = [json.loads(line) for line in target.read_text().splitlines()]
+        assert await until(pilot, notified(pilot, said))
+    return [json.loads(line) for line in target.read_text().splitlines()]
+
+
+async def test_ctrl_e_exports_the_filtered_rows(seeded: Seeded, tmp_path: Path) -> None:
+    lines = await _export_tab(seeded, "4", tmp_path / "out.jsonl", "exported 2 rows")  # submitted
     assert {d["idem"] for d in lines} == {seeded.keys["submitted"], seeded.keys["submitted2"]}
 
 
@@ -385,16 +390,7 @@ async def test_ctrl_e_writes_iso_times_the_spec_as_an_object_and_the_result(
     """Issue 15, defect 8: timestamps were epoch floats, the spec a JSON string
     inside JSON, and neither the result nor its usage was exported."""
     target = tmp_path / "consumed.jsonl"
-    app = seeded.app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await press(pilot, "6")  # consumed
-        await press(pilot, "ctrl+e")
-        assert isinstance(app.screen, ExportScreen)
-        app.screen.query_one("#export-path", Input).value = str(target)
-        await press(pilot, "enter")
-        assert await until(pilot, notified(pilot, "exported 1 row"))
-    (line,) = [json.loads(text) for text in target.read_text().splitlines()]
+    (line,) = await _export_tab(seeded, "6", target, "exported 1 row")  # consumed
     assert line["idem"] == seeded.keys["consumed"]
     for name in ("created_at", "submitted_at", "done_at", "consumed_at", "updated_at"):
         assert isinstance(line[name], str) and line[name].endswith("Z"), (name, line[name])

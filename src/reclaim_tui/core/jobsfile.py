@@ -178,6 +178,7 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
     """Validate every line; return the jobs or raise JobsFileError naming each bad line."""
     jobs: list[JobSpec] = []
     problems: list[tuple[int, str]] = []
+    example_said = False  # what a line looks like, shown with the first non-JSON line only
     keys: dict[str, tuple[int, bool]] = {}  # key → (first line, explicit?)
     for number, line in enumerate(lines, start=1):
         text = line.strip()
@@ -189,8 +190,8 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            said = any(why.startswith("not JSON") for _, why in problems)
-            problems.append((number, _json_problem(text, exc, example=not said)))
+            problems.append((number, _json_problem(text, exc, example=not example_said)))
+            example_said = True
             continue
         except RecursionError:
             problems.append((number, "nested too deeply to read"))
