@@ -35,6 +35,22 @@ from reclaim_tui.tui.messages import SubmitFailed, SubmitFinished, SubmitProgres
 __all__ = ["SubmitRequest", "SubmitScreen"]
 
 
+class _ModeTabs(TabbedContent):
+    """Tabs that come to a pane for a focus only while that focus is inside it.
+
+    Textual brings a pane to the front when a widget in it is focused; the
+    news travels as a `TabPane.Focused` message. On a loaded machine the one
+    for the prompt focused at mount arrived after the operator had chosen the
+    JSONL tab (CI), and the prompt's pane came back: stale news is dropped.
+    """
+
+    def on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        focused = self.screen.focused
+        if focused is None or event.tab_pane not in focused.ancestors:
+            event.prevent_default()  # TabbedContent's own handler would switch
+            event.stop()
+
+
 @dataclass(frozen=True)
 class SubmitRequest:
     prompt: str = ""
@@ -74,7 +90,7 @@ class SubmitScreen(ModalScreen[str | None]):
         with Vertical() as box:
             box.border_title = "submit"
             box.border_subtitle = "ctrl+s submits · esc cancels"
-            with TabbedContent(id="submit-mode"):
+            with _ModeTabs(id="submit-mode"):
                 with TabPane("Prompt", id="prompt-pane"):
                     yield Label("prompt")
                     yield TextArea(id="prompt")
