@@ -29,6 +29,7 @@ from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.runner.commands import Retry
 from reclaim_tui.runner.process import ProcessHost
+from reclaim_tui.runner.worker import ENGINE_NICE
 from reclaim_tui.tui.launch import make_app
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 
@@ -165,6 +166,9 @@ async def test_the_host_passes_every_setting_and_keeps_the_key_off_argv(
         assert KEY.encode() not in argv and b"reclaim_tui.runner.worker" in argv
         with open(f"/proc/{host.pid}/environ", "rb") as f:
             assert f"GEMINI_API_KEY={KEY}".encode() in f.read().split(b"\0")
+        # The engine yields a busy core to the operator's keys (worker.ENGINE_NICE).
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, host.pid) == min(mine + ENGINE_NICE, 19)
         report = await host.tick()  # an empty ledger: nothing to do, but a real pass
         assert report.summary() == "idle"
         outcome = await host.rows(Retry(("nope",)))
