@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -42,16 +43,28 @@ async def _noop(idem: str, result: StoredResult) -> None:
     return None
 
 
-async def run_ours(n: int, workdir: Path, batch: int, db: str = "") -> tuple[float, float]:
+async def run_ours(
+    n: int,
+    workdir: Path,
+    batch: int,
+    db: str = "",
+    *,
+    concurrency: int = 64,
+    prepare: Callable[[Ledger], Awaitable[None]] | None = None,
+) -> tuple[float, float]:
+    """N jobs through every state; (jobs/s, peak RSS MiB). `prepare` runs on the
+    fresh ledger before the clock starts (ledger_profile.py's schema variants)."""
     clock = ManualClock()
     ledger = await Ledger.open(db or workdir / "ours.db", clock=clock)
+    if prepare is not None:
+        await prepare(ledger)
     fake = FakeBackend(clock=clock, latency=0.0)
     engine = Engine(
         ledger,
         fake,
         CallableSink(_noop),
         owner="bench|1|x",
-        config=EngineConfig(batch_size=batch, concurrency=64),
+        config=EngineConfig(batch_size=batch, concurrency=concurrency),
     )
     jobs = [JobSpec(input=f"job number {i}", model="m") for i in range(n)]
     start = time.perf_counter()
