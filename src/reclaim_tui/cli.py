@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib
 import json
 import logging
 import os
@@ -26,7 +27,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
 
@@ -60,7 +61,6 @@ from reclaim_tui.core.prune import parse_age as prune_age
 from reclaim_tui.core.prune import prune as prune_rows
 from reclaim_tui.core.queries import ConsoleReader, View
 from reclaim_tui.core.retention import Attention, attention
-from reclaim_tui.emulator.command import emulator as emulator_command
 from reclaim_tui.inbox import DEFAULT_PATH, GOOGLE_JWKS_URL
 
 if TYPE_CHECKING:
@@ -227,7 +227,27 @@ def _key_source(settings: Settings | None) -> str:
     return "nowhere: no key was given (the emulator's default was used)"
 
 
-@click.group(invoke_without_command=True)
+class _LazyGroup(click.Group):
+    """A group whose heavier commands are imported only when named (or listed by
+    --help): `reclaim-tui emulator` pulls in aiohttp, cryptography and PyJWT, half of
+    an idle tick's start-up when every command imported it (issue 27)."""
+
+    lazy: ClassVar[dict[str, str]] = {"emulator": "reclaim_tui.emulator.command:emulator"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = self.lazy.get(cmd_name)
+        if where is None:
+            return super().get_command(ctx, cmd_name)
+        module, _, name = where.partition(":")
+        command = getattr(importlib.import_module(module), name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=_LazyGroup, invoke_without_command=True)
 @click.version_option(package_name="reclaim-tui")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -1124,7 +1144,6 @@ def demo(db: str | None, job_count: int, seed: int) -> None:
         sys.exit(app.return_code)
 
 
-cli.add_command(emulator_command)
 cli.add_command(costs)
 
 

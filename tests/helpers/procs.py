@@ -84,7 +84,9 @@ def only_taken_by(command: str, flags: Sequence[str]) -> list[str]:
     from reclaim_tui.cli import cli  # the CLI itself says which flags each command takes
 
     def switches(name: str) -> dict[str, bool]:
-        params = cli.commands[name].params
+        found = cli.get_command(click.Context(cli), name)  # lazy commands too
+        assert found is not None, name
+        params = found.params
         return {o: p.is_flag for p in params if isinstance(p, click.Option) for o in p.opts}
 
     taken, known = switches(command), switches("tick")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +35,68 @@ def test_the_sdk_is_imported_only_when_a_call_is_due(
     done = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == imported
+
+
+# The CLI's own entry point, run as cron runs it; at exit, the top-level packages loaded.
+_CLI = """
+import json, sys
+from reclaim_tui.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+finally:
+    sys.__stderr__.write("MODULES " + json.dumps(sorted({m.split('.')[0] for m in sys.modules})))
+"""
+#: Packages only other commands use: the emulator's and the inbox's HTTP server and
+#: signatures (aiohttp, cryptography, PyJWT, standardwebhooks), the SDK and its stack,
+#: the console, PostgreSQL's driver on a SQLite ledger.
+_NOT_FOR_IDLE_COMMANDS = {
+    "aiohttp",
+    "cryptography",
+    "jwt",
+    "standardwebhooks",
+    "google",
+    "httpx",
+    "pydantic",
+    "textual",
+    "rich",
+    "psycopg",
+}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["tick", "--base-url", "http://127.0.0.1:9", "--api-key", "k"],
+        ["status"],
+        ["show", "nothing-here"],
+        ["export", "--format", "jsonl"],
+    ],
+    ids=["tick-nothing-due", "status", "show", "export"],
+)
+def test_a_command_imports_only_what_it_uses(tmp_path: Path, command: list[str]) -> None:
+    """Issue 27: `cli.py` imported the emulator's command for every command, which pulled
+    in aiohttp, cryptography and PyJWT: half of an idle tick's start-up."""
+    db = str(tmp_path / "l.db")
+    first = [sys.executable, "-m", "reclaim_tui", "tick", "--db", db, "--api-key", "k"]
+    subprocess.run([*first, "--base-url", "http://127.0.0.1:9"], capture_output=True, timeout=120)
+    argv = ["reclaim-tui", command[0], "--db", db, *command[1:]]
+    script = f"import sys; sys.argv = {argv!r}\n" + _CLI
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    line = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")][-1]
+    loaded = set(json.loads(line.removeprefix("MODULES ")))
+    assert "reclaim_tui" in loaded and "click" in loaded
+    assert not loaded & _NOT_FOR_IDLE_COMMANDS, done.stderr
+
+
+def test_the_emulator_command_is_still_listed_and_runs_its_help() -> None:
+    run = [sys.executable, "-m", "reclaim_tui"]
+    listed = subprocess.run([*run, "--help"], capture_output=True, text=True, timeout=120)
+    assert "emulator  Run the Interactions API emulator" in listed.stdout
+    helped = subprocess.run(
+        [*run, "emulator", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert helped.returncode == 0 and "--latency" in helped.stdout
