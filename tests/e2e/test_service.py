@@ -91,3 +91,22 @@ def test_run_with_its_own_inbox_one_create_one_get_per_job(tmp_path: Path) -> No
         calls = emu.stats()["calls"]
         assert (calls["create"], calls["get"]) == (JOBS, JOBS)
         assert _lines(log)[0]["inbox"] == url
+
+
+def test_the_service_builds_its_api_client_before_it_says_ready(tmp_path: Path) -> None:
+    """Issue 27: the 'warm' service imported google-genai and built its client on the
+    first job (~0.8 s, a fifth of a 1,000-job window); now before `ready`, which names
+    the SDK it built."""
+    from importlib.metadata import version
+
+    ws = Workspace(tmp_path / "svc-warm", emulator=None)
+    log = ws.root / "run.log"
+    args = ["run", "--db", str(ws.db), "--out", str(ws.out), "--log", str(log), "--once"]
+    args += ["--base-url", "http://127.0.0.1:9", "--api-key", "k"]
+    done = subprocess.run(
+        [sys.executable, "-m", "reclaim_tui", *args], env=clean_env(), timeout=120
+    )
+    assert done.returncode == 0
+    ready = _lines(log)[0]
+    assert ready["event"] == "ready"
+    assert ready["sdk"] == f"google-genai {version('google-genai')}"
