@@ -364,14 +364,23 @@ async def run_command(
 @cli.command()
 @options(LEDGER, API, PASS, SEND)
 @click.argument("jobs_path", metavar="FILE")
+@click.option(
+    "--no-send",
+    is_flag=True,
+    help="Only validate and reserve; a running service (or the next tick) sends them."
+    " No API key needed, the SDK is not loaded.",
+)
 @json_option
 @run
-async def submit(jobs_path: str, as_json: bool, **kw: Any) -> None:
+async def submit(jobs_path: str, no_send: bool, as_json: bool, **kw: Any) -> None:
     """Validate FILE (JSON Lines), reserve its jobs and send them."""
     settings = settings_from(kw)
     jobs = _read_jobs(jobs_path, settings)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
-        report = await engine.submit(jobs)
+    # --no-send: for a producer beside a running service, which sends from its warm
+    # client (a second cold process paid ~2 s of CPU to send them itself: issue 27).
+    backend = _NoApi() if no_send else None
+    async with open_engine(settings, actor=Actor.CLI, backend=backend) as engine:
+        report = await engine.submit(jobs, send=not no_send)
     if as_json:
         _report(report, False, settings, as_json=True)
         return

@@ -100,3 +100,34 @@ def test_the_emulator_command_is_still_listed_and_runs_its_help() -> None:
         [*run, "emulator", "--help"], capture_output=True, text=True, timeout=120
     )
     assert helped.returncode == 0 and "--latency" in helped.stdout
+
+
+def test_submit_no_send_reserves_without_a_key_or_the_sdk(tmp_path: Path) -> None:
+    """Issue 27: `submit` claimed a batch and sent it itself, a second cold process
+    beside a running service (~2 s of CPU). `--no-send` validates and reserves only:
+    no key, no SDK; the service (here a tick) sends them."""
+    from tests.helpers import EmulatorProcess
+    from tests.helpers.procs import clean_env, write_jobs
+
+    db = str(tmp_path / "l.db")
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": f"no send {i}"} for i in range(3)])
+    argv = ["reclaim-tui", "submit", "--db", db, "--json", "--no-send", str(jobs)]
+    script = f"import sys; sys.argv = {argv!r}\n" + _CLI
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(),
+        cwd=tmp_path,
+    )
+    report = json.loads(done.stdout)
+    assert report["counts"] == {"inserted": 3}, done.stdout
+    line = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")][-1]
+    assert not set(json.loads(line.removeprefix("MODULES "))) & _NOT_FOR_IDLE_COMMANDS
+    with EmulatorProcess(tmp_path, latency=0.0) as emu:
+        tick = [sys.executable, "-m", "reclaim_tui", "tick", "--db", db, "--json"]
+        tick += ["--base-url", emu.base_url, "--api-key", emu.api_key, "--first-poll", "0"]
+        tick += ["--out", str(tmp_path / "out")]
+        sent = subprocess.run(tick, capture_output=True, text=True, timeout=120, env=clean_env())
+        assert json.loads(sent.stdout)["counts"]["sent"] == 3, sent.stdout + sent.stderr
