@@ -25,7 +25,6 @@ Usage (against any server that speaks the Interactions REST format):
       --jobs jobs.jsonl --out /tmp/seed_articles [--ticks N] [--interval S]
 Each tick is the original tick(): recover, reclaim, resume, then submit.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -88,9 +87,8 @@ def submit(db, job: dict):
             labels={"idem": idem},
         )
     except Exception:
-        db.execute(
-            "UPDATE jobs SET status='reserving', updated_at=? WHERE idem=?", (time.time(), idem)
-        )
+        db.execute("UPDATE jobs SET status='reserving', updated_at=? WHERE idem=?",
+                   (time.time(), idem))
         raise
     db.execute(
         "UPDATE jobs SET handle=?, status='submitted', submitted_at=?, updated_at=? WHERE idem=?",
@@ -107,15 +105,14 @@ def reclaim(db, on_result):
         if op.status in _PENDING:
             continue
         if op.status in _ERROR:
-            db.execute(
-                "UPDATE jobs SET status='failed', updated_at=? WHERE idem=?", (time.time(), idem)
-            )
+            db.execute("UPDATE jobs SET status='failed', updated_at=? WHERE idem=?",
+                       (time.time(), idem))
             continue
-        db.execute("UPDATE jobs SET status='done', updated_at=? WHERE idem=?", (time.time(), idem))
+        db.execute("UPDATE jobs SET status='done', updated_at=? WHERE idem=?",
+                   (time.time(), idem))
         on_result(idem, op)
-        db.execute(
-            "UPDATE jobs SET status='consumed', updated_at=? WHERE idem=?", (time.time(), idem)
-        )
+        db.execute("UPDATE jobs SET status='consumed', updated_at=? WHERE idem=?",
+                   (time.time(), idem))
 
 
 def resume_unfinished(db, on_result):
@@ -123,9 +120,8 @@ def resume_unfinished(db, on_result):
     for idem, handle in rows:
         op = client.interactions.get(handle)
         on_result(idem, op)
-        db.execute(
-            "UPDATE jobs SET status='consumed', updated_at=? WHERE idem=?", (time.time(), idem)
-        )
+        db.execute("UPDATE jobs SET status='consumed', updated_at=? WHERE idem=?",
+                   (time.time(), idem))
 
 
 def recover_orphans(db, max_age=120):
@@ -140,7 +136,6 @@ def make_sink(out_dir):
     def persist_article(idem, op):
         with open(os.path.join(out_dir, f"{idem}.json"), "w", encoding="utf-8") as f:
             f.write(op.model_dump_json())
-
     return persist_article
 
 
