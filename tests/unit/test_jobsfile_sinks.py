@@ -146,15 +146,11 @@ async def test_delivered_files_follow_the_umask(tmp_path: Path, umask: int) -> N
     import os
     import stat
 
-    from reclaim_tui.core import sinks
-
     old = os.umask(umask)
-    sinks._umask.cache_clear()
     try:
         await DirectorySink(tmp_path / "out").deliver("k1", _result())
     finally:
         os.umask(old)
-        sinks._umask.cache_clear()
     for name in ("k1.md", "k1.json"):
         mode = stat.S_IMODE((tmp_path / "out" / name).stat().st_mode)
         assert mode == 0o666 & ~umask, oct(mode)
