@@ -49,6 +49,7 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Dumper
 from psycopg.pq import TransactionStatus
 
+from reclaim_tui.core import pg_text
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.connection import shown_db as redact
 from reclaim_tui.core.ledger import Ledger
@@ -389,6 +390,7 @@ class PgLedger(Ledger):
         except psycopg.Error as exc:
             raise map_pg_error(exc, where) from exc
         conn.adapters.register_dumper(bool, _IntFromBool)
+        pg_text.register(conn.adapters)  # a NUL stays in its row (core/pg_text.py)
         try:
             await conn.execute(f"SET search_path TO {PG_SCHEMA}, public")
             # busy_timeout's meaning here: how long a statement waits for a lock.
