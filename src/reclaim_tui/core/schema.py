@@ -238,6 +238,12 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 5: the console filter's text index (issue 14), see _SEARCH_MIGRATION.
     _SEARCH_MIGRATION,
+    # 6: the ledger's own id, random, made once (issue 22 point 6): what
+    # tells this ledger from another file put in its place (core/identity.py).
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO meta(key, value) VALUES ('ledger_id', lower(hex(randomblob(16))));
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
