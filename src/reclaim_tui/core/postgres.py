@@ -60,6 +60,7 @@ from reclaim_tui.errors import (
     LedgerConflictError,
     LedgerError,
     LedgerForeignError,
+    LedgerFullError,
     LedgerReadOnlyError,
     LedgerUnavailableError,
     LedgerVersionError,
@@ -282,6 +283,8 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, pg_errors.IntegrityError):
         return LedgerConflictError(f"{where}: the write conflicts with another row ({text})")
+    if isinstance(exc, pg_errors.DiskFull):
+        return LedgerFullError(f"{where}: the database server's disk is full ({text})")
     if isinstance(exc, pg_errors.QueryCanceled):
         return LedgerError(f"{where}: the query was interrupted ({text})")
     if isinstance(exc, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected)) or isinstance(

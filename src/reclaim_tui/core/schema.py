@@ -20,6 +20,7 @@ from reclaim_tui.errors import (
     LedgerConflictError,
     LedgerCorruptError,
     LedgerError,
+    LedgerFullError,
     LedgerReadOnlyError,
 )
 
@@ -306,6 +307,8 @@ def map_sqlite_error(exc: sqlite3.Error, path: str) -> LedgerError:
     if isinstance(exc, sqlite3.IntegrityError):
         return LedgerConflictError(f"{path}: the write conflicts with another row ({exc})")
     text = str(exc).lower()
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in text:
+        return LedgerFullError(f"{path}: no room left on the disk for the ledger ({exc})")
     if "locked" in text or "busy" in text:
         return LedgerBusyError(
             f"{path}: the ledger stayed locked by another process past busy_timeout ({exc})"

@@ -194,8 +194,9 @@ class ServiceLoop:
                     return 130
                 raise
             except LedgerBusyError as exc:
-                # Locked past the busy timeout, or its server restarting or
-                # out of reach (PostgreSQL): what the pass committed stands,
+                # Locked past the busy timeout, no room on its disk
+                # (LedgerFullError), or its server restarting or out of
+                # reach (PostgreSQL): what the pass committed stands,
                 # its leases run out, and a service waits and goes on rather
                 # than exit on a moment's trouble. Other ledger errors (a
                 # newer schema, a foreign file) still end it.
