@@ -201,3 +201,24 @@ async def _id_of(path: Path) -> str | None:
         return ledger.ledger_id
     finally:
         await ledger.close()
+
+
+def test_the_file_check_keeps_this_process_locks(tmp_path: Path) -> None:
+    """The check opens the main file through SQLite (immutable), never by a
+    descriptor of its own: closing one would drop this process's locks on the
+    file, and the next process to close the ledger would take it for the last
+    one and delete the WAL the service still writes to."""
+    from reclaim_tui.core.identity import snapshot
+
+    db = tmp_path / "ledger.db"
+    mine = sqlite3.connect(db, isolation_level=None)
+    try:
+        mine.execute("PRAGMA journal_mode = WAL")
+        mine.execute("CREATE TABLE t (x)")
+        mine.execute("INSERT INTO t VALUES (1)")
+        assert snapshot(str(db)).size
+        other = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT * FROM t'); c.close()"
+        subprocess.run([sys.executable, "-c", other, str(db)], check=True)
+        assert Path(f"{db}-wal").exists()  # the other process knew it was not the last
+    finally:
+        mine.close()
