@@ -19,11 +19,16 @@ import sys
 import time
 from pathlib import Path
 
-from reclaim_tui.core.identity import marker_path
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.schema import MIGRATIONS, SCHEMA_VERSION, migration_statements
 from tests.helpers import EmulatorProcess, Workspace
 from tests.helpers.procs import clean_env, write_jobs
+
+
+def marker_path(db: str | Path) -> Path:
+    """The marker beside a ledger (core/identity.py's `marker_path`; spelled
+    out so that this module imports on the code before the fix)."""
+    return Path(f"{db}.ledger-id")
 
 
 def _lines(log: Path) -> list[dict[str, object]]:
@@ -217,7 +222,10 @@ def test_the_file_check_keeps_this_process_locks(tmp_path: Path) -> None:
         mine.execute("CREATE TABLE t (x)")
         mine.execute("INSERT INTO t VALUES (1)")
         assert snapshot(str(db)).size
-        other = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT * FROM t'); c.close()"
+        other = (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]);"
+            " c.execute('SELECT * FROM t'); c.close()"
+        )
         subprocess.run([sys.executable, "-c", other, str(db)], check=True)
         assert Path(f"{db}-wal").exists()  # the other process knew it was not the last
     finally:
