@@ -8,6 +8,7 @@
     │   ├── LedgerCorruptError      not a SQLite database / malformed
     │   ├── LedgerForeignError      a SQLite file of something else: refused untouched
     │   ├── LedgerBusyError         locked by another process past busy_timeout
+    │   │   └── LedgerFullError     no room on the disk (a service waits for room)
     │   ├── LedgerConflictError     a write a uniqueness rule refused (e.g. a handle already used)
     │   └── LedgerReadOnlyError     a write was needed but the file is read-only
     ├── OperatorError               an operator action that does not apply (exit 5)
@@ -35,6 +36,7 @@ __all__ = [
     "LedgerCorruptError",
     "LedgerError",
     "LedgerForeignError",
+    "LedgerFullError",
     "LedgerReadOnlyError",
     "LedgerVersionError",
     "MaybeCreatedError",
@@ -92,6 +94,11 @@ class LedgerBusyError(LedgerError):
 class LedgerUnavailableError(LedgerBusyError):
     """The database server cannot be reached now (down, restarting, the
     connection lost): the statement was not applied, or rolled back."""
+
+
+class LedgerFullError(LedgerBusyError):
+    """The disk under the ledger (or its database server's) is full: the write
+    was not applied; it can go on once there is room."""
 
 
 class LedgerConflictError(LedgerError):

@@ -21,6 +21,7 @@ from urllib.parse import quote, unquote
 import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
+from reclaim_tui.core.identity import LEDGER_ID_SQL, refuse_replaced, write_marker
 from reclaim_tui.core.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -297,6 +298,8 @@ class LedgerConnection:
         self.clock = clock
         self.readonly = readonly
         self._lock = asyncio.Lock()
+        #: the ledger's own id (core/identity.py); None on PostgreSQL
+        self.ledger_id: str | None = None
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -326,6 +329,8 @@ class LedgerConnection:
         if spath != ":memory:" and not create and not Path(spath).exists():
             raise LedgerError(f"{spath}: no ledger here (run `tick` or `submit` first)")
         clock = clock or SystemClock()
+        if spath != ":memory:" and not readonly:
+            refuse_replaced(spath)  # a ledger was here: never start a new one over it
         try:
             return await cls._connect(spath, clock, busy_timeout, readonly, immutable=False)
         except LedgerReadOnlyError:
@@ -352,6 +357,7 @@ class LedgerConnection:
             await ledger._inspect()  # before anything is written
             await ledger._configure()
             await ledger._migrate()
+            await ledger._identify()
         except sqlite3.Error as exc:
             await db.close()
             raise map_sqlite_error(exc, spath) from exc
@@ -418,6 +424,16 @@ class LedgerConnection:
                 for statement in migration_statements(MIGRATIONS[number]):
                     await db.execute(statement)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    async def _identify(self) -> None:
+        """The ledger's id (migration 6), and the marker beside its file saying it."""
+        if await self.schema_version() < 6:
+            return  # an old ledger opened read-only: no id until it is migrated
+        async with self._db.execute(LEDGER_ID_SQL) as cur:
+            row = await cur.fetchone()
+        self.ledger_id = str(row[0]) if row else None
+        if self.ledger_id and not self.readonly and self.path != ":memory:":
+            write_marker(self.path, self.ledger_id)
 
     async def schema_version(self) -> int:
         async with self._db.execute("PRAGMA user_version") as cur:

@@ -26,6 +26,7 @@ from reclaim_tui.core.batching import GroupCommit, HeldBatch, holding
 from reclaim_tui.core.circuit import Circuit
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.crash import crashpoint
+from reclaim_tui.core.jobsfile import chain_cycles, cycle_text
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Claim, Ledger
 from reclaim_tui.core.models import (
@@ -43,7 +44,7 @@ from reclaim_tui.core.owner import this_process
 from reclaim_tui.core.pacing import AdaptiveLimit
 from reclaim_tui.core.sinks import BatchSink, Sink
 from reclaim_tui.core.transitions import EngineConfig, Transition, describe
-from reclaim_tui.errors import BackendError, InteractionGoneError, SinkError
+from reclaim_tui.errors import BackendError, InteractionGoneError, JobsFileError, SinkError
 
 # OrphanPolicy and PassReport live in models, EngineConfig in transitions;
 # re-exported here for the callers that build an engine.
@@ -118,6 +119,8 @@ class Engine:
         """Reserve rows for new jobs (existing keys are left alone), then send."""
         report = PassReport()
         rows = [(idempotency_key(j), j.to_json(), j.target) for j in jobs]
+        if any(j.previous is not None for j in jobs):
+            await self._refuse_cycles(jobs, [r[0] for r in rows])
         inserted, present = await self.ledger.insert_jobs(rows, self.config.actor)
         report.counts["inserted"] += len(inserted)
         report.counts["already_present"] += len(present)
@@ -125,6 +128,37 @@ class Engine:
         if send:
             report.merge(await self.send_reserved())
         return report
+
+    async def _refuse_cycles(self, jobs: Sequence[JobSpec], keys: Sequence[str]) -> None:
+        """Refuse (JobsFileError, exit 3; nothing reserved) new jobs whose
+        `previous` chain comes back to them, through these jobs or the rows
+        already in the ledger: such a job waits for itself and never runs.
+        A key already in the ledger keeps its stored spec, so its chain is
+        the stored one."""
+        stored = await self.ledger.get_many(list(dict.fromkeys(keys)))
+        previous_of: dict[str, str | None] = {}
+        for key, job in zip(keys, jobs, strict=True):
+            previous_of.setdefault(
+                key, _stored_previous(stored[key]) if key in stored else job.previous
+            )
+        # Follow each chain into the ledger, a round of lookups per step.
+        wanted = {p for p in previous_of.values() if p is not None} - previous_of.keys()
+        for _ in range(1000):
+            if not wanted:
+                break
+            found = await self.ledger.get_many(sorted(wanted))
+            for key in wanted:
+                previous_of[key] = _stored_previous(found[key]) if key in found else None
+            wanted = {p for p in previous_of.values() if p is not None} - previous_of.keys()
+        new = [k for k in dict.fromkeys(keys) if k not in stored]
+        cycles = chain_cycles(previous_of, new)
+        if cycles:
+            position = {k: n for n, k in reversed(list(enumerate(keys, start=1)))}
+            problems = [
+                (0, f"job {position[key]} of {len(keys)}: {cycle_text(cycle)}")
+                for key, cycle in cycles.items()
+            ]
+            raise JobsFileError("the jobs submitted", problems)
 
     # -- sending -----------------------------------------------------------------------
     async def send_reserved(self) -> PassReport:
@@ -597,6 +631,14 @@ def _paced(
     me = asyncio.current_task()
     index = next((i for i, t in enumerate(tasks) if t is me), 0)
     return index >= target
+
+
+def _stored_previous(row: Row) -> str | None:
+    """The key a stored row continues (None for a spec that is not readable)."""
+    try:
+        return row.job.previous
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _stored(idem: str, result: RemoteInteraction, now: float) -> StoredResult:

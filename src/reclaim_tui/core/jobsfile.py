@@ -12,13 +12,14 @@ of a job this one continues: sent once that job is done, with its
 interaction as `previous_interaction_id`).
 Blank lines and lines starting with `#` are skipped. The whole file is
 validated before anything is reserved: one bad line refuses the file, with
-every bad line named.
+every bad line named; so do jobs whose `previous` chain is a cycle (a job
+naming itself, two naming each other): they could never run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,14 @@ from reclaim_tui.core.keys import idempotency_key, valid_key
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import JobsFileError
 
-__all__ = ["MAX_INPUT_BYTES", "parse_jobs", "parse_jobs_bytes", "read_jobs_file"]
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "chain_cycles",
+    "cycle_text",
+    "parse_jobs",
+    "parse_jobs_bytes",
+    "read_jobs_file",
+]
 
 #: A job bigger than this, as it is SENT (JSON with non-ASCII escaped, which
 #: is how a request body may travel: up to 6 bytes per character), is a
@@ -174,12 +182,53 @@ def _json_problem(text: str, exc: json.JSONDecodeError, *, example: bool) -> str
     return f"not JSON at column {exc.colno}: {reason}{hint}"
 
 
+def chain_cycles(
+    previous_of: Mapping[str, str | None], starts: Iterable[str]
+) -> dict[str, list[str]]:
+    """The keys among `starts` whose `previous` chain comes back to them, each
+    with its cycle (`[k, …, k]`). `previous_of` maps a key to the key it
+    continues (None, or absent: the chain ends there). Such a job waits for
+    itself: it can never be sent."""
+    found: dict[str, list[str]] = {}
+    for start in starts:
+        path = [start]
+        at = previous_of.get(start)
+        while at is not None and at not in path:
+            path.append(at)
+            at = previous_of.get(at)
+        if at == start:
+            found[start] = [*path, start]
+    return found
+
+
+def cycle_text(cycle: Sequence[str]) -> str:
+    """A refusal's words for one cycle of `previous` keys."""
+    if len(cycle) == 2:
+        return (
+            f"job {cycle[0]!r} names itself as its 'previous': it would wait for itself, never run"
+        )
+    chain = " → ".join(repr(k) for k in cycle)
+    return f"'previous' chain {chain} is a cycle: its jobs would wait for each other, never run"
+
+
+def _refuse_cycles(jobs: Sequence[JobSpec], lines: Sequence[int]) -> list[tuple[int, str]]:
+    keys = [idempotency_key(job) for job in jobs]
+    line_of = dict(zip(keys, lines, strict=True))
+    previous_of = {key: job.previous for key, job in zip(keys, jobs, strict=True)}
+    problems: list[tuple[int, str]] = []
+    for key, cycle in chain_cycles(previous_of, keys).items():
+        where = ", ".join(f"{k!r} on line {line_of[k]}" for k in cycle[:-1])
+        problems.append((line_of[key], f"{cycle_text(cycle)} ({where})"))
+    return problems
+
+
 def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
     """Validate every line; return the jobs or raise JobsFileError naming each bad line."""
     jobs: list[JobSpec] = []
     problems: list[tuple[int, str]] = []
     example_said = False  # what a line looks like, shown with the first non-JSON line only
     keys: dict[str, tuple[int, bool]] = {}  # key → (first line, explicit?)
+    numbers: list[int] = []  # the line of each job
     for number, line in enumerate(lines, start=1):
         text = line.strip()
         if not text or text.startswith("#"):
@@ -213,6 +262,8 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             continue
         keys.setdefault(idem, (number, job.key is not None))
         jobs.append(job)
+        numbers.append(number)
+    problems = sorted(problems + _refuse_cycles(jobs, numbers))
     if problems:
         raise JobsFileError(source, problems)
     return jobs

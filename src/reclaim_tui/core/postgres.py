@@ -50,6 +50,7 @@ from psycopg.adapt import Dumper
 from psycopg.conninfo import make_conninfo
 from psycopg.pq import TransactionStatus
 
+from reclaim_tui.core import pg_text
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.connection import pg_params, scrub
 from reclaim_tui.core.connection import shown_db as redact
@@ -61,6 +62,7 @@ from reclaim_tui.errors import (
     LedgerConflictError,
     LedgerError,
     LedgerForeignError,
+    LedgerFullError,
     LedgerReadOnlyError,
     LedgerUnavailableError,
     LedgerVersionError,
@@ -283,6 +285,8 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, pg_errors.IntegrityError):
         return LedgerConflictError(f"{where}: the write conflicts with another row ({text})")
+    if isinstance(exc, pg_errors.DiskFull):
+        return LedgerFullError(f"{where}: the database server's disk is full ({text})")
     if isinstance(exc, pg_errors.QueryCanceled):
         return LedgerError(f"{where}: the query was interrupted ({text})")
     if isinstance(exc, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected)) or isinstance(
@@ -395,6 +399,7 @@ class PgLedger(Ledger):
             mapped = map_pg_error(exc, where)
             raise type(mapped)(scrub(str(mapped), url)) from None
         conn.adapters.register_dumper(bool, _IntFromBool)
+        pg_text.register(conn.adapters)  # a NUL stays in its row (core/pg_text.py)
         try:
             await conn.execute(f"SET search_path TO {PG_SCHEMA}, public")
             # busy_timeout's meaning here: how long a statement waits for a lock.

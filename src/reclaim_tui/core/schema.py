@@ -20,6 +20,7 @@ from reclaim_tui.errors import (
     LedgerConflictError,
     LedgerCorruptError,
     LedgerError,
+    LedgerFullError,
     LedgerReadOnlyError,
 )
 
@@ -238,6 +239,12 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 5: the console filter's text index (issue 14), see _SEARCH_MIGRATION.
     _SEARCH_MIGRATION,
+    # 6: the ledger's own id, random, made once (issue 22 point 6): what
+    # tells this ledger from another file put in its place (core/identity.py).
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO meta(key, value) VALUES ('ledger_id', lower(hex(randomblob(16))));
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -300,6 +307,8 @@ def map_sqlite_error(exc: sqlite3.Error, path: str) -> LedgerError:
     if isinstance(exc, sqlite3.IntegrityError):
         return LedgerConflictError(f"{path}: the write conflicts with another row ({exc})")
     text = str(exc).lower()
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in text:
+        return LedgerFullError(f"{path}: no room left on the disk for the ledger ({exc})")
     if "locked" in text or "busy" in text:
         return LedgerBusyError(
             f"{path}: the ledger stayed locked by another process past busy_timeout ({exc})"

@@ -37,6 +37,7 @@ from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
 from reclaim_tui.core.connection import shown_db
 from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.identity import FileSnapshot, LedgerReplacedError, changed, snapshot
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
 from reclaim_tui.errors import LedgerBusyError, ReclaimError
@@ -85,6 +86,8 @@ class ServiceLoop:
     #: freeze what is alive once the API client is built (`_freeze_once`)
     freeze_gc: bool = True
     _froze: bool = False
+    #: the ledger file as last checked (`_check_file`)
+    _file: FileSnapshot | None = None
 
     async def next_pass(self) -> PassReport:
         """The report of the next pass to finish (the service's own schedule:
@@ -156,10 +159,31 @@ class ServiceLoop:
         gc.freeze()
         self._froze = True
 
+    async def _check_file(self) -> None:
+        """Stop loudly when the ledger file is no longer the one opened: moved
+        over, truncated, overwritten with another ledger or an older copy
+        (core/identity.py). Writing on would record into a file nobody reads,
+        or next to state that went back in time."""
+        ledger = self.engine.ledger
+        if ledger.ledger_id is None or ledger.path == ":memory:":
+            return  # PostgreSQL (no file), or an old ledger opened read-only
+        now = await asyncio.to_thread(snapshot, ledger.path)
+        if self._file is not None:
+            change = changed(ledger.ledger_id, self._file, now)
+            if change is not None:
+                self.say("ledger_replaced", db=ledger.path, ledger_id=ledger.ledger_id,
+                         change=change)  # fmt: skip
+                raise LedgerReplacedError(
+                    f"{ledger.path}: {change}; the service stops rather than write to a"
+                    " ledger that is not the one it opened (restart it once the file is right)"
+                )
+        self._file = now
+
     async def _run(self, jobs: Sequence[JobSpec], once: bool) -> int:
         first: Sequence[JobSpec] = jobs
         while not self.stopping:
             self.wake.clear()
+            await self._check_file()
             self._pass = asyncio.create_task(self.engine.tick(first))
             try:
                 report = await self._pass
@@ -170,8 +194,9 @@ class ServiceLoop:
                     return 130
                 raise
             except LedgerBusyError as exc:
-                # Locked past the busy timeout, or its server restarting or
-                # out of reach (PostgreSQL): what the pass committed stands,
+                # Locked past the busy timeout, no room on its disk
+                # (LedgerFullError), or its server restarting or out of
+                # reach (PostgreSQL): what the pass committed stands,
                 # its leases run out, and a service waits and goes on rather
                 # than exit on a moment's trouble. Other ledger errors (a
                 # newer schema, a foreign file) still end it.

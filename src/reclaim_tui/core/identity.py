@@ -1,0 +1,174 @@
+"""Which ledger file this is, and whether it is still the one a process opened
+(issue 22 point 6).
+
+A SQLite ledger replaced under running processes must never be taken for a
+fresh one: a tick that "creates" a ledger where one was would send every job
+of its jobs file again, and a service writing to a file that was moved away
+or overwritten records nothing anyone will read.
+
+- **The ledger id**: migration 6 gives every ledger a random id, stored in
+  the ledger (`meta`, key `ledger_id`).
+- **The marker**: `<ledger>.ledger-id`, a file beside the ledger holding that
+  id, written by every writable open. It is outside the ledger on purpose: a
+  truncated (or deleted) ledger cannot say that it existed, its marker can.
+  A file beside the ledger moves and is backed up with its directory, needs
+  no registry shared by users or containers, and an operator who does mean
+  to start a new ledger there removes it (the refusal says so).
+- **Refused**: creating a ledger in a file that is empty (or missing) while
+  its marker is there, or while a non-empty WAL (`<ledger>-wal`) is beside
+  it: SQLite would start a new ledger over the WAL of the one that was.
+- **The service's check** (`snapshot` / `changed`), each pass: the path's
+  device and inode (an `mv` over it), the file's size (a truncation), and the
+  ledger id and the `events` sequence *as stored in the main file*, read with
+  SQLite's `immutable` open, which ignores the WAL (a `cp` of another ledger,
+  or of an older copy of this one, over it). The main file changes only at a
+  checkpoint, and a checkpoint only moves that sequence forward: a smaller
+  one means the file was overwritten with an older copy. (A copy taken since
+  the last checkpoint is the same bytes as the file: nothing to lose.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from reclaim_tui.errors import LedgerError
+
+__all__ = [
+    "LEDGER_ID_SQL",
+    "FileSnapshot",
+    "LedgerReplacedError",
+    "changed",
+    "marker_path",
+    "refuse_replaced",
+    "snapshot",
+    "write_marker",
+]
+
+LEDGER_ID_SQL = "SELECT value FROM meta WHERE key = 'ledger_id'"
+_SEQ_SQL = "SELECT seq FROM sqlite_sequence WHERE name = 'events'"
+
+
+class LedgerReplacedError(LedgerError):
+    """The ledger file is not the one that was there (exit 4)."""
+
+
+def marker_path(path: str | Path) -> Path:
+    return Path(f"{path}.ledger-id")
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return None
+
+
+def refuse_replaced(path: str) -> None:
+    """Before a ledger would be created at `path`: refuse when one was there."""
+    db = Path(path)
+    size = _size(db)
+    if size:  # a file with content: SQLite's own checks (and _inspect) apply
+        return
+    what = "empty" if size == 0 else "missing"
+    wal = _size(Path(f"{path}-wal"))
+    if wal:
+        raise LedgerReplacedError(
+            f"{path}: the ledger file is {what} but its WAL ({path}-wal, {wal} bytes) is"
+            " beside it: it was truncated or replaced under a process using it; refusing to"
+            " start a new ledger there (restore the ledger from a backup)"
+        )
+    marker = marker_path(path)
+    if marker.exists():
+        known = marker.read_text(encoding="utf-8", errors="replace").strip()[:64]
+        raise LedgerReplacedError(
+            f"{path}: the ledger file is {what}, but {marker} says ledger {known} was"
+            " here: refusing to start a new ledger in its place, which would send its jobs"
+            f" again (restore the ledger from a backup; to start a new one, remove {marker})"
+        )
+
+
+def write_marker(path: str, ledger_id: str) -> None:
+    """The marker beside the ledger says `ledger_id` (written only when it does not)."""
+    marker = marker_path(path)
+    with contextlib.suppress(OSError):
+        if marker.read_text(encoding="utf-8").strip() == ledger_id:
+            return
+    tmp = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(ledger_id + "\n", encoding="utf-8")
+        os.replace(tmp, marker)
+    except OSError:
+        # A directory we may not write to (a read-only mount): the ledger
+        # works; only the protection of a truncated file is missing.
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+@dataclass(frozen=True, slots=True)
+class FileSnapshot:
+    """What `changed` compares, as seen at one moment."""
+
+    device: int | None
+    inode: int | None
+    size: int | None
+    #: the ledger id in the main file (None: not checkpointed there yet)
+    stored_id: str | None
+    #: the events sequence in the main file (0: none yet)
+    stored_events: int
+
+
+def _stored(path: str) -> tuple[str | None, int]:
+    """(ledger id, events sequence) as the main file holds them, WAL ignored.
+    The file is opened through SQLite, never by Python itself: closing a
+    descriptor of a file would drop this process's SQLite locks on it."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return None, 0
+    try:
+        try:
+            found = conn.execute(LEDGER_ID_SQL).fetchone()
+        except sqlite3.Error:
+            found = None
+        try:
+            seq = conn.execute(_SEQ_SQL).fetchone()
+        except sqlite3.Error:
+            seq = None
+        return (str(found[0]) if found else None), (int(seq[0]) if seq else 0)
+    finally:
+        conn.close()
+
+
+def snapshot(path: str) -> FileSnapshot:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return FileSnapshot(None, None, None, None, 0)
+    stored_id, events = _stored(path) if st.st_size else (None, 0)
+    return FileSnapshot(st.st_dev, st.st_ino, st.st_size, stored_id, events)
+
+
+def changed(ledger_id: str, before: FileSnapshot, now: FileSnapshot) -> str | None:
+    """What changed between two snapshots of the file a process opened as
+    ledger `ledger_id`; None when it is still that ledger."""
+    if now.inode is None:
+        return "the ledger file was removed"
+    if (now.device, now.inode) != (before.device, before.inode):
+        return (
+            f"the ledger file was replaced (device/inode {before.device}/{before.inode}"
+            f" → {now.device}/{now.inode})"
+        )
+    if not now.size:
+        return f"the ledger file was truncated ({before.size} → {now.size} bytes)"
+    if now.stored_id is not None and now.stored_id != ledger_id:
+        return f"the ledger file now holds another ledger (id {ledger_id} → {now.stored_id})"
+    if now.stored_events < before.stored_events:
+        return (
+            "the ledger file was overwritten with an older copy (its events sequence went"
+            f" back from {before.stored_events} to {now.stored_events})"
+        )
+    return None
