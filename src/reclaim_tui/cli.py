@@ -387,6 +387,34 @@ async def submit(jobs_path: str, as_json: bool, **kw: Any) -> None:
     help="Keys for dynamic webhooks' JWTs ('' refuses JWT-signed deliveries).",
 )
 @click.option("--audience", default=None, help="Check the JWTs' aud claim against this.")
+@click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.01, 3600),
+    help="Seconds a connection has to send its request's headers before it is closed.",
+)
+@click.option(
+    "--body-timeout",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0.01, 3600),
+    help="Seconds a delivery has to send its body (else 408, the connection closed).",
+)
+@click.option(
+    "--max-connections",
+    default=0,
+    type=click.IntRange(0, 1_000_000),
+    help="Connections open at once, all clients together (default 0: half the open-file"
+    " limit, at most 512); at the cap the oldest idle one is closed.",
+)
+@click.option(
+    "--max-client-connections",
+    default=32,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="Connections one client (an IPv4 address, an IPv6 /64) may hold open.",
+)
 @run
 async def inbox(
     db: str,
@@ -395,12 +423,23 @@ async def inbox(
     secrets: tuple[str, ...],
     jwks_url: str,
     audience: str | None,
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int,
+    max_client_connections: int,
 ) -> None:
     """Receive the API's webhooks into the ledger (verified, kept once, then 200)."""
     from reclaim_tui.inbox.command import serve_inbox
+    from reclaim_tui.inbox.server import ConnectionLimits
 
     _require_folder(db)
-    await serve_inbox(db, listen, path, secrets, jwks_url, audience)
+    limits = ConnectionLimits(
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        max_connections=max_connections,
+        per_client=max_client_connections,
+    )
+    await serve_inbox(db, listen, path, secrets, jwks_url, audience, limits)
 
 
 @cli.group()
