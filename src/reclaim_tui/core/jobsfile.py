@@ -26,7 +26,14 @@ from reclaim_tui.core.keys import idempotency_key, valid_key
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import JobsFileError
 
-__all__ = ["MAX_INPUT_BYTES", "parse_jobs", "parse_jobs_bytes", "read_jobs_file"]
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "key_clash",
+    "parse_jobs",
+    "parse_jobs_bytes",
+    "read_jobs_file",
+    "spec_summary",
+]
 
 #: A job bigger than this, as it is SENT (JSON with non-ASCII escaped, which
 #: is how a request body may travel: up to 6 bytes per character), is a
@@ -145,6 +152,26 @@ def _check_sent_size(job: JobSpec) -> None:
         raise ValueError(
             f"the job is {sent:,} bytes as sent (JSON, non-ASCII escaped), over {MAX_INPUT_BYTES:,}"
         )
+
+
+def spec_summary(job: JobSpec) -> str:
+    """A job in a few words: its model or agent and the start of its input."""
+    text = job.input if isinstance(job.input, str) else json.dumps(job.input, ensure_ascii=False)
+    text = " ".join(text.split())
+    return f"{job.target} {text if len(text) <= 60 else text[:59] + '…'!r}"
+
+
+def key_clash(stored: JobSpec, new: JobSpec) -> str | None:
+    """Why `new` cannot take the key a job of the ledger (`stored`) already
+    has, or None when the two are the same job."""
+    if stored.to_json() == new.to_json():
+        return None
+    before, after = json.loads(stored.to_json()), json.loads(new.to_json())
+    differ = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    return (
+        f"key {new.key!r} is already in the ledger for another job ({', '.join(differ)} differ):"
+        f" stored {spec_summary(stored)}, this one {spec_summary(new)}; give it another key"
+    )
 
 
 #: The json module's messages, said for someone writing a jobs file by hand.
