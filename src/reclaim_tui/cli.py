@@ -32,7 +32,20 @@ import click
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.cli_costs import costs
-from reclaim_tui.cli_options import API, ENGINE, LEDGER, PASS, POLL, RECOVER, SEND, SINK, options
+from reclaim_tui.cli_options import (
+    API,
+    DAY,
+    ENGINE,
+    LEDGER,
+    PASS,
+    POLL,
+    RECOVER,
+    SEND,
+    SINK,
+    Finite,
+    bound_numbers,
+    options,
+)
 from reclaim_tui.config import Settings
 from reclaim_tui.core.connection import is_database_url, shown_db
 from reclaim_tui.core.export import (
@@ -276,7 +289,7 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw:
     "--idle-sleep",
     default=5.0,
     show_default=True,
-    type=float,
+    type=Finite(0.0, DAY, min_open=True),
     help="The longest sleep between passes when nothing is due sooner.",
 )
 @click.option(
@@ -391,14 +404,14 @@ async def submit(jobs_path: str, as_json: bool, **kw: Any) -> None:
     "--header-timeout",
     default=10.0,
     show_default=True,
-    type=click.FloatRange(0.01, 3600),
+    type=Finite(0.01, 3600),
     help="Seconds a connection has to send its request's headers before it is closed.",
 )
 @click.option(
     "--body-timeout",
     default=30.0,
     show_default=True,
-    type=click.FloatRange(0.01, 3600),
+    type=Finite(0.01, 3600),
     help="Seconds a delivery has to send its body (else 408, the connection closed).",
 )
 @click.option(
@@ -1066,7 +1079,7 @@ def _interactive() -> bool:
     "--interval",
     default=2.0,
     show_default=True,
-    type=float,
+    type=Finite(0.0, DAY, min_open=True),
     help="Seconds between the console's reclaim passes.",
 )
 @click.option(
@@ -1165,6 +1178,7 @@ def demo(db: str | None, job_count: int, seed: int) -> None:
 
 cli.add_command(emulator_command)
 cli.add_command(costs)
+bound_numbers(cli)  # after every command is added: no numeric flag without a range
 
 
 def main() -> None:

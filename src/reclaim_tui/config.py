@@ -5,6 +5,7 @@ at import."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -80,6 +81,10 @@ class Settings:
         return self.lease_seconds if self.lease_seconds is not None else max(120.0, minimum)
 
     def validate(self) -> Settings:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"--{f.name.replace('_', '-')} must be a finite number")
         if self.concurrency is not None and not 1 <= self.concurrency <= 1024:
             raise ConfigError("--concurrency must be between 1 and 1024")
         if self.batch_size < 1:

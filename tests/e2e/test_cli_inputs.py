@@ -5,8 +5,13 @@ refused with a clear message and its exit code, nothing lost, no traceback.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
+import pytest
+
+from reclaim_tui.cli import cli
 from tests.helpers import run_cli
 from tests.helpers.procs import write_jobs
 
@@ -44,3 +49,66 @@ def test_a_key_already_in_the_ledger_for_another_spec_is_refused_naming_both(
     assert "'weekly'" in clash.stderr
     assert "'old text'" in clash.stderr and "'new text'" in clash.stderr
     assert _specs(db) == before, "nothing was reserved"
+
+
+# -- point 7: numeric flags -------------------------------------------------------------
+
+
+def _commands(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> Iterator[tuple[str, click.Command]]:
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+        else:
+            yield " ".join((*path, name)), command
+
+
+def _numeric_flags() -> list[tuple[str, click.Command, click.Option]]:
+    return [
+        (name, command, param)
+        for name, command in _commands(cli)
+        for param in command.params
+        if isinstance(param, click.Option)
+        and isinstance(param.type, click.types.FloatParamType | click.types.IntParamType)
+    ]
+
+
+def test_every_numeric_flag_of_every_command_refuses_nan_inf_negative_and_huge() -> None:
+    flags = _numeric_flags()
+    assert len(flags) > 60, "the walk finds the commands' numeric flags"
+    accepted: list[str] = []
+    for name, command, option in flags:
+        flag = max(option.opts, key=len)
+        huge = "1e300" if isinstance(option.type, click.types.FloatParamType) else str(10**30)
+        for value in ("nan", "inf", "-inf", "-1", huge):
+            # Parsing only (make_context converts every value, runs nothing).
+            try:
+                command.make_context(name, [flag, value], resilient_parsing=False)
+            except click.UsageError as exc:
+                assert exc.exit_code == 2
+                assert flag in exc.format_message(), (name, flag, exc.format_message())
+                continue
+            accepted.append(f"{name} {flag} {value}")
+    assert accepted == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--first-poll", "inf"),
+        ("--busy-timeout", "inf"),
+        ("--busy-timeout", "nan"),
+        ("--request-timeout", "nan"),
+        ("--request-timeout", "inf"),
+        ("--lease-seconds", "nan"),
+    ],
+)
+def test_the_reported_flags_exit_2_naming_the_flag(tmp_path: Path, flag: str, value: str) -> None:
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": "hello"}])
+    db = tmp_path / "ledger.db"
+    args = ["tick", "--db", str(db), "--jobs", str(jobs), "--base-url", DEAD_API, "--api-key", "k"]
+    proc = run_cli([*args, flag, value], timeout=60)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert flag in proc.stderr and "Traceback" not in proc.stderr
+    assert not db.exists(), "nothing was done"
