@@ -56,7 +56,7 @@ from reclaim_tui.core.export import (
     row_dict,
     write_export,
 )
-from reclaim_tui.core.jobsfile import parse_jobs_bytes, read_jobs_file
+from reclaim_tui.core.jobsfile import read_jobs_file, read_jobs_stream
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import (
     Actor,
@@ -185,8 +185,7 @@ class _NoApi:
 
 def _read_jobs(path: str, settings: Settings) -> list[JobSpec]:
     if path == "-":
-        data = sys.stdin.buffer.read()
-        return parse_jobs_bytes(data, source="<stdin>", default_model=settings.model)
+        return read_jobs_stream(sys.stdin.buffer, source="<stdin>", default_model=settings.model)
     return read_jobs_file(path, default_model=settings.model)
 
 

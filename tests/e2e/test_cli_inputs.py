@@ -4,7 +4,11 @@ refused with a clear message and its exit code, nothing lost, no traceback.
 
 from __future__ import annotations
 
+import os
+import resource
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +17,7 @@ import pytest
 
 from reclaim_tui.cli import cli
 from tests.helpers import run_cli
-from tests.helpers.procs import write_jobs
+from tests.helpers.procs import clean_env, write_jobs
 
 #: Nothing listens on port 9: a command that calls the API finds it unreachable.
 DEAD_API = "http://127.0.0.1:9"
@@ -112,3 +116,68 @@ def test_the_reported_flags_exit_2_naming_the_flag(tmp_path: Path, flag: str, va
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert flag in proc.stderr and "Traceback" not in proc.stderr
     assert not db.exists(), "nothing was done"
+
+
+# -- point 9: files that never end ------------------------------------------------------
+
+
+def _limited(args: list[str], stdin: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI under a 2 GiB address-space limit: reading a file whole fails
+    fast with MemoryError instead of taking the machine's memory."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    with open(stdin or os.devnull, "rb") as source:
+        return subprocess.run(
+            [sys.executable, "-m", "reclaim_tui", *args],
+            env=clean_env(),
+            stdin=source,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=limit,
+        )
+
+
+def test_a_jobs_file_without_line_ends_is_refused_without_reading_it_whole(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "ledger.db"
+    args = ["submit", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k"]
+    for proc in (_limited([*args, "/dev/zero"]), _limited([*args, "-"], Path("/dev/zero"))):
+        assert proc.returncode == 3, proc.stderr[-2000:]
+        assert "over 1000000 bytes" in proc.stderr and "reading stopped" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not db.exists() or _specs(db) == []
+
+
+def test_every_bad_line_is_still_named_around_an_over_long_one(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_bytes(
+        b'{"input": "fine"}\n' + b"x" * 5_000_000 + b'\n{"input": 5}\n{"input": "also fine"}'
+    )
+    db = tmp_path / "ledger.db"
+    proc = run_cli(["submit", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k", str(jobs)])
+    assert proc.returncode == 3, proc.stderr
+    assert "line 2: line is over 1000000 bytes" in proc.stderr
+    assert "line 3: 'input' must be" in proc.stderr
+
+
+def test_numbers_past_a_float_in_a_jobs_file_are_bad_lines_not_tracebacks(
+    tmp_path: Path,
+) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(
+        '{"input": "a", "deadline": 1' + "0" * 400 + "}\n"
+        '{"input": "b", "deadline": NaN}\n'
+        '{"input": "c", "config": {"generation_config": {"temperature": 1e400}}}\n'
+        '{"input": "d", "deadline": 60}\n'
+    )
+    db = tmp_path / "ledger.db"
+    proc = run_cli(["submit", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k", str(jobs)])
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for line in (1, 2, 3):
+        assert f"line {line}:" in proc.stderr
+    assert "line 4" not in proc.stderr

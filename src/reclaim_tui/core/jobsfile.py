@@ -18,9 +18,10 @@ every bad line named.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from reclaim_tui.core.keys import idempotency_key, valid_key
 from reclaim_tui.core.models import JobSpec
@@ -32,6 +33,7 @@ __all__ = [
     "parse_jobs",
     "parse_jobs_bytes",
     "read_jobs_file",
+    "read_jobs_stream",
     "spec_summary",
 ]
 
@@ -40,6 +42,9 @@ __all__ = [
 #: mistake, not a prompt; it would be refused as 413 by a server that takes
 #: 1 MiB, such as an aiohttp one with its default limit.
 MAX_INPUT_BYTES = 1_000_000
+#: The longest `deadline` a job may name: 55 days, as long as the API keeps an
+#: interaction (core/retention.py's PAID_TIER_DAYS; not imported: it loads the ledger).
+MAX_DEADLINE = 55 * 86_400
 _ALLOWED = {"input", "model", "agent", "key", "config", "labels", "deadline", "previous"}
 # create() arguments the ledger sets itself; a job may not override them.
 _RESERVED_CONFIG = {"model", "agent", "input", "background", "labels", "stream"}
@@ -72,9 +77,14 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
     labels = _labels(obj.get("labels"))
     deadline = obj.get("deadline")
     if deadline is not None and (
-        isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline <= 0
+        isinstance(deadline, bool)
+        or not isinstance(deadline, int | float)
+        or not 0 < deadline <= MAX_DEADLINE  # also refuses NaN, and a huge int before float()
     ):
-        raise ValueError("'deadline' must be a positive number of seconds")
+        raise ValueError(
+            f"'deadline' must be a positive number of seconds, at most {MAX_DEADLINE:,.0f}"
+            " (55 days, the API's retention)"
+        )
     previous = obj.get("previous")
     if previous is not None and (not isinstance(previous, str) or not valid_key(previous)):
         raise ValueError("'previous' must be the key of another job")
@@ -201,6 +211,17 @@ def _json_problem(text: str, exc: json.JSONDecodeError, *, example: bool) -> str
     return f"not JSON at column {exc.colno}: {reason}{hint}"
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a job can carry")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text[:40]} is past the largest number a job can carry")
+    return number
+
+
 def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
     """Validate every line; return the jobs or raise JobsFileError naming each bad line."""
     jobs: list[JobSpec] = []
@@ -215,10 +236,13 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
             continue
         try:
-            obj = json.loads(text)
+            obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
         except json.JSONDecodeError as exc:
             problems.append((number, _json_problem(text, exc, example=not example_said)))
             example_said = True
+            continue
+        except ValueError as exc:  # a number that is no number (NaN, 1e400), or too long
+            problems.append((number, str(exc)[:200]))
             continue
         except RecursionError:
             problems.append((number, "nested too deeply to read"))
@@ -248,23 +272,71 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
 def parse_jobs_bytes(data: bytes, *, source: str, default_model: str) -> list[JobSpec]:
     """Split raw bytes into lines and parse them; a line that is not UTF-8 is
     named by its number like any other bad line."""
-    lines: list[str] = []
-    problems: list[tuple[int, str]] = []
     # split on b"\n" only: U+2028/U+2029/U+0085 are legal inside a JSON
     # string and must not end a line.
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    return _parse_raw(data.split(b"\n"), [], source=source, default_model=default_model)
+
+
+def read_jobs_stream(stream: BinaryIO, *, source: str, default_model: str) -> list[JobSpec]:
+    """Parse a jobs file from a binary stream without ever holding more than
+    one bounded line of it: a line past `READ_LIMIT` bytes is named and its
+    rest skipped (a file with no line end in sight, such as /dev/zero, is
+    refused once `SKIP_LIMIT` bytes of it went by)."""
+    problems: list[tuple[int, str]] = []
+    return _parse_raw(
+        _bounded_lines(stream, problems), problems, source=source, default_model=default_model
+    )
+
+
+#: Longest raw line held in memory: a job's limit plus room for spaces around it.
+READ_LIMIT = 2 * MAX_INPUT_BYTES
+#: How much of one over-long line is skipped, looking for its end, before reading stops.
+SKIP_LIMIT = 64 * MAX_INPUT_BYTES
+
+
+def _bounded_lines(stream: BinaryIO, problems: list[tuple[int, str]]) -> Iterator[bytes]:
+    number = 0
+    while raw := stream.readline(READ_LIMIT + 1):
+        number += 1
+        if len(raw) <= READ_LIMIT or raw.endswith(b"\n"):
+            yield raw.removesuffix(b"\n")
+            continue
+        problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
+        yield b""  # counted as a line; its rest is skipped below
+        skipped = 0
+        while not raw.endswith(b"\n"):
+            if skipped > SKIP_LIMIT:
+                problems.append((number, f"no line end in {skipped:,} bytes: reading stopped"))
+                return
+            raw = stream.readline(MAX_INPUT_BYTES)
+            if not raw:
+                return
+            skipped += len(raw)
+
+
+def _parse_raw(
+    raws: Iterable[bytes],
+    problems: list[tuple[int, str]],
+    *,
+    source: str,
+    default_model: str,
+) -> list[JobSpec]:
+    lines: list[str] = []
+    utf8: list[tuple[int, str]] = []
+    for number, raw in enumerate(raws, start=1):
         try:
             lines.append(raw.removesuffix(b"\r").decode("utf-8"))
         except UnicodeDecodeError as exc:
-            problems.append((number, f"not UTF-8 (byte {exc.start + 1} of the line)"))
+            utf8.append((number, f"not UTF-8 (byte {exc.start + 1} of the line)"))
             lines.append("")
+    problems = problems + utf8
     try:
         jobs = parse_jobs(lines, source=source, default_model=default_model)
     except JobsFileError as exc:
         problems = sorted(problems + exc.problems)
         raise JobsFileError(source, problems) from None
     if problems:
-        raise JobsFileError(source, problems)
+        raise JobsFileError(source, sorted(problems))
     return jobs
 
 
@@ -272,8 +344,8 @@ def read_jobs_file(path: str | Path, *, default_model: str) -> list[JobSpec]:
     """Read and parse a jobs file; a file that cannot be read is a
     JobsFileError that says why, with its path."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as stream:
+            return read_jobs_stream(stream, source=str(path), default_model=default_model)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise JobsFileError(str(path), [(0, f"cannot read {path}: {reason}")]) from exc
-    return parse_jobs_bytes(data, source=str(path), default_model=default_model)
