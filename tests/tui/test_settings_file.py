@@ -66,9 +66,9 @@ async def test_the_settings_file_is_read_at_start(seeded: Seeded, config_home: P
         'theme = "no-such-theme"',
         b"\xff\xfe not utf-8",
         # Issue 22, point 9: accepted (a pass every ∞ s), or a RecursionError.
-        "interval = inf",
-        "interval = 1" + "0" * 40,
-        "theme = " + "[" * 100_000 + "]" * 100_000,
+        pytest.param("interval = inf", id="interval-inf"),
+        pytest.param("interval = 1" + "0" * 40, id="interval-huge"),
+        pytest.param("theme = " + "[" * 100_000 + "]" * 100_000, id="nested-deep"),
     ],
 )
 async def test_a_bad_file_gives_defaults_one_notification_and_is_left_alone(
