@@ -145,3 +145,14 @@ async def test_malformed_requests_log_one_line_and_no_traceback(
     loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [r for r in loud if r.exc_info] == []
     assert len(loud) == 1 and "(bad-request)" in loud[0].getMessage()
+
+
+async def test_a_kept_alive_idle_connection_gives_way_at_the_cap(serve: Serve) -> None:
+    server = await serve(ConnectionLimits(per_client=10, max_connections=1, header_timeout=600))
+    reader, writer = await _connect(server)
+    writer.write(b"POST /webhooks/gemini HTTP/1.1\r\nHost: inbox\r\nContent-Length: 2\r\n\r\n{}")
+    assert (await asyncio.wait_for(reader.readline(), 60)).startswith(b"HTTP/1.1 401")
+    # The connection is kept alive and idle: a delivery takes its place.
+    assert await _deliver(server, "msg_after_keepalive") == 200
+    assert server.refused["evicted-idle"] == 1
+    writer.close()

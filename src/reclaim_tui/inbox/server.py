@@ -126,6 +126,8 @@ class ConnectionLimits:
 
     header_timeout: float = 10.0
     body_timeout: float = 30.0
+    #: seconds a kept-alive connection may wait for its next request
+    keepalive: float = 75.0
     max_connections: int = 0
     per_client: int = 32
     log_interval: float = 60.0
@@ -194,8 +196,8 @@ class _Gate:
 
 
 class _GuardedHandler(RequestHandler):
-    """aiohttp's connection, admitted by the gate, closed when its request's
-    headers are late, and logging client errors one line per interval."""
+    """aiohttp's connection, admitted by the gate, closed when its first
+    request's headers are late, and logging client errors one line per interval."""
 
     def __init__(self, manager: web.Server, gate: _Gate, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
@@ -203,7 +205,7 @@ class _GuardedHandler(RequestHandler):
         self.client = "?"
         self._admitted = False
         self._timer: asyncio.TimerHandle | None = None
-        self._requests_at_timer = 0
+        self._seen = 0  # requests when it last became idle (evictable)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
@@ -213,22 +215,15 @@ class _GuardedHandler(RequestHandler):
             return
         self._admitted = True
         super().connection_made(transport)
-        self._arm()
-
-    def _arm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._requests_at_timer = self._request_count
         self._timer = self._loop.call_later(self.gate.limits.header_timeout, self._headers_late)
 
     def _headers_late(self) -> None:
         self._timer = None
         # aiohttp's own fields: a request being answered, or pipelined ones queued
         busy = self._request_in_progress or bool(self._messages)
-        if busy or self._request_count != self._requests_at_timer or self.transport is None:
+        if busy or self._request_count or self.transport is None:
             return
-        if self._request_count == 0:  # a keep-alive connection idle after a request is no fault
-            self.gate.note("slow-headers", f"{self.client} sent no request in time")
+        self.gate.note("slow-headers", f"{self.client} sent no request in time")
         self.drop()
 
     def drop(self) -> None:
@@ -240,7 +235,7 @@ class _GuardedHandler(RequestHandler):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self._request_count != self._requests_at_timer:
+        if self._request_count != self._seen:  # a whole request came: no longer idle
             self.gate.waiting.pop(self, None)
             if self._timer is not None:
                 self._timer.cancel()
@@ -250,8 +245,12 @@ class _GuardedHandler(RequestHandler):
         self, request: web.BaseRequest, resp: web.StreamResponse, start_time: float | None
     ) -> tuple[web.StreamResponse, bool]:
         answered = await super().finish_response(request, resp, start_time)
-        if self.transport is not None:
-            self._arm()  # a kept-alive connection's next headers are due in time too
+        if self.transport is not None and self._admitted and not self._messages:
+            # Kept alive and idle: closed by aiohttp after `keepalive` s without a
+            # next request, or at the cap, before any connection that is busy.
+            self._seen = self._request_count
+            self.gate.waiting[self] = None
+            self.gate.waiting.move_to_end(self)
         return answered
 
     def connection_lost(self, exc: BaseException | None) -> None:
@@ -290,8 +289,9 @@ class _GuardedSite(web.TCPSite):
                 self.gate,
                 loop=asyncio.get_running_loop(),
                 access_log=None,
-                # aiohttp's own idle close, a backstop behind the header timer
-                keepalive_timeout=2 * limits.header_timeout,
+                # aiohttp closes a kept-alive connection idle this long (its
+                # clients keep theirs 15 s: a shorter wait would race their reuse)
+                keepalive_timeout=max(limits.keepalive, limits.header_timeout),
                 lingering_time=min(10.0, limits.body_timeout),
             )
 
