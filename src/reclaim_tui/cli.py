@@ -33,7 +33,20 @@ import click
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.cli_costs import costs
-from reclaim_tui.cli_options import API, ENGINE, LEDGER, PASS, POLL, RECOVER, SEND, SINK, options
+from reclaim_tui.cli_options import (
+    API,
+    DAY,
+    ENGINE,
+    LEDGER,
+    PASS,
+    POLL,
+    RECOVER,
+    SEND,
+    SINK,
+    Finite,
+    bound_numbers,
+    options,
+)
 from reclaim_tui.config import Settings
 from reclaim_tui.core.connection import is_database_url, shown_db
 from reclaim_tui.core.export import (
@@ -44,7 +57,7 @@ from reclaim_tui.core.export import (
     row_dict,
     write_export,
 )
-from reclaim_tui.core.jobsfile import parse_jobs_bytes, read_jobs_file
+from reclaim_tui.core.jobsfile import read_jobs_file, read_jobs_stream
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import (
     Actor,
@@ -172,8 +185,7 @@ class _NoApi:
 
 def _read_jobs(path: str, settings: Settings) -> list[JobSpec]:
     if path == "-":
-        data = sys.stdin.buffer.read()
-        return parse_jobs_bytes(data, source="<stdin>", default_model=settings.model)
+        return read_jobs_stream(sys.stdin.buffer, source="<stdin>", default_model=settings.model)
     return read_jobs_file(path, default_model=settings.model)
 
 
@@ -296,7 +308,7 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw:
     "--idle-sleep",
     default=5.0,
     show_default=True,
-    type=float,
+    type=Finite(0.0, DAY, min_open=True),
     help="The longest sleep between passes when nothing is due sooner.",
 )
 @click.option(
@@ -416,6 +428,34 @@ async def submit(jobs_path: str, no_send: bool, as_json: bool, **kw: Any) -> Non
     help="Keys for dynamic webhooks' JWTs ('' refuses JWT-signed deliveries).",
 )
 @click.option("--audience", default=None, help="Check the JWTs' aud claim against this.")
+@click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    type=Finite(0.01, 3600),
+    help="Seconds a connection has to send its request's headers before it is closed.",
+)
+@click.option(
+    "--body-timeout",
+    default=30.0,
+    show_default=True,
+    type=Finite(0.01, 3600),
+    help="Seconds a delivery has to send its body (else 408, the connection closed).",
+)
+@click.option(
+    "--max-connections",
+    default=0,
+    type=click.IntRange(0, 1_000_000),
+    help="Connections open at once, all clients together (default 0: half the open-file"
+    " limit, at most 512); at the cap the oldest idle one is closed.",
+)
+@click.option(
+    "--max-client-connections",
+    default=32,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="Connections one client (an IPv4 address, an IPv6 /64) may hold open.",
+)
 @run
 async def inbox(
     db: str,
@@ -424,12 +464,23 @@ async def inbox(
     secrets: tuple[str, ...],
     jwks_url: str,
     audience: str | None,
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int,
+    max_client_connections: int,
 ) -> None:
     """Receive the API's webhooks into the ledger (verified, kept once, then 200)."""
     from reclaim_tui.inbox.command import serve_inbox
+    from reclaim_tui.inbox.server import ConnectionLimits
 
     _require_folder(db)
-    await serve_inbox(db, listen, path, secrets, jwks_url, audience)
+    limits = ConnectionLimits(
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        max_connections=max_connections,
+        per_client=max_client_connections,
+    )
+    await serve_inbox(db, listen, path, secrets, jwks_url, audience, limits)
 
 
 @cli.group()
@@ -1056,7 +1107,7 @@ def _interactive() -> bool:
     "--interval",
     default=2.0,
     show_default=True,
-    type=float,
+    type=Finite(0.0, DAY, min_open=True),
     help="Seconds between the console's reclaim passes.",
 )
 @click.option(
@@ -1154,6 +1205,7 @@ def demo(db: str | None, job_count: int, seed: int) -> None:
 
 
 cli.add_command(costs)
+bound_numbers(cli)  # after every command is added: no numeric flag without a range
 
 
 def main() -> None:

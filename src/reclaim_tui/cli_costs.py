@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,7 +82,8 @@ def costs(
         click.echo(f"error: {exc}", err=True)
         sys.exit(2 if isinstance(exc, ConfigError) else 4 if isinstance(exc, LedgerError) else 1)
     if as_json:
-        click.echo(json.dumps(_as_json(rows, prices, by), indent=2))
+        # allow_nan=False: `Infinity` is not JSON (the numbers are made finite below)
+        click.echo(json.dumps(_as_json(rows, prices, by), indent=2, allow_nan=False))
     else:
         click.echo(format_costs(rows, prices, by))
 
@@ -100,11 +102,11 @@ def _as_json(rows: Sequence[CostRow], prices: PriceTable, by: str) -> dict[str, 
             "rows": row.rows,
             "priced": row.priced,
             "unknown": row.unknown,
-            "input_tokens": row.input_tokens,
-            "output_tokens": row.output_tokens,
-            "thought_tokens": row.thought_tokens,
-            "cached_tokens": row.cached_tokens,
-            "usd": round(row.usd, 6),
+            "input_tokens": _finite(row.input_tokens),
+            "output_tokens": _finite(row.output_tokens),
+            "thought_tokens": _finite(row.thought_tokens),
+            "cached_tokens": _finite(row.cached_tokens),
+            "usd": _finite(round(row.usd, 6)),
             "unknown_models": list(row.unknown_models),
         }
 
@@ -114,6 +116,12 @@ def _as_json(rows: Sequence[CostRow], prices: PriceTable, by: str) -> dict[str, 
         "groups": [one(r) for r in rows],
         "total": one(grand_total(rows)),
     }
+
+
+def _finite(value: float) -> float | None:
+    """A number JSON can carry; None for a float past finite (usage the API
+    reported as absurd, multiplied out to infinity). Integers are exact."""
+    return value if isinstance(value, int) or math.isfinite(value) else None
 
 
 def format_costs(rows: Sequence[CostRow], prices: PriceTable, by: str) -> str:

@@ -11,10 +11,16 @@ groups, so that a command takes only the flags it uses: `cancel` has no
     POLL       what polling does with vanished or overrunning interactions
 
 `options(*groups)` applies them; `ENGINE` is every group (tick, console).
+
+Every number a flag takes is finite and in a range (`Finite`, click's
+IntRange): `nan`, `inf`, a negative or a huge value is refused at the
+command line (exit 2) instead of parking jobs forever or hanging a wait.
+`bound_numbers` gives any numeric flag still without a range a generous one.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +30,58 @@ from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT
 from reclaim_tui.core.models import GonePolicy, OrphanPolicy
 from reclaim_tui.core.retention import PAID_TIER_DAYS
 
-__all__ = ["API", "ENGINE", "LEDGER", "PASS", "POLL", "RECOVER", "SEND", "SINK", "options"]
+__all__ = [
+    "API",
+    "DAY",
+    "ENGINE",
+    "LEDGER",
+    "PASS",
+    "POLL",
+    "RECOVER",
+    "SEND",
+    "SINK",
+    "Finite",
+    "bound_numbers",
+    "options",
+]
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+DAY = 86_400.0
+
+
+class Finite(click.FloatRange):
+    """A float in [min, max] (`min_open`: above min) that is a real number:
+    `nan` and `inf` are refused with the flag's name (exit 2)."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+def _seconds(high: float, *, positive: bool = False) -> Finite:
+    return Finite(0.0, high, min_open=positive)
+
+
+def bound_numbers(group: click.Group) -> None:
+    """Give every numeric flag of every command under `group` that has no
+    range yet a generous one: finite, not negative, at most 10^9 (a fraction,
+    `--…-rate`, at most 1). A safety net: the flags that matter name their own."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            bound_numbers(command)
+            continue
+        for param in command.params:
+            if type(param.type) is click.types.FloatParamType:
+                high = 1.0 if (param.name or "").endswith("_rate") else 1e9
+                param.type = Finite(0.0, high)
+            elif type(param.type) is click.types.IntParamType:
+                param.type = click.IntRange(0, 10**9)
+
 
 _FLAGS: dict[str, Decorator] = {
     "db": click.option(
@@ -40,7 +95,7 @@ _FLAGS: dict[str, Decorator] = {
         "--busy-timeout",
         default=10.0,
         show_default=True,
-        type=float,
+        type=_seconds(3600),
         help="Seconds to wait for another process's lock on the ledger before giving up.",
     ),
     "base_url": click.option(
@@ -58,7 +113,7 @@ _FLAGS: dict[str, Decorator] = {
         "--request-timeout",
         default=30.0,
         show_default=True,
-        type=float,
+        type=_seconds(3600, positive=True),
         help="Seconds one API call may take before it counts as failed.",
     ),
     "emulator_lookup": click.option(
@@ -74,7 +129,7 @@ _FLAGS: dict[str, Decorator] = {
     "concurrency": click.option(
         "--concurrency",
         default=None,
-        type=int,
+        type=click.IntRange(1, 1024),
         help="API calls (and sink deliveries) in flight at once (default 16).",
     ),
     "adaptive_concurrency": click.option(
@@ -87,7 +142,7 @@ _FLAGS: dict[str, Decorator] = {
     "lease_seconds": click.option(
         "--lease-seconds",
         default=None,
-        type=float,
+        type=_seconds(7 * DAY, positive=True),
         help="Lease length; at least 3 × (request + busy timeout).",
     ),
     "verbose": click.option("-v", "--verbose", is_flag=True, help="Log each pass to stderr."),
@@ -101,14 +156,14 @@ _FLAGS: dict[str, Decorator] = {
         "--max-attempts",
         default=5,
         show_default=True,
-        type=int,
+        type=click.IntRange(1, 1000),
         help="Creates a job may spend (failed or of unknown outcome) before it fails.",
     ),
     "first_poll": click.option(
         "--first-poll",
         default=2.0,
         show_default=True,
-        type=float,
+        type=_seconds(DAY),
         help="Age of a job at its first poll; later polls at 2x, 4x, 8x … that.",
     ),
     "webhook_url": click.option(
@@ -123,7 +178,7 @@ _FLAGS: dict[str, Decorator] = {
         "--webhook-poll",
         default=120.0,
         show_default=True,
-        type=float,
+        type=_seconds(DAY, positive=True),
         help="With --webhook-url: a job's age at its first fallback poll (then 2x, up to"
         " every 30 min).",
     ),
@@ -139,7 +194,7 @@ _FLAGS: dict[str, Decorator] = {
         "--webhook-grace",
         default=900.0,
         show_default=True,
-        type=float,
+        type=_seconds(30 * DAY),
         help="With --webhook-url: seconds an orphan waits for an event naming it before"
         " --orphan-policy applies (events come when a job ends: set it above your jobs'"
         " usual run time).",
@@ -155,7 +210,7 @@ _FLAGS: dict[str, Decorator] = {
     "deadline": click.option(
         "--deadline",
         default=None,
-        type=float,
+        type=_seconds(PAID_TIER_DAYS * DAY, positive=True),
         help="Seconds a submitted job may run before it is cancelled (default: none for"
         " models, 4 h for agents; a job's own 'deadline' wins).",
     ),
@@ -163,7 +218,7 @@ _FLAGS: dict[str, Decorator] = {
         "--retention-days",
         default=PAID_TIER_DAYS,
         show_default=True,
-        type=float,
+        type=Finite(0.0, 3650.0, min_open=True),
         help="How long the API keeps an interaction (55 paid tier, 1 free tier): submitted"
         " rows older than that are flagged.",
     ),

@@ -5,6 +5,7 @@ at import."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -80,6 +81,10 @@ class Settings:
         return self.lease_seconds if self.lease_seconds is not None else max(120.0, minimum)
 
     def validate(self) -> Settings:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"--{f.name.replace('_', '-')} must be a finite number")
         if self.concurrency is not None and not 1 <= self.concurrency <= 1024:
             raise ConfigError("--concurrency must be between 1 and 1024")
         if self.batch_size < 1:
@@ -163,6 +168,11 @@ class Settings:
         return cls(**values)
 
 
+#: The console's settings file is a few lines: a bigger one is not read whole.
+MAX_SETTINGS_BYTES = 64 * 1024
+#: The longest console interval between passes, in seconds (a day).
+MAX_INTERVAL = 86_400.0
+
 #: The console's panels an operator can hide (the detail pane, the loop log).
 PANELS = ("detail", "log")
 
@@ -200,9 +210,13 @@ class ConsoleSettings:
         if theme is not None and not isinstance(theme, str):
             raise ValueError("theme must be a string")
         if interval is not None and not (
-            isinstance(interval, int | float) and not isinstance(interval, bool) and interval > 0
+            isinstance(interval, int | float)
+            and not isinstance(interval, bool)
+            and 0 < interval <= MAX_INTERVAL  # also refuses nan and inf
         ):
-            raise ValueError("interval must be a positive number of seconds")
+            raise ValueError(
+                f"interval must be a number of seconds above 0, at most {MAX_INTERVAL:g}"
+            )
         if page_size is not None and not (isinstance(page_size, int) and 10 <= page_size <= 5000):
             raise ValueError("page_size must be a whole number from 10 to 5000")
         if width is not None and not (isinstance(width, int) and 1 <= width <= 4):
@@ -227,15 +241,21 @@ def load_console_settings(path: Path) -> tuple[ConsoleSettings, str | None]:
     """The file's settings, or the defaults and why the file could not be
     used (None: it was fine, or there is none yet)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_SETTINGS_BYTES + 1)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         return ConsoleSettings(), None
     except (OSError, UnicodeDecodeError) as exc:
         return ConsoleSettings(), f"cannot read {path}: {exc}"
+    if len(raw) > MAX_SETTINGS_BYTES:
+        return ConsoleSettings(), f"{path} is over {MAX_SETTINGS_BYTES:,} bytes"
     try:
         return ConsoleSettings.from_toml(tomllib.loads(text)), None
     except (tomllib.TOMLDecodeError, ValueError) as exc:
         return ConsoleSettings(), f"{path} is not valid: {exc}"
+    except RecursionError:
+        return ConsoleSettings(), f"{path} is not valid: nested too deeply to read"
 
 
 def save_console_settings(path: Path, settings: ConsoleSettings) -> None:

@@ -66,9 +66,8 @@ class JobsFileError(ReclaimError):
         # Line 0 stands for the file as a whole (it could not be read).
         lines = "\n".join(f"  line {n}: {why}" if n else f"  {why}" for n, why in problems[:50])
         more = f"\n  … and {len(problems) - 50} more" if len(problems) > 50 else ""
-        super().__init__(
-            f"{source}: {len(problems)} bad line(s), nothing was reserved:\n{lines}{more}"
-        )
+        what = "bad line(s)" if any(n for n, _ in problems) else "problem(s)"
+        super().__init__(f"{source}: {len(problems)} {what}, nothing was reserved:\n{lines}{more}")
 
 
 class LedgerError(ReclaimError):

@@ -65,6 +65,10 @@ async def test_the_settings_file_is_read_at_start(seeded: Seeded, config_home: P
         'hidden = ["table"]',
         'theme = "no-such-theme"',
         b"\xff\xfe not utf-8",
+        # Issue 22, point 9: accepted (a pass every ∞ s), or a RecursionError.
+        pytest.param("interval = inf", id="interval-inf"),
+        pytest.param("interval = 1" + "0" * 40, id="interval-huge"),
+        pytest.param("theme = " + "[" * 100_000 + "]" * 100_000, id="nested-deep"),
     ],
 )
 async def test_a_bad_file_gives_defaults_one_notification_and_is_left_alone(

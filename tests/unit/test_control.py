@@ -5,6 +5,7 @@ console runs no loop and no engine of its own."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -287,3 +288,62 @@ async def test_a_line_that_is_no_command_is_said_once_in_the_service_log(
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     refused = [line for line in lines if line["event"] == "control_refused"]
     assert len(refused) == 1 and "JSONDecodeError" in str(refused[0]["error"])
+
+
+def _refusals(service: Running) -> list[dict[str, object]]:
+    out = service.loop.out
+    assert isinstance(out, io.StringIO)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    return [line for line in lines if line["event"] == "control_refused"]
+
+
+async def test_consoles_past_the_cap_are_told_and_hung_up_on(service: Running) -> None:
+    # Issue 22, point 4: any number of clients could attach, each may hold a
+    # line of up to 64 MiB (~490 MB grown in the trial).
+    service.server.max_consoles = 2
+    hosts = [AttachedHost(service.path) for _ in range(2)]
+    for host in hosts:
+        await host.start()
+    try:
+        with pytest.raises(ReclaimError, match="consoles already"):
+            await AttachedHost(service.path).start()
+        for _ in range(10):
+            reader, writer = await asyncio.open_unix_connection(str(service.path))
+            assert b"consoles already" in await asyncio.wait_for(reader.readline(), 60)
+            assert await asyncio.wait_for(reader.readline(), 60) == b"", "hung up on"
+            writer.close()
+        refused = [r for r in _refusals(service) if r["cause"] == "consoles"]
+        assert len(refused) == 1, "one line per cause per interval"
+        assert service.server.refused["consoles"] == 11
+        assert (await hosts[0].tick()) is not None, "the attached ones are served"
+    finally:
+        for host in hosts:
+            await host.stop()
+
+
+async def test_a_line_past_the_limit_ends_the_session_and_is_said(service: Running) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(service.path))
+    await reader.readline()  # Started
+    writer.write(b'{"id": 1, "type": "Tick", "pad": "' + b"x" * (9 * 1024 * 1024) + b'"}\n')
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+    try:
+        rest = await asyncio.wait_for(reader.read(), 60)
+    except ConnectionResetError:  # closed with the rest of the line unread
+        rest = b""
+    assert rest == b"", "the session ends"
+    writer.close()
+    refused = _refusals(service)
+    assert len(refused) == 1 and "longer than" in str(refused[0]["error"])
+
+
+async def test_an_attached_submit_bigger_than_a_line_goes_in_parts(service: Running) -> None:
+    jobs = [JobSpec(input=f"{n} " + "y" * 700_000, model="m") for n in range(16)]  # ~11 MB
+    host = AttachedHost(service.path)
+    await host.start()
+    try:
+        report = await asyncio.wait_for(host.submit(jobs, send=False), 120)
+    finally:
+        await host.stop()
+    assert report.counts["inserted"] == 16
+    assert _refusals(service) == []

@@ -106,6 +106,13 @@ def test_environment_names_the_override(tmp_path: Path) -> None:
         ("nan.json", '{"models": {"m": {"input": NaN, "output": 1}}}', "finite"),
         ("inf.json", '{"models": {"m": {"input": 1, "output": Infinity}}}', "finite"),
         ("nan.toml", "[models.m]\ninput = nan\noutput = 1", "finite"),
+        # Issue 22, point 9: these ended in RecursionError / OverflowError, or
+        # were accepted and made `costs --json` print Infinity.
+        ("deep.json", '{"models": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ("deep.toml", "models = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("huge.json", '{"models": {"m": {"input": 1' + "0" * 400 + ', "output": 1}}}', "huge"),
+        ("huge.toml", "[models.m]\ninput = 1" + "0" * 400 + "\noutput = 1", "huge"),
+        ("big.json", '{"models": {"m": {"input": 1e308, "output": 1}}}', "models.m.input"),
     ],
 )
 def test_a_bad_prices_file_is_named_with_its_problem(
@@ -234,3 +241,31 @@ def test_dollars_below_a_hundredth_of_a_cent_are_not_shown_as_zero() -> None:
     assert format_usd(0.00005) == "$0.0001"
     assert format_usd(0.0123) == "$0.0123"
     assert format_usd(1234.5) == "$1,234.50"
+
+
+def test_costs_json_is_strict_json_and_a_rate_that_overflows_is_refused(
+    db_url: str, clock: ManualClock, tmp_path: Path
+) -> None:
+    """Issue 22, point 9: a price of 1e308 per 1M tokens times 2M tokens is
+    infinity, and `costs --json` printed `Infinity` (not JSON)."""
+
+    async def seed() -> None:
+        ledger = await Ledger.open(db_url, clock=clock)
+        try:
+            await put_row(ledger, clock, usage={"total_input_tokens": 2_000_000})
+        finally:
+            await ledger.close()
+
+    asyncio.run(seed())
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"models": {FLASH: {"input": 1e308, "output": 1.0}}}))
+    out = CliRunner().invoke(costs, ["--db", db_url, "--prices", str(prices), "--json"])
+    assert "Infinity" not in out.stdout
+    assert out.exit_code == 2 and f"models.{FLASH}.input" in out.stderr, out.output
+    fine = CliRunner().invoke(costs, ["--db", db_url, "--json"])
+    assert fine.exit_code == 0, fine.output
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    json.loads(fine.stdout, parse_constant=refuse)

@@ -179,16 +179,28 @@ def load_prices(
     )
 
 
+#: A price table is a few KiB: a bigger file (or /dev/zero) is a mistake, not read whole.
+MAX_PRICES_BYTES = 1024 * 1024
+#: USD per 1M tokens above this is a typo (and its products would overflow to infinity).
+MAX_RATE = 1_000_000.0
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text("utf-8")
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_PRICES_BYTES + 1)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"prices file {path}: cannot be read ({exc})") from None
+    if len(raw) > MAX_PRICES_BYTES:
+        raise ConfigError(f"prices file {path}: over {MAX_PRICES_BYTES:,} bytes")
+    kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
     try:
-        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+        data = tomllib.loads(text) if kind == "TOML" else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
-        kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
         raise ConfigError(f"prices file {path}: not valid {kind} ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"prices file {path}: {kind} nested too deeply to read") from None
     if not isinstance(data, dict):
         raise ConfigError(f"prices file {path}: expected an object with 'models' / 'agents'")
     return data
@@ -232,10 +244,17 @@ def _price(entry: Any, where: str) -> Price:
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
-            or not math.isfinite(value)  # NaN or Infinity would poison every total
-            or value < 0
+            # NaN or Infinity would poison every total (an int past a float: OverflowError)
+            or not (isinstance(value, float) or abs(value) <= MAX_RATE)
+            or not math.isfinite(value)
+            or not 0 <= value <= MAX_RATE
         ):
-            raise ConfigError(f"{where}.{name}: expected a finite number ≥ 0, got {value!r}")
+            huge = isinstance(value, int) and abs(value) > 10**30  # repr stops at 4,300 digits
+            shown = "a huge number" if huge else repr(value)[:40]
+            raise ConfigError(
+                f"{where}.{name}: expected a finite number of USD per 1M tokens, from 0"
+                f" to {MAX_RATE:,.0f}; got {shown}"
+            )
         rates[name] = float(value)
     return Price(**rates)
 

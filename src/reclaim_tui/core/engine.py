@@ -26,7 +26,7 @@ from reclaim_tui.core.batching import GroupCommit, HeldBatch, holding
 from reclaim_tui.core.circuit import Circuit
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.crash import crashpoint
-from reclaim_tui.core.jobsfile import chain_cycles, cycle_text
+from reclaim_tui.core.jobsfile import chain_cycles, cycle_text, key_clash
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Claim, Ledger
 from reclaim_tui.core.models import (
@@ -118,6 +118,7 @@ class Engine:
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool = True) -> PassReport:
         """Reserve rows for new jobs (existing keys are left alone), then send."""
         report = PassReport()
+        await self._refuse_key_clashes(jobs)
         rows = [(idempotency_key(j), j.to_json(), j.target) for j in jobs]
         if any(j.previous is not None for j in jobs):
             await self._refuse_cycles(jobs, [r[0] for r in rows])
@@ -159,6 +160,20 @@ class Engine:
                 for key, cycle in cycles.items()
             ]
             raise JobsFileError("the jobs submitted", problems)
+    async def _refuse_key_clashes(self, jobs: Sequence[JobSpec]) -> None:
+        """A job's own key already in the ledger for another spec would be
+        `already_present` and the new job never run: refused, nothing reserved."""
+        keyed = {j.key: j for j in jobs if j.key is not None}
+        if not keyed:
+            return
+        stored = await self.ledger.get_many(list(keyed))
+        problems = [
+            (0, why)
+            for key, row in stored.items()
+            if (why := key_clash(row.job, keyed[key])) is not None
+        ]
+        if problems:
+            raise JobsFileError("jobs", problems)
 
     # -- sending -----------------------------------------------------------------------
     async def send_reserved(self) -> PassReport:

@@ -19,9 +19,10 @@ naming itself, two naming each other): they could never run.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from reclaim_tui.core.keys import idempotency_key, valid_key
 from reclaim_tui.core.models import JobSpec
@@ -31,9 +32,12 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "chain_cycles",
     "cycle_text",
+    "key_clash",
     "parse_jobs",
     "parse_jobs_bytes",
     "read_jobs_file",
+    "read_jobs_stream",
+    "spec_summary",
 ]
 
 #: A job bigger than this, as it is SENT (JSON with non-ASCII escaped, which
@@ -41,6 +45,9 @@ __all__ = [
 #: mistake, not a prompt; it would be refused as 413 by a server that takes
 #: 1 MiB, such as an aiohttp one with its default limit.
 MAX_INPUT_BYTES = 1_000_000
+#: The longest `deadline` a job may name: 55 days, as long as the API keeps an
+#: interaction (core/retention.py's PAID_TIER_DAYS; not imported: it loads the ledger).
+MAX_DEADLINE = 55 * 86_400
 _ALLOWED = {"input", "model", "agent", "key", "config", "labels", "deadline", "previous"}
 # create() arguments the ledger sets itself; a job may not override them.
 _RESERVED_CONFIG = {"model", "agent", "input", "background", "labels", "stream"}
@@ -73,9 +80,14 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
     labels = _labels(obj.get("labels"))
     deadline = obj.get("deadline")
     if deadline is not None and (
-        isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline <= 0
+        isinstance(deadline, bool)
+        or not isinstance(deadline, int | float)
+        or not 0 < deadline <= MAX_DEADLINE  # also refuses NaN, and a huge int before float()
     ):
-        raise ValueError("'deadline' must be a positive number of seconds")
+        raise ValueError(
+            f"'deadline' must be a positive number of seconds, at most {MAX_DEADLINE:,.0f}"
+            " (55 days, the API's retention)"
+        )
     previous = obj.get("previous")
     if previous is not None and (not isinstance(previous, str) or not valid_key(previous)):
         raise ValueError("'previous' must be the key of another job")
@@ -155,6 +167,26 @@ def _check_sent_size(job: JobSpec) -> None:
         )
 
 
+def spec_summary(job: JobSpec) -> str:
+    """A job in a few words: its model or agent and the start of its input."""
+    text = job.input if isinstance(job.input, str) else json.dumps(job.input, ensure_ascii=False)
+    text = " ".join(text.split())
+    return f"{job.target} {text if len(text) <= 60 else text[:59] + '…'!r}"
+
+
+def key_clash(stored: JobSpec, new: JobSpec) -> str | None:
+    """Why `new` cannot take the key a job of the ledger (`stored`) already
+    has, or None when the two are the same job."""
+    if stored.to_json() == new.to_json():
+        return None
+    before, after = json.loads(stored.to_json()), json.loads(new.to_json())
+    differ = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    return (
+        f"key {new.key!r} is already in the ledger for another job ({', '.join(differ)} differ):"
+        f" stored {spec_summary(stored)}, this one {spec_summary(new)}; give it another key"
+    )
+
+
 #: The json module's messages, said for someone writing a jobs file by hand.
 _JSON_REASONS = {
     "Expecting value": "a value was expected (text goes in double quotes)",
@@ -220,6 +252,15 @@ def _refuse_cycles(jobs: Sequence[JobSpec], lines: Sequence[int]) -> list[tuple[
         where = ", ".join(f"{k!r} on line {line_of[k]}" for k in cycle[:-1])
         problems.append((line_of[key], f"{cycle_text(cycle)} ({where})"))
     return problems
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a job can carry")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text[:40]} is past the largest number a job can carry")
+    return number
 
 
 def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
@@ -237,10 +278,13 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
             continue
         try:
-            obj = json.loads(text)
+            obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
         except json.JSONDecodeError as exc:
             problems.append((number, _json_problem(text, exc, example=not example_said)))
             example_said = True
+            continue
+        except ValueError as exc:  # a number that is no number (NaN, 1e400), or too long
+            problems.append((number, str(exc)[:200]))
             continue
         except RecursionError:
             problems.append((number, "nested too deeply to read"))
@@ -272,23 +316,71 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
 def parse_jobs_bytes(data: bytes, *, source: str, default_model: str) -> list[JobSpec]:
     """Split raw bytes into lines and parse them; a line that is not UTF-8 is
     named by its number like any other bad line."""
-    lines: list[str] = []
-    problems: list[tuple[int, str]] = []
     # split on b"\n" only: U+2028/U+2029/U+0085 are legal inside a JSON
     # string and must not end a line.
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    return _parse_raw(data.split(b"\n"), [], source=source, default_model=default_model)
+
+
+def read_jobs_stream(stream: BinaryIO, *, source: str, default_model: str) -> list[JobSpec]:
+    """Parse a jobs file from a binary stream without ever holding more than
+    one bounded line of it: a line past `READ_LIMIT` bytes is named and its
+    rest skipped (a file with no line end in sight, such as /dev/zero, is
+    refused once `SKIP_LIMIT` bytes of it went by)."""
+    problems: list[tuple[int, str]] = []
+    return _parse_raw(
+        _bounded_lines(stream, problems), problems, source=source, default_model=default_model
+    )
+
+
+#: Longest raw line held in memory: a job's limit plus room for spaces around it.
+READ_LIMIT = 2 * MAX_INPUT_BYTES
+#: How much of one over-long line is skipped, looking for its end, before reading stops.
+SKIP_LIMIT = 64 * MAX_INPUT_BYTES
+
+
+def _bounded_lines(stream: BinaryIO, problems: list[tuple[int, str]]) -> Iterator[bytes]:
+    number = 0
+    while raw := stream.readline(READ_LIMIT + 1):
+        number += 1
+        if len(raw) <= READ_LIMIT or raw.endswith(b"\n"):
+            yield raw.removesuffix(b"\n")
+            continue
+        problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
+        yield b""  # counted as a line; its rest is skipped below
+        skipped = 0
+        while not raw.endswith(b"\n"):
+            if skipped > SKIP_LIMIT:
+                problems.append((number, f"no line end in {skipped:,} bytes: reading stopped"))
+                return
+            raw = stream.readline(MAX_INPUT_BYTES)
+            if not raw:
+                return
+            skipped += len(raw)
+
+
+def _parse_raw(
+    raws: Iterable[bytes],
+    problems: list[tuple[int, str]],
+    *,
+    source: str,
+    default_model: str,
+) -> list[JobSpec]:
+    lines: list[str] = []
+    utf8: list[tuple[int, str]] = []
+    for number, raw in enumerate(raws, start=1):
         try:
             lines.append(raw.removesuffix(b"\r").decode("utf-8"))
         except UnicodeDecodeError as exc:
-            problems.append((number, f"not UTF-8 (byte {exc.start + 1} of the line)"))
+            utf8.append((number, f"not UTF-8 (byte {exc.start + 1} of the line)"))
             lines.append("")
+    problems = problems + utf8
     try:
         jobs = parse_jobs(lines, source=source, default_model=default_model)
     except JobsFileError as exc:
         problems = sorted(problems + exc.problems)
         raise JobsFileError(source, problems) from None
     if problems:
-        raise JobsFileError(source, problems)
+        raise JobsFileError(source, sorted(problems))
     return jobs
 
 
@@ -296,8 +388,8 @@ def read_jobs_file(path: str | Path, *, default_model: str) -> list[JobSpec]:
     """Read and parse a jobs file; a file that cannot be read is a
     JobsFileError that says why, with its path."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as stream:
+            return read_jobs_stream(stream, source=str(path), default_model=default_model)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise JobsFileError(str(path), [(0, f"cannot read {path}: {reason}")]) from exc
-    return parse_jobs_bytes(data, source=str(path), default_model=default_model)

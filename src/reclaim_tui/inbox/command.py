@@ -13,7 +13,7 @@ from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.errors import ConfigError
-from reclaim_tui.inbox.server import InboxServer
+from reclaim_tui.inbox.server import ConnectionLimits, InboxServer
 from reclaim_tui.inbox.verify import Verifier
 
 __all__ = ["parse_listen", "serve_inbox"]
@@ -34,6 +34,7 @@ async def serve_inbox(
     secrets: Sequence[str],
     jwks_url: str | None,
     audience: str | None,
+    limits: ConnectionLimits | None = None,
 ) -> None:
     host, port = parse_listen(listen)
     if not path.startswith("/"):
@@ -50,7 +51,7 @@ async def serve_inbox(
     # A short busy timeout: a locked ledger answers 503 within seconds (the
     # API retries), instead of holding deliveries past the sender's timeout.
     async with open_ledger(Settings(db=db, busy_timeout=2.0)) as ledger:
-        server = InboxServer(ledger, verifier, host=host, port=port, path=path)
+        server = InboxServer(ledger, verifier, host=host, port=port, path=path, limits=limits)
         try:
             await server.start()
         except OSError as exc:

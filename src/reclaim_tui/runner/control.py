@@ -11,6 +11,12 @@ on its engine — one process, one SDK client, one ledger connection.
     Tick                           Passed(report of the service's next pass)
     Retry · Cancel · Adopt …       their replies, as from the worker
 
+A service serves at most `MAX_CONSOLES` consoles at once (another is told
+so and hung up on), and reads lines of at most `CONTROL_LINE_LIMIT` (an
+attached console sends a big submit in parts): what a client of the
+socket can make the service hold is bounded. Refusals are said in the
+service log, once per cause per minute.
+
 A `Tick` does not start a pass: it waits for the service's next one (the
 service keeps its own schedule) and returns that pass's report, so the
 console's log shows what the service did. Operator commands are recorded
@@ -26,15 +32,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import os
 import stat
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.connection import is_database_url
 from reclaim_tui.core.engine import Engine
-from reclaim_tui.core.models import Actor
+from reclaim_tui.core.models import Actor, JobSpec, PassReport
 from reclaim_tui.errors import ConfigError, ReclaimError
 from reclaim_tui.runner.commands import (
     LINE_LIMIT,
@@ -46,6 +55,7 @@ from reclaim_tui.runner.commands import (
     Quit,
     Reply,
     Started,
+    Submit,
     Tick,
     decode,
     encode,
@@ -59,7 +69,21 @@ from reclaim_tui.runner.worker import Send, Server
 if TYPE_CHECKING:
     from reclaim_tui.runner.service import ServiceLoop
 
-__all__ = ["AttachedHost", "ControlServer", "service_settings", "socket_path_ok"]
+__all__ = [
+    "CONTROL_LINE_LIMIT",
+    "MAX_CONSOLES",
+    "AttachedHost",
+    "ControlServer",
+    "service_settings",
+    "socket_path_ok",
+]
+
+#: Longest line the service reads from a console (a console splits a bigger submit).
+CONTROL_LINE_LIMIT = 8 * 1024 * 1024
+#: Consoles attached at once.
+MAX_CONSOLES = 8
+#: Seconds between two lines of the service log about the same kind of refusal.
+COMPLAINT_INTERVAL = 60.0
 
 
 class _ControlSession(Server):
@@ -83,12 +107,25 @@ class _ControlSession(Server):
 class ControlServer:
     """Serves attached consoles on a Unix socket while the service runs."""
 
-    def __init__(self, path: str | Path, engine: Engine, loop: ServiceLoop, settings: Settings):
+    def __init__(
+        self,
+        path: str | Path,
+        engine: Engine,
+        loop: ServiceLoop,
+        settings: Settings,
+        *,
+        max_consoles: int = MAX_CONSOLES,
+        line_limit: int = CONTROL_LINE_LIMIT,
+    ):
         self.path = Path(path)
         self.engine = engine
         self.loop = loop
         self.settings = settings
+        self.max_consoles = max_consoles
+        self.line_limit = line_limit
         self.sessions = 0
+        self.refused: Counter[str] = Counter()
+        self._said: dict[str, float] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.AbstractServer | None = None
         self._stop = asyncio.Event()
@@ -101,7 +138,7 @@ class ControlServer:
         old = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
-                self._session, path=str(self.path), limit=LINE_LIMIT
+                self._session, path=str(self.path), limit=self.line_limit
             )
         except OSError as exc:
             raise ConfigError(f"--control {self.path}: cannot listen: {exc}") from exc
@@ -128,6 +165,9 @@ class ControlServer:
                 self.path.unlink()
 
     async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.sessions >= self.max_consoles:
+            await self._turn_away(writer)
+            return
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
@@ -146,7 +186,10 @@ class ControlServer:
         except asyncio.CancelledError:
             pass  # the service stops (stop() cancelled the session)
         except Exception as exc:  # a line that is not a command: said once, the session ends
-            self.loop.say("control_refused", error=f"{type(exc).__name__}: {exc}"[:300])
+            error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, ValueError) and "limit" in str(exc):  # asyncio's readline
+                error = f"a line longer than {self.line_limit} bytes"
+            self._complain("bad-line", error[:300])
         finally:
             if task is not None:
                 self._tasks.discard(task)
@@ -154,6 +197,26 @@ class ControlServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _turn_away(self, writer: asyncio.StreamWriter) -> None:
+        """One console too many: told why (its attach fails with it), hung up on."""
+        why = f"the service serves {self.max_consoles} consoles already; try again later"
+        self._complain("consoles", why)
+        with contextlib.suppress(Exception):
+            writer.write(encode(Failed.of(ReclaimError(why)), 0))
+            await asyncio.wait_for(writer.drain(), 2.0)
+        writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer.wait_closed(), 2.0)
+
+    def _complain(self, cause: str, error: str) -> None:
+        """Said in the service log once per cause per COMPLAINT_INTERVAL."""
+        self.refused[cause] += 1
+        now = self.engine.clock.now()
+        if now - self._said.get(cause, -math.inf) < COMPLAINT_INTERVAL:
+            return
+        self._said[cause] = now
+        self.loop.say("control_refused", cause=cause, error=error, refused=self.refused[cause])
 
 
 def _absolute(settings: Settings) -> Settings:
@@ -261,6 +324,13 @@ class AttachedHost(EngineHost):
         self.service_settings = dict(hello.settings)
         self._reading = asyncio.create_task(self._read_replies(reader))
 
+    async def submit(self, jobs: Sequence[JobSpec], *, send: bool) -> PassReport:
+        """In parts of at most half the service's line limit, the reports merged."""
+        report = PassReport()
+        for part in _parts(jobs, send, CONTROL_LINE_LIMIT // 2):
+            report.merge(await super().submit(part, send=send))
+        return report
+
     async def _request(self, command: Command) -> Reply:
         if self._gone is not None:
             await self.stop()
@@ -315,6 +385,21 @@ class AttachedHost(EngineHost):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reading
             self._reading = None
+
+
+def _parts(jobs: Sequence[JobSpec], send: bool, budget: int) -> list[list[JobSpec]]:
+    """`jobs` cut into runs whose Submit line stays under `budget` bytes (a
+    job bigger than that goes alone: the service says it is too long)."""
+    parts: list[list[JobSpec]] = [[]]
+    size = 0
+    for job in jobs:
+        cost = len(encode(Submit((job,), send)))
+        if parts[-1] and size + cost > budget:
+            parts.append([])
+            size = 0
+        parts[-1].append(job)
+        size += cost
+    return [part for part in parts if part] or [[]]
 
 
 def socket_path_ok(path: str | Path) -> Path:

@@ -1,0 +1,183 @@
+"""Bad input through the real CLI (issue 22, points 5, 7 and 9): each is
+refused with a clear message and its exit code, nothing lost, no traceback.
+`python -m reclaim_tui` in a fresh process, as tests/e2e/test_cli.py does."""
+
+from __future__ import annotations
+
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+
+from reclaim_tui.cli import cli
+from tests.helpers import run_cli
+from tests.helpers.procs import clean_env, write_jobs
+
+#: Nothing listens on port 9: a command that calls the API finds it unreachable.
+DEAD_API = "http://127.0.0.1:9"
+
+
+def _specs(db: Path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT idem, spec FROM jobs ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_key_already_in_the_ledger_for_another_spec_is_refused_naming_both(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "ledger.db"
+    first = write_jobs(tmp_path / "first.jsonl", [{"key": "weekly", "input": "old text"}])
+    second = write_jobs(
+        tmp_path / "second.jsonl",
+        [{"input": "a job of its own"}, {"key": "weekly", "input": "new text"}],
+    )
+    submit = ["submit", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k"]
+    run_cli([*submit, str(first)], timeout=60)
+    before = _specs(db)
+    assert [idem for idem, _ in before] == ["weekly"]
+    # The same job again is already present (exit 0: not a clash).
+    again = run_cli([*submit, str(first)], timeout=60)
+    assert again.returncode == 0 and "1 already in the ledger" in again.stdout, again.stderr
+    clash = run_cli([*submit, str(second)], timeout=60)
+    assert clash.returncode == 3, (clash.stdout, clash.stderr)
+    assert "Traceback" not in clash.stderr
+    assert "'weekly'" in clash.stderr
+    assert "'old text'" in clash.stderr and "'new text'" in clash.stderr
+    assert _specs(db) == before, "nothing was reserved"
+
+
+# -- point 7: numeric flags -------------------------------------------------------------
+
+
+def _commands(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> Iterator[tuple[str, click.Command]]:
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+        else:
+            yield " ".join((*path, name)), command
+
+
+def _numeric_flags() -> list[tuple[str, click.Command, click.Option]]:
+    return [
+        (name, command, param)
+        for name, command in _commands(cli)
+        for param in command.params
+        if isinstance(param, click.Option)
+        and isinstance(param.type, click.types.FloatParamType | click.types.IntParamType)
+    ]
+
+
+def test_every_numeric_flag_of_every_command_refuses_nan_inf_negative_and_huge() -> None:
+    flags = _numeric_flags()
+    assert len(flags) > 60, "the walk finds the commands' numeric flags"
+    accepted: list[str] = []
+    for name, command, option in flags:
+        flag = max(option.opts, key=len)
+        huge = "1e300" if isinstance(option.type, click.types.FloatParamType) else str(10**30)
+        for value in ("nan", "inf", "-inf", "-1", huge):
+            # Parsing only (make_context converts every value, runs nothing).
+            try:
+                command.make_context(name, [flag, value], resilient_parsing=False)
+            except click.UsageError as exc:
+                assert exc.exit_code == 2
+                assert flag in exc.format_message(), (name, flag, exc.format_message())
+                continue
+            accepted.append(f"{name} {flag} {value}")
+    assert accepted == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--first-poll", "inf"),
+        ("--busy-timeout", "inf"),
+        ("--busy-timeout", "nan"),
+        ("--request-timeout", "nan"),
+        ("--request-timeout", "inf"),
+        ("--lease-seconds", "nan"),
+    ],
+)
+def test_the_reported_flags_exit_2_naming_the_flag(tmp_path: Path, flag: str, value: str) -> None:
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": "hello"}])
+    db = tmp_path / "ledger.db"
+    args = ["tick", "--db", str(db), "--jobs", str(jobs), "--base-url", DEAD_API, "--api-key", "k"]
+    proc = run_cli([*args, flag, value], timeout=60)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert flag in proc.stderr and "Traceback" not in proc.stderr
+    assert not db.exists(), "nothing was done"
+
+
+# -- point 9: files that never end ------------------------------------------------------
+
+
+def _limited(args: list[str], stdin: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI under a 2 GiB address-space limit: reading a file whole fails
+    fast with MemoryError instead of taking the machine's memory."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    with open(stdin or os.devnull, "rb") as source:
+        return subprocess.run(
+            [sys.executable, "-m", "reclaim_tui", *args],
+            env=clean_env(),
+            stdin=source,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=limit,
+        )
+
+
+def test_a_jobs_file_without_line_ends_is_refused_without_reading_it_whole(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "ledger.db"
+    args = ["submit", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k"]
+    for proc in (_limited([*args, "/dev/zero"]), _limited([*args, "-"], Path("/dev/zero"))):
+        assert proc.returncode == 3, proc.stderr[-2000:]
+        assert "over 1000000 bytes" in proc.stderr and "reading stopped" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not db.exists() or _specs(db) == []
+
+
+def test_every_bad_line_is_still_named_around_an_over_long_one(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_bytes(
+        b'{"input": "fine"}\n' + b"x" * 5_000_000 + b'\n{"input": 5}\n{"input": "also fine"}'
+    )
+    db = tmp_path / "ledger.db"
+    proc = run_cli(["submit", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k", str(jobs)])
+    assert proc.returncode == 3, proc.stderr
+    assert "line 2: line is over 1000000 bytes" in proc.stderr
+    assert "line 3: 'input' must be" in proc.stderr
+
+
+def test_numbers_past_a_float_in_a_jobs_file_are_bad_lines_not_tracebacks(
+    tmp_path: Path,
+) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(
+        '{"input": "a", "deadline": 1' + "0" * 400 + "}\n"
+        '{"input": "b", "deadline": NaN}\n'
+        '{"input": "c", "config": {"generation_config": {"temperature": 1e400}}}\n'
+        '{"input": "d", "deadline": 60}\n'
+    )
+    db = tmp_path / "ledger.db"
+    proc = run_cli(["submit", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k", str(jobs)])
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for line in (1, 2, 3):
+        assert f"line {line}:" in proc.stderr
+    assert "line 4" not in proc.stderr
