@@ -508,12 +508,14 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
     # Submitted rows, counted again by what they wait for.
     data["asking"] = _oldest(now, seen.asking, None)
     data["unknown_status"] = _oldest(now, seen.unknown_status, None)
+    data["not_found"] = _oldest(now, seen.not_found, None)
+    data["not_found_held"] = _oldest(now, seen.not_found_held, None)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
     click.echo(f"{'status':<11} {'count':>9}  oldest")
     for name, v in data.items():
-        if name in ("past_retention", "asking", "unknown_status"):
+        if name in ("past_retention", "asking", "unknown_status", "not_found", "not_found_held"):
             continue
         age = v["oldest_age_s"]
         click.echo(f"{name:<11} {v['count']:>9}  {_fmt_age(age) if age is not None else '-'}")
@@ -634,6 +636,17 @@ def _attention_lines(seen: Attention, retention_days: float) -> list[str]:
         lines.append(
             f"note: {seen.unknown_status} submitted row(s) report an API status this version"
             " does not know; they are polled with backoff until their deadline"
+        )
+    if seen.not_found:
+        lines.append(
+            f"note: {seen.not_found} submitted row(s) answer 404 inside the API's retention:"
+            " no proof of loss, polled again with backoff for --gone-grace"
+        )
+    if seen.not_found_held:
+        lines.append(
+            f"warning: {seen.not_found_held} submitted row(s) answered 404 for longer than"
+            " --gone-grace: held for an operator (still polled rarely; `cancel KEY` then"
+            " `retry KEY` resends — possible duplicate spend)"
         )
     return lines
 

@@ -83,6 +83,8 @@ class EmulatorConfig:
         budget_exceeded_rate: float = 0.0,
         requires_action_rate: float = 0.0,
         continuation_rate: float = 0.0,
+        vanish_rate: float = 0.0,
+        vanish_seconds: float = 0.0,
         agent_time_scale: float = 1.0,
         retention: float | None = None,
         strict_models: bool = False,
@@ -103,6 +105,8 @@ class EmulatorConfig:
             budget_exceeded_rate=budget_exceeded_rate,
             requires_action_rate=requires_action_rate,
             continuation_rate=continuation_rate,
+            vanish_rate=vanish_rate,
+            vanish_seconds=vanish_seconds,
             webhooks=(webhook_faults or WebhookFaults()).to_json(),
         )
         return cls(

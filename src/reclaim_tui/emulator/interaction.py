@@ -74,6 +74,8 @@ class StoredInteraction:
     settled: Settled | None = None
     #: Factor of the usage's token counts (EmulatorConfig.usage_scale).
     usage_scale: float = 1.0
+    #: Until then a GET answers 404 although it is stored (FaultConfig.vanish_rate).
+    hidden_until: float = 0.0
 
     @property
     def labels(self) -> dict[str, str]:

@@ -96,6 +96,8 @@ class InteractionStore:
             show_input=self.full_steps,
             usage_scale=self.usage_scale[1 if request.agent_spec is not None else 0],
         )
+        if self.dice.roll(self.faults.vanish_rate):
+            interaction.hidden_until = now + self.faults.vanish_seconds
         self.interactions[interaction.id] = interaction
         if script.continuation_token is not None:
             self._tokens[script.continuation_token] = interaction.id

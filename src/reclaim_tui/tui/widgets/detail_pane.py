@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from reclaim_tui.core.costs import PriceTable, Tokens, cost_of, format_usd
-from reclaim_tui.core.polling import ASKS
+from reclaim_tui.core.polling import ASKS, NOT_FOUND
 from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.format import age, next_poll, timestamp
 
@@ -148,6 +148,18 @@ def _asks(detail: Detail) -> list[Content]:
     ]
 
 
+def _not_found(detail: Detail) -> list[Content]:
+    """A row whose interaction answers 404 inside retention: what it means."""
+    row = detail.row
+    if not (row.last_error or "").startswith(NOT_FOUND):
+        return []
+    if row.held:
+        heading = "404 past --gone-grace: held (still polled rarely) — c cancels, then retry"
+    else:
+        heading = "404 inside retention: no proof of loss, polled again (--gone-grace)"
+    return [_heading(heading)]
+
+
 def render_detail(detail: Detail, now: float, prices: PriceTable | None = None) -> Content:
     row = detail.row
     usage = usage_text(detail, prices)
@@ -164,6 +176,7 @@ def render_detail(detail: Detail, now: float, prices: PriceTable | None = None) 
         pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
         *([pair("tokens", usage)] if usage is not None else []),
         *_asks(detail),
+        *_not_found(detail),
         _heading("input"),
         Content(spec_text(row.spec)[:2000] + "\n"),
         _heading("timestamps (UTC)"),
