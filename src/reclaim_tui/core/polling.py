@@ -11,6 +11,7 @@ from typing import Any
 
 from reclaim_tui.core.models import GonePolicy, RemoteInteraction, RemoteState, Row, Status
 from reclaim_tui.core.outputs import action_summary
+from reclaim_tui.core.planning import PLAN_READY, is_plan
 from reclaim_tui.core.policy import EngineConfig
 from reclaim_tui.core.transitions import Transition, describe
 from reclaim_tui.errors import BackendError, InteractionGoneError
@@ -233,6 +234,8 @@ def _read_error(row: Row, message: str, config: EngineConfig, now: float) -> Tra
 
 def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
     base: dict[str, Any] = {"polls": row.polls + 1}
+    if out.state == RemoteState.COMPLETED and is_plan(out.raw):
+        return _plan_ready(row, out, config, now)
     if out.state == RemoteState.COMPLETED:
         return Transition(
             row.idem,
@@ -293,6 +296,30 @@ def _requires_action(
     }
     note = "" if row.held else f"requires action, held for an operator: {asked}"
     return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes, result=out)
+
+
+def _plan_ready(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
+    """A collaborative-planning turn completed with its plan (core/planning.py):
+    not the job's result. Held for an operator (`answer` approves or refines),
+    the plan stored with the row; the sink is not run."""
+    plan = action_summary(out.raw, limit=2000)
+    changes: dict[str, Any] = {
+        "polls": row.polls + 1,
+        "held": 1,
+        "error_streak": 0,
+        "last_error": f"{PLAN_READY}{plan}",
+        "next_at": now + config.poll_cap,
+    }
+    note = "" if row.held else f"plan ready ({out.id}), held for an operator: {plan[:200]}"
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.SUBMITTED,
+        note,
+        changes,
+        result=out,
+        tally="held" if note else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.planning import PLAN_READY
 from reclaim_tui.core.polling import ASKS, NOT_FOUND, UNKNOWN_STATUS
 
 __all__ = [
@@ -64,6 +65,8 @@ class Attention:
     not_found: int = 0
     #: the same past `--gone-grace`: held for an operator (still polled rarely)
     not_found_held: int = 0
+    #: collaborative planning: a plan waits for approval (`answer`)
+    plans_ready: int = 0
 
     @property
     def any(self) -> bool:
@@ -73,6 +76,7 @@ class Attention:
             or self.unknown_status
             or self.not_found
             or self.not_found_held
+            or self.plans_ready
         )
 
 
@@ -83,9 +87,12 @@ async def attention(ledger: Ledger, retention_days: float) -> Attention:
         "SELECT COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0),"
         " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0),"
         " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' AND held = 0 THEN 1 ELSE 0 END), 0),"
-        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' AND held = 1 THEN 1 ELSE 0 END), 0)"
+        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' AND held = 1 THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0)"
         " FROM jobs WHERE status = 'submitted' AND last_error IS NOT NULL",
-        [ASKS, UNKNOWN_STATUS, NOT_FOUND, NOT_FOUND],
+        [ASKS, UNKNOWN_STATUS, NOT_FOUND, NOT_FOUND, PLAN_READY],
     )
-    asking, unknown, not_found, not_found_held = rows[0]
-    return Attention(at_risk, int(asking), int(unknown), int(not_found), int(not_found_held))
+    asking, unknown, not_found, not_found_held, plans = rows[0]
+    return Attention(
+        at_risk, int(asking), int(unknown), int(not_found), int(not_found_held), int(plans)
+    )

@@ -113,6 +113,7 @@ def attention_text(seen: Attention) -> str:
     parts = [
         (seen.past_retention.count, "past retention"),
         (seen.asking, "asking"),
+        (seen.plans_ready, "plan ready"),
         (seen.unknown_status, "unknown status"),
         (seen.not_found, "404 (polling)"),
         (seen.not_found_held, "404 held"),

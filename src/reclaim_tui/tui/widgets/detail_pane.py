@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from reclaim_tui.core.costs import PriceTable, Tokens, cost_of, format_usd
+from reclaim_tui.core.planning import PLAN_READY
 from reclaim_tui.core.polling import ASKS, NOT_FOUND
 from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.format import age, next_poll, timestamp
@@ -140,6 +141,11 @@ def _by_event(detail: Detail) -> bool:
 def _asks(detail: Detail) -> list[Content]:
     """A held row's question, with what to do about it."""
     row = detail.row
+    if row.held and (row.last_error or "").startswith(PLAN_READY):
+        return [
+            _heading("research plan ready — w approves (or refines), c cancels"),
+            Content.styled((row.last_error or "").removeprefix(PLAN_READY) + "\n", "italic"),
+        ]
     if not (row.held and (row.last_error or "").startswith(ASKS)):
         return []
     return [
