@@ -87,6 +87,13 @@ __all__ = ["emulator"]
     help="How long a vanished interaction answers 404 (with --vanish-rate).",
 )
 @click.option(
+    "--queued-share",
+    default=0.0,
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    help="Share of a background run spent 'queued' (the real API was recorded never"
+    " showing it: 0 by default).",
+)
+@click.option(
     "--agent-time-scale",
     default=1.0,
     show_default=True,

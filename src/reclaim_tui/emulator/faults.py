@@ -38,6 +38,7 @@ _FIELDS = (
     *ENDING_RATES,
     "vanish_rate",
     "vanish_seconds",
+    "queued_share",
     "webhooks",
 )
 _ERROR_RATES = ((429, "rate_429"), (500, "rate_500"), (503, "rate_503"))
@@ -48,6 +49,13 @@ def _rate(value: Any, name: str) -> float:
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"{name} must be within [0, 1], got {rate}")
     return rate
+
+
+def _queued(value: Any) -> float:
+    share = float(value)
+    if not 0.0 <= share < 1.0:
+        raise ValueError(f"queued_share must be within [0, 1), got {share}")
+    return share
 
 
 @dataclass
@@ -89,6 +97,9 @@ class FaultConfig:
     #: agent for about two days, then recovered (python-genai issue 2985).
     vanish_rate: float = 0.0
     vanish_seconds: float = 0.0
+    #: The first share of a background run spent `queued` (a recorded real
+    #: run never showed `queued`: off unless asked for, issue 24.6).
+    queued_share: float = 0.0
     #: Faults of webhook delivery (webhook_settings.py).
     webhooks: WebhookFaults = field(default_factory=WebhookFaults)
 
@@ -129,6 +140,7 @@ class FaultConfig:
             fail_rate=_rate(data.get("fail_rate", 0.0), "fail_rate"),
             vanish_rate=_rate(data.get("vanish_rate", 0.0), "vanish_rate"),
             vanish_seconds=vanish_seconds,
+            queued_share=_queued(data.get("queued_share", 0.0)),
             webhooks=WebhookFaults.from_json(data.get("webhooks")),
             **{name: _rate(data.get(name, 0.0), name) for name in ENDING_RATES},
         )
