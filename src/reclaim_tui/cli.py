@@ -588,12 +588,22 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
     # Submitted rows, counted again by what they wait for.
     data["asking"] = _oldest(now, seen.asking, None)
     data["unknown_status"] = _oldest(now, seen.unknown_status, None)
+    data["not_found"] = _oldest(now, seen.not_found, None)
+    data["not_found_held"] = _oldest(now, seen.not_found_held, None)
+    data["plans_ready"] = _oldest(now, seen.plans_ready, None)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
     click.echo(f"{'status':<11} {'count':>9}  oldest")
     for name, v in data.items():
-        if name in ("past_retention", "asking", "unknown_status"):
+        if name in (
+            "past_retention",
+            "asking",
+            "unknown_status",
+            "not_found",
+            "not_found_held",
+            "plans_ready",
+        ):
             continue
         age = v["oldest_age_s"]
         click.echo(f"{name:<11} {v['count']:>9}  {_fmt_age(age) if age is not None else '-'}")
@@ -710,10 +720,26 @@ def _attention_lines(seen: Attention, retention_days: float) -> list[str]:
             f"note: {seen.asking} submitted row(s) wait for an operator: their interaction"
             " requires action (see `show KEY`; `answer KEY TEXT` or `cancel KEY`)"
         )
+    if seen.plans_ready:
+        lines.append(
+            f"note: {seen.plans_ready} planning job(s) have a research plan ready (see `show"
+            " KEY`): `answer KEY TEXT` approves it, `answer --refine KEY TEXT` asks for a new one"
+        )
     if seen.unknown_status:
         lines.append(
             f"note: {seen.unknown_status} submitted row(s) report an API status this version"
             " does not know; they are polled with backoff until their deadline"
+        )
+    if seen.not_found:
+        lines.append(
+            f"note: {seen.not_found} submitted row(s) answer 404 inside the API's retention:"
+            " no proof of loss, polled again with backoff for --gone-grace"
+        )
+    if seen.not_found_held:
+        lines.append(
+            f"warning: {seen.not_found_held} submitted row(s) answered 404 for longer than"
+            " --gone-grace: held for an operator (still polled rarely; `cancel KEY` then"
+            " `retry KEY` resends — possible duplicate spend)"
         )
     return lines
 
@@ -866,14 +892,20 @@ async def cancel(idem: str, as_json: bool, **kw: Any) -> None:
 @options(LEDGER, API, "webhook_url")
 @click.argument("idem")
 @click.argument("text")
+@click.option(
+    "--refine",
+    is_flag=True,
+    help="A job with a research plan ready: ask for a revised plan instead of approving it.",
+)
 @json_option
 @run
-async def answer(idem: str, text: str, as_json: bool, **kw: Any) -> None:
-    """Answer a job whose interaction requires action (continue it with TEXT)."""
+async def answer(idem: str, text: str, refine: bool, as_json: bool, **kw: Any) -> None:
+    """Answer a job whose interaction requires action, or approve its research
+    plan (continue it with TEXT, a follow-up turn)."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         key = await _resolve(engine.ledger, idem)
-        row = await engine.operator.answer(key, text, actor=Actor.CLI)
+        row = await engine.operator.answer(key, text, actor=Actor.CLI, refine=refine)
     if as_json:
         _echo_json(export_record(row))
         return

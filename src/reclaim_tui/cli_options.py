@@ -204,8 +204,18 @@ _FLAGS: dict[str, Decorator] = {
         type=click.Choice([p.value for p in GonePolicy]),
         default=GonePolicy.RESUBMIT.value,
         show_default=True,
-        help="A 404 for a created interaction (past retention): resend it (recorded as a"
-        " possible duplicate spend) or hold it for an operator.",
+        help="A 404 for a created interaction past --retention-days: resend it (recorded as"
+        " a possible duplicate spend) or hold it for an operator. Inside retention a 404 is"
+        " polled again for --gone-grace, then held.",
+    ),
+    "gone_grace": click.option(
+        "--gone-grace",
+        default=6 * 3600.0,
+        show_default=True,
+        type=float,
+        help="Seconds a job whose interaction answers 404 inside the API's retention is"
+        " polled again (with backoff) before it is held for an operator: such a 404 is no"
+        " proof of loss (the API once answered 404 for fresh interactions for two days).",
     ),
     "deadline": click.option(
         "--deadline",
@@ -220,7 +230,7 @@ _FLAGS: dict[str, Decorator] = {
         show_default=True,
         type=Finite(0.0, 3650.0, min_open=True),
         help="How long the API keeps an interaction (55 paid tier, 1 free tier): submitted"
-        " rows older than that are flagged.",
+        " rows older than that are flagged, and only past it does a 404 follow --on-gone.",
     ),
 }
 
@@ -230,7 +240,7 @@ SINK = ("out", "sink")
 PASS = ("concurrency", "adaptive_concurrency", "lease_seconds", "verbose")
 SEND = ("model", "max_attempts", "first_poll", "webhook_url", "webhook_poll")
 RECOVER = ("emulator_lookup", "orphan_policy", "webhook_grace")
-POLL = ("on_gone", "deadline")
+POLL = ("on_gone", "gone_grace", "retention_days", "deadline")
 ENGINE = (*LEDGER, *API, *SINK, *PASS, *SEND, *RECOVER, *POLL)
 
 

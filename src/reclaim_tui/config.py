@@ -66,6 +66,8 @@ class Settings:
     #: days the API keeps a stored interaction (55 paid, 1 free tier):
     #: `status` warns about submitted rows older than that
     retention_days: float = 55.0
+    #: seconds a 404 inside retention is polled again before the row is held
+    gone_grace: float = 6 * 3600.0
     #: where the API should send this ledger's webhook events (an inbox,
     #: `reclaim-tui inbox`): every create carries a webhook_config naming it
     webhook_url: str | None = None
@@ -105,6 +107,8 @@ class Settings:
             raise ConfigError("--model must not be empty")
         if not self.retention_days > 0:
             raise ConfigError("--retention-days must be positive")
+        if not self.gone_grace >= 0:
+            raise ConfigError("--gone-grace must not be negative")
         if self.deadline is not None and not self.deadline > 0:
             raise ConfigError("--deadline must be positive")
         if self.webhook_url is not None and not self.webhook_url.startswith(
@@ -130,6 +134,8 @@ class Settings:
             lookup_window=2 * self.request_timeout,
             actor=actor or self.actor,
             on_gone=self.on_gone,
+            retention=self.retention_days * 86400.0,
+            gone_grace=self.gone_grace,
         )
         if self.webhook_url:
             # Events wake the rows; polls are the rare fallback for events

@@ -213,8 +213,14 @@ class LedgerMachine(RuleBasedStateMachine):
     def new_engine(self) -> Engine:
         """A fresh process: new owner, same ledger file and remote side."""
         self.generation += 1
+        # retention=0: every 404 here is past the API's retention, so --on-gone
+        # applies at once (the grace inside retention: test_not_found_grace.py).
         config = EngineConfig(
-            concurrency=1, lease_seconds=LEASE, max_attempts=3, orphan_policy=self.policy
+            concurrency=1,
+            lease_seconds=LEASE,
+            max_attempts=3,
+            orphan_policy=self.policy,
+            retention=0.0,
         )
         # Another host's owner string: its liveness is never judged, leases
         # run out by the clock only (a dead process here is one we abandoned).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from reclaim_tui.core.clock import ManualClock
@@ -134,6 +135,7 @@ async def test_one_bad_row_does_not_stop_the_pass(
 
 
 async def test_404_resubmits(engine: Engine, fake: FakeBackend, clock: ManualClock) -> None:
+    engine.config = replace(engine.config, retention=0.0)  # a 404 past retention
     spec = job("x")
     idem = idempotency_key(spec)
     await engine.tick([spec])

@@ -170,7 +170,10 @@ async def test_on_gone_hold_is_defeated_by_the_gone_interactions_own_event(
     # again — every tick, forever: one wasted get per tick, an event-log line
     # per flip, and the operator's hold never sticks. `held_named`/`named`
     # must skip an interaction the row already found gone.
-    ew.engine.config = dataclasses.replace(ew.engine.config, on_gone=GonePolicy.HOLD)
+    # retention=0: the 404 comes past the API's retention, where --on-gone applies.
+    ew.engine.config = dataclasses.replace(
+        ew.engine.config, on_gone=GonePolicy.HOLD, retention=0.0
+    )
     job = JobSpec(input="collected too late", model="m")
     idem = idempotency_key(job)
     await ew.engine.tick([job])

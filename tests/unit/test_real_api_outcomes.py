@@ -107,7 +107,8 @@ async def test_requires_action_waits_for_an_operator_who_answers(world) -> None:
 @pytest.mark.parametrize("policy", list(GonePolicy))
 async def test_a_404_after_a_create_is_never_a_silent_resubmission(world, policy) -> None:  # type: ignore[no-untyped-def]
     clock, ledger, fake, sink = world
-    engine = Engine(ledger, fake, sink, config=replace(CONFIG, on_gone=policy))
+    # retention=0: past the API's retention (inside it: test_not_found_grace.py)
+    engine = Engine(ledger, fake, sink, config=replace(CONFIG, on_gone=policy, retention=0.0))
     spec = JobSpec(input="kept past retention", model="m")
     idem = idempotency_key(spec)
     await engine.submit([spec])

@@ -122,7 +122,9 @@ def test_still_running_writes_no_event_and_polls_on_the_grid() -> None:
 
 
 def test_gone_resubmits_until_attempts_run_out_and_read_errors_back_off() -> None:
-    row = _row(Status.SUBMITTED, handle="int-1", inflight=False, attempts=1)
+    # Past the API's retention (inside it a 404 is polled again: test_not_found_grace.py).
+    old = NOW - CONFIG.retention - 1
+    row = _row(Status.SUBMITTED, handle="int-1", inflight=False, attempts=1, submitted_at=old)
     gone = polling.after_poll(row, InteractionGoneError("404", 404), CONFIG, NOW)
     assert gone.to == Status.RESERVING and gone.changes["handle"] is None
     spent = polling.after_poll(

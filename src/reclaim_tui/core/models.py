@@ -266,6 +266,7 @@ class PassReport:
             "resubmitted",
             "held",
             "polled",
+            "not_found",
             "completed",
             "consumed",
             "failed",

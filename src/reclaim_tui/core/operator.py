@@ -22,6 +22,8 @@ from reclaim_tui.core.models import (
     Status,
 )
 from reclaim_tui.core.owner import holder_alive
+from reclaim_tui.core.planning import PLAN_READY, follow_up_config
+from reclaim_tui.core.polling import ASKS
 from reclaim_tui.core.transitions import describe
 from reclaim_tui.errors import (
     BackendError,
@@ -173,20 +175,23 @@ class Operator:
         except LedgerConflictError as exc:  # jobs.handle is UNIQUE
             raise OperatorError(f"{interaction_id} is already the handle of another job") from exc
 
-    async def answer(self, idem: str, text: str, *, actor: Actor) -> Row:
-        """Answer an interaction that requires action (a research plan to
-        approve, a question): a follow-up interaction with
-        `previous_interaction_id` becomes the row's handle."""
+    async def answer(self, idem: str, text: str, *, actor: Actor, refine: bool = False) -> Row:
+        """Answer an interaction that requires action (a question), or a
+        research plan (approve it; `refine`: ask for a new plan, planning.py):
+        a follow-up interaction with `previous_interaction_id` becomes the
+        row's handle."""
         text = text.strip()
         if not text:
             raise OperatorError("an answer must not be empty")
         before = await self._require(idem)
         if before.status != Status.SUBMITTED or not before.held or not before.handle:
             raise OperatorError(f"{idem} is not waiting for an answer ({before.status})")
+        plan = (before.last_error or "").startswith(PLAN_READY)
+        if not plan and not (before.last_error or "").startswith(ASKS):
+            raise OperatorError(f"{idem} is not waiting for an answer (held: {before.last_error})")
         job = before.job
-        follow = replace(
-            job, input=text, config={**job.config, "previous_interaction_id": before.handle}
-        )
+        config = follow_up_config(job.config, before.handle, plan=plan, refine=refine)
+        follow = replace(job, input=text, config=config)
         # Said before the create: if this process dies in between, the history
         # shows a follow-up may exist (the row stays held, answerable again).
         note = f"answering {before.handle}: sending a follow-up interaction"

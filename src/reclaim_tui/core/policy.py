@@ -42,8 +42,14 @@ class EngineConfig:
     deadline_model: float | None = None
     #: the same for agent jobs (Deep Research runs for minutes to tens of minutes)
     deadline_agent: float | None = 4 * 3600.0
-    #: what a 404 for a row that has an interaction does (`--on-gone`)
+    #: what a 404 for a row that has an interaction does past retention (`--on-gone`)
     on_gone: GonePolicy = GonePolicy.RESUBMIT
+    #: how long the API keeps an interaction (`--retention-days`; 55 days paid
+    #: tier): a 404 for a younger one is no proof of loss
+    retention: float = 55 * 86400.0
+    #: inside retention, how long a row whose interaction answers 404 is polled
+    #: again (with backoff) before it is held for an operator (`--gone-grace`)
+    gone_grace: float = 6 * 3600.0
     #: creates carry a webhook_config and an inbox keeps the events
     #: (core/inbox.py): orphans are looked up there first
     webhooks: bool = False

@@ -6,21 +6,55 @@ Pure functions, like transitions.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from reclaim_tui.core.models import GonePolicy, RemoteInteraction, RemoteState, Row, Status
 from reclaim_tui.core.outputs import action_summary
+from reclaim_tui.core.planning import PLAN_READY, is_plan
 from reclaim_tui.core.policy import EngineConfig
 from reclaim_tui.core.transitions import Transition, describe
 from reclaim_tui.errors import BackendError, InteractionGoneError
 
-__all__ = ["ASKS", "UNKNOWN_STATUS", "Overdue", "after_poll", "overdue"]
+__all__ = [
+    "ASKS",
+    "NOT_FOUND",
+    "UNKNOWN_STATUS",
+    "Overdue",
+    "after_poll",
+    "not_found_since",
+    "overdue",
+]
 
 #: How `last_error` starts on a row held because its interaction asks
 #: something, and on one whose interaction reports a status this version does
 #: not know; `status` and the console count rows by them (core/retention.py).
 ASKS = "requires action: "
 UNKNOWN_STATUS = "unknown API status "
+#: How `last_error` starts on a row whose interaction answers 404 inside the
+#: API's retention: "not found (404) since <ISO time>: …". A 404 there is no
+#: proof of loss (the API once answered 404 for fresh interactions for two
+#: days, then served them: python-genai issue 2985); the time the streak began
+#: is kept in the text, so the grace runs from the first 404, not the last.
+NOT_FOUND = "not found (404) since "
+_ISO = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def not_found_since(row: Row) -> float | None:
+    """When the row's current streak of 404s began (None: it is not in one)."""
+    text = row.last_error or ""
+    if not text.startswith(NOT_FOUND):
+        return None
+    stamp = text[len(NOT_FOUND) : len(NOT_FOUND) + len("2026-01-01T00:00:00Z")]
+    try:
+        when = datetime.strptime(stamp, _ISO)
+    except ValueError:
+        return None
+    return when.replace(tzinfo=UTC).timestamp()
+
+
+def _stamp(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime(_ISO)
 
 
 # -- submitted → … (after a poll) --------------------------------------------------------
@@ -63,10 +97,16 @@ def _read_deferred(
 
 
 def _gone(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
-    """A 404 for an interaction that was created: gone past the API's
-    retention (55 days paid, 1 day free tier), or a server-side bug. Never a
-    silent resubmission: resent as a possible duplicate spend, or held for an
-    operator (`--on-gone hold`)."""
+    """A 404 for an interaction that was created. Inside the API's retention
+    it is a hiccup until shown otherwise (a server-side bug once answered 404
+    for fresh interactions for two days): polled again with backoff for
+    `gone_grace` from the first 404, then held for an operator and still
+    polled rarely, so a result that comes back is collected. Past retention
+    (55 days paid, 1 day free tier) it is gone: never a silent resubmission,
+    resent as a possible duplicate spend, or held (`--on-gone hold`)."""
+    age = now - (row.submitted_at if row.submitted_at is not None else row.created_at)
+    if age < config.retention:
+        return _not_found(row, message, config, now)
     base = {"polls": row.polls + 1}
     gone = f"interaction {row.handle} gone (404)"
     if config.on_gone == GonePolicy.HOLD:
@@ -81,7 +121,7 @@ def _gone(row: Row, message: str, config: EngineConfig, now: float) -> Transitio
             Status.SUBMITTED,
             Status.FAILED,
             f"{gone} and attempts exhausted",
-            {**base, "last_error": gone},
+            {**base, "held": 0, "last_error": gone},
             tally="failed",
             error=message,
         )
@@ -94,6 +134,7 @@ def _gone(row: Row, message: str, config: EngineConfig, now: float) -> Transitio
             **base,
             "handle": None,
             "inflight": 0,
+            "held": 0,
             "next_at": now,
             "last_error": gone,
             "duplicates": row.duplicates + 1,
@@ -101,6 +142,66 @@ def _gone(row: Row, message: str, config: EngineConfig, now: float) -> Transitio
         tally="gone",
         error=message,
     )
+
+
+def _not_found(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
+    """A 404 inside retention: polled again (backoff), held past the grace."""
+    since = not_found_since(row)
+    since = now if since is None else since
+    streak = row.error_streak + 1
+    changes: dict[str, Any] = {
+        "polls": row.polls + 1,
+        "error_streak": streak,
+        "last_error": f"{NOT_FOUND}{_stamp(since)}: {message}",
+    }
+    if now - since < config.gone_grace:
+        changes["next_at"] = now + config.backoff(streak)
+        note = ""
+        if since == now:
+            age = _age_text(now - (row.submitted_at or now))
+            note = (
+                f"interaction {row.handle} answered 404 {age}"
+                f" after its create, inside the API's retention: not proof of loss; polling"
+                f" again for up to {_age_text(config.gone_grace)} (--gone-grace)"
+            )
+        return Transition(
+            row.idem,
+            Status.SUBMITTED,
+            Status.SUBMITTED,
+            note,
+            changes,
+            tally="not_found",
+            error=message,
+        )
+    changes.update({"held": 1, "next_at": now + config.poll_cap})
+    note = ""
+    if not row.held:
+        note = (
+            f"interaction {row.handle} still answers 404 after {_age_text(now - since)}"
+            f" (--gone-grace): held for an operator, still polled every"
+            f" {_age_text(config.poll_cap)}; `cancel` then `retry` resends it (possible"
+            " duplicate spend)"
+        )
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.SUBMITTED,
+        note,
+        changes,
+        tally="held" if note else None,
+        error=message,
+    )
+
+
+def _age_text(seconds: float) -> str:
+    """A short duration: 45s, 12min, 6h, 2.5d."""
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.3g}h"
+    return f"{seconds / 86400:.3g}d"
 
 
 def _read_error(row: Row, message: str, config: EngineConfig, now: float) -> Transition:
@@ -133,6 +234,8 @@ def _read_error(row: Row, message: str, config: EngineConfig, now: float) -> Tra
 
 def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
     base: dict[str, Any] = {"polls": row.polls + 1}
+    if out.state == RemoteState.COMPLETED and is_plan(out.raw):
+        return _plan_ready(row, out, config, now)
     if out.state == RemoteState.COMPLETED:
         return Transition(
             row.idem,
@@ -146,6 +249,7 @@ def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: fl
                 "error_streak": 0,
                 "outside_streak": 0,
                 "next_at": now,
+                **({"held": 0} if row.held else {}),
             },
             result=out,
             release=False,
@@ -172,6 +276,8 @@ def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: fl
         return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes)
     if row.last_error:
         changes["last_error"] = None
+    if row.held:
+        changes["held"] = 0  # it was held on 404s and came back
     # Still running: no state change and no event (counted in `polls`).
     return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, "", changes)
 
@@ -190,6 +296,30 @@ def _requires_action(
     }
     note = "" if row.held else f"requires action, held for an operator: {asked}"
     return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes, result=out)
+
+
+def _plan_ready(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
+    """A collaborative-planning turn completed with its plan (core/planning.py):
+    not the job's result. Held for an operator (`answer` approves or refines),
+    the plan stored with the row; the sink is not run."""
+    plan = action_summary(out.raw, limit=2000)
+    changes: dict[str, Any] = {
+        "polls": row.polls + 1,
+        "held": 1,
+        "error_streak": 0,
+        "last_error": f"{PLAN_READY}{plan}",
+        "next_at": now + config.poll_cap,
+    }
+    note = "" if row.held else f"plan ready ({out.id}), held for an operator: {plan[:200]}"
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.SUBMITTED,
+        note,
+        changes,
+        result=out,
+        tally="held" if note else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,10 @@ answers 404. A `submitted` row older than that, never collected, is a
 result at risk: `status` and the console warn about them.
 
 `attention` counts those with the other rows an operator should look at:
-held because the interaction asks something (answer or cancel them), and
-polled although the API reports a status this version does not know.
+held because the interaction asks something (answer or cancel them),
+polled although the API reports a status this version does not know, and
+whose interaction answers 404 inside the retention (polled again through
+`--gone-grace`, then held: no proof of loss, core/polling.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.polling import ASKS, UNKNOWN_STATUS
+from reclaim_tui.core.planning import PLAN_READY
+from reclaim_tui.core.polling import ASKS, NOT_FOUND, UNKNOWN_STATUS
 
 __all__ = [
     "FREE_TIER_DAYS",
@@ -58,10 +61,23 @@ class Attention:
     asking: int
     #: the API reported a status this version does not know (still polled)
     unknown_status: int
+    #: their interaction answers 404 inside retention: polled again (grace)
+    not_found: int = 0
+    #: the same past `--gone-grace`: held for an operator (still polled rarely)
+    not_found_held: int = 0
+    #: collaborative planning: a plan waits for approval (`answer`)
+    plans_ready: int = 0
 
     @property
     def any(self) -> bool:
-        return bool(self.past_retention.count or self.asking or self.unknown_status)
+        return bool(
+            self.past_retention.count
+            or self.asking
+            or self.unknown_status
+            or self.not_found
+            or self.not_found_held
+            or self.plans_ready
+        )
 
 
 async def attention(ledger: Ledger, retention_days: float) -> Attention:
@@ -69,9 +85,14 @@ async def attention(ledger: Ledger, retention_days: float) -> Attention:
     at_risk = await past_retention(ledger, retention_days)
     rows = await ledger.select(
         "SELECT COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' AND held = 0 THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' AND held = 1 THEN 1 ELSE 0 END), 0),"
         " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0)"
         " FROM jobs WHERE status = 'submitted' AND last_error IS NOT NULL",
-        [ASKS, UNKNOWN_STATUS],
+        [ASKS, UNKNOWN_STATUS, NOT_FOUND, NOT_FOUND, PLAN_READY],
     )
-    asking, unknown = rows[0]
-    return Attention(at_risk, int(asking), int(unknown))
+    asking, unknown, not_found, not_found_held, plans = rows[0]
+    return Attention(
+        at_risk, int(asking), int(unknown), int(not_found), int(not_found_held), int(plans)
+    )

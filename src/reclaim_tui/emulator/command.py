@@ -74,6 +74,26 @@ __all__ = ["emulator"]
     help="Fraction of foreground runs pausing at requires_continuation.",
 )
 @click.option(
+    "--vanish-rate",
+    default=0.0,
+    type=float,
+    help="Fraction of interactions whose GET answers 404 for --vanish-seconds after their"
+    " create, then serves them (a real outage did: python-genai issue 2985).",
+)
+@click.option(
+    "--vanish-seconds",
+    default=0.0,
+    type=float,
+    help="How long a vanished interaction answers 404 (with --vanish-rate).",
+)
+@click.option(
+    "--queued-share",
+    default=0.0,
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    help="Share of a background run spent 'queued' (the real API was recorded never"
+    " showing it: 0 by default).",
+)
+@click.option(
     "--agent-time-scale",
     default=1.0,
     show_default=True,
@@ -160,7 +180,15 @@ def emulator(**kw: Any) -> None:
 
     webhooks, webhook_faults = _webhook_options(kw)
     rates = ("fail_rate", "rate_429", "rate_500", "rate_503", "drop_rate", "slow_rate")
-    more = ("incomplete_rate", "budget_exceeded_rate", "requires_action_rate", "continuation_rate")
+    more = (
+        "incomplete_rate",
+        "budget_exceeded_rate",
+        "requires_action_rate",
+        "continuation_rate",
+        "vanish_rate",
+    )
+    if kw["vanish_seconds"] < 0:
+        raise click.BadParameter("must not be negative", param_hint="--vanish-seconds")
     for name in (*rates, *more):
         if not 0.0 <= kw[name] <= 1.0:
             raise click.BadParameter(f"must be between 0 and 1, got {kw[name]}", param_hint=name)

@@ -22,7 +22,8 @@ class EmulatorConfig:
     `latency` is how long a background model interaction runs before it ends
     by itself (None: it stays `in_progress` until the admin API finishes it);
     `latency_range`, when set, replaces it with a per-interaction uniform draw
-    from the seeded RNG. The first `queued_share` of a run is `queued`.
+    from the seeded RNG. The first `queued_share` of a run is `queued` (none
+    by default).
     Agents run for their own minutes (catalog.py) times `agent_time_scale`
     (tests use a small scale). Past `retention_seconds` after its creation an
     interaction is gone (404), as the real API drops stored interactions
@@ -47,7 +48,10 @@ class EmulatorConfig:
     faults: FaultConfig = field(default_factory=FaultConfig)
     clock: Callable[[], float] = time.time
     agent_time_scale: float = 1.0
-    queued_share: float = 0.1
+    #: The first share of a background run that is `queued`: 0 by default, as
+    #: a recorded real Deep Research run never showed `queued` (issue 24.6);
+    #: a fault option (also `faults.queued_share`, settable by the admin API).
+    queued_share: float = 0.0
     retention_seconds: float | None = None
     models: frozenset[str] | None = None
     full_steps: bool = True
@@ -83,6 +87,9 @@ class EmulatorConfig:
         budget_exceeded_rate: float = 0.0,
         requires_action_rate: float = 0.0,
         continuation_rate: float = 0.0,
+        vanish_rate: float = 0.0,
+        vanish_seconds: float = 0.0,
+        queued_share: float = 0.0,
         agent_time_scale: float = 1.0,
         retention: float | None = None,
         strict_models: bool = False,
@@ -103,6 +110,8 @@ class EmulatorConfig:
             budget_exceeded_rate=budget_exceeded_rate,
             requires_action_rate=requires_action_rate,
             continuation_rate=continuation_rate,
+            vanish_rate=vanish_rate,
+            vanish_seconds=vanish_seconds,
             webhooks=(webhook_faults or WebhookFaults()).to_json(),
         )
         return cls(
@@ -111,6 +120,7 @@ class EmulatorConfig:
             latency_range=latency_range,
             seed=seed,
             faults=faults,
+            queued_share=queued_share,
             agent_time_scale=agent_time_scale,
             retention_seconds=retention,
             models=KNOWN_MODELS if strict_models else None,

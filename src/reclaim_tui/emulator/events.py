@@ -105,6 +105,9 @@ def _ending(interaction: StoredInteraction, end: float) -> list[dict[str, Any]]:
         "status": status,
     }
     final = _lifecycle(interaction, status, end)
+    # A recorded real `interaction.completed` carried the tier it ran on,
+    # "standard", although none was requested (issue 24, point 8).
+    final.setdefault("service_tier", "standard")
     final["usage"] = interaction.usage_at(end)
     token = interaction.continuation_token(end)
     if token is not None:
@@ -118,7 +121,10 @@ def _ending(interaction: StoredInteraction, end: float) -> list[dict[str, Any]]:
 
 def _all_events(interaction: StoredInteraction) -> list[tuple[float, dict[str, Any]]]:
     created = interaction.created_at
-    first = _lifecycle(interaction, interaction.initial_status, created)
+    # A foreground stream opens with its interaction `in_progress` (the
+    # streaming docs): it is finished only by the events that follow.
+    opening = interaction.initial_status if interaction.request.background else "in_progress"
+    first = _lifecycle(interaction, opening, created)
     out: list[tuple[float, dict[str, Any]]] = [
         (created, {"event_type": "interaction.created", "interaction": first})
     ]

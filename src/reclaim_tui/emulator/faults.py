@@ -36,6 +36,9 @@ _FIELDS = (
     "slow_seconds",
     "fail_rate",
     *ENDING_RATES,
+    "vanish_rate",
+    "vanish_seconds",
+    "queued_share",
     "webhooks",
 )
 _ERROR_RATES = ((429, "rate_429"), (500, "rate_500"), (503, "rate_503"))
@@ -46,6 +49,13 @@ def _rate(value: Any, name: str) -> float:
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"{name} must be within [0, 1], got {rate}")
     return rate
+
+
+def _queued(value: Any) -> float:
+    share = float(value)
+    if not 0.0 <= share < 1.0:
+        raise ValueError(f"queued_share must be within [0, 1), got {share}")
+    return share
 
 
 @dataclass
@@ -81,6 +91,15 @@ class FaultConfig:
     budget_exceeded_rate: float = 0.0
     requires_action_rate: float = 0.0
     continuation_rate: float = 0.0
+    #: Share of created interactions whose GET answers 404 for `vanish_seconds`
+    #: after their create, then serves them again: in September 2026 the real
+    #: API answered 404 to every GET of fresh background interactions of one
+    #: agent for about two days, then recovered (python-genai issue 2985).
+    vanish_rate: float = 0.0
+    vanish_seconds: float = 0.0
+    #: The first share of a background run spent `queued` (a recorded real
+    #: run never showed `queued`: off unless asked for, issue 24.6).
+    queued_share: float = 0.0
     #: Faults of webhook delivery (webhook_settings.py).
     webhooks: WebhookFaults = field(default_factory=WebhookFaults)
 
@@ -108,6 +127,9 @@ class FaultConfig:
         slow_seconds = float(data.get("slow_seconds", 0.0))
         if slow_seconds < 0:
             raise ValueError("slow_seconds must be >= 0")
+        vanish_seconds = float(data.get("vanish_seconds", 0.0))
+        if vanish_seconds < 0:
+            raise ValueError("vanish_seconds must be >= 0")
         return cls(
             create=EndpointFaults.from_json(data.get("create")),
             get=EndpointFaults.from_json(data.get("get")),
@@ -116,6 +138,9 @@ class FaultConfig:
             slow_rate=_rate(data.get("slow_rate", 0.0), "slow_rate"),
             slow_seconds=slow_seconds,
             fail_rate=_rate(data.get("fail_rate", 0.0), "fail_rate"),
+            vanish_rate=_rate(data.get("vanish_rate", 0.0), "vanish_rate"),
+            vanish_seconds=vanish_seconds,
+            queued_share=_queued(data.get("queued_share", 0.0)),
             webhooks=WebhookFaults.from_json(data.get("webhooks")),
             **{name: _rate(data.get(name, 0.0), name) for name in ENDING_RATES},
         )

@@ -74,6 +74,8 @@ class StoredInteraction:
     settled: Settled | None = None
     #: Factor of the usage's token counts (EmulatorConfig.usage_scale).
     usage_scale: float = 1.0
+    #: Until then a GET answers 404 although it is stored (FaultConfig.vanish_rate).
+    hidden_until: float = 0.0
 
     @property
     def labels(self) -> dict[str, str]:
@@ -133,7 +135,15 @@ class StoredInteraction:
         return self.script.continuation_token
 
     def usage_at(self, now: float) -> dict[str, Any]:
-        return scaled(usage(self.steps_at(now), self.own_input, self.cached), self.usage_scale)
+        spec = self.request.agent_spec
+        body = usage(
+            self.steps_at(now),
+            self.own_input,
+            self.cached,
+            research=spec is not None and spec.researches,
+            streamed=self.request.stream,
+        )
+        return scaled(body, self.usage_scale)
 
     def updated_at(self, now: float) -> float:
         end = self.end_at()
@@ -149,6 +159,13 @@ class StoredInteraction:
             body["agent"] = self.request.agent
         else:
             body["model"] = self.request.model
+        environment = self.request.echo.get("environment")
+        if environment is not None:
+            # "Only populated if environment config is set in the request" (the
+            # SDK's Interaction.environment_id): a string other than "remote"
+            # names an existing environment; else one is made for the turn.
+            named = isinstance(environment, str) and environment != "remote"
+            body["environment_id"] = environment if named else f"env-{self.id}"
         return body
 
     def to_json(
@@ -166,6 +183,10 @@ class StoredInteraction:
         if include_input and self.request.input is not None:
             body["input"] = self.request.input
         steps = self.steps_at(now)
+        spec = self.request.agent_spec
+        if status in PENDING and spec is not None and spec.researches:
+            # A recorded real run showed no step of its own while it ran (issue 24.6).
+            steps = []
         if self.show_input and not outputs_only:
             steps = _user_steps(self.request.input) + steps
         if steps:

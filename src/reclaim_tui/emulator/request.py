@@ -198,8 +198,12 @@ def _check_options(body: Mapping[str, Any]) -> None:
     if tier is not None and tier not in _SERVICE_TIERS:
         raise ApiProblem(400, f"Invalid value at 'service_tier' ({tier!r})", front_end=True)
     modalities = body.get("response_modalities")
+    # Case-insensitive: the SDK README sends ['IMAGE'] and ['AUDIO'], and no
+    # recorded answer shows the API refusing upper case (issue 24, point 2).
     if modalities is not None and (
-        not isinstance(modalities, list) or not set(modalities) <= _MODALITIES
+        not isinstance(modalities, list)
+        or not all(isinstance(m, str) for m in modalities)
+        or not {m.lower() for m in modalities} <= _MODALITIES
     ):
         raise ApiProblem(400, f"Invalid value at 'response_modalities' ({modalities!r})")
     tools = body.get("tools")
@@ -234,6 +238,9 @@ def parse_create(body: Any, *, models: frozenset[str] | None = None) -> CreateRe
     if problem is not None:
         raise ApiProblem(400, problem)
     _check_options(body)
+    if isinstance(body.get("response_modalities"), list):
+        # Echoed as the SDK's ResponseModality literal spells them (lower case).
+        body = {**body, "response_modalities": [m.lower() for m in body["response_modalities"]]}
     # An empty value is not echoed: the API omits unset fields.
     echo = {name: body[name] for name in ECHOED_FIELDS if body.get(name) not in (None, {}, [])}
     return CreateRequest(

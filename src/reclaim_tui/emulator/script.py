@@ -12,8 +12,10 @@ make the model call one and stop at `requires_action` until a
 thinks, searches, reads and writes several outputs, the last one the report
 (`output_text` is its text, so a search/read sits between the interim notes
 and the report, as the SDK's `_output_properties_from_steps` needs);
-`collaborative_planning` answers with a plan and waits (`requires_action`,
-DESIGN.md §6). `max_output_tokens` cuts the answer short (`incomplete`).
+`collaborative_planning` completes with a plan as its output; the next
+turn approves it (`collaborative_planning` false: the research runs) or
+refines it (true: a new plan), DESIGN.md §8. `max_output_tokens` cuts the
+answer short (`incomplete`).
 The wording, the number of steps and their timing are the emulator's own.
 """
 
@@ -264,7 +266,10 @@ def _planning(turn: Turn) -> Script:
         _thought(turn, 0, "Drafting a plan", 0.5),
         _output([{"type": "text", "text": plan_text}], 1.0),
     )
-    return Script(steps, status="requires_action", share=0.1)
+    # Completed, the plan as its output: the user approves or refines it in
+    # the next turn (the SDK's DeepResearchAgentConfig docstring; the
+    # cookbook's Deep Research notebook polls the plan until `completed`).
+    return Script(steps, share=0.1)
 
 
 # -- endings ----------------------------------------------------------------------------

@@ -56,7 +56,7 @@ class InteractionStore:
     seed: int = 0
     clock: Callable[[], float] = time.time
     agent_time_scale: float = 1.0
-    queued_share: float = 0.1
+    queued_share: float = 0.0
     retention_seconds: float | None = None
     full_steps: bool = True
     #: Token counts' factor for models, for agents (EmulatorConfig.usage_scale).
@@ -81,7 +81,8 @@ class InteractionStore:
         turn = Turn(request, resolved.topic, resolved.calls, resolved.rest, self.full_steps)
         script = plan(turn, self._outcome(request))
         duration = self._duration(request, seq, script)
-        queued = self.queued_share * duration if duration else 0.0
+        share = self.faults.queued_share or self.queued_share
+        queued = share * duration if duration else 0.0
         interaction = StoredInteraction(
             id=f"emu-{self._prefix}-{seq:07d}",
             request=request,
@@ -96,6 +97,8 @@ class InteractionStore:
             show_input=self.full_steps,
             usage_scale=self.usage_scale[1 if request.agent_spec is not None else 0],
         )
+        if self.dice.roll(self.faults.vanish_rate):
+            interaction.hidden_until = now + self.faults.vanish_seconds
         self.interactions[interaction.id] = interaction
         if script.continuation_token is not None:
             self._tokens[script.continuation_token] = interaction.id

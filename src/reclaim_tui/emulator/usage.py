@@ -55,8 +55,20 @@ def _by_modality(**counts: int) -> list[dict[str, Any]]:
     return [{"modality": name, "tokens": n} for name, n in counts.items() if n]
 
 
-def usage(steps: Iterable[Mapping[str, Any]], own_input: int, cached: int) -> dict[str, Any]:
-    """Usage of a turn whose prompt is `own_input` tokens after `cached` tokens of history."""
+def usage(
+    steps: Iterable[Mapping[str, Any]],
+    own_input: int,
+    cached: int,
+    *,
+    research: bool = False,
+    streamed: bool = False,
+) -> dict[str, Any]:
+    """Usage of a turn whose prompt is `own_input` tokens after `cached` tokens of history.
+
+    As recorded real answers have it (issue 24, point 7): no
+    `initial_input_tokens`; no `tool_use_tokens_by_modality` for Deep Research
+    (`research`); no `output_tokens_by_modality` in a streamed turn's usage.
+    """
     counts = Counts()
     for step in steps:
         counts.add(step)
@@ -64,7 +76,6 @@ def usage(steps: Iterable[Mapping[str, Any]], own_input: int, cached: int) -> di
     output = counts.text_out + counts.image_out
     body: dict[str, Any] = {
         "total_input_tokens": total_input,
-        "initial_input_tokens": total_input,
         "total_output_tokens": output,
         "total_thought_tokens": counts.thought,
         "total_cached_tokens": cached,
@@ -77,6 +88,10 @@ def usage(steps: Iterable[Mapping[str, Any]], own_input: int, cached: int) -> di
         "cached_tokens_by_modality": _by_modality(text=cached),
         "tool_use_tokens_by_modality": _by_modality(text=counts.tool_use),
     }
+    if research:
+        del breakdowns["tool_use_tokens_by_modality"]
+    if streamed:
+        del breakdowns["output_tokens_by_modality"]
     body.update((name, items) for name, items in breakdowns.items() if items)
     if counts.searches:
         body["grounding_tool_count"] = [{"type": "google_search", "count": counts.searches}]

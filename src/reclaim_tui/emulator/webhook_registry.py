@@ -142,14 +142,19 @@ class WebhookRegistry:
     disable_after: int = 20
     webhooks: dict[str, StaticWebhook] = field(default_factory=dict)
 
-    def create(self, body: Any) -> tuple[StaticWebhook, str]:
-        """A new webhook and its signing secret (shown to the caller this once)."""
+    def create(self, body: Any, chosen_id: str | None = None) -> tuple[StaticWebhook, str]:
+        """A new webhook and its signing secret (shown to the caller this once);
+        `chosen_id`: the `?webhook_id=` the caller chose (the Batch API docs'
+        REST example), else one is made."""
         if not isinstance(body, dict):
             raise ApiProblem(400, "the request body must be a Webhook object")
+        if chosen_id is not None and chosen_id in self.webhooks:
+            # AIP-133: a create naming an id that exists is ALREADY_EXISTS (409).
+            raise ApiProblem(409, f"Webhook {chosen_id} already exists.")
         now = self.clock()
         secret = new_secret()
         webhook = StaticWebhook(
-            id="wh-" + secrets.token_hex(8),
+            id=chosen_id or "wh-" + secrets.token_hex(8),
             uri=_uri(body.get("uri")),
             subscribed_events=_events(body.get("subscribed_events")),
             name=_name(body.get("name")),

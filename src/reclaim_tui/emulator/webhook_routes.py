@@ -88,7 +88,9 @@ async def list_webhooks(request: web.Request) -> web.StreamResponse:
 
 @_api
 async def create_webhook(request: web.Request) -> web.StreamResponse:
-    webhook, secret = _service(request).registry.create(await _body(request, required=True))
+    registry = _service(request).registry
+    chosen = request.query.get("webhook_id") or request.query.get("webhookId")
+    webhook, secret = registry.create(await _body(request, required=True), chosen)
     return web.json_response({**_view(request, webhook), "new_signing_secret": secret})
 
 

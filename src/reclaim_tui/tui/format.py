@@ -109,11 +109,14 @@ def _keep_cause(parts: list[str], limit: int) -> str:
 
 
 def attention_text(seen: Attention) -> str:
-    """The loop bar's warning: "3 past retention · 1 asking · 2 unknown status"."""
+    """The loop bar's warning: "3 past retention · 1 asking · 2 unknown status · 1 404 held"."""
     parts = [
         (seen.past_retention.count, "past retention"),
         (seen.asking, "asking"),
+        (seen.plans_ready, "plan ready"),
         (seen.unknown_status, "unknown status"),
+        (seen.not_found, "404 (polling)"),
+        (seen.not_found_held, "404 held"),
     ]
     return " · ".join(f"{n:,} {what}" for n, what in parts if n)
 

@@ -34,6 +34,7 @@ from reclaim_tui.core.engine import PassReport
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.models import JobSpec, Row, Status
+from reclaim_tui.core.planning import PLAN_READY
 from reclaim_tui.core.polling import ASKS
 from reclaim_tui.core.prune import PruneCount
 from reclaim_tui.core.queries import ConsoleReader, View
@@ -256,7 +257,7 @@ def answer_refusal(row: Row) -> str | None:
 
 def asked(row: Row) -> str:
     """What the row's interaction asks, as the poll that held it recorded it."""
-    return (row.last_error or "").removeprefix(ASKS)
+    return (row.last_error or "").removeprefix(ASKS).removeprefix(PLAN_READY)
 
 
 def export_summary(tab_label: str, filter_text: str, files_dir: Path) -> str:

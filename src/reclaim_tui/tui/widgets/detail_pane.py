@@ -10,7 +10,8 @@ from textual.content import Content
 from textual.widgets import Static
 
 from reclaim_tui.core.costs import PriceTable, Tokens, cost_of, format_usd
-from reclaim_tui.core.polling import ASKS
+from reclaim_tui.core.planning import PLAN_READY
+from reclaim_tui.core.polling import ASKS, NOT_FOUND
 from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.format import age, next_poll, timestamp
 
@@ -140,12 +141,29 @@ def _by_event(detail: Detail) -> bool:
 def _asks(detail: Detail) -> list[Content]:
     """A held row's question, with what to do about it."""
     row = detail.row
+    if row.held and (row.last_error or "").startswith(PLAN_READY):
+        return [
+            _heading("research plan ready — w approves (or refines), c cancels"),
+            Content.styled((row.last_error or "").removeprefix(PLAN_READY) + "\n", "italic"),
+        ]
     if not (row.held and (row.last_error or "").startswith(ASKS)):
         return []
     return [
         _heading("the interaction requires action — w answers, c cancels"),
         Content.styled((row.last_error or "").removeprefix(ASKS) + "\n", "italic"),
     ]
+
+
+def _not_found(detail: Detail) -> list[Content]:
+    """A row whose interaction answers 404 inside retention: what it means."""
+    row = detail.row
+    if not (row.last_error or "").startswith(NOT_FOUND):
+        return []
+    if row.held:
+        heading = "404 past --gone-grace: held (still polled rarely) — c cancels, then retry"
+    else:
+        heading = "404 inside retention: no proof of loss, polled again (--gone-grace)"
+    return [_heading(heading)]
 
 
 def render_detail(detail: Detail, now: float, prices: PriceTable | None = None) -> Content:
@@ -164,6 +182,7 @@ def render_detail(detail: Detail, now: float, prices: PriceTable | None = None) 
         pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
         *([pair("tokens", usage)] if usage is not None else []),
         *_asks(detail),
+        *_not_found(detail),
         _heading("input"),
         Content(spec_text(row.spec)[:2000] + "\n"),
         _heading("timestamps (UTC)"),
