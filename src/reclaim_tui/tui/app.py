@@ -23,11 +23,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import BindingType
 from textual.dom import DOMNode
 from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Input
 from textual.worker import WorkerState
 
 from reclaim_tui.config import (
@@ -45,6 +47,7 @@ from reclaim_tui.tui.messages import TickFailed, TickFinished
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.main import MainScreen
 from reclaim_tui.tui.state import ConsoleState
+from reclaim_tui.tui.typeahead import TypeAhead
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 
 __all__ = ["ReclaimApp"]
@@ -73,6 +76,7 @@ class ReclaimApp(App[None]):
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
         self._froze = False
+        self.typeahead = TypeAhead(self, self._opens_line)
 
     def _apply(self, saved: ConsoleSettings) -> None:
         if saved.theme is not None:
@@ -96,6 +100,18 @@ class ReclaimApp(App[None]):
                 timeout=30,
             )
         self.theme_changed_signal.subscribe(self, lambda _: self.remember())
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            if self.typeahead.hold(event):
+                return
+        await super().on_event(event)
+
+    def _opens_line(self, key: str) -> Widget | None:
+        """`/` and `:` on the ledger view: open the line now (typeahead.py)."""
+        if self.screen is not self.main or isinstance(self.focused, Input):
+            return None
+        return self.main.open_line(key)
 
     def get_default_screen(self) -> MainScreen:
         return self.main

@@ -320,6 +320,17 @@ class MainScreen(JobScreen):
     def action_filter(self) -> None:
         self.query_one(FilterBar).open(self.state.filter_text)
 
+    def open_line(self, key: str) -> Input | None:
+        """Open the line `key` opens (`/` the filter, `:` the command line) and
+        return its input, for the keys typed after it (tui/typeahead.py)."""
+        if key == "slash":
+            self.action_filter()
+            return self.query_one(FilterBar)
+        if key == "colon":
+            self.action_command_line()
+            return self.query_one(CommandLine).input
+        return None
+
     def action_toggle_detail(self) -> None:
         if self.maximized is not None:
             self.minimize()
