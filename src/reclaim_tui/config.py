@@ -177,6 +177,8 @@ class ConsoleSettings:
     hidden: frozenset[str] = frozenset()
     #: The detail pane's share of the lower panels' width (1–4, the log has 1).
     detail_width: int | None = None
+    #: Ask before an action that sends a job to the API again (retry, recover).
+    confirm: bool = True
 
     def to_toml(self) -> str:
         lines = ["# reclaim-tui console settings, rewritten by the console when one changes"]
@@ -189,6 +191,8 @@ class ConsoleSettings:
         if self.detail_width is not None:
             lines.append(f"detail_width = {self.detail_width}")
         lines.append(f"hidden = {json.dumps(sorted(self.hidden))}")
+        if not self.confirm:
+            lines.append("confirm = false")
         return "\n".join(lines) + "\n"
 
     @classmethod
@@ -196,7 +200,7 @@ class ConsoleSettings:
         """ValueError names the first value that is not what it should be."""
         theme, interval = data.get("theme"), data.get("interval")
         page_size, width = data.get("page_size"), data.get("detail_width")
-        hidden = data.get("hidden", [])
+        hidden, confirm = data.get("hidden", []), data.get("confirm", True)
         if theme is not None and not isinstance(theme, str):
             raise ValueError("theme must be a string")
         if interval is not None and not (
@@ -209,8 +213,10 @@ class ConsoleSettings:
             raise ValueError("detail_width must be 1, 2, 3 or 4")
         if not (isinstance(hidden, list) and set(hidden) <= set(PANELS)):
             raise ValueError(f"hidden must be a list of {', '.join(PANELS)}")
+        if not isinstance(confirm, bool):
+            raise ValueError("confirm must be true or false")
         interval = float(interval) if interval is not None else None
-        return cls(theme, interval, page_size, frozenset(hidden), width)
+        return cls(theme, interval, page_size, frozenset(hidden), width, confirm)
 
 
 def console_settings_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -88,6 +88,7 @@ class ReclaimApp(App[None]):
             self.config.interval = saved.interval
         if saved.page_size is not None:
             self.config.page_size = saved.page_size
+        self.config.confirm = saved.confirm
 
     def on_mount(self) -> None:
         if self.settings_problem:
@@ -248,6 +249,7 @@ class ReclaimApp(App[None]):
             page_size=self.config.page_size,
             hidden=frozenset(state.hidden),
             detail_width=state.detail_width,
+            confirm=self.config.confirm,
         )
 
     # -- the loop's keys ------------------------------------------------------------------

@@ -178,7 +178,15 @@ def _left_alone(checked: Checked) -> str:
     return f"\n{checked.left_text()}: left alone." if checked.left else ""
 
 
-def retry_question(checked: Checked, estimate: Estimate | None = None) -> str:
+def retry_question(
+    checked: Checked, estimate: Estimate | None = None, *, marked: bool = True
+) -> str:
+    if not marked:
+        return (
+            f"Retry {checked.eligible[0]}?"
+            "\nIt is sent to the API again with a fresh attempt budget: it spends again."
+            + (f"\n{estimate_line(estimate)}" if estimate is not None else "")
+        )
     return (
         f"Retry {_of_marked(checked)}?"
         "\nEach is sent to the API again with a fresh attempt budget: each one spends again."

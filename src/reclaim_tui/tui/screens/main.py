@@ -473,12 +473,13 @@ class MainScreen(JobScreen):
         if checked is None:
             return
         retry = partial(self.operate, self._row_action("retried", Retry(tuple(checked.eligible))))
-        if not self.state.marks:
-            retry()  # the row the operator is looking at: no question
+        if not self.config.confirm:
+            retry()  # the operator turned the questions off (settings.toml)
             return
-        # Every marked row is sent again, and paid for again: ask first, with the cost.
+        # Every row retried is sent again, and paid for again: ask first, with the cost.
         estimate = await tools.resubmit_estimate(self, checked.eligible)
-        self.confirm("retry", operations.retry_question(checked, estimate), "Retry", retry)
+        question = operations.retry_question(checked, estimate, marked=bool(self.state.marks))
+        self.confirm("retry", question, "Retry", retry)
 
     @work(group="ops")
     async def action_cancel_jobs(self) -> None:
@@ -516,6 +517,9 @@ class MainScreen(JobScreen):
             self.notify("no orphans to recover", severity="warning")
             return
         recover = partial(operations.recover_rows, self.engine_host(), idems)
+        if not self.config.confirm:
+            self.operate(recover)  # the operator turned the questions off (settings.toml)
+            return
         # A resubmitted orphan is paid for again (if the first create landed too): say how much.
         estimate = await tools.resubmit_estimate(self, idems)
         question = operations.recover_question(len(idems), marked=bool(marked), estimate=estimate)
