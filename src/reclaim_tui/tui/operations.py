@@ -286,6 +286,14 @@ def export_file_name(now: float) -> str:
 # -- through the engine -----------------------------------------------------------------------
 def _outcome(verb: str, outcome: RowsOutcome) -> ActionFinished:
     applied, refused = outcome.applied, outcome.refused
+    if outcome.pending:
+        # Cancelled here, not on the API: it may still run and bill.
+        count = len(outcome.pending)
+        return ActionFinished(
+            f"{verb} here, but the API's cancel failed for {count:,} {_rows(count)}"
+            f" (first: {outcome.pending[0]}); marked cancel pending, the loop asks again",
+            "error",
+        )
     if not refused:
         return ActionFinished(f"{verb}: {applied} {_rows(applied)}")
     if not applied and len(refused) == 1:
