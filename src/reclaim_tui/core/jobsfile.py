@@ -26,7 +26,7 @@ from reclaim_tui.core.keys import idempotency_key, valid_key
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import JobsFileError
 
-__all__ = ["MAX_INPUT_BYTES", "parse_jobs", "parse_jobs_bytes", "read_jobs_file"]
+__all__ = ["MAX_INPUT_BYTES", "check_job", "parse_jobs", "parse_jobs_bytes", "read_jobs_file"]
 
 #: A job bigger than this, as it is SENT (JSON with non-ASCII escaped, which
 #: is how a request body may travel: up to 6 bytes per character), is a
@@ -174,6 +174,27 @@ def _json_problem(text: str, exc: json.JSONDecodeError, *, example: bool) -> str
     return f"not JSON at column {exc.colno}: {reason}{hint}"
 
 
+def _checked(obj: Any, default_model: str) -> JobSpec:
+    """A line's object as a job, with every check a line gets (ValueError,
+    RecursionError or UnicodeError say what is wrong)."""
+    job = _validate(obj, default_model)
+    idempotency_key(job)
+    job.to_json().encode("utf-8")  # lone surrogates cannot be stored or sent
+    _check_sent_size(job)
+    return job
+
+
+def check_job(fields: dict[str, Any], *, source: str, default_model: str) -> JobSpec:
+    """One job built outside a jobs file (a prompt typed in the console), with
+    the checks a jobs file's line gets: JobsFileError says what is wrong,
+    before anything is reserved (a 1 MB prompt was reserved, then refused
+    with 413 by the API)."""
+    try:
+        return _checked(fields, default_model)
+    except (ValueError, RecursionError, UnicodeError) as exc:
+        raise JobsFileError(source, [(1, str(exc).splitlines()[0][:200])]) from None
+
+
 def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
     """Validate every line; return the jobs or raise JobsFileError naming each bad line."""
     jobs: list[JobSpec] = []
@@ -197,10 +218,8 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             problems.append((number, "nested too deeply to read"))
             continue
         try:
-            job = _validate(obj, default_model)
+            job = _checked(obj, default_model)
             idem = idempotency_key(job)
-            job.to_json().encode("utf-8")  # lone surrogates cannot be stored or sent
-            _check_sent_size(job)
         except (ValueError, RecursionError, UnicodeError) as exc:
             problems.append((number, str(exc).splitlines()[0][:200]))
             continue
