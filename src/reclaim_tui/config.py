@@ -17,6 +17,7 @@ from reclaim_tui.core.models import Actor, GonePolicy, OrphanPolicy
 from reclaim_tui.errors import ConfigError
 
 __all__ = [
+    "COLUMN_NAMES",
     "DEFAULT_DB",
     "DEFAULT_MODEL",
     "DEFAULT_OUT",
@@ -165,6 +166,18 @@ class Settings:
 
 #: The console's panels an operator can hide (the detail pane, the loop log).
 PANELS = ("detail", "log")
+#: The ledger table's columns, as the operator names them (`columns = [...]`).
+COLUMN_NAMES = (
+    "key",
+    "status",
+    "model",
+    "handle",
+    "attempts",
+    "age",
+    "next",
+    "updated",
+    "error",
+)
 
 
 @dataclass(frozen=True)
@@ -179,6 +192,8 @@ class ConsoleSettings:
     detail_width: int | None = None
     #: Ask before an action that sends a job to the API again (retry, recover).
     confirm: bool = True
+    #: The table's columns the operator chose (COLUMN_NAMES); None: all that fit.
+    columns: tuple[str, ...] | None = None
 
     def to_toml(self) -> str:
         lines = ["# reclaim-tui console settings, rewritten by the console when one changes"]
@@ -193,6 +208,8 @@ class ConsoleSettings:
         lines.append(f"hidden = {json.dumps(sorted(self.hidden))}")
         if not self.confirm:
             lines.append("confirm = false")
+        if self.columns is not None:
+            lines.append(f"columns = {json.dumps(list(self.columns))}")
         return "\n".join(lines) + "\n"
 
     @classmethod
@@ -215,8 +232,14 @@ class ConsoleSettings:
             raise ValueError(f"hidden must be a list of {', '.join(PANELS)}")
         if not isinstance(confirm, bool):
             raise ValueError("confirm must be true or false")
+        columns = data.get("columns")
+        if columns is not None and not (
+            isinstance(columns, list) and columns and set(columns) <= set(COLUMN_NAMES)
+        ):
+            raise ValueError(f"columns must be a list of {', '.join(COLUMN_NAMES)}")
         interval = float(interval) if interval is not None else None
-        return cls(theme, interval, page_size, frozenset(hidden), width, confirm)
+        chosen = tuple(dict.fromkeys(columns)) if columns is not None else None
+        return cls(theme, interval, page_size, frozenset(hidden), width, confirm, chosen)
 
 
 def console_settings_path(environ: Mapping[str, str] | None = None) -> Path:

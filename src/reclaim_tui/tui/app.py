@@ -73,6 +73,7 @@ class ReclaimApp(App[None]):
         self.main = MainScreen(config, self.pace)
         self.main.state.hidden = set(self.remembered.hidden)
         self.main.state.detail_width = self.remembered.detail_width or 2
+        self.main.state.columns = self.remembered.columns
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
         self._froze = False
@@ -250,6 +251,7 @@ class ReclaimApp(App[None]):
             hidden=frozenset(state.hidden),
             detail_width=state.detail_width,
             confirm=self.config.confirm,
+            columns=state.columns,
         )
 
     # -- the loop's keys ------------------------------------------------------------------

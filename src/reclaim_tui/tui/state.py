@@ -47,6 +47,8 @@ class ConsoleState:
     orphans: int = 0
     #: Panels the operator hid (config.PANELS) and the detail pane's width step (1–4).
     hidden: set[str] = field(default_factory=set)
+    #: The table's columns the operator chose (config.COLUMN_NAMES; None: all that fit).
+    columns: tuple[str, ...] | None = None
     detail_width: int = 2
 
     @property

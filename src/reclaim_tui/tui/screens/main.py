@@ -53,7 +53,7 @@ from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.screens.job_screen import JobScreen
 from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 from reclaim_tui.tui.state import ConsoleState, Cursor, Window
-from reclaim_tui.tui.widgets.command_line import Command, CommandLine
+from reclaim_tui.tui.widgets.command_line import Command, CommandLine, column_names
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
 from reclaim_tui.tui.widgets.footer import ConsoleFooter
@@ -125,6 +125,7 @@ class MainScreen(JobScreen):
         return self.query_one(LedgerTable)
 
     def on_mount(self) -> None:
+        self.table.choose_columns(self.state.columns)
         self.table.focus()
         self.show_panels()
         self.show_bar()
@@ -404,6 +405,10 @@ class MainScreen(JobScreen):
             self.action_charts()
         elif command.verb == "prune":
             self.prune(command)
+        elif command.verb == "columns":
+            self.state.columns = column_names(command)
+            self.table.choose_columns(self.state.columns)
+            self.post_message(self.PanelsChanged())  # the app remembers it
 
     # -- views over the whole ledger (screens/tools.py) -------------------------------------
     @work(group="tools")
