@@ -48,6 +48,7 @@ from reclaim_tui.cli_options import (
     options,
 )
 from reclaim_tui.config import Settings
+from reclaim_tui.core import cancelling
 from reclaim_tui.core.connection import is_database_url, shown_db
 from reclaim_tui.core.export import (
     export_record,
@@ -884,8 +885,16 @@ async def cancel(idem: str, as_json: bool, **kw: Any) -> None:
         row = await engine.operator.cancel(await _resolve(engine.ledger, idem), actor=Actor.CLI)
     if as_json:
         _echo_json(export_record(row))
-        return
-    click.echo(f"{row.idem}: {row.status.value}")
+    else:
+        click.echo(f"{row.idem}: {row.status.value}")
+    if cancelling.is_pending(row):
+        # Cancelled here, but the API did not confirm: it may still run and bill.
+        click.echo(
+            f"error: {row.idem}: {row.last_error}; the row is marked {cancelling.PENDING!r}"
+            " and the next tick (or the service) asks the API again",
+            err=True,
+        )
+        sys.exit(EXIT_API_UNAVAILABLE)
 
 
 @cli.command()

@@ -18,6 +18,7 @@ from reclaim_tui.core.models import Actor, GonePolicy, OrphanPolicy
 from reclaim_tui.errors import ConfigError
 
 __all__ = [
+    "COLUMN_NAMES",
     "DEFAULT_DB",
     "DEFAULT_MODEL",
     "DEFAULT_OUT",
@@ -181,6 +182,18 @@ MAX_INTERVAL = 86_400.0
 
 #: The console's panels an operator can hide (the detail pane, the loop log).
 PANELS = ("detail", "log")
+#: The ledger table's columns, as the operator names them (`columns = [...]`).
+COLUMN_NAMES = (
+    "key",
+    "status",
+    "model",
+    "handle",
+    "attempts",
+    "age",
+    "next",
+    "updated",
+    "error",
+)
 
 
 @dataclass(frozen=True)
@@ -193,6 +206,10 @@ class ConsoleSettings:
     hidden: frozenset[str] = frozenset()
     #: The detail pane's share of the lower panels' width (1–4, the log has 1).
     detail_width: int | None = None
+    #: Ask before an action that sends a job to the API again (retry, recover).
+    confirm: bool = True
+    #: The table's columns the operator chose (COLUMN_NAMES); None: all that fit.
+    columns: tuple[str, ...] | None = None
 
     def to_toml(self) -> str:
         lines = ["# reclaim-tui console settings, rewritten by the console when one changes"]
@@ -205,6 +222,10 @@ class ConsoleSettings:
         if self.detail_width is not None:
             lines.append(f"detail_width = {self.detail_width}")
         lines.append(f"hidden = {json.dumps(sorted(self.hidden))}")
+        if not self.confirm:
+            lines.append("confirm = false")
+        if self.columns is not None:
+            lines.append(f"columns = {json.dumps(list(self.columns))}")
         return "\n".join(lines) + "\n"
 
     @classmethod
@@ -212,7 +233,7 @@ class ConsoleSettings:
         """ValueError names the first value that is not what it should be."""
         theme, interval = data.get("theme"), data.get("interval")
         page_size, width = data.get("page_size"), data.get("detail_width")
-        hidden = data.get("hidden", [])
+        hidden, confirm = data.get("hidden", []), data.get("confirm", True)
         if theme is not None and not isinstance(theme, str):
             raise ValueError("theme must be a string")
         if interval is not None and not (
@@ -229,8 +250,16 @@ class ConsoleSettings:
             raise ValueError("detail_width must be 1, 2, 3 or 4")
         if not (isinstance(hidden, list) and set(hidden) <= set(PANELS)):
             raise ValueError(f"hidden must be a list of {', '.join(PANELS)}")
+        if not isinstance(confirm, bool):
+            raise ValueError("confirm must be true or false")
+        columns = data.get("columns")
+        if columns is not None and not (
+            isinstance(columns, list) and columns and set(columns) <= set(COLUMN_NAMES)
+        ):
+            raise ValueError(f"columns must be a list of {', '.join(COLUMN_NAMES)}")
         interval = float(interval) if interval is not None else None
-        return cls(theme, interval, page_size, frozenset(hidden), width)
+        chosen = tuple(dict.fromkeys(columns)) if columns is not None else None
+        return cls(theme, interval, page_size, frozenset(hidden), width, confirm, chosen)
 
 
 def console_settings_path(environ: Mapping[str, str] | None = None) -> Path:

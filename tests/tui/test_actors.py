@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from reclaim_tui.core.models import Event, Row, Status
 from reclaim_tui.core.queries import Detail
+from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.widgets.detail_pane import render_detail
 
 from .conftest import Seeded
@@ -67,7 +68,9 @@ async def test_a_pass_of_the_loop_is_not_recorded_as_the_operator(seeded: Seeded
         assert await until(pilot, status_is("reserving", Status.SUBMITTED))
         await press(pilot, "P")
         await select(pilot, seeded.keys["failed"])
-        await press(pilot, "r")  # the operator's action
+        await press(pilot, "r")  # the operator's action: it asks first
+        assert await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await press(pilot, "y")
         assert await until(pilot, status_is("failed", Status.RESERVING))
     loop = {e.actor for e in await seeded.events("reserving") if e.to_status == "submitted"}
     operator = (await seeded.events("failed"))[-1].actor

@@ -185,6 +185,8 @@ async def test_operator_keys_write_the_row_in_postgresql(seeded: Seeded) -> None
         # r: the failed row is reserved again.
         await select(pilot, seeded.keys["failed"])
         await press(pilot, "r")
+        assert isinstance(app.screen, ConfirmScreen)
+        await press(pilot, "y")
 
         async def retried() -> bool:
             return (await seeded.get("failed")).status == Status.RESERVING

@@ -51,6 +51,8 @@ async def test_r_retries_the_failed_row(seeded: Seeded) -> None:
         await settle(pilot)
         await select(pilot, seeded.keys["failed"])
         await press(pilot, "r")
+        assert isinstance(app.screen, ConfirmScreen)  # it spends: it asks first
+        await press(pilot, "y")
         assert await until(pilot, status_of(seeded, "failed", Status.RESERVING))
     row = await seeded.get("failed")
     assert row.status == Status.RESERVING and row.attempts == 0 and row.last_error is None

@@ -28,6 +28,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 
 from reclaim_tui.core.models import Row, Status
+from reclaim_tui.tui import columns
 from reclaim_tui.tui.widgets import ledger_table
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 
@@ -77,6 +78,16 @@ def rows(count: int = 24) -> list[Row]:
             )
         )
     return out
+
+
+@pytest.fixture(autouse=True)
+def every_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every column at any width, as the table had before it chose columns by
+    width (tui/columns.py): these tests compare drawings of a table wider
+    than its screen, scrolled sideways."""
+    everything = frozenset(key for key, _ in ledger_table.COLUMNS)
+    monkeypatch.setattr(columns, "fit", lambda width, chosen=None: everything)
+    monkeypatch.setattr(columns, "error_width", lambda width, shown: max(16, width - 118))
 
 
 class TableApp(App[None]):

@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from reclaim_tui.core import inbox, polling, transitions
+from reclaim_tui.core import cancelling, inbox, polling, transitions
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.batching import GroupCommit, HeldBatch, holding
 from reclaim_tui.core.circuit import Circuit
@@ -35,6 +35,7 @@ from reclaim_tui.core.models import (
     OrphanPolicy,
     PassReport,
     RemoteInteraction,
+    RemoteState,
     Row,
     Status,
     StoredResult,
@@ -44,7 +45,13 @@ from reclaim_tui.core.owner import this_process
 from reclaim_tui.core.pacing import AdaptiveLimit
 from reclaim_tui.core.sinks import BatchSink, Sink
 from reclaim_tui.core.transitions import EngineConfig, Transition, describe
-from reclaim_tui.errors import BackendError, InteractionGoneError, JobsFileError, SinkError
+from reclaim_tui.errors import (
+    BackendError,
+    InteractionGoneError,
+    JobsFileError,
+    PermanentReadError,
+    SinkError,
+)
 
 # OrphanPolicy and PassReport live in models, EngineConfig in transitions;
 # re-exported here for the callers that build an engine.
@@ -112,6 +119,7 @@ class Engine:
             # Interactions the provider dropped went back to `reserving`.
             report.merge(await self.send_reserved())
         report.merge(await self.replay())
+        report.merge(await self.confirm_cancels())
         log.info("tick: %s", report.summary())
         return report
 
@@ -295,6 +303,31 @@ class Engine:
         cancelled = await self._outcome(self.backend.cancel(row.handle))
         self.circuit.record(cancelled)
         return polling.Overdue(out, deadline, cancelled)
+
+    # -- cancels the API has not confirmed (core/cancelling.py) -------------------------
+    async def confirm_cancels(self) -> PassReport:
+        """Ask the API again to cancel the rows whose remote cancel failed."""
+        report = PassReport()
+        claim_pending = self.ledger.claim_cancel_pending
+        while not self.circuit.open and (claim := await self._claimed(claim_pending)):
+            async with self._hold(claim) as batch:
+                outcomes = await self._each(claim.rows, self._cancel_one, batch)
+                now = self.clock.now()
+                todo = [cancelling.after_remote_cancel(r, o, self.config, now) for r, o in outcomes]
+                await self._apply(todo, report)
+        return self._noted(report)
+
+    async def _cancel_one(self, row: Row) -> RemoteInteraction | Exception:
+        handle = row.handle or ""
+        out = await self._outcome(self.backend.cancel(handle))
+        self.circuit.record(out)
+        if isinstance(out, PermanentReadError):
+            # The API refuses to cancel a finished interaction: one that
+            # completed keeps its paid result (after_remote_cancel).
+            look = await self._outcome(self.backend.get(handle))
+            if isinstance(look, RemoteInteraction) and look.state == RemoteState.COMPLETED:
+                return look
+        return out
 
     # -- replay and delivery ------------------------------------------------------------
     async def replay(

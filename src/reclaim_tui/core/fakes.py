@@ -61,6 +61,8 @@ class FakeBackend:
         default_factory=list
     )
     get_faults: dict[str, list[BackendError]] = field(default_factory=dict)
+    #: Per handle, errors its next cancels raise (one each), as `get_faults`.
+    cancel_faults: dict[str, list[BackendError]] = field(default_factory=dict)
     on_call: Callable[[str, str], None] | None = None
     remotes: dict[str, _Remote] = field(default_factory=dict)
     calls: Counter[str] = field(default_factory=Counter)
@@ -99,6 +101,9 @@ class FakeBackend:
 
     async def cancel(self, handle: str) -> RemoteInteraction:
         self.calls["cancel"] += 1
+        queued = self.cancel_faults.get(handle)
+        if queued:
+            raise queued.pop(0)
         remote = self._lookup(handle)
         self._advance(remote)
         if remote.status in ("queued", "in_progress"):

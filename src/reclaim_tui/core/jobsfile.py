@@ -31,6 +31,7 @@ from reclaim_tui.errors import JobsFileError
 __all__ = [
     "MAX_INPUT_BYTES",
     "chain_cycles",
+    "check_job",
     "cycle_text",
     "key_clash",
     "parse_jobs",
@@ -252,6 +253,8 @@ def _refuse_cycles(jobs: Sequence[JobSpec], lines: Sequence[int]) -> list[tuple[
         where = ", ".join(f"{k!r} on line {line_of[k]}" for k in cycle[:-1])
         problems.append((line_of[key], f"{cycle_text(cycle)} ({where})"))
     return problems
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a job can carry")
 
@@ -261,6 +264,27 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(number):
         raise ValueError(f"{text[:40]} is past the largest number a job can carry")
     return number
+
+
+def _checked(obj: Any, default_model: str) -> JobSpec:
+    """A line's object as a job, with every check a line gets (ValueError,
+    RecursionError or UnicodeError say what is wrong)."""
+    job = _validate(obj, default_model)
+    idempotency_key(job)
+    job.to_json().encode("utf-8")  # lone surrogates cannot be stored or sent
+    _check_sent_size(job)
+    return job
+
+
+def check_job(fields: dict[str, Any], *, source: str, default_model: str) -> JobSpec:
+    """One job built outside a jobs file (a prompt typed in the console), with
+    the checks a jobs file's line gets: JobsFileError says what is wrong,
+    before anything is reserved (a 1 MB prompt was reserved, then refused
+    with 413 by the API)."""
+    try:
+        return _checked(fields, default_model)
+    except (ValueError, RecursionError, UnicodeError) as exc:
+        raise JobsFileError(source, [(1, str(exc).splitlines()[0][:200])]) from None
 
 
 def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
@@ -290,10 +314,8 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             problems.append((number, "nested too deeply to read"))
             continue
         try:
-            job = _validate(obj, default_model)
+            job = _checked(obj, default_model)
             idem = idempotency_key(job)
-            job.to_json().encode("utf-8")  # lone surrogates cannot be stored or sent
-            _check_sent_size(job)
         except (ValueError, RecursionError, UnicodeError) as exc:
             problems.append((number, str(exc).splitlines()[0][:200]))
             continue

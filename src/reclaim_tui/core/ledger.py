@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequen
 from dataclasses import dataclass
 from typing import Any
 
+from reclaim_tui.core.cancelling import PENDING_SQL
 from reclaim_tui.core.compare_and_set import apply_transitions, mark_sending, operator_cas
 from reclaim_tui.core.connection import LedgerConnection
 from reclaim_tui.core.models import Actor, Event, Row, Status, StoredResult
@@ -128,6 +129,16 @@ class Ledger(LedgerConnection):
         return await self._claim(
             owner,
             "status = 'submitted' AND next_at <= ?",
+            [self.clock.now()],
+            limit=limit,
+            lease_seconds=lease_seconds,
+        )
+
+    async def claim_cancel_pending(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
+        """`cancelled` rows whose remote cancel is due to be asked again (core/cancelling.py)."""
+        return await self._claim(
+            owner,
+            f"{PENDING_SQL} AND next_at <= ?",
             [self.clock.now()],
             limit=limit,
             lease_seconds=lease_seconds,

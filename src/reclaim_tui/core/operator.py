@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from reclaim_tui.core import cancelling
 from reclaim_tui.core.models import (
     Actor,
     PassReport,
@@ -88,18 +89,32 @@ class Operator:
             handle = await self._find_orphan(idem, actor)
         if handle:
             remote: RemoteInteraction | None = None
+            failure: BackendError | None = None
             try:
                 remote = await self.backend.cancel(handle)
                 remote_note = f"remote {handle} is {remote.api_status}"
             except BackendError as exc:
+                failure = exc
                 remote_note = f"remote cancel of {handle} failed: {describe(exc)}"
                 # The API refuses to cancel a finished interaction (400): look
                 # whether that is why, so a completed result is not lost.
                 with contextlib.suppress(BackendError):
                     remote = await self.backend.get(handle)
-            await self.ledger.add_event(idem, actor, remote_note, Status.CANCELLED.value)
             if remote is not None and remote.state == RemoteState.COMPLETED and before.handle:
+                await self.ledger.add_event(idem, actor, remote_note, Status.CANCELLED.value)
                 return await self._keep_completed(row, handle, actor)
+            if failure is not None and cancelling.unconfirmed(failure, remote):
+                # It may still run and bill: "cancel pending", asked again by
+                # the engine's passes until the API confirms (core/cancelling.py).
+                pending = cancelling.pending_changes(
+                    remote_note, 1, self.engine.config, self.ledger.clock.now()
+                )
+                pending["handle"] = handle  # an orphan's, found by its label
+                note = f"{remote_note}; {cancelling.PENDING}: the next passes ask again"
+                return await self._update(
+                    idem, (Status.CANCELLED,), Status.CANCELLED, actor, note, pending
+                )
+            await self.ledger.add_event(idem, actor, remote_note, Status.CANCELLED.value)
         return row
 
     async def _refuse_if_completed(self, row: Row, actor: Actor) -> None:

@@ -27,6 +27,7 @@ from typing import Any, Self, TypeGuard, assert_never, get_args
 
 from reclaim_tui import errors
 from reclaim_tui.config import Settings
+from reclaim_tui.core import cancelling
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
 from reclaim_tui.core.prune import prune
@@ -228,6 +229,9 @@ class RowsOutcome(Message):
 
     applied: int = 0
     refused: list[str] = field(default_factory=list)
+    #: Cancelled here, but the API's cancel failed: why, one line a row
+    #: (the row is "cancel pending", core/cancelling.py).
+    pending: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -369,14 +373,16 @@ async def _run(engine: Engine, command: Command) -> Reply:
 
 async def _each_row(engine: Engine, command: RowCommand) -> RowsOutcome:
     """Apply a row action to every key; an OperatorError refuses that row only."""
-    applied, refused = 0, []
+    applied, refused, pending = 0, [], []
     for idem in command.idems:
         try:
             match command:
                 case Retry():
                     await engine.operator.retry(idem, actor=ACTOR)
                 case Cancel():
-                    await engine.operator.cancel(idem, actor=ACTOR)
+                    row = await engine.operator.cancel(idem, actor=ACTOR)
+                    if cancelling.is_pending(row):
+                        pending.append(f"{idem}: {row.last_error}")
                 case Adopt(interaction_id=interaction_id):
                     await engine.operator.adopt(idem, interaction_id, actor=ACTOR)
                 case Answer(text=text):
@@ -384,4 +390,4 @@ async def _each_row(engine: Engine, command: RowCommand) -> RowsOutcome:
             applied += 1
         except OperatorError as exc:
             refused.append(str(exc))
-    return RowsOutcome(applied, refused)
+    return RowsOutcome(applied, refused, pending)

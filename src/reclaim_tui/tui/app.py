@@ -23,11 +23,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import BindingType
 from textual.dom import DOMNode
 from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Input
 from textual.worker import WorkerState
 
 from reclaim_tui.config import (
@@ -45,6 +47,7 @@ from reclaim_tui.tui.messages import TickFailed, TickFinished
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.main import MainScreen
 from reclaim_tui.tui.state import ConsoleState
+from reclaim_tui.tui.typeahead import TypeAhead
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 
 __all__ = ["ReclaimApp"]
@@ -70,9 +73,11 @@ class ReclaimApp(App[None]):
         self.main = MainScreen(config, self.pace)
         self.main.state.hidden = set(self.remembered.hidden)
         self.main.state.detail_width = self.remembered.detail_width or 2
+        self.main.state.columns = self.remembered.columns
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
         self._froze = False
+        self.typeahead = TypeAhead(self, self._opens_line)
 
     def _apply(self, saved: ConsoleSettings) -> None:
         if saved.theme is not None:
@@ -84,6 +89,7 @@ class ReclaimApp(App[None]):
             self.config.interval = saved.interval
         if saved.page_size is not None:
             self.config.page_size = saved.page_size
+        self.config.confirm = saved.confirm
 
     def on_mount(self) -> None:
         if self.settings_problem:
@@ -96,6 +102,18 @@ class ReclaimApp(App[None]):
                 timeout=30,
             )
         self.theme_changed_signal.subscribe(self, lambda _: self.remember())
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            if self.typeahead.hold(event):
+                return
+        await super().on_event(event)
+
+    def _opens_line(self, key: str) -> Widget | None:
+        """`/` and `:` on the ledger view: open the line now (typeahead.py)."""
+        if self.screen is not self.main or isinstance(self.focused, Input):
+            return None
+        return self.main.open_line(key)
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -232,6 +250,8 @@ class ReclaimApp(App[None]):
             page_size=self.config.page_size,
             hidden=frozenset(state.hidden),
             detail_width=state.detail_width,
+            confirm=self.config.confirm,
+            columns=state.columns,
         )
 
     # -- the loop's keys ------------------------------------------------------------------

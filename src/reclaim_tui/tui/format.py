@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+from reclaim_tui.core import cancelling
 from reclaim_tui.core.inbox import InboxStats
 from reclaim_tui.core.models import ACTIVE_STATUSES, Row
 from reclaim_tui.core.retention import Attention
@@ -39,6 +40,8 @@ def age(seconds: float) -> str:
 
 def next_poll(row: Row, now: float) -> str:
     """When the loop will look at this row again ('' for rows it never will)."""
+    if cancelling.is_pending(row):
+        return cancelling.PENDING  # the loop asks the API to cancel it again
     if row.status not in ACTIVE_STATUSES:
         return ""
     if row.held:

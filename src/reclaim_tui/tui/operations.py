@@ -32,7 +32,7 @@ from textual.notifications import SeverityLevel
 from reclaim_tui.core.costs import Estimate, format_usd
 from reclaim_tui.core.engine import PassReport
 from reclaim_tui.core.export import write_export
-from reclaim_tui.core.jobsfile import parse_jobs
+from reclaim_tui.core.jobsfile import check_job, parse_jobs_bytes
 from reclaim_tui.core.models import JobSpec, Row, Status
 from reclaim_tui.core.planning import PLAN_READY
 from reclaim_tui.core.polling import ASKS
@@ -179,7 +179,15 @@ def _left_alone(checked: Checked) -> str:
     return f"\n{checked.left_text()}: left alone." if checked.left else ""
 
 
-def retry_question(checked: Checked, estimate: Estimate | None = None) -> str:
+def retry_question(
+    checked: Checked, estimate: Estimate | None = None, *, marked: bool = True
+) -> str:
+    if not marked:
+        return (
+            f"Retry {checked.eligible[0]}?"
+            "\nIt is sent to the API again with a fresh attempt budget: it spends again."
+            + (f"\n{estimate_line(estimate)}" if estimate is not None else "")
+        )
     return (
         f"Retry {_of_marked(checked)}?"
         "\nEach is sent to the API again with a fresh attempt budget: each one spends again."
@@ -279,6 +287,14 @@ def export_file_name(now: float) -> str:
 # -- through the engine -----------------------------------------------------------------------
 def _outcome(verb: str, outcome: RowsOutcome) -> ActionFinished:
     applied, refused = outcome.applied, outcome.refused
+    if outcome.pending:
+        # Cancelled here, not on the API: it may still run and bill.
+        count = len(outcome.pending)
+        return ActionFinished(
+            f"{verb} here, but the API's cancel failed for {count:,} {_rows(count)}"
+            f" (first: {outcome.pending[0]}); marked cancel pending, the loop asks again",
+            "error",
+        )
     if not refused:
         return ActionFinished(f"{verb}: {applied} {_rows(applied)}")
     if not applied and len(refused) == 1:
@@ -333,9 +349,12 @@ async def _read_jobs(request: SubmitRequest, default_model: str) -> list[JobSpec
     """The request's jobs: its one prompt, or its file's lines (OSError,
     UnicodeDecodeError and JobsFileError say why not)."""
     if not request.path:
-        return [JobSpec(input=request.prompt, model=request.model)]
-    text = await asyncio.to_thread(Path(request.path).expanduser().read_text, "utf-8")
-    return parse_jobs(text.splitlines(), source=request.path, default_model=default_model)
+        # A typed prompt gets the checks of a jobs file's line (size, model).
+        fields = {"input": request.prompt, "model": request.model or default_model}
+        return [check_job(fields, source="the prompt", default_model=default_model)]
+    data = await asyncio.to_thread(Path(request.path).expanduser().read_bytes)
+    # As the CLI reads a file: lines end at \n only (U+2028 may be in a string).
+    return parse_jobs_bytes(data, source=request.path, default_model=default_model)
 
 
 async def submit_jobs(
@@ -352,6 +371,8 @@ async def submit_jobs(
     except (OSError, UnicodeDecodeError) as exc:
         return SubmitFailed(f"cannot read {request.path}: {exc}")
     except JobsFileError as exc:
+        if not request.path:  # the prompt: one problem, no lines to name
+            return SubmitFailed(f"the prompt was not reserved: {exc.problems[0][1]}")
         return SubmitFailed(str(exc))
     inserted = present = 0
     for start in range(0, len(jobs), SUBMIT_CHUNK):

@@ -47,6 +47,8 @@ class ConsoleState:
     orphans: int = 0
     #: Panels the operator hid (config.PANELS) and the detail pane's width step (1–4).
     hidden: set[str] = field(default_factory=set)
+    #: The table's columns the operator chose (config.COLUMN_NAMES; None: all that fit).
+    columns: tuple[str, ...] | None = None
     detail_width: int = 2
 
     @property
@@ -82,7 +84,9 @@ class ConsoleState:
         """What to read for `move`: the view, the key to start at, the direction."""
         view, window = self.view(), self.window
         start = {"from": window.key(0), "after": window.key(-1), "before": window.key(0)}.get(move)
-        if window.view != view and move == "from":
+        if move == "from" and (window.view != view or not window.page.has_before):
+            # A window at the top of its view stays there: rows added since
+            # that sort before its first row (newest first) are shown too.
             start = None
         return view, start, "from" if move == "first" else move
 

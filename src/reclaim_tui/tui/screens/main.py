@@ -53,7 +53,7 @@ from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.screens.job_screen import JobScreen
 from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 from reclaim_tui.tui.state import ConsoleState, Cursor, Window
-from reclaim_tui.tui.widgets.command_line import Command, CommandLine
+from reclaim_tui.tui.widgets.command_line import Command, CommandLine, column_names
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
 from reclaim_tui.tui.widgets.footer import ConsoleFooter
@@ -125,6 +125,7 @@ class MainScreen(JobScreen):
         return self.query_one(LedgerTable)
 
     def on_mount(self) -> None:
+        self.table.choose_columns(self.state.columns)
         self.table.focus()
         self.show_panels()
         self.show_bar()
@@ -320,6 +321,17 @@ class MainScreen(JobScreen):
     def action_filter(self) -> None:
         self.query_one(FilterBar).open(self.state.filter_text)
 
+    def open_line(self, key: str) -> Input | None:
+        """Open the line `key` opens (`/` the filter, `:` the command line) and
+        return its input, for the keys typed after it (tui/typeahead.py)."""
+        if key == "slash":
+            self.action_filter()
+            return self.query_one(FilterBar)
+        if key == "colon":
+            self.action_command_line()
+            return self.query_one(CommandLine).input
+        return None
+
     def action_toggle_detail(self) -> None:
         if self.maximized is not None:
             self.minimize()
@@ -393,6 +405,10 @@ class MainScreen(JobScreen):
             self.action_charts()
         elif command.verb == "prune":
             self.prune(command)
+        elif command.verb == "columns":
+            self.state.columns = column_names(command)
+            self.table.choose_columns(self.state.columns)
+            self.post_message(self.PanelsChanged())  # the app remembers it
 
     # -- views over the whole ledger (screens/tools.py) -------------------------------------
     @work(group="tools")
@@ -462,12 +478,13 @@ class MainScreen(JobScreen):
         if checked is None:
             return
         retry = partial(self.operate, self._row_action("retried", Retry(tuple(checked.eligible))))
-        if not self.state.marks:
-            retry()  # the row the operator is looking at: no question
+        if not self.config.confirm:
+            retry()  # the operator turned the questions off (settings.toml)
             return
-        # Every marked row is sent again, and paid for again: ask first, with the cost.
+        # Every row retried is sent again, and paid for again: ask first, with the cost.
         estimate = await tools.resubmit_estimate(self, checked.eligible)
-        self.confirm("retry", operations.retry_question(checked, estimate), "Retry", retry)
+        question = operations.retry_question(checked, estimate, marked=bool(self.state.marks))
+        self.confirm("retry", question, "Retry", retry)
 
     @work(group="ops")
     async def action_cancel_jobs(self) -> None:
@@ -505,6 +522,9 @@ class MainScreen(JobScreen):
             self.notify("no orphans to recover", severity="warning")
             return
         recover = partial(operations.recover_rows, self.engine_host(), idems)
+        if not self.config.confirm:
+            self.operate(recover)  # the operator turned the questions off (settings.toml)
+            return
         # A resubmitted orphan is paid for again (if the first create landed too): say how much.
         estimate = await tools.resubmit_estimate(self, idems)
         question = operations.recover_question(len(idems), marked=bool(marked), estimate=estimate)

@@ -1,6 +1,6 @@
 """The `:` command line (k9s's): `:failed` shows a tab, `:model pro` filters
 by model, `:filter TEXT`, `:costs`, `:charts`, `:prune 30d [failed cancelled]`,
-`:help`, `:q`. Parsing is here (`parse_command`);
+`:columns key status error` (`:columns all`), `:help`, `:q`. Parsing is here (`parse_command`);
 the main screen carries a command out. An unknown command is said in the
 line itself, and nothing else changes."""
 
@@ -17,14 +17,22 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
+from reclaim_tui.config import COLUMN_NAMES
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.prune import parse_age, prunable_statuses
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.tui.keymap import TABS
 
-__all__ = ["COMMANDS", "Command", "CommandLine", "parse_command", "prune_arguments"]
+__all__ = [
+    "COMMANDS",
+    "Command",
+    "CommandLine",
+    "column_names",
+    "parse_command",
+    "prune_arguments",
+]
 
-Verb = Literal["tab", "model", "filter", "help", "quit", "costs", "charts", "prune"]
+Verb = Literal["tab", "model", "filter", "help", "quit", "costs", "charts", "prune", "columns"]
 #: Words that name a tab besides its id (its short label, the singular).
 _ALIASES = {t.short: t.id for t in TABS} | {"orphan": "orphans", "unconsumed": "done"}
 _WORDS: dict[str, Verb] = {
@@ -39,6 +47,8 @@ _WORDS: dict[str, Verb] = {
     "charts": "charts",
     "chart": "charts",
     "prune": "prune",
+    "columns": "columns",
+    "cols": "columns",
 }
 #: What Tab completes (and the help line lists).
 COMMANDS = (
@@ -48,6 +58,7 @@ COMMANDS = (
     "costs",
     "charts",
     "prune ",
+    "columns ",
     "help",
     "quit",
 )
@@ -75,7 +86,21 @@ def parse_command(line: str) -> Command:
         )
     if verb == "prune":
         _prune_arguments(rest)
+    if verb == "columns":
+        column_names(Command(verb, rest))
     return Command(verb, rest)
+
+
+def column_names(command: Command) -> tuple[str, ...] | None:
+    """The columns `:columns NAME …` names (None: `:columns all`, every one that fits)."""
+    names = tuple(dict.fromkeys(command.argument.lower().split()))
+    if names == ("all",):
+        return None
+    unknown = [n for n in names if n not in COLUMN_NAMES]
+    if not names or unknown:
+        said = f"{', '.join(unknown)} is not a column; " if unknown else ""
+        raise ValueError(f":columns: {said}name some of {' '.join(COLUMN_NAMES)}, or all")
+    return names
 
 
 def _prune_arguments(rest: str) -> tuple[float, tuple[str, ...]]:

@@ -19,6 +19,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from reclaim_tui.core.models import Row, Status
+from reclaim_tui.tui import columns
 from reclaim_tui.tui.format import age, next_poll, short, shorten_error
 from reclaim_tui.tui.state import Cursor
 
@@ -50,8 +51,6 @@ STATUS_COLOURS = {
 PLAIN_CELLS_KEPT = 2048
 #: Lines drawn by `_plain_line` that are kept (five 48-row screens).
 PLAIN_LINES_KEPT = 256
-#: Width of every column but the last error, padding included (the error gets the rest).
-FIXED_WIDTH = 118
 
 
 def _plain_text(cell: object) -> bool:
@@ -109,17 +108,46 @@ class LedgerTable(DataTable[Text]):
         self._asked: tuple[str, int] | None = None
         #: Windows drawn so far (benchmarks and tests wait on it).
         self.renders = 0
+        #: The columns the operator chose (None: all) and those shown (tui/columns.py).
+        self.chosen: tuple[str, ...] | None = None
+        self.shown: frozenset[str] = frozenset()
+        self._shown_at: list[int] = []
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS[:-1]:
-            self.add_column(label, key=key)
-        key, label = COLUMNS[-1]
-        self.add_column(label, key=key, width=self._error_width())
+        self._lay_out()
+
+    def choose_columns(self, chosen: tuple[str, ...] | None) -> None:
+        """Show these columns (config.COLUMN_NAMES; None: all), as many as fit."""
+        self.chosen = chosen
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        """Add the columns that fit the width (tui/columns.py); when the set
+        changes, the rows on screen are put back under the new columns."""
+        shown = columns.fit(self.size.width, self.chosen)
+        if shown == self.shown and self.columns:
+            return
+        self.shown = shown
+        self._shown_at = [i for i, (key, _) in enumerate(COLUMNS) if key in shown]
+        cursor = self.cursor_row
+        self.clear(columns=True)
+        for key, label in COLUMNS:
+            if key in shown:
+                width = self._error_width() if key == "error" else None
+                self.add_column(label, key=key, width=width)
+        for row, cells in zip(self.rows_shown, self._drawn, strict=True):
+            self.add_row(*self._visible(cells), key=row.idem)
+        if self.rows_shown:
+            self.move_cursor(row=max(0, min(cursor, len(self.rows_shown) - 1)), animate=False)
+
+    def _visible(self, cells: list[Text]) -> list[Text]:
+        return [cells[i] for i in self._shown_at]
 
     def _error_width(self) -> int:
-        return max(16, self.size.width - FIXED_WIDTH)
+        return columns.error_width(self.size.width, self.shown)
 
     def on_resize(self) -> None:
+        self._lay_out()
         column = self.columns.get(ColumnKey("error"))
         if column is not None and column.width != self._error_width():
             column.width = self._error_width()
@@ -161,7 +189,7 @@ class LedgerTable(DataTable[Text]):
             return
         self.clear()
         for row, row_cells in zip(rows, cells, strict=True):
-            self.add_row(*row_cells, key=row.idem)
+            self.add_row(*self._visible(row_cells), key=row.idem)
         self._drawn = cells
         if not rows:
             return
@@ -179,6 +207,8 @@ class LedgerTable(DataTable[Text]):
     def _update_cells(self, rows: list[Row], cells: list[list[Text]]) -> None:
         for row, new, old in zip(rows, cells, self._drawn, strict=True):
             for (key, _), a, b in zip(COLUMNS, new, old, strict=True):
+                if key not in self.shown:
+                    continue
                 if a.plain != b.plain or a.style != b.style:
                     self.update_cell(row.idem, key, a)
         self._drawn = cells
