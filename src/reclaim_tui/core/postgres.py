@@ -385,6 +385,12 @@ class PgLedger(Ledger):
                 autocommit=True,
                 connect_timeout=max(2, int(busy_timeout)),
                 application_name="reclaim-tui",
+                # No server-side prepared statements: behind a transaction
+                # pooler (PgBouncer, the endpoint of most managed services)
+                # the next transaction may run on another server connection,
+                # one that already holds a statement of that name (issue 23:
+                # `prepared statement "_pg3_0" already exists`).
+                prepare_threshold=None,
             )
         except psycopg.Error as exc:
             raise map_pg_error(exc, where) from exc

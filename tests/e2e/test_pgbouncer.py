@@ -1,0 +1,57 @@
+"""The PostgreSQL ledger through a real PgBouncer (issue 23, point 1).
+
+A managed PostgreSQL service's endpoint is a pooler, PgBouncer in
+`pool_mode=transaction` mostly: a client's transactions may each run on
+another server connection, and what one client leaves on a server connection
+(a server-side prepared statement, a session-level SET) is met by the next
+one. Every command runs here through the real CLI, through a real PgBouncer
+(tests/helpers/pgbouncer.py) in transaction mode and in session mode, in
+front of the tests' throwaway server; the ledger is read directly on the
+server (`pg_dsn`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.helpers import Workspace
+from tests.helpers.ledgerdb import LedgerView
+from tests.helpers.pgbouncer import PgBouncer
+from tests.helpers.procs import write_jobs
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+def jobs_file(path: Path, n: int, tag: str = "j") -> Path:
+    return write_jobs(path, [{"input": f"{tag} {i}", "key": f"{tag}-{i}"} for i in range(n)])
+
+
+def bounced(
+    make_workspace: Callable[..., Workspace], bouncer_dsn: str, name: str = "ws"
+) -> Workspace:
+    return make_workspace(name, db_url=bouncer_dsn)
+
+
+def test_every_tick_through_the_pooler_works(
+    make_workspace: Callable[..., Workspace],
+    pg_bouncer: PgBouncer,
+    bouncer_dsn: str,
+    pg_dsn: str,
+    tmp_path: Path,
+) -> None:
+    """Issue 23: the second tick through a transaction pooler exited 4 with
+    `prepared statement "_pg3_0" already exists` (psycopg prepares a
+    statement on the server after 5 executions; the pooler gave the next
+    transaction a server connection that already had it)."""
+    ws = bounced(make_workspace, bouncer_dsn)
+    for round_ in range(4):
+        ok(ws.tick(jobs=jobs_file(tmp_path / f"j{round_}.jsonl", 5, f"r{round_}")))
+    ws.settle()
+    view = LedgerView(pg_dsn)
+    assert view.status_counts() == {"consumed": 20}
