@@ -16,9 +16,13 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import psycopg
+
+from reclaim_tui.core.ledger import Ledger
 from tests.helpers import Workspace
 from tests.helpers.ledgerdb import LedgerView
 from tests.helpers.pgbouncer import PgBouncer
+from tests.helpers.postgres import PostgresServer
 from tests.helpers.procs import write_jobs
 
 
@@ -55,3 +59,48 @@ def test_every_tick_through_the_pooler_works(
     ws.settle()
     view = LedgerView(pg_dsn)
     assert view.status_counts() == {"consumed": 20}
+
+
+def test_no_session_state_leaks_through_a_transaction_pooler(
+    make_workspace: Callable[..., Workspace],
+    pg_server: PostgresServer,
+    pg_dsn: str,
+    tmp_path: Path,
+) -> None:
+    """Issue 23: `status` ran `SET SESSION CHARACTERISTICS AS TRANSACTION READ
+    ONLY` on its server connection; through a transaction pooler the next
+    tick got that connection and exited 4 `cannot execute UPDATE in a
+    read-only transaction`. One server connection (pool of 1): every client
+    meets what the one before left on it."""
+    with PgBouncer(pg_server, pool_mode="transaction", pool_size=1) as bouncer:
+        ws = make_workspace("leak", db_url=bouncer.via(pg_dsn))
+        ok(ws.tick(jobs=jobs_file(tmp_path / "a.jsonl", 3, "a")))
+        ok(ws.cli("status", engine=False))
+        ok(ws.tick(jobs=jobs_file(tmp_path / "b.jsonl", 3, "b")))
+        ws.settle()
+    assert LedgerView(pg_dsn).status_counts() == {"consumed": 6}
+
+
+async def test_a_fresh_server_connection_finds_the_ledger(
+    pg_server: PostgresServer, pg_dsn: str
+) -> None:
+    """Issue 23: `SET search_path` at connect stayed on the server connection
+    it ran on; the pooler gave the client's next statement another one, and
+    it failed `relation "jobs" does not exist`. Here the connection the
+    ledger was opened on is held by another client, so its next read runs on
+    a server connection that has never seen this ledger."""
+    with PgBouncer(pg_server, pool_mode="transaction", pool_size=2) as bouncer:
+        url = bouncer.via(pg_dsn)
+        ledger = await Ledger.open(url)
+        try:
+            await ledger.insert_jobs([("k1", '{"input": "x"}', "m")], "tick")
+            async with await psycopg.AsyncConnection.connect(url, prepare_threshold=None) as other:
+                # In a transaction: the pooler gives it the idle server
+                # connection (the one the ledger just used) until it ends.
+                await other.execute("SELECT 1")
+                row = await ledger.get("k1")
+                await other.rollback()
+        finally:
+            await ledger.close()
+    assert row is not None and row.idem == "k1"
+

@@ -294,9 +294,15 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
     return LedgerError(f"{where}: {text}")
 
 
-async def _read(conn: psycopg.AsyncConnection[Any], text: str, params: Sequence[Any]) -> list[Any]:
-    cur = await conn.execute(text, params)
-    return await cur.fetchall() if cur.description else []
+async def _read(
+    conn: psycopg.AsyncConnection[Any], settings: str, text: str, params: Sequence[Any]
+) -> list[Any]:
+    """One read in its own transaction (`BEGIN READ ONLY` on a read-only
+    ledger), its settings local to it."""
+    async with conn.transaction():
+        await conn.execute(settings)
+        cur = await conn.execute(text, params)
+        return await cur.fetchall() if cur.description else []
 
 
 async def _stop(conn: psycopg.AsyncConnection[Any], read: asyncio.Future[list[Any]]) -> None:
@@ -346,6 +352,8 @@ class PgLedger(Ledger):
         self._conn = conn
         self._url = url
         self._busy_timeout = busy_timeout
+        #: the last read; one cancelled twice may still be rolling back
+        self._reading: asyncio.Future[list[Any]] | None = None
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -395,21 +403,30 @@ class PgLedger(Ledger):
         except psycopg.Error as exc:
             raise map_pg_error(exc, where) from exc
         conn.adapters.register_dumper(bool, _IntFromBool)
-        try:
-            await conn.execute(f"SET search_path TO {PG_SCHEMA}, public")
-            # busy_timeout's meaning here: how long a statement waits for a lock.
-            await conn.execute(f"SET lock_timeout = {int(busy_timeout * 1000)}")
-            if readonly:
-                await conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-                # The console's pages: a generic plan of a prepared page query
-                # cannot see the filter text, and walked a status index over
-                # 1M rows (6-10 s) instead of the trigram indexes (12-23 ms).
-                # Planning each read anew costs 1-8 ms.
-                await conn.execute("SET plan_cache_mode = force_custom_plan")
-        except psycopg.Error as exc:
-            await conn.close()
-            raise map_pg_error(exc, where) from exc
+        if readonly:
+            # `BEGIN READ ONLY` for every transaction (reads run in one too):
+            # nothing is set on the server's session, which a pooler would
+            # hand to another client.
+            await conn.set_read_only(True)
         return conn
+
+    def _settings(self) -> str:
+        """What every transaction sets first, for itself only (`SET LOCAL`):
+        session-level settings leaked through a transaction pooler to other
+        clients, and were missing on the server connection the pooler gave
+        this one next (issue 23: `relation "jobs" does not exist`)."""
+        settings = [
+            f"SET LOCAL search_path TO {PG_SCHEMA}, public",
+            # busy_timeout's meaning here: how long a statement waits for a lock.
+            f"SET LOCAL lock_timeout = {int(self._busy_timeout * 1000)}",
+        ]
+        if self.readonly:
+            # The console's pages: a generic plan of a prepared page query
+            # cannot see the filter text, and walked a status index over
+            # 1M rows (6-10 s) instead of the trigram indexes (12-23 ms).
+            # Planning each read anew costs 1-8 ms.
+            settings.append("SET LOCAL plan_cache_mode = force_custom_plan")
+        return "; ".join(settings)
 
     async def _check_durable(self) -> None:
         cur = await self._conn.execute("SHOW synchronous_commit")
@@ -457,6 +474,7 @@ class PgLedger(Ledger):
         if self.readonly:
             raise LedgerError(f"{self.path}: ledger needs a migration; open it writable once")
         async with self._conn.transaction():
+            await self._conn.execute(self._settings())
             await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             version = await self._stored_version()  # another process may have migrated
             if version is None or version >= PG_SCHEMA_VERSION:
@@ -503,6 +521,10 @@ class PgLedger(Ledger):
     # -- the connection ------------------------------------------------------------
     async def _live(self) -> psycopg.AsyncConnection[Any]:
         """The connection, connected again if a server restart broke it."""
+        if self._reading is not None and not self._reading.done():
+            # A read cancelled while it was being stopped: its transaction
+            # ends (rolled back) before the next one begins.
+            await asyncio.wait({self._reading})
         if self._conn.closed or self._conn.broken:
             await self._conn.close()
             self._conn = await self._dial(self._url, self._busy_timeout, self.readonly)
@@ -538,6 +560,7 @@ class PgLedger(Ledger):
             try:
                 conn = await self._live()
                 async with conn.transaction():
+                    await conn.execute(self._settings())
                     yield PgSession(conn)
             except psycopg.Error as exc:
                 raise map_pg_error(exc, self.path) from exc
@@ -558,7 +581,9 @@ class PgLedger(Ledger):
                 conn = await self._live()
             except psycopg.Error as exc:
                 raise map_pg_error(exc, self.path) from exc
-            read = asyncio.ensure_future(_read(conn, text, reorder(params, order)))
+            work = _read(conn, self._settings(), text, reorder(params, order))
+            read = asyncio.ensure_future(work)
+            self._reading = read
             try:
                 # Shielded: a reader's task is cancelled when the console
                 # replaces its page; cancelling psycopg's wait mid-protocol
