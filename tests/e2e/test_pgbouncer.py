@@ -12,6 +12,7 @@ server (`pg_dsn`).
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -104,3 +105,57 @@ async def test_a_fresh_server_connection_finds_the_ledger(
             await ledger.close()
     assert row is not None and row.idem == "k1"
 
+
+#: A server-side refusal of the "sending create" event of some rows, with the
+#: SQLSTATE and text the pooler's clash gave in issue 23 (42P05).
+_REFUSE_SENDING = """
+CREATE FUNCTION reclaim_tui.refuse_sending() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.note LIKE '%sending create' AND NEW.idem >= 'c-2' THEN
+        RAISE EXCEPTION 'prepared statement "_pg3_0" already exists'
+            USING ERRCODE = '42P05';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER refuse_sending BEFORE INSERT ON reclaim_tui.events
+    FOR EACH ROW EXECUTE FUNCTION reclaim_tui.refuse_sending();
+"""
+
+
+def _refuse_sending(pg_dsn: str, on: bool) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        if on:
+            conn.execute(_REFUSE_SENDING)
+        else:
+            conn.execute("DROP TRIGGER refuse_sending ON reclaim_tui.events")
+
+
+def test_a_pass_that_could_not_record_its_sends_says_so(
+    make_workspace: Callable[..., Workspace],
+    pg_server: PostgresServer,
+    pg_dsn: str,
+    tmp_path: Path,
+) -> None:
+    """Issue 23: `tick --jobs j5.jsonl --json` printed inserted=5 sent=2,
+    `errors: []`, exit 0, and left 3 rows in `reserving` under a lease: the
+    ledger's refusal of their attempts was swallowed by the pass. Now the
+    rows are named in the JSON's errors and the tick exits 4."""
+    with PgBouncer(pg_server, pool_mode="transaction") as bouncer:
+        ws = make_workspace(
+            "partial", db_url=bouncer.via(pg_dsn), extra_flags=("--concurrency", "1")
+        )
+        ok(ws.tick())  # the ledger exists
+        _refuse_sending(pg_dsn, True)
+        done = ws.tick("--json", jobs=jobs_file(tmp_path / "j5.jsonl", 5, "c"))
+        assert done.returncode == 4, done.stderr
+        document = json.loads(done.stdout)
+        assert document["counts"]["inserted"] == 5
+        assert document["counts"]["sent"] == 2
+        rows = LedgerView(pg_dsn).rows()
+        unsent = {idem for idem, row in rows.items() if row["attempts"] == 0}
+        assert len(unsent) == 3
+        assert {e["idem"] for e in document["errors"]} == unsent
+        assert all("already exists" in e["message"] for e in document["errors"])
+        _refuse_sending(pg_dsn, False)
+        ws.settle()
+    assert LedgerView(pg_dsn).status_counts() == {"consumed": 5}

@@ -43,7 +43,7 @@ from reclaim_tui.core.owner import this_process
 from reclaim_tui.core.pacing import AdaptiveLimit
 from reclaim_tui.core.sinks import BatchSink, Sink
 from reclaim_tui.core.transitions import EngineConfig, Transition, describe
-from reclaim_tui.errors import BackendError, InteractionGoneError, SinkError
+from reclaim_tui.errors import BackendError, InteractionGoneError, LedgerError, SinkError
 
 # OrphanPolicy and PassReport live in models, EngineConfig in transitions;
 # re-exported here for the callers that build an engine.
@@ -104,15 +104,29 @@ class Engine:
         report.merge(await self.recover_orphans())
         if jobs:
             report.merge(await self.submit(jobs, send=False))
-        report.merge(await self.send_reserved())
+        report.merge(await self._whole(self.send_reserved(), report))
         reclaimed = await self.reclaim()
         report.merge(reclaimed)
         if reclaimed.counts["gone"]:
             # Interactions the provider dropped went back to `reserving`.
-            report.merge(await self.send_reserved())
+            report.merge(await self._whole(self.send_reserved(), report))
         report.merge(await self.replay())
         log.info("tick: %s", report.summary())
         return report
+
+    @staticmethod
+    async def _whole(step: Awaitable[PassReport], so_far: PassReport) -> PassReport:
+        """A step of the tick; a ledger error that ended it carries the
+        tick's report so far (with the step's own), not the step's alone."""
+        try:
+            return await step
+        except LedgerError as exc:
+            if exc.report is not None:
+                whole = PassReport()
+                whole.merge(so_far)
+                whole.merge(exc.report)
+                exc.report = whole
+            raise
 
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool = True) -> PassReport:
         """Reserve rows for new jobs (existing keys are left alone), then send."""
@@ -145,11 +159,16 @@ class Engine:
                 self._send_one, commit=commit, late=late, created=created, report=report
             )
             async with self._hold(claim) as batch:
-                await self._each(claim.rows, send, batch)
+                outcomes = await self._each(claim.rows, send, batch)
+            # `_send_one` keeps the API's failures in their rows: what comes
+            # out of it is the ledger (or this program) failing a row's step.
+            failed = [(row, out) for row, out in outcomes if isinstance(out, Exception)]
             await self._settle_late_creates(late, report)
             if self.config.webhooks and created:
                 # A fast job's event can beat its create's answer: poll those now.
                 report.counts["woken"] += await inbox.wake(self.ledger, created, self.clock.now())
+            if failed:
+                raise _pass_failed(failed, self._noted(report))
         return self._noted(report)
 
     async def _send_one(
@@ -597,6 +616,22 @@ def _paced(
     me = asyncio.current_task()
     index = next((i for i, t in enumerate(tasks) if t is me), 0)
     return index >= target
+
+
+def _pass_failed(failed: Sequence[tuple[Row, Exception]], report: PassReport) -> Exception:
+    """The error that ends a pass whose rows' steps the ledger refused: each
+    row named in the report (`report` on the error, for the CLI's document),
+    the first error's class kept (a server out of reach is waited for by
+    `run`). Never swallowed: a pass that did not do what it claimed exits
+    non-zero (issue 23: `sent=2`, `errors: []`, exit 0, 3 rows stranded)."""
+    for row, exc in failed:
+        report.error(row.idem, f"not sent, the ledger failed: {exc}")
+    first = failed[0][1]
+    if not isinstance(first, LedgerError):
+        return first
+    error = type(first)(f"{first} ({len(failed)} row(s) of the pass not sent or not recorded)")
+    error.report = report
+    return error
 
 
 def _stored(idem: str, result: RemoteInteraction, now: float) -> StoredResult:
