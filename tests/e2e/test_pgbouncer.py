@@ -13,7 +13,10 @@ server (`pg_dsn`).
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -159,3 +162,52 @@ def test_a_pass_that_could_not_record_its_sends_says_so(
         _refuse_sending(pg_dsn, False)
         ws.settle()
     assert LedgerView(pg_dsn).status_counts() == {"consumed": 5}
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.startswith("{")]
+
+
+def _wait_for(what: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not what():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_run_waits_out_a_poolers_statement_clash(
+    make_workspace: Callable[..., Workspace],
+    pg_server: PostgresServer,
+    pg_dsn: str,
+    tmp_path: Path,
+) -> None:
+    """Issue 23: a `run` service died on the pooler's `prepared statement
+    … already exists`, with no `ledger_unavailable` line and no retry. Such
+    an error is the pooler's connection, not the ledger: the service says
+    `ledger_unavailable`, waits, and the jobs get done once it clears."""
+    with PgBouncer(pg_server, pool_mode="transaction") as bouncer:
+        ws = make_workspace("run", db_url=bouncer.via(pg_dsn))
+        ok(ws.tick())
+        _refuse_sending(pg_dsn, True)
+        log = tmp_path / "run.log"
+        argv = [sys.executable, "-m", "reclaim_tui", "run", *ws.engine_flags("run")]
+        argv += ["--jobs", str(jobs_file(tmp_path / "j.jsonl", 5, "c")), "--log", str(log)]
+        proc = subprocess.Popen(argv, env=ws.env(), stderr=subprocess.PIPE, text=True)
+        try:
+            _wait_for(
+                lambda: (
+                    proc.poll() is not None
+                    or any(x["event"] == "ledger_unavailable" for x in _lines(log))
+                )
+            )
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            _refuse_sending(pg_dsn, False)
+            _wait_for(lambda: LedgerView(pg_dsn).status_counts() == {"consumed": 5})
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=60)
+    assert code == 0
+    events = [x["event"] for x in _lines(log)]
+    assert "ledger_back" in events and events[-1] == "stopped"

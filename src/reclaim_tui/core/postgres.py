@@ -289,6 +289,12 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
         return LedgerBusyError(f"{where}: rows stayed locked by another process ({text})")
     if isinstance(exc, (pg_errors.ReadOnlySqlTransaction, pg_errors.InsufficientPrivilege)):
         return LedgerReadOnlyError(f"{where}: the ledger cannot be written ({text})")
+    if isinstance(exc, (pg_errors.DuplicatePreparedStatement, pg_errors.InvalidSqlStatementName)):
+        # A pooler's server connection that another client left a prepared
+        # statement on (or took its own away): the connection, not the ledger.
+        return LedgerUnavailableError(
+            f"{where}: the server connection the pooler gave is not usable now ({text})"
+        )
     if isinstance(exc, psycopg.OperationalError):
         return LedgerUnavailableError(f"{where}: the database server cannot be used now ({text})")
     return LedgerError(f"{where}: {text}")
