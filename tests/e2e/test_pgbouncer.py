@@ -23,11 +23,15 @@ from pathlib import Path
 import psycopg
 
 from reclaim_tui.core.ledger import Ledger
-from tests.helpers import Workspace
+from tests.helpers import EmulatorProcess, Workspace, run_cli
+from tests.helpers.inbox import InboxProcess
 from tests.helpers.ledgerdb import LedgerView
 from tests.helpers.pgbouncer import PgBouncer
 from tests.helpers.postgres import PostgresServer
 from tests.helpers.procs import write_jobs
+
+
+STATUSES = ("reserving", "submitted", "done", "consumed", "failed", "cancelled")
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
@@ -211,3 +215,44 @@ def test_run_waits_out_a_poolers_statement_clash(
     assert code == 0
     events = [x["event"] for x in _lines(log)]
     assert "ledger_back" in events and events[-1] == "stopped"
+
+
+def test_every_command_and_the_inbox_through_the_pooler(
+    pg_bouncer: PgBouncer, bouncer_dsn: str, pg_dsn: str, tmp_path: Path
+) -> None:
+    """tick, run, status, show, retry, cancel, export, migrate (both ways,
+    with --check) and the webhook inbox, through PgBouncer in transaction
+    mode and in session mode."""
+    with EmulatorProcess(tmp_path, latency=10.0) as emu:
+        local = Workspace(tmp_path / "local", emulator=emu)
+        ok(local.tick(jobs=jobs_file(tmp_path / "m.jsonl", 3, "m")))
+        ok(run_cli(["migrate", "--from", str(local.db), "--to", bouncer_dsn]))
+        ok(run_cli(["migrate", "--from", str(local.db), "--to", bouncer_dsn, "--check"]))
+
+        ws = Workspace(tmp_path / "pooled", emulator=emu, db_url=bouncer_dsn)
+        with InboxProcess(bouncer_dsn, f"{emu.base_url}/.well-known/jwks.json", tmp_path) as inbox:
+            ws.extra_flags = ("--webhook-url", inbox.url)
+            ok(ws.tick("--json", jobs=jobs_file(tmp_path / "j5.jsonl", 5, "c")))
+            # Sent, not yet finished (10 s of latency): a submitted row to cancel.
+            assert json.loads(ok(ws.cli("cancel", "c-0", "--json")).stdout)["status"] == "cancelled"
+            assert json.loads(ok(ws.cli("retry", "c-0", "--json")).stdout)["status"] == "reserving"
+            run = ws.engine_flags("run")
+            ok(
+                run_cli(
+                    ["run", *run, "--once", "--jobs", str(jobs_file(tmp_path / "r.jsonl", 2, "r"))],
+                    env=ws.env(),
+                )
+            )
+            status = json.loads(ok(ws.cli("status", "--json", engine=False)).stdout)
+            assert sum(status[s]["count"] for s in STATUSES) == 10
+            _wait_for(lambda: len(LedgerView(pg_dsn)._query("SELECT * FROM inbox")) >= 5)
+            ws.settle(max_wait=5.0)
+        shown = json.loads(ok(ws.cli("show", "c-1", "--json", engine=False)).stdout)
+        assert shown["status"] == "consumed"
+        out = tmp_path / "export.jsonl"
+        ok(ws.cli("export", "-o", str(out), engine=False))
+        assert len(out.read_text().splitlines()) == 10
+        back = tmp_path / "back.db"
+        ok(run_cli(["migrate", "--from", bouncer_dsn, "--to", str(back)]))
+        ok(run_cli(["migrate", "--from", bouncer_dsn, "--to", str(back), "--check"]))
+    assert LedgerView(pg_dsn).status_counts() == {"consumed": 10}
