@@ -30,7 +30,6 @@ from tests.helpers.pgbouncer import PgBouncer
 from tests.helpers.postgres import PostgresServer
 from tests.helpers.procs import write_jobs
 
-
 STATUSES = ("reserving", "submitted", "done", "consumed", "failed", "cancelled")
 
 
