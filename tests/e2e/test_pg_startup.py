@@ -12,8 +12,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psycopg
+
 from tests.helpers import Workspace
 from tests.helpers.ledgerdb import LedgerView
+from tests.helpers.pgbouncer import PgBouncer
 from tests.helpers.postgres import PostgresServer, started
 from tests.helpers.procs import write_jobs
 
@@ -67,3 +70,27 @@ def test_run_started_before_its_database_waits_for_it(
         assert events[-1] == "stopped"
     finally:
         server.cleanup()
+
+
+def test_a_full_session_pool_is_named_while_waited_for(
+    make_workspace: Callable[..., Workspace],
+    pg_server: PostgresServer,
+    pg_dsn: str,
+) -> None:
+    """Issue 23: in a full session pool a process hung silently for the
+    pooler's query_wait_timeout, then exited 4 (`query_wait_timeout`). It
+    now says, while it waits, what it waits for, and its error names the
+    pooler's full pool. A pool of one server connection, held by another
+    client; the pooler gives up after 8 s."""
+    settings = {"query_wait_timeout": 8}
+    with PgBouncer(pg_server, pool_mode="session", pool_size=1, settings=settings) as bouncer:
+        url = bouncer.via(pg_dsn)
+        ok_tick = make_workspace("first", db_url=url).tick()
+        assert ok_tick.returncode == 0, ok_tick.stderr
+        with psycopg.connect(url, autocommit=True, prepare_threshold=None) as holder:
+            holder.execute("SELECT 1")  # session mode: the one server connection is its own
+            done = make_workspace("second", db_url=url).tick()
+    assert done.returncode == 4, done.stderr
+    waiting, error = done.stderr.strip().splitlines()[0], done.stderr.strip().splitlines()[-1]
+    assert "waiting" in waiting and "pool" in waiting and "query_wait_timeout" in waiting
+    assert error.startswith("error:") and "query_wait_timeout" in error and "pool" in error

@@ -38,9 +38,11 @@ core/pg_sql.py. What differs is said here:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Self
 
@@ -73,6 +75,7 @@ __all__ = [
 ]
 
 PG_SCHEMA = "reclaim_tui"
+log = logging.getLogger("reclaim_tui.ledger")
 #: Seconds between two readings of the server's clock.
 SYNC_EVERY = 30.0
 
@@ -295,6 +298,13 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
         return LedgerUnavailableError(
             f"{where}: the server connection the pooler gave is not usable now ({text})"
         )
+    if "query_wait_timeout" in text:
+        return LedgerUnavailableError(
+            f"{where}: the pooler found no free server connection within its"
+            f" query_wait_timeout ({text}): its pool is full, every server connection held"
+            " by other clients (session mode holds one per client: raise the pool size,"
+            " or use pool_mode=transaction)"
+        )
     if isinstance(exc, psycopg.OperationalError):
         return LedgerUnavailableError(f"{where}: the database server cannot be used now ({text})")
     return LedgerError(f"{where}: {text}")
@@ -339,6 +349,34 @@ async def _stop(conn: psycopg.AsyncConnection[Any], read: asyncio.Future[list[An
 _STOPPING: set[asyncio.Future[None]] = set()
 
 
+#: Seconds a connection or a write may wait before the wait is said (logged).
+SLOW_WAIT = 5.0
+
+
+def _say_waiting(where: str, what: str) -> None:
+    log.warning(
+        "%s: still waiting after %.0f s for the database server (%s): behind a pooler"
+        " (PgBouncer) this is a full pool, every server connection held by other clients"
+        " (it waits up to its query_wait_timeout, 120 s by default); else a lock another"
+        " process holds, or a server that does not answer",
+        where,
+        SLOW_WAIT,
+        what,
+    )
+
+
+@contextlib.contextmanager
+def _said_if_slow(where: str, what: str) -> Iterator[asyncio.TimerHandle]:
+    """Log once, after SLOW_WAIT seconds, what the process is waiting for:
+    a full pooler's wait is otherwise silent until it gives up (issue 23).
+    `.cancel()` the handle it gives once the wait is over."""
+    handle = asyncio.get_running_loop().call_later(SLOW_WAIT, _say_waiting, where, what)
+    try:
+        yield handle
+    finally:
+        handle.cancel()
+
+
 class PgLedger(Ledger):
     """A ledger in a PostgreSQL database (see the module's text)."""
 
@@ -375,19 +413,20 @@ class PgLedger(Ledger):
         url = str(path)
         where = redact(url)
         times: Clock = clock if clock is not None else ServerClock()
-        conn = await cls._dial(url, busy_timeout, readonly)
-        ledger = cls(conn, url, times, readonly=readonly, busy_timeout=busy_timeout)
-        try:
-            if isinstance(times, ServerClock):
-                await times.sync(conn)
-            await ledger._check_durable()
-            await ledger._migrate_pg(create)
-        except psycopg.Error as exc:
-            await conn.close()
-            raise map_pg_error(exc, where) from exc
-        except BaseException:
-            await conn.close()
-            raise
+        with _said_if_slow(where, "opening the ledger"):
+            conn = await cls._dial(url, busy_timeout, readonly)
+            ledger = cls(conn, url, times, readonly=readonly, busy_timeout=busy_timeout)
+            try:
+                if isinstance(times, ServerClock):
+                    await times.sync(conn)
+                await ledger._check_durable()
+                await ledger._migrate_pg(create)
+            except psycopg.Error as exc:
+                await conn.close()
+                raise map_pg_error(exc, where) from exc
+            except BaseException:
+                await conn.close()
+                raise
         return ledger
 
     @staticmethod
