@@ -151,7 +151,9 @@ class Engine:
         never sent is left as it was.
         """
         report = PassReport()
-        while not self.circuit.open and (claim := await self._claimed(self.ledger.claim_sendable)):
+        while not self.circuit.open and (
+            claim := await self._claimed(self.ledger.claim_sendable, limit=self._flight())
+        ):
             commit = GroupCommit(self.ledger, self.owner, self.config.actor)
             late: list[tuple[Row, str]] = []
             created: list[str] = []
@@ -230,7 +232,9 @@ class Engine:
     async def reclaim(self) -> PassReport:
         """Poll every due `submitted` row; store and deliver what completed."""
         report = PassReport()
-        while not self.circuit.open and (claim := await self._claimed(self.ledger.claim_pollable)):
+        while not self.circuit.open and (
+            claim := await self._claimed(self.ledger.claim_pollable, limit=self._flight())
+        ):
             async with self._hold(claim) as batch:
                 outcomes = await self._each(claim.rows, self._get_one, batch)
                 report.counts["polled"] += len(outcomes)
@@ -441,14 +445,28 @@ class Engine:
             self.ledger, self.owner, [r.idem for r in claim.rows], self.config.lease_seconds
         )
 
+    def _flight(self) -> int:
+        """Rows a pass that calls the API claims at a time: what this process
+        can have in flight (its concurrency, as paced now), at most a batch.
+        A process that claimed the whole batch (500) sent every create while
+        other hosts idled, and when it died nothing was sent for a lease
+        (issue 23); now the hosts share the work, and a dead one delays only
+        the rows it had in flight."""
+        return max(1, min(self.config.batch_size, self.limit.current))
+
     async def _claimed(
-        self, claim: Callable[..., Awaitable[Claim]], *args: Any, **kw: Any
+        self,
+        claim: Callable[..., Awaitable[Claim]],
+        *args: Any,
+        limit: int | None = None,
+        **kw: Any,
     ) -> Claim | None:
-        """One batch of a named claim under this engine's owner and lease; None when empty."""
+        """One batch of a named claim under this engine's owner and lease
+        (`limit` rows, a whole batch by default); None when empty."""
         got = await claim(
             self.owner,
             *args,
-            limit=self.config.batch_size,
+            limit=self.config.batch_size if limit is None else limit,
             lease_seconds=self.config.lease_seconds,
             **kw,
         )
