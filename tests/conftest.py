@@ -16,10 +16,11 @@ from reclaim_tui.core.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.sinks import DirectorySink
+from tests.helpers.pgbouncer import PgBouncer, started_bouncer
 from tests.helpers.postgres import PostgresServer, started
 
 #: The fixtures that need PostgreSQL: a test using one gets the `postgres` marker.
-_PG_FIXTURES = frozenset({"pg_server", "pg_dsn"})
+_PG_FIXTURES = frozenset({"pg_server", "pg_dsn", "pg_bouncer", "bouncer_dsn"})
 _pg_databases = itertools.count(1)
 
 
@@ -100,6 +101,24 @@ def pg_dsn(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterato
     yield dsn
     # Dropped, not left for the end: each database is some 7 MB of disk.
     pg_server.drop_database(name)
+
+
+@pytest.fixture(scope="session", params=("transaction", "session"))
+def pg_bouncer(request: pytest.FixtureRequest, pg_server: PostgresServer) -> Iterator[PgBouncer]:
+    """A real PgBouncer (tests/helpers/pgbouncer.py) in front of `pg_server`, once
+    in `pool_mode=transaction` and once in `pool_mode=session`, for the session."""
+    bouncer = PgBouncer(pg_server, pool_mode=request.param)
+    started_bouncer(bouncer)
+    try:
+        yield bouncer
+    finally:
+        bouncer.cleanup()
+
+
+@pytest.fixture
+def bouncer_dsn(pg_bouncer: PgBouncer, pg_dsn: str) -> str:
+    """This test's fresh database (`pg_dsn`), reached through `pg_bouncer`."""
+    return pg_bouncer.via(pg_dsn)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

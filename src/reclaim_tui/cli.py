@@ -286,10 +286,29 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw:
     jobs = _read_jobs(jobs_path, settings) if jobs_path else []
     async with open_engine(settings, actor=Actor.TICK) as engine:
         started = engine.ledger.clock.now()
-        report = await engine.tick(jobs)
+        try:
+            report = await engine.tick(jobs)
+        except LedgerError as exc:
+            if exc.report is not None:
+                # What the pass did before the ledger failed it, its rows
+                # named; then the error and its exit code (4).
+                finished = engine.ledger.clock.now()
+                times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
+                _report_failed(exc.report, as_json=as_json, extra=times)
+            raise
         finished = engine.ledger.clock.now()
     times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
     _report(report, fail_on_errors, settings, as_json=as_json, extra=times)
+
+
+def _report_failed(report: PassReport, *, as_json: bool, extra: dict[str, Any]) -> None:
+    """The report of a pass a ledger error ended (its exit code follows)."""
+    if as_json:
+        _echo_json(report_record(report, **extra))
+    else:
+        click.echo(report.summary())
+    for idem, message in report.errors[:20]:
+        click.echo(f"  {idem}: {message}", err=True)
 
 
 @cli.command("run")

@@ -25,6 +25,8 @@ Exit codes of the CLI are derived from this tree in `cli.EXIT_CODES`.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "OUTSIDE_CAUSES",
     "BackendError",
@@ -72,6 +74,9 @@ class JobsFileError(ReclaimError):
 
 class LedgerError(ReclaimError):
     """The ledger file cannot be opened or written."""
+
+    #: the pass's report so far, when the error ended a pass (a PassReport)
+    report: Any = None
 
 
 class LedgerVersionError(LedgerError):

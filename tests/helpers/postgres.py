@@ -291,6 +291,15 @@ class PostgresServer:
         self._pg_ctl("stop", "-m", "fast")
         self.running = False
 
+    def resume(self) -> None:
+        """Start a server `stop()` stopped, on the same port and data
+        (a database server that comes up after its clients)."""
+        if self.external_dsn is not None:
+            raise PostgresError(f"cannot resume the external server of {DSN_ENV}")
+        if not self.running:
+            self._pg_ctl("start", "-l", str(self.log_file), "-o", self._server_options())
+            self.running = True
+
     def cleanup(self) -> None:
         """Stop the server if it runs and delete its directory. Idempotent."""
         atexit.unregister(self.cleanup)

@@ -243,3 +243,47 @@ async def test_the_console_on_an_empty_database_waits_for_its_engine_to_create_t
         assert await until(pilot, lambda: app.reader is not None), "no reader: see the toasts"
         assert on_postgres(app)
         assert app.table.rows_shown == []
+
+
+@pytest.fixture
+def seeded_pooled(pg_bouncer: object, pg_dsn: str, tmp_path: Path) -> Seeded:
+    """The seeded ledger, written and read through a real PgBouncer
+    (transaction mode, then session mode: tests/helpers/pgbouncer.py)."""
+    from tests.helpers.pgbouncer import PgBouncer
+
+    assert isinstance(pg_bouncer, PgBouncer)
+    clock = ManualClock(START)
+    fake = FakeBackend(clock=clock, latency=None)
+    s = Seeded(pg_bouncer.via(pg_dsn), tmp_path / "articles", clock, fake)  # type: ignore[arg-type]
+    asyncio.run(_seed(s))
+    return s
+
+
+async def test_the_console_through_a_pooler(seeded_pooled: Seeded) -> None:
+    """Issue 23: a console through a transaction pooler died with `relation
+    "jobs" does not exist` (its search path was set on one server connection
+    only) and left its read-only session on the one the next client got.
+    Its tabs, filter and an operator key work through PgBouncer in both modes."""
+    seeded = seeded_pooled
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert on_postgres(app)
+        assert await until(pilot, lambda: app.state.counts.get("reserving") == 2)
+        for number, tab in enumerate(TABS, start=1):
+            await press(pilot, str(number))
+            assert await until(pilot, lambda: app.state.window.view == app.state.view())
+            assert len(shown(pilot)) == PER_TAB[tab.id], tab.id
+        await press(pilot, "1")
+        await press(pilot, "slash")
+        await pilot.press(*"SOLAR", "enter")
+        assert await until(pilot, lambda: shown(pilot) == [seeded.keys["submitted"]])
+        await press(pilot, "escape")
+        assert await until(pilot, lambda: len(shown(pilot)) == 8)
+        await select(pilot, seeded.keys["failed"])
+        await press(pilot, "r")
+
+        async def retried() -> bool:
+            return (await seeded.get("failed")).status == Status.RESERVING
+
+        assert await until(pilot, retried)

@@ -49,6 +49,7 @@ from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
     JobsFileError,
+    LedgerError,
     PermanentReadError,
     SinkError,
 )
@@ -112,16 +113,30 @@ class Engine:
         report.merge(await self.recover_orphans())
         if jobs:
             report.merge(await self.submit(jobs, send=False))
-        report.merge(await self.send_reserved())
+        report.merge(await self._whole(self.send_reserved(), report))
         reclaimed = await self.reclaim()
         report.merge(reclaimed)
         if reclaimed.counts["gone"]:
             # Interactions the provider dropped went back to `reserving`.
-            report.merge(await self.send_reserved())
+            report.merge(await self._whole(self.send_reserved(), report))
         report.merge(await self.replay())
         report.merge(await self.confirm_cancels())
         log.info("tick: %s", report.summary())
         return report
+
+    @staticmethod
+    async def _whole(step: Awaitable[PassReport], so_far: PassReport) -> PassReport:
+        """A step of the tick; a ledger error that ended it carries the
+        tick's report so far (with the step's own), not the step's alone."""
+        try:
+            return await step
+        except LedgerError as exc:
+            if exc.report is not None:
+                whole = PassReport()
+                whole.merge(so_far)
+                whole.merge(exc.report)
+                exc.report = whole
+            raise
 
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool = True) -> PassReport:
         """Reserve rows for new jobs (existing keys are left alone), then send."""
@@ -194,7 +209,9 @@ class Engine:
         never sent is left as it was.
         """
         report = PassReport()
-        while not self.circuit.open and (claim := await self._claimed(self.ledger.claim_sendable)):
+        while not self.circuit.open and (
+            claim := await self._claimed(self.ledger.claim_sendable, limit=self._flight())
+        ):
             commit = GroupCommit(self.ledger, self.owner, self.config.actor)
             late: list[tuple[Row, str]] = []
             created: list[str] = []
@@ -202,11 +219,16 @@ class Engine:
                 self._send_one, commit=commit, late=late, created=created, report=report
             )
             async with self._hold(claim) as batch:
-                await self._each(claim.rows, send, batch)
+                outcomes = await self._each(claim.rows, send, batch)
+            # `_send_one` keeps the API's failures in their rows: what comes
+            # out of it is the ledger (or this program) failing a row's step.
+            failed = [(row, out) for row, out in outcomes if isinstance(out, Exception)]
             await self._settle_late_creates(late, report)
             if self.config.webhooks and created:
                 # A fast job's event can beat its create's answer: poll those now.
                 report.counts["woken"] += await inbox.wake(self.ledger, created, self.clock.now())
+            if failed:
+                raise _pass_failed(failed, self._noted(report))
         return self._noted(report)
 
     async def _send_one(
@@ -268,7 +290,9 @@ class Engine:
     async def reclaim(self) -> PassReport:
         """Poll every due `submitted` row; store and deliver what completed."""
         report = PassReport()
-        while not self.circuit.open and (claim := await self._claimed(self.ledger.claim_pollable)):
+        while not self.circuit.open and (
+            claim := await self._claimed(self.ledger.claim_pollable, limit=self._flight())
+        ):
             async with self._hold(claim) as batch:
                 outcomes = await self._each(claim.rows, self._get_one, batch)
                 report.counts["polled"] += len(outcomes)
@@ -504,14 +528,28 @@ class Engine:
             self.ledger, self.owner, [r.idem for r in claim.rows], self.config.lease_seconds
         )
 
+    def _flight(self) -> int:
+        """Rows a pass that calls the API claims at a time: what this process
+        can have in flight (its concurrency, as paced now), at most a batch.
+        A process that claimed the whole batch (500) sent every create while
+        other hosts idled, and when it died nothing was sent for a lease
+        (issue 23); now the hosts share the work, and a dead one delays only
+        the rows it had in flight."""
+        return max(1, min(self.config.batch_size, self.limit.current))
+
     async def _claimed(
-        self, claim: Callable[..., Awaitable[Claim]], *args: Any, **kw: Any
+        self,
+        claim: Callable[..., Awaitable[Claim]],
+        *args: Any,
+        limit: int | None = None,
+        **kw: Any,
     ) -> Claim | None:
-        """One batch of a named claim under this engine's owner and lease; None when empty."""
+        """One batch of a named claim under this engine's owner and lease
+        (`limit` rows, a whole batch by default); None when empty."""
         got = await claim(
             self.owner,
             *args,
-            limit=self.config.batch_size,
+            limit=self.config.batch_size if limit is None else limit,
             lease_seconds=self.config.lease_seconds,
             **kw,
         )
@@ -687,6 +725,22 @@ def _stored_previous(row: Row) -> str | None:
         return row.job.previous
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def _pass_failed(failed: Sequence[tuple[Row, Exception]], report: PassReport) -> Exception:
+    """The error that ends a pass whose rows' steps the ledger refused: each
+    row named in the report (`report` on the error, for the CLI's document),
+    the first error's class kept (a server out of reach is waited for by
+    `run`). Never swallowed: a pass that did not do what it claimed exits
+    non-zero (issue 23: `sent=2`, `errors: []`, exit 0, 3 rows stranded)."""
+    for row, exc in failed:
+        report.error(row.idem, f"not sent, the ledger failed: {exc}")
+    first = failed[0][1]
+    if not isinstance(first, LedgerError):
+        return first
+    error = type(first)(f"{first} ({len(failed)} row(s) of the pass not sent or not recorded)")
+    error.report = report
+    return error
 
 
 def _stored(idem: str, result: RemoteInteraction, now: float) -> StoredResult:

@@ -38,9 +38,11 @@ core/pg_sql.py. What differs is said here:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Self
 
@@ -77,6 +79,7 @@ __all__ = [
 ]
 
 PG_SCHEMA = "reclaim_tui"
+log = logging.getLogger("reclaim_tui.ledger")
 #: Seconds between two readings of the server's clock.
 SYNC_EVERY = 30.0
 
@@ -295,14 +298,33 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
         return LedgerBusyError(f"{where}: rows stayed locked by another process ({text})")
     if isinstance(exc, (pg_errors.ReadOnlySqlTransaction, pg_errors.InsufficientPrivilege)):
         return LedgerReadOnlyError(f"{where}: the ledger cannot be written ({text})")
+    if isinstance(exc, (pg_errors.DuplicatePreparedStatement, pg_errors.InvalidSqlStatementName)):
+        # A pooler's server connection that another client left a prepared
+        # statement on (or took its own away): the connection, not the ledger.
+        return LedgerUnavailableError(
+            f"{where}: the server connection the pooler gave is not usable now ({text})"
+        )
+    if "query_wait_timeout" in text:
+        return LedgerUnavailableError(
+            f"{where}: the pooler found no free server connection within its"
+            f" query_wait_timeout ({text}): its pool is full, every server connection held"
+            " by other clients (session mode holds one per client: raise the pool size,"
+            " or use pool_mode=transaction)"
+        )
     if isinstance(exc, psycopg.OperationalError):
         return LedgerUnavailableError(f"{where}: the database server cannot be used now ({text})")
     return LedgerError(f"{where}: {text}")
 
 
-async def _read(conn: psycopg.AsyncConnection[Any], text: str, params: Sequence[Any]) -> list[Any]:
-    cur = await conn.execute(text, params)
-    return await cur.fetchall() if cur.description else []
+async def _read(
+    conn: psycopg.AsyncConnection[Any], settings: str, text: str, params: Sequence[Any]
+) -> list[Any]:
+    """One read in its own transaction (`BEGIN READ ONLY` on a read-only
+    ledger), its settings local to it."""
+    async with conn.transaction():
+        await conn.execute(settings)
+        cur = await conn.execute(text, params)
+        return await cur.fetchall() if cur.description else []
 
 
 async def _stop(conn: psycopg.AsyncConnection[Any], read: asyncio.Future[list[Any]]) -> None:
@@ -333,6 +355,34 @@ async def _stop(conn: psycopg.AsyncConnection[Any], read: asyncio.Future[list[An
 _STOPPING: set[asyncio.Future[None]] = set()
 
 
+#: Seconds a connection or a write may wait before the wait is said (logged).
+SLOW_WAIT = 5.0
+
+
+def _say_waiting(where: str, what: str) -> None:
+    log.warning(
+        "%s: still waiting after %.0f s for the database server (%s): behind a pooler"
+        " (PgBouncer) this is a full pool, every server connection held by other clients"
+        " (it waits up to its query_wait_timeout, 120 s by default); else a lock another"
+        " process holds, or a server that does not answer",
+        where,
+        SLOW_WAIT,
+        what,
+    )
+
+
+@contextlib.contextmanager
+def _said_if_slow(where: str, what: str) -> Iterator[asyncio.TimerHandle]:
+    """Log once, after SLOW_WAIT seconds, what the process is waiting for:
+    a full pooler's wait is otherwise silent until it gives up (issue 23).
+    `.cancel()` the handle it gives once the wait is over."""
+    handle = asyncio.get_running_loop().call_later(SLOW_WAIT, _say_waiting, where, what)
+    try:
+        yield handle
+    finally:
+        handle.cancel()
+
+
 class PgLedger(Ledger):
     """A ledger in a PostgreSQL database (see the module's text)."""
 
@@ -352,6 +402,8 @@ class PgLedger(Ledger):
         self._conn = conn
         self._url = url
         self._busy_timeout = busy_timeout
+        #: the last read; one cancelled twice may still be rolling back
+        self._reading: asyncio.Future[list[Any]] | None = None
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -367,19 +419,20 @@ class PgLedger(Ledger):
         url = str(path)
         where = redact(url)
         times: Clock = clock if clock is not None else ServerClock()
-        conn = await cls._dial(url, busy_timeout, readonly)
-        ledger = cls(conn, url, times, readonly=readonly, busy_timeout=busy_timeout)
-        try:
-            if isinstance(times, ServerClock):
-                await times.sync(conn)
-            await ledger._check_durable()
-            await ledger._migrate_pg(create)
-        except psycopg.Error as exc:
-            await conn.close()
-            raise map_pg_error(exc, where) from exc
-        except BaseException:
-            await conn.close()
-            raise
+        with _said_if_slow(where, "opening the ledger"):
+            conn = await cls._dial(url, busy_timeout, readonly)
+            ledger = cls(conn, url, times, readonly=readonly, busy_timeout=busy_timeout)
+            try:
+                if isinstance(times, ServerClock):
+                    await times.sync(conn)
+                await ledger._check_durable()
+                await ledger._migrate_pg(create)
+            except psycopg.Error as exc:
+                await conn.close()
+                raise map_pg_error(exc, where) from exc
+            except BaseException:
+                await conn.close()
+                raise
         return ledger
 
     @staticmethod
@@ -394,27 +447,42 @@ class PgLedger(Ledger):
                 autocommit=True,
                 connect_timeout=max(2, int(busy_timeout)),
                 application_name="reclaim-tui",
+                # No server-side prepared statements: behind a transaction
+                # pooler (PgBouncer, the endpoint of most managed services)
+                # the next transaction may run on another server connection,
+                # one that already holds a statement of that name (issue 23:
+                # `prepared statement "_pg3_0" already exists`).
+                prepare_threshold=None,
             )
         except psycopg.Error as exc:
             mapped = map_pg_error(exc, where)
             raise type(mapped)(scrub(str(mapped), url)) from None
         conn.adapters.register_dumper(bool, _IntFromBool)
         pg_text.register(conn.adapters)  # a NUL stays in its row (core/pg_text.py)
-        try:
-            await conn.execute(f"SET search_path TO {PG_SCHEMA}, public")
-            # busy_timeout's meaning here: how long a statement waits for a lock.
-            await conn.execute(f"SET lock_timeout = {int(busy_timeout * 1000)}")
-            if readonly:
-                await conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-                # The console's pages: a generic plan of a prepared page query
-                # cannot see the filter text, and walked a status index over
-                # 1M rows (6-10 s) instead of the trigram indexes (12-23 ms).
-                # Planning each read anew costs 1-8 ms.
-                await conn.execute("SET plan_cache_mode = force_custom_plan")
-        except psycopg.Error as exc:
-            await conn.close()
-            raise map_pg_error(exc, where) from exc
+        if readonly:
+            # `BEGIN READ ONLY` for every transaction (reads run in one too):
+            # nothing is set on the server's session, which a pooler would
+            # hand to another client.
+            await conn.set_read_only(True)
         return conn
+
+    def _settings(self) -> str:
+        """What every transaction sets first, for itself only (`SET LOCAL`):
+        session-level settings leaked through a transaction pooler to other
+        clients, and were missing on the server connection the pooler gave
+        this one next (issue 23: `relation "jobs" does not exist`)."""
+        settings = [
+            f"SET LOCAL search_path TO {PG_SCHEMA}, public",
+            # busy_timeout's meaning here: how long a statement waits for a lock.
+            f"SET LOCAL lock_timeout = {int(self._busy_timeout * 1000)}",
+        ]
+        if self.readonly:
+            # The console's pages: a generic plan of a prepared page query
+            # cannot see the filter text, and walked a status index over
+            # 1M rows (6-10 s) instead of the trigram indexes (12-23 ms).
+            # Planning each read anew costs 1-8 ms.
+            settings.append("SET LOCAL plan_cache_mode = force_custom_plan")
+        return "; ".join(settings)
 
     async def _check_durable(self) -> None:
         cur = await self._conn.execute("SHOW synchronous_commit")
@@ -462,6 +530,7 @@ class PgLedger(Ledger):
         if self.readonly:
             raise LedgerError(f"{self.path}: ledger needs a migration; open it writable once")
         async with self._conn.transaction():
+            await self._conn.execute(self._settings())
             await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             version = await self._stored_version()  # another process may have migrated
             if version is None or version >= PG_SCHEMA_VERSION:
@@ -508,6 +577,10 @@ class PgLedger(Ledger):
     # -- the connection ------------------------------------------------------------
     async def _live(self) -> psycopg.AsyncConnection[Any]:
         """The connection, connected again if a server restart broke it."""
+        if self._reading is not None and not self._reading.done():
+            # A read cancelled while it was being stopped: its transaction
+            # ends (rolled back) before the next one begins.
+            await asyncio.wait({self._reading})
         if self._conn.closed or self._conn.broken:
             await self._conn.close()
             self._conn = await self._dial(self._url, self._busy_timeout, self.readonly)
@@ -543,6 +616,7 @@ class PgLedger(Ledger):
             try:
                 conn = await self._live()
                 async with conn.transaction():
+                    await conn.execute(self._settings())
                     yield PgSession(conn)
             except psycopg.Error as exc:
                 raise map_pg_error(exc, self.path) from exc
@@ -563,7 +637,9 @@ class PgLedger(Ledger):
                 conn = await self._live()
             except psycopg.Error as exc:
                 raise map_pg_error(exc, self.path) from exc
-            read = asyncio.ensure_future(_read(conn, text, reorder(params, order)))
+            work = _read(conn, self._settings(), text, reorder(params, order))
+            read = asyncio.ensure_future(work)
+            self._reading = read
             try:
                 # Shielded: a reader's task is cancelled when the console
                 # replaces its page; cancelling psycopg's wait mid-protocol

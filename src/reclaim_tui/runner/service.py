@@ -40,7 +40,7 @@ from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.identity import FileSnapshot, LedgerReplacedError, changed, snapshot
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
-from reclaim_tui.errors import LedgerBusyError, ReclaimError
+from reclaim_tui.errors import LedgerBusyError, LedgerUnavailableError, ReclaimError
 
 __all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
@@ -271,7 +271,9 @@ async def run_service(
 ) -> int:
     """`reclaim-tui run`: the engine up, `ready` said, passes until stopped."""
     out = log or sys.stderr
-    async with open_engine(settings, actor=Actor.SERVICE) as engine:
+    async with contextlib.AsyncExitStack() as stack:
+        # --once is a tick in the service's shape: it exits 4 as a tick does.
+        engine = await _engine_when_reachable(stack, settings, out, wait=not once)
         loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep)
         loop.install_signals()
         async with _inbox(settings, inbox, loop) as url, _control(settings, control, engine, loop):
@@ -283,6 +285,28 @@ async def run_service(
                 control=control,
             )
             return await loop.run(jobs, once=once)
+
+
+async def _engine_when_reachable(
+    stack: contextlib.AsyncExitStack, settings: Settings, out: TextIO, *, wait: bool
+) -> Engine:
+    """The engine, once its ledger can be opened. A database server not
+    reachable yet (a service started by systemd before its database) is
+    waited for as it is mid-run: `ledger_unavailable` lines, 1 s doubling to
+    30 s; any other ledger error ends the service at once."""
+    failures = 0
+    while True:
+        try:
+            return await stack.enter_async_context(open_engine(settings, actor=Actor.SERVICE))
+        except LedgerUnavailableError as exc:
+            if not wait:
+                raise
+            failures += 1
+            pause = min(30.0, 2.0 ** (failures - 1))
+            line = {"at": round(time.time(), 3), "event": "ledger_unavailable", "pid": os.getpid()}
+            line |= {"error": str(exc), "retry_in_s": pause, "starting": True}
+            print(json.dumps(line, separators=(",", ":")), file=out, flush=True)
+            await asyncio.sleep(pause)
 
 
 @contextlib.asynccontextmanager
