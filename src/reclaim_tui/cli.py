@@ -1240,7 +1240,12 @@ def _refuse_first_run(settings: Settings) -> None:
 @cli.command()
 @click.option("--db", default=None, help="Ledger for the demo (default: a fresh temp file).")
 @click.option(
-    "--jobs", "job_count", default=36, show_default=True, type=int, help="Demo jobs to seed."
+    "--jobs",
+    "job_count",
+    default=36,
+    show_default=True,
+    type=click.IntRange(0, 100_000),
+    help="Demo jobs to seed.",
 )
 @click.option(
     "--seed", default=7, show_default=True, type=int, help="Seed of the demo's jobs and timings."

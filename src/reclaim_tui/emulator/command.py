@@ -19,7 +19,7 @@ __all__ = ["emulator"]
     show_default=True,
     help="Bind address (loopback unless told otherwise).",
 )
-@click.option("--port", default=8765, show_default=True, type=int)
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
 @click.option(
     "--api-key",
     default=None,
