@@ -230,3 +230,30 @@ def test_the_file_check_keeps_this_process_locks(tmp_path: Path) -> None:
         assert Path(f"{db}-wal").exists()  # the other process knew it was not the last
     finally:
         mine.close()
+
+
+def test_an_unreadable_main_file_is_a_change_only_when_it_stays_so(tmp_path: Path) -> None:
+    """A read that meets a checkpoint half-way may fail once: that alone must
+    not stop a service; a file that stays unreadable is a change."""
+    from reclaim_tui.core.identity import UNREADABLE_LIMIT, changed, snapshot
+
+    db = tmp_path / "ledger.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    con.execute("INSERT INTO meta VALUES ('ledger_id', 'abc')")
+    con.commit()
+    con.close()
+    first = snapshot(str(db))
+    assert (first.stored_id, first.unreadable) == ("abc", 0)
+    good = db.read_bytes()
+    with open(db, "r+b") as f:  # same inode, same size, not a database now
+        f.write(b"\x00" * 100)
+    now, seen = first, []
+    for _ in range(UNREADABLE_LIMIT):
+        now = snapshot(str(db), now)
+        seen.append(changed("abc", first, now))
+    assert seen[:-1] == [None] * (UNREADABLE_LIMIT - 1)
+    assert seen[-1] is not None and "cannot be read" in seen[-1]
+    with open(db, "r+b") as f:
+        f.write(good)
+    assert changed("abc", first, snapshot(str(db), now)) is None  # readable again

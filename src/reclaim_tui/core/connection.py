@@ -427,8 +427,11 @@ class LedgerConnection:
 
     async def _identify(self) -> None:
         """The ledger's id (migration 6), and the marker beside its file saying it."""
-        if await self.schema_version() < 6:
-            return  # an old ledger opened read-only: no id until it is migrated
+        async with self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ) as cur:
+            if await cur.fetchone() is None:
+                return  # an old ledger opened read-only: no id until it is migrated
         async with self._db.execute(LEDGER_ID_SQL) as cur:
             row = await cur.fetchone()
         self.ledger_id = str(row[0]) if row else None

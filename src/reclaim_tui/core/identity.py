@@ -39,6 +39,7 @@ from reclaim_tui.errors import LedgerError
 
 __all__ = [
     "LEDGER_ID_SQL",
+    "UNREADABLE_LIMIT",
     "FileSnapshot",
     "LedgerReplacedError",
     "changed",
@@ -108,6 +109,11 @@ def write_marker(path: str, ledger_id: str) -> None:
             tmp.unlink()
 
 
+#: Checks in a row that could not read the main file before that is a change
+#: (a read may meet a checkpoint half-way: that passes at the next check).
+UNREADABLE_LIMIT = 3
+
+
 @dataclass(frozen=True, slots=True)
 class FileSnapshot:
     """What `changed` compares, as seen at one moment."""
@@ -119,37 +125,53 @@ class FileSnapshot:
     stored_id: str | None
     #: the events sequence in the main file (0: none yet)
     stored_events: int
+    #: checks in a row whose read of the main file failed (0: this one read it)
+    unreadable: int = 0
 
 
-def _stored(path: str) -> tuple[str | None, int]:
-    """(ledger id, events sequence) as the main file holds them, WAL ignored.
-    The file is opened through SQLite, never by Python itself: closing a
-    descriptor of a file would drop this process's SQLite locks on it."""
+def _stored(path: str) -> tuple[str | None, int] | None:
+    """(ledger id, events sequence) as the main file holds them, WAL ignored;
+    None when the file could not be read as a SQLite database. The file is
+    opened through SQLite, never by Python itself: closing a descriptor of a
+    file drops every lock this process holds on it (POSIX), SQLite's too,
+    and SQLite defers the close of its own while a lock is held."""
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     except sqlite3.Error:
-        return None, 0
+        return None
     try:
-        try:
-            found = conn.execute(LEDGER_ID_SQL).fetchone()
-        except sqlite3.Error:
-            found = None
-        try:
-            seq = conn.execute(_SEQ_SQL).fetchone()
-        except sqlite3.Error:
-            seq = None
-        return (str(found[0]) if found else None), (int(seq[0]) if seq else 0)
+        return _value(conn, LEDGER_ID_SQL), int(_value(conn, _SEQ_SQL) or 0)
+    except sqlite3.Error:
+        return None
     finally:
         conn.close()
 
 
-def snapshot(path: str) -> FileSnapshot:
+def _value(conn: sqlite3.Connection, sql: str) -> str | None:
+    try:
+        row = conn.execute(sql).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None  # not in the main file yet (the WAL has it)
+        raise
+    return str(row[0]) if row else None
+
+
+def snapshot(path: str, before: FileSnapshot | None = None) -> FileSnapshot:
+    """The file at `path` now. A main file that cannot be read keeps what
+    `before` read, and counts how many checks in a row could not."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return FileSnapshot(None, None, None, None, 0)
-    stored_id, events = _stored(path) if st.st_size else (None, 0)
-    return FileSnapshot(st.st_dev, st.st_ino, st.st_size, stored_id, events)
+    stored = _stored(path) if st.st_size else (None, 0)
+    if stored is None:
+        kept = before or FileSnapshot(None, None, None, None, 0)
+        return FileSnapshot(
+            st.st_dev, st.st_ino, st.st_size, kept.stored_id, kept.stored_events,
+            unreadable=kept.unreadable + 1,
+        )  # fmt: skip
+    return FileSnapshot(st.st_dev, st.st_ino, st.st_size, stored[0], stored[1])
 
 
 def changed(ledger_id: str, before: FileSnapshot, now: FileSnapshot) -> str | None:
@@ -164,6 +186,8 @@ def changed(ledger_id: str, before: FileSnapshot, now: FileSnapshot) -> str | No
         )
     if not now.size:
         return f"the ledger file was truncated ({before.size} → {now.size} bytes)"
+    if now.unreadable >= UNREADABLE_LIMIT:
+        return f"the ledger file cannot be read as a SQLite ledger ({now.unreadable} checks)"
     if now.stored_id is not None and now.stored_id != ledger_id:
         return f"the ledger file now holds another ledger (id {ledger_id} → {now.stored_id})"
     if now.stored_events < before.stored_events:

@@ -167,7 +167,7 @@ class ServiceLoop:
         ledger = self.engine.ledger
         if ledger.ledger_id is None or ledger.path == ":memory:":
             return  # PostgreSQL (no file), or an old ledger opened read-only
-        now = await asyncio.to_thread(snapshot, ledger.path)
+        now = await asyncio.to_thread(snapshot, ledger.path, self._file)
         if self._file is not None:
             change = changed(ledger.ledger_id, self._file, now)
             if change is not None:
