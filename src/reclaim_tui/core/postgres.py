@@ -49,12 +49,10 @@ from typing import Any, Self
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.adapt import Dumper
-from psycopg.conninfo import make_conninfo
 from psycopg.pq import TransactionStatus
 
 from reclaim_tui.core import pg_text
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.connection import pg_params, scrub
 from reclaim_tui.core.connection import shown_db as redact
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.pg_sql import reorder, to_postgres
@@ -439,11 +437,8 @@ class PgLedger(Ledger):
     async def _dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncConnection[Any]:
         where = redact(url)
         try:
-            # Keywords parsed by us, quoted by psycopg: libpq never parses
-            # (nor quotes in an error) the text the user gave.
-            conninfo = make_conninfo("", **pg_params(url))
             conn = await psycopg.AsyncConnection.connect(
-                conninfo,
+                url,
                 autocommit=True,
                 connect_timeout=max(2, int(busy_timeout)),
                 application_name="reclaim-tui",
@@ -455,8 +450,7 @@ class PgLedger(Ledger):
                 prepare_threshold=None,
             )
         except psycopg.Error as exc:
-            mapped = map_pg_error(exc, where)
-            raise type(mapped)(scrub(str(mapped), url)) from None
+            raise map_pg_error(exc, where) from exc
         conn.adapters.register_dumper(bool, _IntFromBool)
         pg_text.register(conn.adapters)  # a NUL stays in its row (core/pg_text.py)
         if readonly:
