@@ -51,7 +51,12 @@ async def test_the_service_runs_passes_until_drained(tmp_path: Path, db_url: str
         loop.signal(signal.SIGTERM)
         assert await asyncio.wait_for(task, 60) == 0
         events = [line["event"] for line in _lines(out)]
-        assert events[0] == "pass" and events[-2:] == ["draining", "stopped"]
+        assert "pass" in events and events[-1] == "stopped"
+        # The pass in progress when the signal came finishes, and may say so (a
+        # `pass` line) after `draining`; none starts after it (on PostgreSQL the
+        # signal often lands mid-pass: 3 of 3 runs failed a stricter check).
+        after = events[events.index("draining") + 1 : -1]
+        assert after in ([], ["pass"]), events
         assert loop.passes >= 1
     finally:
         await ledger.close()
