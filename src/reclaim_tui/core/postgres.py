@@ -47,9 +47,11 @@ from typing import Any, Self
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.adapt import Dumper
+from psycopg.conninfo import make_conninfo
 from psycopg.pq import TransactionStatus
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.connection import pg_params, scrub
 from reclaim_tui.core.connection import shown_db as redact
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.pg_sql import reorder, to_postgres
@@ -380,14 +382,18 @@ class PgLedger(Ledger):
     async def _dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncConnection[Any]:
         where = redact(url)
         try:
+            # Keywords parsed by us, quoted by psycopg: libpq never parses
+            # (nor quotes in an error) the text the user gave.
+            conninfo = make_conninfo("", **pg_params(url))
             conn = await psycopg.AsyncConnection.connect(
-                url,
+                conninfo,
                 autocommit=True,
                 connect_timeout=max(2, int(busy_timeout)),
                 application_name="reclaim-tui",
             )
         except psycopg.Error as exc:
-            raise map_pg_error(exc, where) from exc
+            mapped = map_pg_error(exc, where)
+            raise type(mapped)(scrub(str(mapped), url)) from None
         conn.adapters.register_dumper(bool, _IntFromBool)
         try:
             await conn.execute(f"SET search_path TO {PG_SCHEMA}, public")
