@@ -10,6 +10,7 @@
     │   ├── LedgerBusyError         locked by another process past busy_timeout
     │   ├── LedgerConflictError     a write a uniqueness rule refused (e.g. a handle already used)
     │   └── LedgerReadOnlyError     a write was needed but the file is read-only
+    │       └── LedgerPermissionError   the database role lacks a grant (names it)
     ├── OperatorError               an operator action that does not apply (exit 5)
     ├── SinkError                   a sink could not deliver a result (row stays `done`)
     └── BackendError                the API could not be used for one call
@@ -35,6 +36,7 @@ __all__ = [
     "LedgerCorruptError",
     "LedgerError",
     "LedgerForeignError",
+    "LedgerPermissionError",
     "LedgerReadOnlyError",
     "LedgerVersionError",
     "MaybeCreatedError",
@@ -100,6 +102,11 @@ class LedgerConflictError(LedgerError):
 
 class LedgerReadOnlyError(LedgerError):
     """The ledger file (or its directory) cannot be written."""
+
+
+class LedgerPermissionError(LedgerReadOnlyError):
+    """The database role lacks a right a statement needs; the message names
+    the statement, the role and the grant."""
 
 
 class OperatorError(ReclaimError):
