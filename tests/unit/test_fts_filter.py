@@ -463,7 +463,7 @@ async def test_migration_backfills_a_version_4_ledger(tmp_path: Path) -> None:
     con.close()
     await (await Ledger.open(db)).close()
     with _connect(db) as con:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 5
         assert _queued(con) == (0, 0)
         assert _indexed(con, "int-gamma") == {"quote_row"}
         assert _indexed(con, "日本語") == {"report-2024"}

@@ -414,6 +414,8 @@ class LedgerConnection:
         async with self.write() as db:
             # Re-read inside the write lock: another process may have migrated.
             version = await self.schema_version()
+            if version:
+                await _repair_edited(db, version)
             for number in range(version, SCHEMA_VERSION):
                 for statement in migration_statements(MIGRATIONS[number]):
                     await db.execute(statement)
@@ -481,6 +483,57 @@ class LedgerConnection:
                     return list(await cur.fetchall())
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
+
+
+async def _columns(db: aiosqlite.Connection, table: str) -> list[str]:
+    async with db.execute(f"PRAGMA table_info({table})") as cur:
+        return [r[1] for r in await cur.fetchall()]
+
+
+async def _repair_edited(db: aiosqlite.Connection, version: int) -> None:
+    """Bring a ledger made by the first shipped text of a migration that was
+    edited later to that migration's text as it is now (issue 23; ledgers of
+    each in tests/fixtures/ledgers/). Run before the numbered migrations, so
+    migration 6 (which is this) reaches ledgers already past the edited one.
+
+    - Migration 1 as 59899b5 shipped it keyed jobs, results and events by
+      the job's key (d9a3aa4 gave jobs an integer id the others hang off):
+      the three tables are rebuilt by migration 1's text, rows kept, each
+      job's id its old rowid.
+    - Migration 3 as 96ed141 shipped it lacked jobs.outside_streak (added
+      to it by c5df902): the column is added."""
+    columns = await _columns(db, "jobs")
+    if "id" not in columns:
+        for table in ("jobs", "results", "events"):
+            await db.execute(f"ALTER TABLE {table} RENAME TO {table}_edited")
+        for index in ("jobs_due", "jobs_status_age", "jobs_updated", "jobs_leased"):
+            await db.execute(f"DROP INDEX IF EXISTS {index}")
+        await db.execute("DROP INDEX IF EXISTS events_idem")
+        for statement in migration_statements(MIGRATIONS[0]):
+            await db.execute(statement)
+        for number in range(1, min(version, 3)):  # 2, 3: columns of jobs
+            for statement in migration_statements(MIGRATIONS[number]):
+                await db.execute(statement)
+        new = await _columns(db, "jobs")
+        kept = ", ".join(c for c in new if c in columns)
+        await db.execute(
+            f"INSERT INTO jobs(id, {kept}) SELECT rowid, {kept} FROM jobs_edited ORDER BY rowid"
+        )
+        await db.execute(
+            "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
+            " stored_at) SELECT j.id, r.idem, r.interaction_id, r.output_text, r.usage,"
+            " r.raw_json, r.stored_at FROM results_edited AS r JOIN jobs AS j ON j.idem = r.idem"
+        )
+        await db.execute(
+            "INSERT INTO events(id, at, job, idem, actor, from_status, to_status, note)"
+            " SELECT e.id, e.at, j.id, e.idem, e.actor, e.from_status, e.to_status, e.note"
+            " FROM events_edited AS e JOIN jobs AS j ON j.idem = e.idem ORDER BY e.id"
+        )
+        for table in ("results", "events", "jobs"):
+            await db.execute(f"DROP TABLE {table}_edited")
+        columns = await _columns(db, "jobs")
+    if version >= 3 and "outside_streak" not in columns:
+        await db.execute("ALTER TABLE jobs ADD COLUMN outside_streak INTEGER NOT NULL DEFAULT 0")
 
 
 async def _reap(connection: aiosqlite.Connection) -> None:

@@ -185,6 +185,26 @@ PG_MIGRATIONS: tuple[str, ...] = (
     END
     $fn$
     """,
+    # 2: migration 1 was edited after it shipped, and the ledgers the earlier
+    # texts made say "schema 1" too (issue 23; tests/fixtures/ledgers/):
+    # c5afcac made spec and last_error in the database's collation (a UTF-8
+    # locale's ILIKE matched CAFÉ for café), and c5afcac and 00de11f declared
+    # reclaim_input PARALLEL SAFE (a parallel scan failed: "cannot start
+    # subtransactions during a parallel operation"). Brings any of them to
+    # migration 1's text as it is now; on a ledger that text made, it changes
+    # nothing. The collation change rebuilds the indexes on spec.
+    """
+    ALTER TABLE jobs ALTER COLUMN spec TYPE TEXT COLLATE "C",
+        ALTER COLUMN last_error TYPE TEXT COLLATE "C";
+    CREATE OR REPLACE FUNCTION reclaim_input(spec TEXT) RETURNS TEXT
+        LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE AS $fn$
+    BEGIN
+        RETURN spec::json ->> 'input';
+    EXCEPTION WHEN others THEN
+        RETURN NULL;  -- a hand-edited spec that is not JSON: no input to search
+    END
+    $fn$
+    """,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 #: The console filter's indexes (any substring of 3+ characters, `ILIKE`);
