@@ -8,7 +8,7 @@ in another schema (`extensions`) gives the text indexes, found again once it
 is installed later, and a missing index is said; a refused right names the
 statement and the grant; `migrate` into a role that may not move sequences
 refuses up front, and `migrate --check` sees a sequence left behind. The
-roles' SQL is read from README.md: the tests run what the README shows.
+roles' SQL is README.md's: a test checks the README shows what they run.
 """
 
 from __future__ import annotations
@@ -31,6 +31,26 @@ pytestmark = pytest.mark.postgres
 README = Path(__file__).parents[2] / "README.md"
 ROLES = ("reclaim_owner", "reclaim_app", "reclaim_app2", "owner_mine")
 API = ["--api-key", "test-key", "--base-url", "http://127.0.0.1:9"]
+
+
+#: The roles' SQL, as README.md's PostgreSQL section shows it (a test checks
+#: the README holds exactly this).
+OWNER_SQL = """\
+-- owner role: as an administrator, in the ledger's database
+CREATE ROLE reclaim_owner LOGIN PASSWORD 'change me';
+CREATE SCHEMA reclaim_tui AUTHORIZATION reclaim_owner;
+-- optional, for the console filter's trigram indexes (any schema will do):
+CREATE SCHEMA IF NOT EXISTS extensions;
+CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA extensions;
+GRANT USAGE ON SCHEMA extensions TO reclaim_owner;
+"""
+DML_SQL = """\
+-- DML-only role: as an administrator, after the owner's first command
+CREATE ROLE reclaim_app LOGIN PASSWORD 'change me too';
+GRANT USAGE ON SCHEMA reclaim_tui TO reclaim_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA reclaim_tui TO reclaim_app;
+GRANT SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA reclaim_tui TO reclaim_app;
+"""
 
 
 def readme_sql(first_line: str) -> str:
@@ -80,7 +100,12 @@ def jobs_file(tmp_path: Path, n: int = 3) -> str:
 
 
 def owner_setup(admin: psycopg.Connection[Any]) -> None:
-    admin.execute(readme_sql("-- owner role:"))
+    admin.execute(OWNER_SQL)
+
+
+def test_the_readme_shows_the_sql_these_tests_run() -> None:
+    assert readme_sql("-- owner role:") == OWNER_SQL
+    assert readme_sql("-- DML-only role:") == DML_SQL
 
 
 def test_owner_role_without_database_create_starts_in_its_schema(
@@ -113,7 +138,7 @@ def test_dml_role_from_the_readme_works_and_refusals_name_the_grant(
 ) -> None:
     owner_setup(admin)
     assert cli_run("tick", "--db", as_role(pg_dsn, "reclaim_owner"), *API).exit_code == 0
-    admin.execute(readme_sql("-- DML-only role:"))
+    admin.execute(DML_SQL)
     app = as_role(pg_dsn, "reclaim_app")
     cli_run("submit", jobs_file(tmp_path), "--db", app, *API)
     status = cli_run("status", "--json", "--db", app)
@@ -163,7 +188,7 @@ def test_migrate_into_a_role_that_cannot_move_sequences_refuses_up_front(
     assert count == (0,)
     # With the README's DML grants migrate copies and moves the sequences;
     # a sequence set back by hand is what --check now finds.
-    admin.execute(readme_sql("-- DML-only role:"))
+    admin.execute(DML_SQL)
     app = as_role(pg_dsn, "reclaim_app")
     copied = cli_run("migrate", "--from", source, "--to", app)
     assert copied.exit_code == 0, copied.output
