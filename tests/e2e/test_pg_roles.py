@@ -99,6 +99,12 @@ def jobs_file(tmp_path: Path, n: int = 3) -> str:
     return str(path)
 
 
+def may_create(admin: psycopg.Connection[Any], role: str) -> None:
+    """Give `role` the database's CREATE too: the test then checks its own
+    point, not again the start without it (the first test's)."""
+    admin.execute(f"GRANT CREATE ON DATABASE {admin.info.dbname} TO {role}")
+
+
 def owner_setup(admin: psycopg.Connection[Any]) -> None:
     admin.execute(OWNER_SQL)
 
@@ -137,6 +143,7 @@ def test_dml_role_from_the_readme_works_and_refusals_name_the_grant(
     admin: psycopg.Connection[Any], pg_dsn: str, tmp_path: Path
 ) -> None:
     owner_setup(admin)
+    may_create(admin, "reclaim_owner")
     assert cli_run("tick", "--db", as_role(pg_dsn, "reclaim_owner"), *API).exit_code == 0
     admin.execute(DML_SQL)
     app = as_role(pg_dsn, "reclaim_app")
@@ -172,6 +179,7 @@ def test_migrate_into_a_role_that_cannot_move_sequences_refuses_up_front(
     source = str(tmp_path / "source.db")
     cli_run("submit", jobs_file(tmp_path), "--db", source, *API)  # reserved; the API is away
     owner_setup(admin)
+    may_create(admin, "reclaim_owner")
     assert cli_run("tick", "--db", as_role(pg_dsn, "reclaim_owner"), *API).exit_code == 0
     admin.execute("CREATE ROLE reclaim_app2 LOGIN")
     admin.execute("GRANT USAGE ON SCHEMA reclaim_tui TO reclaim_app2")
@@ -207,6 +215,7 @@ def test_the_schema_is_the_users_choice(
     overwritten. Precedence: --schema, then the URL's search_path (libpq's
     `options` over PGOPTIONS), then reclaim_tui."""
     admin.execute("CREATE ROLE owner_mine LOGIN")
+    may_create(admin, "owner_mine")
     for schema in ("mine", "theirs", "flagged", "extensions"):
         admin.execute(f"CREATE SCHEMA IF NOT EXISTS {schema} AUTHORIZATION owner_mine")
     base = as_role(pg_dsn, "owner_mine")
