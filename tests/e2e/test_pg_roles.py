@@ -221,6 +221,8 @@ def test_the_schema_is_the_users_choice(
     base = as_role(pg_dsn, "owner_mine")
     url = as_role(pg_dsn, "owner_mine", "options=-csearch_path%3Dmine,extensions")
     assert cli_run("tick", "--db", url, *API).exit_code == 0
+    mine = admin.execute("SELECT to_regclass('mine.jobs') IS NOT NULL").fetchone()
+    assert mine == (True,)  # it went to reclaim_tui, the path overwritten
     assert cli_run("tick", "--db", url, "--schema", "flagged", *API).exit_code == 0
     monkeypatch.setenv("PGOPTIONS", "-c search_path=theirs")
     assert CliRunner().invoke(cli, ["tick", "--db", base, *API]).exit_code == 0
