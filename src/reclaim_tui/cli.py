@@ -592,6 +592,7 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
         orphans, orphans_since = await _orphans(ledger)
         seen = await attention(ledger, retention_days)
         now = ledger.clock.now()
+        text_index = getattr(ledger, "text_index_note", None)
     at_risk = seen.past_retention
     # `oldest_since` (ISO-8601 UTC) says when; `oldest_age_s` (seconds) how
     # long ago, as it always did: scripts and tests read it, and an age is
@@ -611,6 +612,8 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
     data["not_found"] = _oldest(now, seen.not_found, None)
     data["not_found_held"] = _oldest(now, seen.not_found_held, None)
     data["plans_ready"] = _oldest(now, seen.plans_ready, None)
+    if text_index:
+        click.echo(f"note: {text_index}", err=True)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
@@ -672,6 +675,7 @@ async def migrate(source: str, target: str, batch: int, check_only: bool, as_jso
                 {
                     "copied": {c.name: {"read": c.read, "written": c.written} for c in copies},
                     "same": checked.same,
+                    "sequences_behind": checked.sequences,
                     "tables": {
                         t.name: {
                             "source": t.source,
@@ -694,6 +698,8 @@ async def migrate(source: str, target: str, batch: int, check_only: bool, as_jso
             verdict = "same" if t.same else f"{t.different} differ: {', '.join(t.differing[:5])}"
             shown = written.get(t.name, "-")
             click.echo(f"{t.name:<15} {t.source:>9} {t.target:>9} {shown:>9}  {verdict}")
+        for behind in checked.sequences:
+            click.echo(f"sequence behind: {behind}", err=True)
         click.echo(
             f"{shown_db(target)} holds every row of {shown_db(source)}"
             if checked.same

@@ -21,6 +21,7 @@ command line (exit 2) instead of parking jobs forever or hanging a wait.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -82,15 +83,35 @@ def bound_numbers(group: click.Group) -> None:
             elif type(param.type) is click.types.IntParamType:
                 param.type = click.IntRange(0, 10**9)
 
+def _pg_schema(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """`--schema` reaches every ledger the process opens (the console's
+    engine worker too) as the environment variable the ledger reads."""
+    if value:
+        os.environ["RECLAIM_PG_SCHEMA"] = value
 
-_FLAGS: dict[str, Decorator] = {
-    "db": click.option(
+
+def _db_and_schema(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--schema",
+        default=None,
+        envvar="RECLAIM_PG_SCHEMA",
+        expose_value=False,
+        callback=_pg_schema,
+        help="PostgreSQL: the schema of the ledger's tables (env RECLAIM_PG_SCHEMA; else the"
+        " first of the connection's search_path, else reclaim_tui).",
+    )(fn)
+    return click.option(
         "--db",
         default=DEFAULT_DB,
         show_default=True,
         envvar="RECLAIM_DB",
-        help="The ledger: a SQLite file, or a postgresql:// URL (env RECLAIM_DB).",
-    ),
+        help="The ledger: a SQLite file, or a postgresql:// URL or libpq key=value string"
+        " (env RECLAIM_DB).",
+    )(fn)
+
+
+_FLAGS: dict[str, Decorator] = {
+    "db": _db_and_schema,
     "busy_timeout": click.option(
         "--busy-timeout",
         default=10.0,

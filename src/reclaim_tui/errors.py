@@ -11,6 +11,7 @@
     │   │   └── LedgerFullError     no room on the disk (a service waits for room)
     │   ├── LedgerConflictError     a write a uniqueness rule refused (e.g. a handle already used)
     │   └── LedgerReadOnlyError     a write was needed but the file is read-only
+    │       └── LedgerPermissionError   the database role lacks a grant (names it)
     ├── OperatorError               an operator action that does not apply (exit 5)
     ├── SinkError                   a sink could not deliver a result (row stays `done`)
     └── BackendError                the API could not be used for one call
@@ -39,6 +40,7 @@ __all__ = [
     "LedgerError",
     "LedgerForeignError",
     "LedgerFullError",
+    "LedgerPermissionError",
     "LedgerReadOnlyError",
     "LedgerVersionError",
     "MaybeCreatedError",
@@ -111,6 +113,11 @@ class LedgerConflictError(LedgerError):
 
 class LedgerReadOnlyError(LedgerError):
     """The ledger file (or its directory) cannot be written."""
+
+
+class LedgerPermissionError(LedgerReadOnlyError):
+    """The database role lacks a right a statement needs; the message names
+    the statement, the role and the grant."""
 
 
 class OperatorError(ReclaimError):

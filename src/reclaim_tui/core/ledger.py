@@ -314,9 +314,17 @@ class Ledger(LedgerConnection):
         async with self.write() as db:
             await db.execute(EVENT_SQL, (now, idem, actor, status, status, note))
 
+    async def before_copy(self) -> None:
+        """Before rows are written with their ids (core/transfer.py): a check
+        that after_copy will be allowed (SQLite: nothing to check)."""
+
     async def after_copy(self) -> None:
         """After rows were written with their ids (core/transfer.py): SQLite
         numbers the next rows past the largest id by itself."""
+
+    async def sequences_behind(self) -> list[str]:
+        """Id counters whose next id a row already has (SQLite: none)."""
+        return []
 
     # -- reading --------------------------------------------------------------------
     async def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:

@@ -13,9 +13,15 @@ core/pg_sql.py. What differs is said here:
   connection per `PgLedger`, like one SQLite connection per `Ledger`: a
   process holds one for its engine, the console two; a pool would only add
   connections that sit idle.
-- **Where**: the tables live in the schema `reclaim_tui` of the database the
-  URL names (the search path is set on connect), so a database shared with
-  other applications is fine. `reclaim_tui.meta` holds the schema version.
+- **Where**: the tables live in one schema of the database the URL names,
+  so a database shared with other applications is fine; `<schema>.meta`
+  holds the schema version. The schema: `--schema` / `RECLAIM_PG_SCHEMA`,
+  else the first schema of a search_path the connection was given
+  (`options=-csearch_path=…` in the URL or keywords, or `PGOPTIONS`), else
+  `reclaim_tui`. The search path becomes that schema, then the rest of the
+  given path (else `public`). A schema that exists is used as it is: no
+  database-level right is needed (an administrator may create it for a
+  role that owns only it).
 - **Claims**: `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED)`: two
   hosts claiming at once never wait for each other nor take the same row.
   Every later write is the same compare-and-set on (key, status, lease
@@ -32,7 +38,10 @@ core/pg_sql.py. What differs is said here:
   it was running (`LedgerUnavailableError`; the transaction is rolled back
   by the server) and the next call connects again.
 - **Text filter**: `ILIKE` over trigram (pg_trgm) GIN indexes of the key,
-  the handle and the input, where the extension can be created.
+  the handle and the input, with pg_trgm's operator classes found in
+  whatever schema it was installed in (Supabase: `extensions`), created if
+  it may be; looked for again at each writable open while missing, and a
+  missing index is said (`text_index_note`: `status`).
 """
 
 from __future__ import annotations
@@ -41,18 +50,22 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Self
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.adapt import Dumper
+from psycopg.conninfo import make_conninfo
 from psycopg.pq import TransactionStatus
 
 from reclaim_tui.core import pg_text
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.connection import pg_params, scrub
 from reclaim_tui.core.connection import shown_db as redact
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.pg_sql import reorder, to_postgres
@@ -63,6 +76,7 @@ from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
     LedgerFullError,
+    LedgerPermissionError,
     LedgerReadOnlyError,
     LedgerUnavailableError,
     LedgerVersionError,
@@ -78,6 +92,8 @@ __all__ = [
 
 PG_SCHEMA = "reclaim_tui"
 log = logging.getLogger("reclaim_tui.ledger")
+#: The environment variable (and `--schema`) naming the ledger's schema.
+SCHEMA_ENV = "RECLAIM_PG_SCHEMA"
 #: Seconds between two readings of the server's clock.
 SYNC_EVERY = 30.0
 
@@ -174,15 +190,86 @@ PG_MIGRATIONS: tuple[str, ...] = (
     END
     $fn$
     """,
+    # 2: migration 1 was edited after it shipped, and the ledgers the earlier
+    # texts made say "schema 1" too (issue 23; tests/fixtures/ledgers/):
+    # c5afcac made spec and last_error in the database's collation (a UTF-8
+    # locale's ILIKE matched CAFÉ for café), and c5afcac and 00de11f declared
+    # reclaim_input PARALLEL SAFE (a parallel scan failed: "cannot start
+    # subtransactions during a parallel operation"). Brings any of them to
+    # migration 1's text as it is now; on a ledger that text made, it changes
+    # nothing. The collation change rebuilds the indexes on spec.
+    """
+    ALTER TABLE jobs ALTER COLUMN spec TYPE TEXT COLLATE "C",
+        ALTER COLUMN last_error TYPE TEXT COLLATE "C";
+    CREATE OR REPLACE FUNCTION reclaim_input(spec TEXT) RETURNS TEXT
+        LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE AS $fn$
+    BEGIN
+        RETURN spec::json ->> 'input';
+    EXCEPTION WHEN others THEN
+        RETURN NULL;  -- a hand-edited spec that is not JSON: no input to search
+    END
+    $fn$
+    """,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
-#: The console filter's indexes (any substring of 3+ characters, `ILIKE`).
+#: The console filter's indexes (any substring of 3+ characters, `ILIKE`);
+#: `{ops}` is pg_trgm's operator class, qualified by the extension's schema.
 PG_TEXT_INDEX = (
-    "CREATE INDEX IF NOT EXISTS jobs_idem_trgm ON jobs USING gin (idem gin_trgm_ops)",
-    "CREATE INDEX IF NOT EXISTS jobs_handle_trgm ON jobs USING gin (handle gin_trgm_ops)",
-    "CREATE INDEX IF NOT EXISTS jobs_input_trgm ON jobs USING gin"
-    " (reclaim_input(spec) gin_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS jobs_idem_trgm ON jobs USING gin (idem {ops})",
+    "CREATE INDEX IF NOT EXISTS jobs_handle_trgm ON jobs USING gin (handle {ops})",
+    "CREATE INDEX IF NOT EXISTS jobs_input_trgm ON jobs USING gin (reclaim_input(spec) {ops})",
 )
+PG_TEXT_INDEX_NAMES = ("jobs_idem_trgm", "jobs_handle_trgm", "jobs_input_trgm")
+
+
+def quote_ident(name: str) -> str:
+    """`name` as a PostgreSQL identifier, quoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _given_search_path(params: dict[str, str]) -> str | None:
+    r"""The search_path a connection is given by its `options` keyword or
+    `PGOPTIONS` (`-c search_path=…`, `-csearch_path=…`, `--search_path=…`;
+    `\ ` is a blank inside a word); the keyword's wins, as in libpq."""
+    for options in (params.get("options"), os.environ.get("PGOPTIONS")):
+        words = re.findall(r"(?:\\.|\S)+", options or "")
+        words = [re.sub(r"\\(.)", r"\1", w) for w in words]
+        found = None
+        for i, word in enumerate(words):
+            if word == "-c" and i + 1 < len(words):
+                word = "-c" + words[i + 1]
+            m = re.fullmatch(r"(?:-c|--)search[_-]path=(.*)", word, re.S)
+            if m:
+                found = m.group(1)
+        if found is not None:
+            return found
+    return None
+
+
+def _split_path(path: str) -> list[str]:
+    """A search_path's entries, unquoted (`a, "B c"` → [a, B c])."""
+    entries = []
+    for m in re.finditer(r'\s*("(?:[^"]|"")*"|[^,]*)\s*(?:,|$)', path):
+        item = m.group(1).strip()
+        if item.startswith('"'):
+            entries.append(item[1:-1].replace('""', '"'))
+        elif item:
+            entries.append(item.lower())
+    return entries
+
+
+def schema_for(url: str) -> tuple[str, str]:
+    """The ledger's schema and the search path its connections use (see the
+    module's text: `--schema`/RECLAIM_PG_SCHEMA, the given search_path,
+    `reclaim_tui`)."""
+    given = _given_search_path(pg_params(url))
+    entries = _split_path(given or "")
+    named = [e for e in entries if e != "$user"]
+    schema = os.environ.get(SCHEMA_ENV) or (named[0] if named else PG_SCHEMA)
+    rest = [e for e in entries if e != schema] if given is not None else ["public"]
+    return schema, ", ".join(quote_ident(e) for e in [schema, *rest])
+
+
 _MIGRATION_LOCK = 0x7265636C61696D  # "reclaim": one migrating process at a time
 
 
@@ -270,15 +357,56 @@ class PgSession:
     async def _execute(self, sql: str, params: Sequence[Any]) -> _Cursor:
         text, order = to_postgres(sql)
         cur = self._conn.cursor()
-        await cur.execute(text, reorder(params, order))
+        with _noting(text, self._conn):
+            await cur.execute(text, reorder(params, order))
         return _Cursor(cur)
 
     async def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> _Cursor:
         text, order = to_postgres(sql)
         cur = self._conn.cursor()
         if seq:
-            await cur.executemany(text, [reorder(p, order) for p in seq])
+            with _noting(text, self._conn):
+                await cur.executemany(text, [reorder(p, order) for p in seq])
         return _Cursor(cur)  # rowcount: the rows all of them changed
+
+
+@contextmanager
+def _noting(sql: str, conn: psycopg.AsyncConnection[Any]) -> Iterator[None]:
+    """A refused right is noted with the statement and the role it was
+    refused to: map_pg_error names both, and the grant it needs."""
+    try:
+        yield
+    except pg_errors.InsufficientPrivilege as exc:
+        if not any(n.startswith(_STATEMENT) for n in getattr(exc, "__notes__", ())):
+            exc.add_note(_STATEMENT + " ".join(sql.split())[:90])
+            exc.add_note(_ROLE + str(conn.info.user))
+        raise
+
+
+_STATEMENT, _ROLE = "reclaim statement: ", "reclaim role: "
+
+
+def _grant_needed(exc: BaseException, text: str) -> str:
+    """What the error `text` of a refused right asks an administrator for."""
+    notes = getattr(exc, "__notes__", ())
+    statement = next((n[len(_STATEMENT) :] for n in notes if n.startswith(_STATEMENT)), "")
+    role = next((n[len(_ROLE) :] for n in notes if n.startswith(_ROLE)), "") or "<role>"
+    role = quote_ident(role)
+    m = re.search(r"permission denied for (table|sequence|schema|database|function) (\S+)", text)
+    kind, name = (m.group(1), m.group(2).strip('"')) if m else ("", "")
+    grant = {
+        "table": f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE {name} TO {role}",
+        "sequence": f"GRANT USAGE, UPDATE ON SEQUENCE {name} TO {role}",
+        "schema": f"GRANT USAGE ON SCHEMA {name} TO {role} (and CREATE, to create the ledger)",
+        "database": f"an administrator's CREATE SCHEMA <schema> AUTHORIZATION {role}"
+        " (a ledger whose schema exists needs no right on the database)",
+        "function": f"GRANT EXECUTE ON FUNCTION {name} TO {role}",
+    }.get(kind, "")
+    if "must be owner" in text:
+        grant = "the ledger's owner role: run this command (or any writable one) as it once"
+    said = f" for: {statement}" if statement else ""
+    needs = f"; it needs {grant}" if grant else ""
+    return f"the role {role} lacks a right{said} ({text}){needs} (README: PostgreSQL, roles)"
 
 
 def map_pg_error(exc: BaseException, where: str) -> LedgerError:
@@ -294,7 +422,9 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
         exc, pg_errors.SerializationFailure
     ):
         return LedgerBusyError(f"{where}: rows stayed locked by another process ({text})")
-    if isinstance(exc, (pg_errors.ReadOnlySqlTransaction, pg_errors.InsufficientPrivilege)):
+    if isinstance(exc, pg_errors.InsufficientPrivilege):
+        return LedgerPermissionError(f"{where}: {_grant_needed(exc, text)}")
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
         return LedgerReadOnlyError(f"{where}: the ledger cannot be written ({text})")
     if isinstance(exc, (pg_errors.DuplicatePreparedStatement, pg_errors.InvalidSqlStatementName)):
         # A pooler's server connection that another client left a prepared
@@ -321,7 +451,8 @@ async def _read(
     ledger), its settings local to it."""
     async with conn.transaction():
         await conn.execute(settings)
-        cur = await conn.execute(text, params)
+        with _noting(text, conn):
+            cur = await conn.execute(text, params)
         return await cur.fetchall() if cur.description else []
 
 
@@ -402,6 +533,10 @@ class PgLedger(Ledger):
         self._busy_timeout = busy_timeout
         #: the last read; one cancelled twice may still be rolling back
         self._reading: asyncio.Future[list[Any]] | None = None
+        self.schema, self._search_path = schema_for(url)
+        self._q = quote_ident(self.schema)
+        #: Why the console filter has no trigram index (None: it has them).
+        self.text_index_note: str | None = None
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -425,6 +560,7 @@ class PgLedger(Ledger):
                     await times.sync(conn)
                 await ledger._check_durable()
                 await ledger._migrate_pg(create)
+                await ledger._text_index()
             except psycopg.Error as exc:
                 await conn.close()
                 raise map_pg_error(exc, where) from exc
@@ -437,8 +573,11 @@ class PgLedger(Ledger):
     async def _dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncConnection[Any]:
         where = redact(url)
         try:
+            # Keywords parsed by us, quoted by psycopg: libpq never parses
+            # (nor quotes in an error) the text the user gave.
+            conninfo = make_conninfo("", **pg_params(url))
             conn = await psycopg.AsyncConnection.connect(
-                url,
+                conninfo,
                 autocommit=True,
                 connect_timeout=max(2, int(busy_timeout)),
                 application_name="reclaim-tui",
@@ -450,7 +589,8 @@ class PgLedger(Ledger):
                 prepare_threshold=None,
             )
         except psycopg.Error as exc:
-            raise map_pg_error(exc, where) from exc
+            mapped = map_pg_error(exc, where)
+            raise type(mapped)(scrub(str(mapped), url)) from None
         conn.adapters.register_dumper(bool, _IntFromBool)
         pg_text.register(conn.adapters)  # a NUL stays in its row (core/pg_text.py)
         if readonly:
@@ -466,7 +606,10 @@ class PgLedger(Ledger):
         clients, and were missing on the server connection the pooler gave
         this one next (issue 23: `relation "jobs" does not exist`)."""
         settings = [
-            f"SET LOCAL search_path TO {PG_SCHEMA}, public",
+            # The ledger's schema first, then the path the user gave (else
+            # public): a given search_path is kept, not overwritten (quoted
+            # identifiers, core/postgres.py schema_for).
+            f"SET LOCAL search_path TO {self._search_path}",
             # busy_timeout's meaning here: how long a statement waits for a lock.
             f"SET LOCAL lock_timeout = {int(self._busy_timeout * 1000)}",
         ]
@@ -491,17 +634,21 @@ class PgLedger(Ledger):
     async def _stored_version(self) -> int | None:
         """The schema version, 0 for no reclaim_tui schema; None for a schema
         of that name that is not a ledger's."""
+        # pg_tables, not information_schema: that lists only the tables the
+        # role has a right on, and a role granted some would see a stranger.
         cur = await self._conn.execute(
-            "SELECT count(*) FILTER (WHERE table_name = 'meta'), count(*)"
-            " FROM information_schema.tables WHERE table_schema = %s",
-            (PG_SCHEMA,),
+            "SELECT count(*) FILTER (WHERE tablename = 'meta'), count(*)"
+            " FROM pg_tables WHERE schemaname = %s",
+            (self.schema,),
         )
         row = await cur.fetchone()
         assert row is not None
         has_meta, tables = int(row[0]), int(row[1])
         if not has_meta:
             return 0 if tables == 0 else None
-        cur = await self._conn.execute(f"SELECT value FROM {PG_SCHEMA}.meta WHERE key = 'schema'")
+        sql = f"SELECT value FROM {self._q}.meta WHERE key = 'schema'"
+        with _noting(sql, self._conn):
+            cur = await self._conn.execute(sql)
         found = await cur.fetchone()
         return int(found[0]) if found else None
 
@@ -509,7 +656,7 @@ class PgLedger(Ledger):
         version = await self._stored_version()
         if version is None:
             raise LedgerForeignError(
-                f"{self.path}: the schema {PG_SCHEMA} holds tables that are not a reclaim-tui"
+                f"{self.path}: the schema {self._q} holds tables that are not a reclaim-tui"
                 " ledger; refusing to touch it — choose another database"
             )
         if version > PG_SCHEMA_VERSION:
@@ -530,30 +677,96 @@ class PgLedger(Ledger):
             if version is None or version >= PG_SCHEMA_VERSION:
                 return
             if version == 0:
-                await self._conn.execute(f"CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA}")
-                await self._conn.execute(
-                    f"CREATE TABLE {PG_SCHEMA}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                # Looked for first: CREATE SCHEMA IF NOT EXISTS checks the
+                # database's CREATE right even when the schema exists, and a
+                # role that owns only its schema has none.
+                cur = await self._conn.execute(
+                    "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
                 )
-                await self._conn.execute(f"INSERT INTO {PG_SCHEMA}.meta VALUES ('schema', '0')")
+                if await cur.fetchone() is None:
+                    await self._exec(f"CREATE SCHEMA {self._q}")
+                await self._exec(
+                    f"CREATE TABLE {self._q}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                )
+                await self._exec(f"INSERT INTO {self._q}.meta VALUES ('schema', '0')")
             for number in range(version, PG_SCHEMA_VERSION):
-                await self._conn.execute(PG_MIGRATIONS[number])
-            await self._conn.execute(
-                f"UPDATE {PG_SCHEMA}.meta SET value = %s WHERE key = 'schema'",
+                await self._exec(PG_MIGRATIONS[number])
+            await self._exec(
+                f"UPDATE {self._q}.meta SET value = %s WHERE key = 'schema'",
                 (str(PG_SCHEMA_VERSION),),
             )
-            await self._text_index()
+
+    async def _exec(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with _noting(sql, self._conn):
+            await self._conn.execute(sql, params)
 
     async def _text_index(self) -> None:
-        """pg_trgm's indexes, if the extension can be had (it is a trusted
-        extension: a database owner may create it); without them the filter
-        still works, by reading the rows."""
+        """pg_trgm's indexes, wherever the extension lives (an administrator
+        may have installed it in another schema: Supabase's `extensions`),
+        created if it may be (a trusted extension: a database owner may).
+        Looked for at every open while missing; without them the filter
+        still works, by reading the rows, and `text_index_note` says why."""
+        present = await self._conn.execute(
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = %s AND indexname = ANY(%s)",
+            (self.schema, list(PG_TEXT_INDEX_NAMES)),
+        )
+        row = await present.fetchone()
+        if row is not None and int(row[0]) == len(PG_TEXT_INDEX_NAMES):
+            self.text_index_note = None
+            return
+        where: str | None = None
+        if self.readonly:
+            where = await self._trgm_schema()
+            usable = where is not None and await self._may_use(where)
+            reason = "pg_trgm is there; a writable open creates them" if usable else ""
+            self.text_index_note = self._no_index(reason, where)
+            return
         try:
             async with self._conn.transaction():  # a savepoint: a refusal undoes only this
-                await self._conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+                await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                where = await self._trgm_schema()
+                if where is None:
+                    await self._conn.execute(
+                        f"CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA {self._q}"
+                    )
+                    where = self.schema
+                ops = f"{quote_ident(where)}.gin_trgm_ops"
                 for statement in PG_TEXT_INDEX:
-                    await self._conn.execute(statement)
-        except psycopg.Error:
-            pass
+                    await self._conn.execute(statement.format(ops=ops))
+            self.text_index_note = None
+        except psycopg.Error as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self.text_index_note = self._no_index(reason, where)
+
+    def _no_index(self, reason: str, where: str | None) -> str:
+        """What `status` says of missing text indexes: why, and the remedy."""
+        role = quote_ident(str(self._conn.info.user))
+        if reason.startswith("pg_trgm is there"):
+            fix = reason
+        elif where is not None:
+            fix = f"{reason}; " if reason else ""
+            fix += f"an administrator may GRANT USAGE ON SCHEMA {quote_ident(where)} TO {role}"
+        else:
+            fix = f"{reason}; " if reason else ""
+            fix += "an administrator may CREATE EXTENSION pg_trgm (any schema), GRANT USAGE on it"
+        return (
+            f"no trigram index for the text filter ({fix}; the ledger's owner creates them at"
+            " its next writable open): the filter reads every row"
+        )
+
+    async def _may_use(self, schema: str) -> bool:
+        cur = await self._conn.execute("SELECT has_schema_privilege(%s, 'USAGE')", (schema,))
+        row = await cur.fetchone()
+        return bool(row and row[0])
+
+    async def _trgm_schema(self) -> str | None:
+        """The schema pg_trgm is installed in, None where it is not."""
+        cur = await self._conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n"
+            " ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'"
+        )
+        row = await cur.fetchone()
+        return str(row[0]) if row else None
 
     async def schema_version(self) -> int:
         async with self._lock:
@@ -648,6 +861,27 @@ class PgLedger(Ledger):
                 raise
 
     # -- statements that differ --------------------------------------------------------
+    async def before_copy(self) -> None:
+        """A copy moves the identity sequences past the copied ids
+        (after_copy), which needs UPDATE on them: refused up front, naming
+        the grant, rather than after every row was copied."""
+        role = quote_ident(str(self._conn.info.user))
+        for table in ("jobs", "events"):
+            qualified = f"{self._q}.{table}"
+            rows = await self._fetchall(
+                "SELECT pg_get_serial_sequence(?, 'id'),"
+                " has_sequence_privilege(pg_get_serial_sequence(?, 'id'), 'UPDATE')",
+                (qualified, qualified),
+            )
+            sequence, allowed = rows[0]
+            if not allowed:
+                raise LedgerPermissionError(
+                    f"{self.path}: migrate moves the sequence {sequence} past the copied ids"
+                    f" (setval), and the role {role} may not; nothing was copied. It needs"
+                    f" GRANT UPDATE ON SEQUENCE {sequence} TO {role} (or run migrate as the"
+                    " ledger's owner role)"
+                )
+
     async def after_copy(self) -> None:
         """Rows copied with their ids (core/transfer.py) leave the identity
         sequences behind: move them past the largest id, or the next insert
@@ -655,9 +889,30 @@ class PgLedger(Ledger):
         async with self.write() as db:
             for table in ("jobs", "events"):
                 await db.execute(
-                    f"SELECT setval(pg_get_serial_sequence('{PG_SCHEMA}.{table}', 'id'),"
-                    f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {table}), false)"
+                    "SELECT setval(pg_get_serial_sequence(?, 'id'),"
+                    f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {self._q}.{table}), false)",
+                    (f"{self._q}.{table}",),
                 )
+
+    async def sequences_behind(self) -> list[str]:
+        """The identity sequences whose next id is one a row already has
+        (a copy whose setval did not happen): the next insert would fail."""
+        behind = []
+        for table in ("jobs", "events"):
+            qualified = f"{self._q}.{table}"
+            rows = await self._fetchall(
+                f"SELECT pg_get_serial_sequence(?, 'id'), (SELECT MAX(id) FROM {qualified})",
+                (qualified,),
+            )
+            sequence, largest = rows[0]
+            state = await self._fetchall(f"SELECT last_value, is_called FROM {sequence}")
+            last = int(state[0][0]) - (0 if state[0][1] else 1)
+            if largest is not None and last < largest:
+                behind.append(
+                    f"{sequence}: next id {last + 1}, but {table} holds ids up to"
+                    f" {largest} (run migrate again with UPDATE on it, or as the owner role)"
+                )
+        return behind
 
     async def insert_jobs(
         self, jobs: Sequence[tuple[str, str, str]], actor: str

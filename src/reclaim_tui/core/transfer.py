@@ -83,10 +83,12 @@ class TableCheck:
 @dataclass(slots=True)
 class Comparison:
     tables: list[TableCheck]
+    #: the target's id sequences its next insert would collide with
+    sequences: list[str] = field(default_factory=list)
 
     @property
     def same(self) -> bool:
-        return all(t.same for t in self.tables)
+        return all(t.same for t in self.tables) and not self.sequences
 
 
 async def _pages(ledger: Ledger, table: _Table, batch: int) -> AsyncIterator[list[Any]]:
@@ -108,6 +110,7 @@ async def copy_ledger(
 ) -> list[TableCopy]:
     """Copy every table of `source` into `target` (see the module's text)."""
     copies: list[TableCopy] = []
+    await target.before_copy()
     for table in TABLES:
         done = TableCopy(table.name)
         names = [c.strip() for c in table.columns.split(",")]
@@ -163,7 +166,7 @@ async def compare(source: Ledger, target: Ledger, *, batch: int = 5000) -> Compa
             b = await anext(theirs, None)
         check.source_digest, check.target_digest = (d.hexdigest()[:16] for d in digests)
         checks.append(check)
-    return Comparison(checks)
+    return Comparison(checks, await target.sequences_behind())
 
 
 def _differ(check: TableCheck, key: Any) -> None:

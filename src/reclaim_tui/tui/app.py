@@ -192,6 +192,10 @@ class ReclaimApp(App[None]):
         except ReclaimError as exc:
             self.exit(return_code=4, message=f"error: {exc}")
             return
+        # PostgreSQL without pg_trgm's indexes: the filter reads every row.
+        note = getattr(self.reader.background, "text_index_note", None)
+        if note:
+            self.notify(note, title="text filter", severity="warning")
         self.main.follow(self.reader)
 
     @work(group="boot")

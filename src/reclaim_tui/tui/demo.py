@@ -14,6 +14,7 @@ from pathlib import Path
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
+from reclaim_tui.core.connection import shown_db
 from reclaim_tui.core.models import Actor, OrphanPolicy
 from reclaim_tui.emulator.demo import DEMO_MODELS, OPENER
 from reclaim_tui.runner.process import ProcessHost
@@ -56,7 +57,7 @@ def make_demo_app(
         interval=interval,
         clock=clock or SystemClock(),
         models=list(DEMO_MODELS),
-        subtitle=f"demo · embedded emulator · {settings.db}",
+        subtitle=f"demo · embedded emulator · {shown_db(settings.db)}",
     )
     return ReclaimApp(config)
 
@@ -74,9 +75,9 @@ def left_behind(settings: Settings) -> str:
     return "\n".join(
         [
             "The demo's files are kept:",
-            f"  ledger    {settings.db}",
+            f"  ledger    {shown_db(settings.db)}",
             f"  articles  {settings.out}",
-            "Look again: reclaim-tui console --readonly --db " + shlex.quote(settings.db),
+            "Look again: reclaim-tui console --readonly --db " + shlex.quote(shown_db(settings.db)),
             f"Remove {own}: rm -r {shlex.quote(str(workdir))}",
         ]
     )
