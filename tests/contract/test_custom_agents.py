@@ -31,6 +31,7 @@ from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 
 BASE = "antigravity-preview-05-2026"
+pytestmark = pytest.mark.filterwarnings("ignore:Agents usage is experimental")
 
 
 @pytest.fixture
