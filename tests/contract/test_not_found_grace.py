@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
@@ -29,6 +30,7 @@ from reclaim_tui.core.retention import attention
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.emulator.state import InteractionStore
+from reclaim_tui.errors import InteractionGoneError
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -146,3 +148,27 @@ async def test_past_retention_the_on_gone_policy_applies(
         else:
             assert (row.status, row.held, row.inflight) == (Status.RESERVING, True, True)
             assert world.store.creates_per_label[IDEM] == 1
+
+
+async def test_the_vanish_fault_is_set_by_the_admin_api_and_the_interaction_comes_back() -> None:
+    clock = ManualClock()
+    async with EmulatorServer(EmulatorConfig(latency=1.0, clock=clock.now)) as emu:
+        backend = GeminiBackend(emu.api_key, emu.base_url)
+        async with aiohttp.ClientSession() as session:
+            faults = {"vanish_rate": 1.0, "vanish_seconds": 600.0}
+            async with session.post(f"{emu.base_url}/_emulator/faults", json=faults) as answer:
+                assert answer.status == 200
+                assert (await answer.json())["vanish_seconds"] == 600.0
+            bad = {"vanish_rate": 1.0, "vanish_seconds": -1}
+            async with session.post(f"{emu.base_url}/_emulator/faults", json=bad) as answer:
+                assert answer.status == 400
+        try:
+            created = await backend.create(SPEC, IDEM)
+            clock.advance(60)
+            with pytest.raises(InteractionGoneError):
+                await backend.get(created.id)
+            clock.advance(600)
+            back = await backend.get(created.id)
+            assert back.id == created.id and back.api_status == "completed"
+        finally:
+            await backend.aclose()
