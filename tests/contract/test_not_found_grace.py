@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
@@ -22,13 +23,14 @@ from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import GonePolicy, JobSpec, Status
+from reclaim_tui.core.models import Actor, GonePolicy, JobSpec, Status
 from reclaim_tui.core.policy import EngineConfig
 from reclaim_tui.core.polling import NOT_FOUND
 from reclaim_tui.core.retention import attention
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.emulator.state import InteractionStore
+from reclaim_tui.errors import InteractionGoneError, OperatorError
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -146,3 +148,43 @@ async def test_past_retention_the_on_gone_policy_applies(
         else:
             assert (row.status, row.held, row.inflight) == (Status.RESERVING, True, True)
             assert world.store.creates_per_label[IDEM] == 1
+
+
+async def test_the_vanish_fault_is_set_by_the_admin_api_and_the_interaction_comes_back() -> None:
+    clock = ManualClock()
+    async with EmulatorServer(EmulatorConfig(latency=1.0, clock=clock.now)) as emu:
+        backend = GeminiBackend(emu.api_key, emu.base_url)
+        async with aiohttp.ClientSession() as session:
+            faults = {"vanish_rate": 1.0, "vanish_seconds": 600.0}
+            async with session.post(f"{emu.base_url}/_emulator/faults", json=faults) as answer:
+                assert answer.status == 200
+                assert (await answer.json())["vanish_seconds"] == 600.0
+            bad = {"vanish_rate": 1.0, "vanish_seconds": -1}
+            async with session.post(f"{emu.base_url}/_emulator/faults", json=bad) as answer:
+                assert answer.status == 400
+        try:
+            created = await backend.create(SPEC, IDEM)
+            clock.advance(60)
+            with pytest.raises(InteractionGoneError):
+                await backend.get(created.id)
+            clock.advance(600)
+            back = await backend.get(created.id)
+            assert back.id == created.id and back.api_status == "completed"
+        finally:
+            await backend.aclose()
+
+
+async def test_the_operator_resends_a_held_404_row_by_cancel_then_retry(long_hiccup: World) -> None:
+    world = long_hiccup
+    await world.engine.tick([SPEC])
+    await world.run_for(6.5 * HOUR, step=600.0)
+    row = await world.ledger.get(IDEM)
+    assert row is not None and row.held and row.status == Status.SUBMITTED
+    with pytest.raises(OperatorError, match="not waiting for an answer"):
+        await world.engine.operator.answer(IDEM, "hello?", actor=Actor.CLI)
+    await world.engine.operator.cancel(IDEM, actor=Actor.CLI)
+    await world.engine.operator.retry(IDEM, actor=Actor.CLI)
+    await world.engine.tick()
+    row = await world.ledger.get(IDEM)
+    assert row is not None and row.status == Status.SUBMITTED and not row.held
+    assert world.store.creates_per_label[IDEM] == 2

@@ -156,6 +156,8 @@ def _not_found(row: Row, message: str, config: EngineConfig, now: float) -> Tran
     }
     if now - since < config.gone_grace:
         changes["next_at"] = now + config.backoff(streak)
+        if row.held:
+            changes["held"] = 0  # it asked something before; now it answers 404
         note = ""
         if since == now:
             age = _age_text(now - (row.submitted_at or now))

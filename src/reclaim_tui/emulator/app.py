@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from reclaim_tui.emulator.access import CONFIG_KEY, STORE_KEY, WEBHOOKS_KEY, key_error
+from reclaim_tui.emulator.agents import add_agent_routes, custom_spec
 from reclaim_tui.emulator.config import EmulatorConfig
 from reclaim_tui.emulator.errors import (
     RETRY_AFTER_SECONDS,
@@ -115,7 +116,8 @@ async def create_interaction(request: web.Request) -> web.StreamResponse:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return front_end_error(400, "Invalid JSON payload received.")
     try:
-        create = parse_create(body, models=request.app[CONFIG_KEY].models)
+        custom = {name: custom_spec(agent) for name, agent in store.agents.items()}
+        create = parse_create(body, models=request.app[CONFIG_KEY].models, custom=custom)
         fault = store.dice.error_status(store.faults.create)
         if fault is not None:
             return _fault(fault)
@@ -282,4 +284,5 @@ def make_app(config: EmulatorConfig | None = None) -> web.Application:
     app.router.add_post("/_emulator/interactions/{id}/finish", admin_finish)
     app.router.add_post("/_emulator/reset", admin_reset)
     add_webhook_routes(app, _VERSION)
+    add_agent_routes(app, _VERSION)
     return app

@@ -58,9 +58,13 @@ class CreateRequest:
     previous_interaction_id: str | None
     continuation_token: str | None
     echo: dict[str, Any] = field(default_factory=dict)
+    #: A custom agent's spec (its base agent's), when `agent` names one.
+    custom: AgentSpec | None = None
 
     @property
     def agent_spec(self) -> AgentSpec | None:
+        if self.custom is not None:
+            return self.custom
         return agent_spec(self.agent) if self.agent else None
 
     @property
@@ -144,7 +148,7 @@ def _check_fields(body: Any) -> Mapping[str, Any]:
 
 
 def _check_target(
-    body: Mapping[str, Any], models: frozenset[str] | None
+    body: Mapping[str, Any], models: frozenset[str] | None, custom: Mapping[str, AgentSpec]
 ) -> tuple[str | None, str | None]:
     model, agent = body.get("model"), body.get("agent")
     if model and agent:
@@ -155,20 +159,19 @@ def _check_target(
         raise ApiProblem(400, "model must be a string")
     if agent is not None and not isinstance(agent, str):
         raise ApiProblem(400, "agent must be a string")
-    if agent and agent_spec(agent) is None:
+    if agent and agent_spec(agent) is None and agent not in custom:
         raise ApiProblem(400, f"Unknown agent name: {agent}")
     if model and models is not None and model not in models:
         raise ApiProblem(400, f"Unknown model name: {model}")
     return model or None, agent or None
 
 
-def _check_agent_config(body: Mapping[str, Any], agent: str | None) -> None:
+def _check_agent_config(body: Mapping[str, Any], agent: str | None, spec: AgentSpec | None) -> None:
     config = body.get("agent_config")
     if config is None:
         return
     if agent is None:
         raise ApiProblem(400, "agent_config is only accepted with an agent")
-    spec = agent_spec(agent)
     if not isinstance(config, dict) or spec is None or config.get("type") != spec.config_type:
         wanted = spec.config_type if spec else "?"
         raise ApiProblem(400, f"agent_config for {agent} must have type '{wanted}'")
@@ -217,11 +220,19 @@ def _check_options(body: Mapping[str, Any]) -> None:
             raise ApiProblem(400, "a function tool needs a name")
 
 
-def parse_create(body: Any, *, models: frozenset[str] | None = None) -> CreateRequest:
-    """The create request in `body`, or ApiProblem. `models=None` accepts any model name."""
+def parse_create(
+    body: Any,
+    *,
+    models: frozenset[str] | None = None,
+    custom: Mapping[str, AgentSpec] | None = None,
+) -> CreateRequest:
+    """The create request in `body`, or ApiProblem. `models=None` accepts any
+    model name; `custom`: the custom agents' specs by id (agents.py)."""
+    custom = custom or {}
     body = _check_fields(body)
-    model, agent = _check_target(body, models)
-    _check_agent_config(body, agent)
+    model, agent = _check_target(body, models, custom)
+    mine = custom.get(agent) if agent and agent_spec(agent) is None else None
+    _check_agent_config(body, agent, mine or (agent_spec(agent) if agent else None))
     previous = _optional_str(body, "previous_interaction_id")
     token = _optional_str(body, "continuation_token")
     value = _check_input(body, continuing=token is not None)
@@ -230,7 +241,7 @@ def parse_create(body: Any, *, models: frozenset[str] | None = None) -> CreateRe
     stream = _bool(body, "stream", False)
     if background and not store:
         raise ApiProblem(400, "background=true requires store=true: a result must be stored")
-    spec = agent_spec(agent) if agent else None
+    spec = mine or (agent_spec(agent) if agent else None)
     if spec is not None and spec.background_only and not background:
         raise ApiProblem(400, f"Agent {agent} requires background=true.")
     labels = body.get("labels") or {}
@@ -254,4 +265,5 @@ def parse_create(body: Any, *, models: frozenset[str] | None = None) -> CreateRe
         previous_interaction_id=previous,
         continuation_token=token,
         echo=echo,
+        custom=mine,
     )

@@ -68,6 +68,8 @@ class InteractionStore:
     creates_log: list[dict[str, Any]] = field(default_factory=list)
     creates_per_label: Counter[str] = field(default_factory=Counter)
     calls: Counter[str] = field(default_factory=Counter)
+    #: Custom (managed) agents by id: the `/agents` resource (agents.py).
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     _tokens: dict[str, str] = field(default_factory=dict)
     _prefix: str = field(default_factory=lambda: secrets.token_hex(3))
     _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -287,6 +289,7 @@ class InteractionStore:
         self.creates_log.clear()
         self.creates_per_label.clear()
         self.calls.clear()
+        self.agents.clear()
         self._tokens.clear()
         self._seq = itertools.count(1)
         self._prefix = secrets.token_hex(3)
