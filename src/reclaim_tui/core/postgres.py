@@ -723,6 +723,7 @@ class PgLedger(Ledger):
             return
         try:
             async with self._conn.transaction():  # a savepoint: a refusal undoes only this
+                await self._conn.execute(self._settings())
                 await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
                 where = await self._trgm_schema()
                 if where is None:
