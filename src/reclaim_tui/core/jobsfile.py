@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from reclaim_tui.core.keys import idempotency_key, valid_key
-from reclaim_tui.core.models import JobSpec
+from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec
 from reclaim_tui.errors import JobsFileError
 
 __all__ = ["MAX_INPUT_BYTES", "parse_jobs", "parse_jobs_bytes", "read_jobs_file"]
@@ -126,8 +126,9 @@ def _labels(raw: Any) -> dict[str, str]:
         return {}
     if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
         raise ValueError("'labels' must be an object of string values")
-    if RESERVED_LABEL in raw:
-        raise ValueError(f"label {RESERVED_LABEL!r} is the ledger's own")
+    for reserved in (RESERVED_LABEL, ATTEMPT_LABEL):
+        if reserved in raw:
+            raise ValueError(f"label {reserved!r} is the ledger's own")
     for name, value in raw.items():
         if not _label_text_ok(name, key=True) or not _label_text_ok(value, key=False):
             raise ValueError(

@@ -83,7 +83,7 @@ class Operator:
         row = await self._update(idem, expect, Status.CANCELLED, actor, note, changes)
         handle = before.handle
         if handle is None and orphan and self.backend.supports_lookup:
-            handle = await self._find_orphan(idem, actor)
+            handle = await self._find_orphan(idem, before.attempt_tag, actor)
         if handle:
             remote: RemoteInteraction | None = None
             try:
@@ -132,9 +132,13 @@ class Operator:
             row.idem, (Status.CANCELLED,), Status.SUBMITTED, actor, note, changes
         )
 
-    async def _find_orphan(self, idem: str, actor: Actor) -> str | None:
+    async def _find_orphan(self, idem: str, attempt: str | None, actor: Actor) -> str | None:
+        # Only the current attempt's interaction (issue 22): an older one of
+        # the same key may be another job's result, or already settled.
+        if attempt is None:
+            return None
         try:
-            found = await self.backend.find_by_label(idem)
+            found = await self.backend.find_by_label(idem, attempt)
         except BackendError as exc:
             note = f"orphan lookup failed: {describe(exc)}"
             await self.ledger.add_event(idem, actor, note, Status.CANCELLED.value)
