@@ -423,8 +423,7 @@ class Engine:
             if _made_for(out, row.idem, row.attempt_tag):
                 return out, f"webhook event {event.webhook_id}"
             log.warning(
-                "inbox event %s names %s for job %s attempt %s, but the API labels it %r:"
-                " skipped",
+                "inbox event %s names %s for job %s attempt %s, but the API labels it %r: skipped",
                 event.webhook_id,
                 event.interaction,
                 row.idem,
@@ -509,9 +508,7 @@ class Engine:
             for r in claim.rows
             if r.status == Status.RESERVING and r.attempt_tag == attempts[r.idem]
         ]
-        await self.ledger.release(
-            self.owner, [r.idem for r in claim.rows if r not in current]
-        )
+        await self.ledger.release(self.owner, [r.idem for r in claim.rows if r not in current])
         adopted = await self._apply(
             [transitions.late_create_adopted(r, handles[r.idem], now) for r in current], report
         )

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from reclaim_tui.core.models import (
+    ATTEMPT_LABEL,
     Actor,
     PassReport,
     RemoteInteraction,
@@ -27,6 +28,7 @@ from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
     LedgerConflictError,
+    NotCreatedError,
     OperatorError,
 )
 
@@ -180,36 +182,91 @@ class Operator:
     async def answer(self, idem: str, text: str, *, actor: Actor) -> Row:
         """Answer an interaction that requires action (a research plan to
         approve, a question): a follow-up interaction with
-        `previous_interaction_id` becomes the row's handle."""
+        `previous_interaction_id` becomes the row's handle.
+
+        The follow-up turn is a create like a first one (rule 3): its send is
+        committed on the row before the call (in flight, `sent_at`: its own
+        attempt label), so a lost answer leaves an orphan of the turn that
+        recovery settles — adopted by label or event, else the orphan
+        policy — and answering again meanwhile sends nothing."""
         text = text.strip()
         if not text:
             raise OperatorError("an answer must not be empty")
         before = await self._require(idem)
+        if before.status == Status.SUBMITTED and before.inflight:
+            raise OperatorError(self._turn_unknown(before))
         if before.status != Status.SUBMITTED or not before.held or not before.handle:
             raise OperatorError(f"{idem} is not waiting for an answer ({before.status})")
         job = before.job
-        follow = replace(
-            job, input=text, config={**job.config, "previous_interaction_id": before.handle}
+        previous = before.handle
+        now = self.ledger.clock.now()
+        marked = await self.ledger.operator_update(
+            idem,
+            (Status.SUBMITTED,),
+            Status.SUBMITTED,
+            actor,
+            f"answering {previous}: sending a follow-up interaction",
+            # Due for recovery once the window in which its create may land is over.
+            {"inflight": 1, "sent_at": now, "next_at": now + self.engine.config.orphan_window()},
+            me=self.engine.owner,
+            inflight=False,
         )
-        # Said before the create: if this process dies in between, the history
-        # shows a follow-up may exist (the row stays held, answerable again).
-        note = f"answering {before.handle}: sending a follow-up interaction"
-        await self.ledger.add_event(idem, actor, note, Status.SUBMITTED.value)
+        if marked is None:
+            current = await self._require(idem)
+            if current.status == Status.SUBMITTED and current.inflight:
+                raise OperatorError(self._turn_unknown(current))
+            raise await self._refused(idem, (Status.SUBMITTED,))
+        if marked.handle != previous:  # answered by someone else meanwhile
+            note = f"answer to {previous} withdrawn: {marked.handle} is the row's interaction now"
+            await self._update(
+                idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, {"inflight": 0}
+            )
+            raise OperatorError(f"{idem} was answered meanwhile ({marked.handle}); not sent")
+        labels = {**job.labels, ATTEMPT_LABEL: marked.attempt_tag or ""}
+        follow = replace(
+            job,
+            input=text,
+            labels=labels,
+            config={**job.config, "previous_interaction_id": previous},
+        )
         try:
             remote = await self.backend.create(follow, idem)
-        except BackendError as exc:
+        except NotCreatedError as exc:
+            # Provably not created: the turn is given back, answerable again.
+            note = f"follow-up to {previous} not created: {describe(exc)}"
+            await self._update(
+                idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, {"inflight": 0}
+            )
             raise OperatorError(f"the follow-up was not sent: {describe(exc)}") from exc
-        now = self.ledger.clock.now()
+        except BackendError as exc:
+            note = f"follow-up to {previous}: outcome unknown ({describe(exc)})"
+            await self.ledger.add_event(idem, actor, note, Status.SUBMITTED.value)
+            raise OperatorError(
+                f"{idem}: the follow-up to {previous} may have been created, its outcome is"
+                f" unknown ({describe(exc)}); recorded. Do not answer again: `reclaim-tui"
+                f" recover {idem}` settles it (adopts the follow-up by its label or event,"
+                " or applies the orphan policy)"
+            ) from exc
         changes = {
             "handle": remote.id,
+            "inflight": 0,
             "held": 0,
             "polls": 0,
             "submitted_at": now,
             "next_at": now,
             "last_error": None,
         }
-        note = f"operator answered {before.handle}; follow-up {remote.id}"
+        note = f"operator answered {previous}; follow-up {remote.id}"
         return await self._update(idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, changes)
+
+    @staticmethod
+    def _turn_unknown(row: Row) -> str:
+        return (
+            f"{row.idem}: the follow-up to {row.handle} was sent and its outcome is unknown;"
+            " not sending another — `reclaim-tui recover"
+            f" {row.idem}` settles it (adopts it by label or event, or applies the orphan"
+            " policy; `recover --force` at once)"
+        )
 
     async def replay(self, idems: Sequence[str] | None = None) -> PassReport:
         """Deliver the stored results of these `done` rows now (all when None),
@@ -236,13 +293,17 @@ class Operator:
         )
         if row is not None:
             return row
+        raise await self._refused(idem, expect)
+
+    async def _refused(self, idem: str, expect: tuple[Status, ...]) -> OperatorError:
+        """Why an operator's compare-and-set on `idem` did not apply."""
         current = await self._require(idem)
         if current.status not in expect:
             allowed = "/".join(s.value for s in expect)
-            raise OperatorError(f"{idem} is {current.status}; this applies to {allowed} rows")
+            return OperatorError(f"{idem} is {current.status}; this applies to {allowed} rows")
         holder = current.lease_owner or "?"
         alive = holder_alive(holder)
-        raise OperatorError(
+        return OperatorError(
             f"{idem} is being worked on by {holder}"
             f"{' (alive)' if alive else ''}; try again when its lease ends"
         )
