@@ -86,3 +86,15 @@ async def test_without_an_event_the_turn_is_given_back_as_a_possible_duplicate(
         assert answered.handle == list(fake.remotes)[-1] and fake.calls["create"] == 3
     finally:
         await ledger.close()
+
+
+async def test_cancel_finds_and_cancels_the_unknown_follow_up(tmp_path: Path, db_url: str) -> None:
+    _, ledger, fake, engine, idem = await _asking(tmp_path, db_url)
+    try:
+        fake.supports_lookup = True
+        follow_up = await _lost_answer(engine, fake, idem)
+        row = await engine.operator.cancel(idem, actor=Actor.CLI)
+        assert row.status == Status.CANCELLED
+        assert fake.remotes[follow_up].status == "cancelled"
+    finally:
+        await ledger.close()

@@ -76,16 +76,20 @@ class Operator:
         if before.status == Status.SUBMITTED and before.handle:
             await self._refuse_if_completed(before, actor)
         orphan = before.status == Status.RESERVING and before.inflight
+        # A follow-up turn (`answer`) whose outcome is unknown: the same rule.
+        turn = before.status == Status.SUBMITTED and before.inflight
         changes: dict[str, Any] = {"held": 0}
         note = "operator cancel"
-        if orphan and not self.backend.supports_lookup:
+        if (orphan or turn) and not self.backend.supports_lookup:
             changes["duplicates"] = before.duplicates + 1
-            note += f"; outcome of attempt {before.attempts} unknown — possible duplicate spend"
+            what = f"the follow-up to {before.handle}" if turn else f"attempt {before.attempts}"
+            note += f"; outcome of {what} unknown — possible duplicate spend"
         expect = (Status.RESERVING, Status.SUBMITTED)
         row = await self._update(idem, expect, Status.CANCELLED, actor, note, changes)
         handle = before.handle
-        if handle is None and orphan and self.backend.supports_lookup:
-            handle = await self._find_orphan(idem, before.attempt_tag, actor)
+        if (orphan or turn) and self.backend.supports_lookup:
+            found = await self._find_orphan(idem, before.attempt_tag, actor)
+            handle = found or handle
         if handle:
             remote: RemoteInteraction | None = None
             try:
@@ -129,7 +133,9 @@ class Operator:
         # It completed between our look and the cancel reaching the API: take
         # the row back to `submitted` so the next pass stores the result.
         note = f"{handle} completed before the cancel reached it: result kept, collecting it"
-        changes = {"next_at": self.ledger.clock.now(), "last_error": None}
+        changes: dict[str, Any] = {"next_at": self.ledger.clock.now(), "last_error": None}
+        if handle != row.handle:  # the follow-up turn's interaction (found by its label)
+            changes.update(handle=handle, inflight=0, held=0, polls=0)
         return await self._update(
             row.idem, (Status.CANCELLED,), Status.SUBMITTED, actor, note, changes
         )
