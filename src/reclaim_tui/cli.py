@@ -173,7 +173,9 @@ class _NoApi:
     async def cancel(self, handle: str) -> RemoteInteraction:
         raise self._called("cancel")
 
-    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
+    async def find_by_label(
+        self, idem: str, attempt: str | None = None
+    ) -> RemoteInteraction | None:
         raise self._called("find_by_label")
 
     async def aclose(self) -> None:

@@ -138,9 +138,9 @@ class StallingBackend:
     async def cancel(self, handle: str) -> Any:
         return await self.fake.cancel(handle)
 
-    async def find_by_label(self, idem: str) -> Any:
+    async def find_by_label(self, idem: str, attempt: str | None = None) -> Any:
         await self.stall("find")
-        return await self.fake.find_by_label(idem)
+        return await self.fake.find_by_label(idem, attempt)
 
     async def aclose(self) -> None:
         return None

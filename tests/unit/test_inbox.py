@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from reclaim_tui.core import inbox
 from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import attempt_tag
 from reclaim_tui.inbox.server import InboxServer, RateLimit
 from reclaim_tui.inbox.verify import Verifier
 
@@ -32,11 +33,16 @@ OTHER_SECRET = "whsec_" + base64.b64encode(b"x" * 32).decode()
 
 
 def event_body(
-    interaction: str = "int-1", key: str | None = "job-1", kind: str = "interaction.completed"
+    interaction: str = "int-1",
+    key: str | None = "job-1",
+    kind: str = "interaction.completed",
+    attempt: str | None = None,
 ) -> bytes:
     data: dict[str, Any] = {"id": interaction, "status": "completed"}
     if key is not None:
         data["user_metadata"] = {inbox.KEY_FIELD: key}
+        if attempt is not None:
+            data["user_metadata"][inbox.ATTEMPT_FIELD] = attempt
     payload = {"type": kind, "version": "v1", "timestamp": "2026-12-03T00:00:00Z", "data": data}
     return json.dumps(payload, separators=(",", ":")).encode()
 
@@ -132,7 +138,8 @@ async def test_a_signed_delivery_is_kept_once_and_answered_200(world: World) -> 
     body = event_body()
     status, answer = await world.post(body, hmac_headers(body, "msg_1"))
     assert (status, answer) == (200, {"kept": True})
-    assert await world.kept() == [("msg_1", "int-1", "job-1", "hmac")]
+    # Kept; it names no job of this ledger (no row "job-1"): not news of any (issue 22).
+    assert await world.kept() == [("msg_1", "int-1", None, "hmac")]
     # The API retries a delivery it thinks failed: acknowledged, nothing changes.
     status, answer = await world.post(body, hmac_headers(body, "msg_1"))
     assert (status, answer) == (200, {"kept": False})
@@ -181,7 +188,7 @@ async def test_dynamic_webhooks_jwt_is_checked_against_the_jwks(
     body = event_body(interaction="int-9", key="job-9")
     status, _ = await world.post(body, jwt_headers(body, "msg_j1", keys))
     assert status == 200
-    assert await world.kept() == [("msg_j1", "int-9", "job-9", "jwt")]
+    assert await world.kept() == [("msg_j1", "int-9", None, "jwt")]
     stranger = make_keys("k1")  # the same kid, another key: a forgery
     refused = [
         jwt_headers(body, "msg_j2", stranger),
@@ -225,10 +232,19 @@ async def test_an_event_makes_its_row_due_at_once(world: World) -> None:
             "UPDATE jobs SET status='submitted', handle='int-a', next_at=? WHERE idem='job-a'",
             (far,),
         )
-        await db.execute("UPDATE jobs SET inflight=1, next_at=? WHERE idem='job-b'", (far,))
+        await db.execute(
+            "UPDATE jobs SET inflight=1, attempts=1, sent_at=?, next_at=? WHERE idem='job-b'",
+            (far - 7200, far),
+        )
     body = event_body(interaction="int-a", key="job-a")
     assert (await world.post(body, hmac_headers(body, "msg_d1")))[0] == 200
-    body = event_body(interaction="int-b", key="job-b")  # the create's answer was lost
+    # An event of another attempt of job-b (an earlier one, retried since): no news.
+    stale = event_body(interaction="int-b0", key="job-b", attempt=attempt_tag(1, far - 9000))
+    assert (await world.post(stale, hmac_headers(stale, "msg_d0")))[0] == 200
+    due = dict(await world.ledger.select("SELECT idem, next_at FROM jobs"))
+    assert due["job-b"] == far
+    # The create's answer was lost: its event names the current attempt.
+    body = event_body(interaction="int-b", key="job-b", attempt=attempt_tag(1, far - 7200))
     assert (await world.post(body, hmac_headers(body, "msg_d2")))[0] == 200
     due = dict(await world.ledger.select("SELECT idem, next_at FROM jobs"))
     assert due["job-a"] < far and due["job-b"] < far
@@ -251,8 +267,12 @@ async def _engine_world(  # type: ignore[no-untyped-def]
     return clock, ledger, fake, engine
 
 
-def _event(wid: str, interaction: str, key: str | None, at: float) -> inbox.InboxEvent:
-    return inbox.InboxEvent(wid, at, "interaction.completed", interaction, key, "completed", "hmac")
+def _event(
+    wid: str, interaction: str, key: str | None, at: float, attempt: str | None = None
+) -> inbox.InboxEvent:
+    return inbox.InboxEvent(
+        wid, at, "interaction.completed", interaction, key, "completed", "hmac", attempt
+    )
 
 
 async def test_an_event_naming_an_orphan_adopts_its_interaction_no_second_create(
@@ -274,7 +294,8 @@ async def test_an_event_naming_an_orphan_adopts_its_interaction_no_second_create
         assert fake.calls["create"] == 1
         handle = fake.handle_for(idem)
         fake.finish(handle)
-        await inbox.record(ledger, _event("msg_1", handle, idem, clock.now()))
+        attempt = fake.remotes[handle].attempt
+        await inbox.record(ledger, _event("msg_1", handle, idem, clock.now(), attempt))
         await engine.tick()  # adopted from the event, polled, delivered
         row = await ledger.get(idem)
         assert row is not None and row.status == Status.CONSUMED and row.handle == handle
@@ -410,7 +431,8 @@ async def test_an_orphan_held_before_its_event_came_is_adopted_when_it_comes(
         handle = fake.handle_for(idem)
         fake.finish(handle)
         clock.advance(5)  # the event comes after the hold
-        await inbox.record(ledger, _event("msg_late", handle, idem, clock.now()))
+        attempt = fake.remotes[handle].attempt
+        await inbox.record(ledger, _event("msg_late", handle, idem, clock.now(), attempt))
         await engine.tick()
         row = await ledger.get(idem)
         assert row is not None and row.status == Status.CONSUMED and row.handle == handle

@@ -69,8 +69,10 @@ class Gate(FakeBackend):
     async def cancel(self, handle: str) -> RemoteInteraction:
         return await self.inner.cancel(handle)
 
-    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
-        return await self.inner.find_by_label(idem)
+    async def find_by_label(
+        self, idem: str, attempt: str | None = None
+    ) -> RemoteInteraction | None:
+        return await self.inner.find_by_label(idem, attempt)
 
 
 # -- 1 ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from reclaim_tui.core import prune as prune_module
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.inbox import InboxEvent, named, record
 from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import JobSpec, Status
+from reclaim_tui.core.models import JobSpec, Status, attempt_tag
 from reclaim_tui.core.prune import PruneReport, count_prunable, prune
 from reclaim_tui.core.queries import ConsoleReader, RowFilter, View
 from reclaim_tui.core.schema import EVENT_SQL, SEARCH_FLUSH_SQL
@@ -260,9 +260,12 @@ async def test_a_kill_between_the_archive_and_the_delete_loses_nothing(
 
 
 async def test_inbox_rows_stay_but_no_longer_name_a_pruned_job(mixed: Ledger) -> None:
+    sent = NOW - 40 * DAY
+    async with mixed.write() as db:
+        await db.execute("UPDATE jobs SET attempts = 1, sent_at = ?", (sent,))
     for n, key in enumerate(("old-consumed-1", "new-consumed")):
         event = InboxEvent(f"wh-{n}", NOW - DAY, "interaction.completed", f"int-{key}", key,
-                           "completed", "hmac")  # fmt: skip
+                           "completed", "hmac", attempt_tag(1, sent))  # fmt: skip
         assert await record(mixed, event)
     await prune(mixed, statuses=["consumed"], older_than_s=30 * DAY, now=NOW)
     assert sorted(await mixed.select("SELECT webhook_id, job FROM inbox ORDER BY webhook_id")) == [
@@ -277,6 +280,11 @@ async def test_inbox_rows_stay_but_no_longer_name_a_pruned_job(mixed: Ledger) ->
     # The key is free again: a job file passed again reserves it anew.
     inserted, _ = await mixed.insert_jobs([("old-consumed-1", spec("x"), "m")], "test")
     assert inserted == ["old-consumed-1"] and await named(mixed, "old-consumed-1") == []
+    # Its event arriving late (issue 22) names an attempt the new job never sent.
+    late = InboxEvent("wh-late", NOW, "interaction.completed", "int-old-consumed-1",
+                      "old-consumed-1", "completed", "hmac", attempt_tag(1, sent))  # fmt: skip
+    assert await record(mixed, late)
+    assert await named(mixed, "old-consumed-1") == []
 
 
 async def test_the_console_reads_agree_after_a_prune(db_url: str, mixed: Ledger) -> None:

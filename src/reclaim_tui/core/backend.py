@@ -55,7 +55,12 @@ class Backend(Protocol):
     supports_lookup: bool
 
     async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
-        """Start a background interaction labelled with `idem`; one POST, no retries."""
+        """Start a background interaction labelled with `idem`; one POST, no retries.
+
+        `spec.labels` may carry `models.ATTEMPT_LABEL`, the attempt the create
+        is sent for: it goes out as a label and, with a webhook, in the
+        `user_metadata` (`inbox.ATTEMPT_FIELD`), so the interaction can be
+        told apart from the ones earlier attempts of the same key made."""
         ...
 
     async def get(self, handle: str) -> RemoteInteraction:
@@ -66,8 +71,11 @@ class Backend(Protocol):
         """Ask the API to cancel the interaction."""
         ...
 
-    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
-        """The interaction created with this idem label, if the backend can search."""
+    async def find_by_label(
+        self, idem: str, attempt: str | None = None
+    ) -> RemoteInteraction | None:
+        """The interaction created with this idem label (and, given `attempt`,
+        this attempt label), if the backend can search."""
         ...
 
     async def aclose(self) -> None:
@@ -78,8 +86,11 @@ class Backend(Protocol):
 class LabelFinder(Protocol):
     """A search for the interaction created with an idem label, outside the API itself."""
 
-    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
-        """The newest interaction labelled `idem`, or None.
+    async def find_by_label(
+        self, idem: str, attempt: str | None = None
+    ) -> RemoteInteraction | None:
+        """The newest interaction labelled `idem` (and, given `attempt`, with
+        that attempt label: `models.ATTEMPT_LABEL`), or None.
 
         Any exception it raises reaches the engine as a `TransientReadError`.
         """

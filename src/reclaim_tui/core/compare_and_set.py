@@ -164,10 +164,12 @@ async def operator_cas(
     me: str,
     now: float,
     dead: Sequence[str],
+    inflight: bool | None = None,
 ) -> Row | None:
     """`Ledger.operator_update`'s statements: the row moves to `to` only from
-    an `expect` status and if `me` or nobody live (`dead` holders aside)
-    holds it. Returns the updated row, or None."""
+    an `expect` status (and, given `inflight`, only if its create-in-flight
+    flag is that) and if `me` or nobody live (`dead` holders aside) holds
+    it. Returns the updated row, or None."""
     cols = dict(changes)
     cols.update(status=to.value, updated_at=now, lease_owner=None, lease_until=0.0)
     names = sorted(cols)
@@ -179,6 +181,7 @@ async def operator_cas(
         before = await cur.fetchone()
     async with db.execute(
         f"UPDATE jobs SET {assign}{state_since} WHERE idem = ? AND status IN ({marks})"
+        f"{'' if inflight is None else f' AND inflight = {int(inflight)}'}"
         f" AND (lease_owner = ? OR {free}) RETURNING {COLUMNS}",
         [
             *(cols[n] for n in names),

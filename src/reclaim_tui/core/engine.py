@@ -30,6 +30,7 @@ from reclaim_tui.core.jobsfile import chain_cycles, cycle_text, key_clash
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import Claim, Ledger
 from reclaim_tui.core.models import (
+    ATTEMPT_LABEL,
     Actor,
     JobSpec,
     OrphanPolicy,
@@ -39,6 +40,7 @@ from reclaim_tui.core.models import (
     Row,
     Status,
     StoredResult,
+    labelled_attempt,
 )
 from reclaim_tui.core.operator import Operator
 from reclaim_tui.core.owner import this_process
@@ -256,6 +258,10 @@ class Engine:
         if sending is None:
             report.counts["lease_lost"] += 1
             return
+        # The create names its attempt too (issue 22): recovery adopts only an
+        # interaction made for the row's current attempt.
+        labels = {**job.labels, ATTEMPT_LABEL: sending.attempt_tag or ""}
+        job = dataclasses.replace(job, labels=labels)
         crashpoint("before_create")
         out = await self._outcome(self.backend.create(job, sending.idem))
         self.circuit.record(out)
@@ -475,7 +481,16 @@ class Engine:
     async def _lookup_one(self, row: Row) -> tuple[RemoteInteraction | Exception | None, str]:
         """The interaction an orphan's create made, if it can be found: one an
         inbox event named the job by, confirmed (webhooks), else the backend's
-        label lookup."""
+        label lookup. Only one labelled with the row's current attempt: the
+        job's key also names the interactions of its earlier attempts (the
+        failed one an operator retried) and of a pruned job whose key a new
+        job took; adopting one of those is a wrong result or a paid one never
+        collected (issue 22). A row whose attempt has no send time (written
+        before migration 3) has no attempt label to look for: nothing is
+        found, and the orphan policy applies."""
+        attempt = row.attempt_tag
+        if attempt is None:
+            return None, "label"
         if self.config.webhooks:
             try:
                 found = await self._confirmed_event(row)
@@ -485,15 +500,24 @@ class Engine:
                 return found
         if not self.backend.supports_lookup:
             return None, "label"
-        out = await self._outcome(self.backend.find_by_label(row.idem))
+        out = await self._outcome(self.backend.find_by_label(row.idem, attempt))
         self.circuit.record(out)
+        if isinstance(out, RemoteInteraction) and not _made_for(out, row.idem, attempt):
+            log.warning(
+                "%s: the label lookup found %s, not made for attempt %s: not adopted",
+                row.idem,
+                out.id,
+                attempt,
+            )
+            return None, "label"
         return out, "label"
 
     async def _confirmed_event(self, row: Row) -> tuple[RemoteInteraction, str] | None:
         """The newest interaction an event named this job by that the API
-        confirms: it exists and is labelled for this job. A 404 or another
-        job's label skips the event (replayed, mis-routed, or gone since);
-        any other failure is raised (the orphan is looked at again later)."""
+        confirms: it exists and is labelled for this job and its current
+        attempt. A 404 or another job's or attempt's label skips the event
+        (replayed, mis-routed, stale, or gone since); any other failure is
+        raised (the orphan is looked at again later)."""
         for event in await inbox.named(self.ledger, row.idem):
             assert event.interaction is not None
             out = await self._outcome(self.backend.get(event.interaction))
@@ -502,15 +526,15 @@ class Engine:
                 continue
             if isinstance(out, Exception):
                 raise out
-            label = (out.raw.get("labels") or {}).get("idem") if out.raw else None
-            if label == row.idem:
+            if _made_for(out, row.idem, row.attempt_tag):
                 return out, f"webhook event {event.webhook_id}"
             log.warning(
-                "inbox event %s names %s for job %s, but the API labels it %r: skipped",
+                "inbox event %s names %s for job %s attempt %s, but the API labels it %r: skipped",
                 event.webhook_id,
                 event.interaction,
                 row.idem,
-                label,
+                row.attempt_tag,
+                (out.raw or {}).get("labels"),
             )
         return None
 
@@ -588,6 +612,7 @@ class Engine:
         if not late:
             return
         handles = dict((row.idem, handle) for row, handle in late)
+        attempts = {row.idem: row.attempt_tag for row, _ in late}
         claim = await self.ledger.claim_orphans(
             self.owner,
             limit=len(handles),
@@ -596,8 +621,16 @@ class Engine:
             idems=list(handles),
         )
         now = self.clock.now()
+        # Only while the row is still at the attempt this create was sent
+        # for: a later attempt (a resend, a follow-up turn) is not this one's.
+        current = [
+            r
+            for r in claim.rows
+            if r.status == Status.RESERVING and r.attempt_tag == attempts[r.idem]
+        ]
+        await self.ledger.release(self.owner, [r.idem for r in claim.rows if r not in current])
         adopted = await self._apply(
-            [transitions.late_create_adopted(r, handles[r.idem], now) for r in claim.rows], report
+            [transitions.late_create_adopted(r, handles[r.idem], now) for r in current], report
         )
         for idem, handle in handles.items():
             if idem not in adopted:
@@ -741,6 +774,12 @@ def _pass_failed(failed: Sequence[tuple[Row, Exception]], report: PassReport) ->
     error = type(first)(f"{first} ({len(failed)} row(s) of the pass not sent or not recorded)")
     error.report = report
     return error
+
+
+def _made_for(found: RemoteInteraction, idem: str, attempt: str | None) -> bool:
+    """Whether the API labels `found` as made for this job's attempt."""
+    labels = (found.raw or {}).get("labels") or {}
+    return bool(labels.get("idem") == idem and attempt and labelled_attempt(found.raw) == attempt)
 
 
 def _stored(idem: str, result: RemoteInteraction, now: float) -> StoredResult:

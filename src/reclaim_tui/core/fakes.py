@@ -16,7 +16,7 @@ from typing import Any
 
 from reclaim_tui.core.backend import map_api_status
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.models import JobSpec, RemoteInteraction
+from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, RemoteInteraction
 from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
@@ -40,6 +40,8 @@ class _Remote:
     ready_at: float = 0.0
     output: str | None = None
     error: str | None = None
+    #: the attempt label the create carried (models.ATTEMPT_LABEL), if any
+    attempt: str | None = None
 
 
 @dataclass
@@ -80,7 +82,12 @@ class FakeBackend:
             fault, created_anyway = fault
         if fault is not None and not created_anyway:
             raise fault
-        remote = _Remote(id=f"fake-{next(self._ids):06d}", idem=idem, spec=spec)
+        remote = _Remote(
+            id=f"fake-{next(self._ids):06d}",
+            idem=idem,
+            spec=spec,
+            attempt=spec.labels.get(ATTEMPT_LABEL),
+        )
         remote.ready_at = self.clock.now() + (self.latency or 0.0)
         self.remotes[remote.id] = remote
         self.creates_per_label[idem] += 1
@@ -110,11 +117,17 @@ class FakeBackend:
             remote.status = "cancelled"
         return self._view(remote)
 
-    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
+    async def find_by_label(
+        self, idem: str, attempt: str | None = None
+    ) -> RemoteInteraction | None:
         self.calls["find"] += 1
         if not self.supports_lookup:
             return None
-        found = [r for r in self.remotes.values() if r.idem == idem]
+        found = [
+            r
+            for r in self.remotes.values()
+            if r.idem == idem and (attempt is None or r.attempt == attempt)
+        ]
         return self._view(found[-1]) if found else None
 
     async def aclose(self) -> None:
@@ -155,11 +168,10 @@ class FakeBackend:
             remote.output = fake_output_text(remote.spec.input)
 
     def _view(self, remote: _Remote) -> RemoteInteraction:
-        raw: dict[str, Any] = {
-            "id": remote.id,
-            "status": remote.status,
-            "labels": {"idem": remote.idem},
-        }
+        labels = {"idem": remote.idem}
+        if remote.attempt is not None:
+            labels[ATTEMPT_LABEL] = remote.attempt
+        raw: dict[str, Any] = {"id": remote.id, "status": remote.status, "labels": labels}
         usage = None
         if remote.output is not None:
             raw["steps"] = [

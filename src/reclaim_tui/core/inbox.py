@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.models import attempt_tag
 
 __all__ = [
+    "ATTEMPT_FIELD",
     "KEY_FIELD",
     "InboxEvent",
     "InboxStats",
@@ -42,6 +44,9 @@ __all__ = [
 #: The `user_metadata` field naming the job: sent with every create that
 #: carries a `webhook_config`, returned by the API with every event.
 KEY_FIELD = "reclaim_key"
+#: The `user_metadata` field naming the attempt (the create's `idem_attempt`
+#: label, `models.attempt_tag`) the interaction was created for.
+ATTEMPT_FIELD = "reclaim_attempt"
 _TEXT_LIMIT = 256
 
 
@@ -57,6 +62,9 @@ class InboxEvent:
     api_status: str | None
     #: "hmac" (a static webhook's secret) or "jwt" (a dynamic webhook's token)
     signed_by: str
+    #: the attempt its metadata names (not kept: `record` keeps `job` only
+    #: when this is the job's current attempt)
+    attempt: str | None = None
 
 
 def _text(value: Any) -> str | None:
@@ -78,7 +86,8 @@ def event_from_payload(
     data = payload.get("data")
     data = data if isinstance(data, Mapping) else {}
     metadata = data.get("user_metadata")
-    job = _text(metadata.get(KEY_FIELD)) if isinstance(metadata, Mapping) else None
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    job = _text(metadata.get(KEY_FIELD))
     interaction = _text(data.get("id")) if kind.startswith("interaction.") else None
     return InboxEvent(
         webhook_id=webhook_id,
@@ -88,14 +97,35 @@ def event_from_payload(
         job=job,
         api_status=_text(data.get("status")),
         signed_by=signed_by,
+        attempt=_text(metadata.get(ATTEMPT_FIELD)),
     )
 
 
 async def record(ledger: Ledger, event: InboxEvent) -> bool:
     """Keep `event` and make its row due, in one transaction; False when its
-    `webhook-id` was kept before (a redelivery: nothing changes)."""
+    `webhook-id` was kept before (a redelivery: nothing changes).
+
+    The event keeps the job it names only when it names that job's *current*
+    attempt (or follow-up turn): an event of an earlier attempt (the failed
+    one an operator retried), of a pruned job whose key a new job took, or
+    of a key no row has, is no news of any orphan and must never be adopted
+    as one (issue 22). The row's attempt is committed before its create is
+    sent (rule 3), so an event for it always finds it current or past. An
+    event without an attempt (an interaction created before issue 22) names
+    no attempt and is kept without its job, like a stale one: such an
+    orphan falls to --orphan-policy (a resend recorded as a possible
+    duplicate, or a hold), never to a guess.
+    """
     at = event.received_at
     async with ledger.write() as db:
+        job = None
+        if event.job is not None and event.attempt is not None:
+            async with db.execute(
+                "SELECT attempts, sent_at FROM jobs WHERE idem = ?", (event.job,)
+            ) as cur:
+                found = list(await cur.fetchall())
+            if found and attempt_tag(found[0][0], found[0][1]) == event.attempt:
+                job = event.job
         cursor = await db.execute(
             "INSERT INTO inbox"
             "(webhook_id, received_at, type, interaction, job, api_status, signed_by)"
@@ -105,7 +135,7 @@ async def record(ledger: Ledger, event: InboxEvent) -> bool:
                 at,
                 event.type,
                 event.interaction,
-                event.job,
+                job,
                 event.api_status,
                 event.signed_by,
             ),
@@ -118,13 +148,14 @@ async def record(ledger: Ledger, event: InboxEvent) -> bool:
                 " AND next_at > ?",
                 (at, event.interaction, at),
             )
-        if event.job is not None and event.interaction is not None:
-            # Only an orphan (its create in flight, outcome unknown): a row
-            # waiting out a refusal's Retry-After stays as it is.
+        if job is not None and event.interaction is not None:
+            # Only an orphan (its create in flight, outcome unknown; or a
+            # follow-up turn's): a row waiting out a refusal's Retry-After
+            # stays as it is.
             await db.execute(
-                "UPDATE jobs SET next_at = ? WHERE idem = ? AND status = 'reserving'"
-                " AND inflight = 1 AND next_at > ?",
-                (at, event.job, at),
+                "UPDATE jobs SET next_at = ? WHERE idem = ? AND inflight = 1"
+                " AND status IN ('reserving', 'submitted') AND next_at > ?",
+                (at, job, at),
             )
     return True
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from reclaim_tui.core.keys import idempotency_key, valid_key
-from reclaim_tui.core.models import JobSpec
+from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec
 from reclaim_tui.errors import JobsFileError
 
 __all__ = [
@@ -147,8 +147,9 @@ def _labels(raw: Any) -> dict[str, str]:
         return {}
     if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
         raise ValueError("'labels' must be an object of string values")
-    if RESERVED_LABEL in raw:
-        raise ValueError(f"label {RESERVED_LABEL!r} is the ledger's own")
+    for reserved in (RESERVED_LABEL, ATTEMPT_LABEL):
+        if reserved in raw:
+            raise ValueError(f"label {reserved!r} is the ledger's own")
     for name, value in raw.items():
         if not _label_text_ok(name, key=True) or not _label_text_ok(value, key=False):
             raise ValueError(

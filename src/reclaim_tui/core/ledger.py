@@ -125,10 +125,11 @@ class Ledger(LedgerConnection):
         )
 
     async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
-        """`submitted` rows whose next poll is due."""
+        """`submitted` rows whose next poll is due (not one whose follow-up
+        turn is in flight: recovery settles that one first)."""
         return await self._claim(
             owner,
-            "status = 'submitted' AND next_at <= ?",
+            "status = 'submitted' AND inflight = 0 AND next_at <= ?",
             [self.clock.now()],
             limit=limit,
             lease_seconds=lease_seconds,
@@ -170,13 +171,16 @@ class Ledger(LedgerConnection):
         exclude: Collection[str] = (),
     ) -> Claim:
         """`reserving` rows whose create may have been sent (in flight) and whose
-        lease is free. Without `force`, held and not-yet-due rows are left."""
+        lease is free; and `submitted` ones whose follow-up turn (`answer`) is
+        in flight, its outcome unknown. Without `force`, held and not-yet-due
+        rows are left (a row waiting for an answer is held: its follow-up's
+        orphan is taken when due)."""
         where, params = self._scoped(
-            "status = 'reserving' AND inflight = 1",
+            "inflight = 1 AND status IN ('reserving', 'submitted')",
             force,
             idems,
             exclude,
-            "held = 0 AND next_at <= ?",
+            "(held = 0 OR status = 'submitted') AND next_at <= ?",
         )
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
@@ -295,8 +299,10 @@ class Ledger(LedgerConnection):
         changes: Mapping[str, Any],
         *,
         me: str,
+        inflight: bool | None = None,
     ) -> Row | None:
-        """An operator's compare-and-set on a row nobody live holds.
+        """An operator's compare-and-set on a row nobody live holds (and,
+        given `inflight`, whose create-in-flight flag is that).
 
         Returns the updated row, or None if the row was not in an expected
         status or is leased by a live holder (the caller says why).
@@ -305,7 +311,17 @@ class Ledger(LedgerConnection):
         dead = await self.dead_holders(me)
         async with self.write() as db:
             row = await operator_cas(
-                db, idem, expect, to, actor, note, changes, me=me, now=now, dead=dead
+                db,
+                idem,
+                expect,
+                to,
+                actor,
+                note,
+                changes,
+                me=me,
+                now=now,
+                dead=dead,
+                inflight=inflight,
             )
         return row
 

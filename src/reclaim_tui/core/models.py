@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "ATTEMPT_LABEL",
     "TERMINAL_STATUSES",
     "Actor",
     "Event",
@@ -23,7 +24,38 @@ __all__ = [
     "Row",
     "Status",
     "StoredResult",
+    "attempt_tag",
+    "labelled_attempt",
 ]
+
+#: The label (and, with a webhook, the `user_metadata` field `reclaim_attempt`)
+#: naming the attempt a create was sent for, next to the job's `idem` label:
+#: the label alone names the job, and a job's key outlives its attempts (an
+#: operator retry, a prune and a new job under the same key). Recovery adopts
+#: only an interaction labelled with the row's *current* attempt (issue 22).
+ATTEMPT_LABEL = "idem_attempt"
+
+
+def attempt_tag(attempts: int, sent_at: float | None) -> str | None:
+    """The label value of the attempt sent at `sent_at` as attempt number
+    `attempts` (None: no attempt sent yet). The send time makes it unique per
+    attempt across retries (attempts start again at 1) and across jobs that
+    reuse a pruned key; it is derived from the row, so it needs no column
+    and every process computes the same value. Label values are ≤ 63
+    characters of lowercase letters, digits, `_` and `-` (DESIGN.md §1)."""
+    if sent_at is None:
+        return None
+    micros = round(sent_at * 1_000_000)
+    sign = "m" if micros < 0 else ""
+    return f"{attempts}-{sign}{abs(micros)}"
+
+
+def labelled_attempt(raw: Mapping[str, Any] | None) -> str | None:
+    """The attempt an interaction's labels say it was created for (None: not
+    labelled with one — created by a version before issue 22, or by hand)."""
+    labels = (raw or {}).get("labels")
+    value = labels.get(ATTEMPT_LABEL) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) else None
 
 
 class Status(StrEnum):
@@ -199,6 +231,12 @@ class Row:
         """Nobody can act on the row: no holder, its lease ran out, or its
         holder is provably dead. (core/schema.py's `_FREE` SQL is the same rule.)"""
         return self.lease_owner is None or self.lease_until <= now or self.lease_owner in dead
+
+    @property
+    def attempt_tag(self) -> str | None:
+        """The label of the create most recently sent for this row (its
+        current attempt, or the follow-up turn an operator answered)."""
+        return attempt_tag(self.attempts, self.sent_at)
 
     def is_orphan(self, now: float, dead: Collection[str]) -> bool:
         """A `reserving` row whose create may have been sent and that nobody

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from reclaim_tui.core import cancelling
 from reclaim_tui.core.models import (
+    ATTEMPT_LABEL,
     Actor,
     PassReport,
     RemoteInteraction,
@@ -30,6 +31,7 @@ from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
     LedgerConflictError,
+    NotCreatedError,
     OperatorError,
 )
 
@@ -77,16 +79,20 @@ class Operator:
         if before.status == Status.SUBMITTED and before.handle:
             await self._refuse_if_completed(before, actor)
         orphan = before.status == Status.RESERVING and before.inflight
+        # A follow-up turn (`answer`) whose outcome is unknown: the same rule.
+        turn = before.status == Status.SUBMITTED and before.inflight
         changes: dict[str, Any] = {"held": 0}
         note = "operator cancel"
-        if orphan and not self.backend.supports_lookup:
+        if (orphan or turn) and not self.backend.supports_lookup:
             changes["duplicates"] = before.duplicates + 1
-            note += f"; outcome of attempt {before.attempts} unknown — possible duplicate spend"
+            what = f"the follow-up to {before.handle}" if turn else f"attempt {before.attempts}"
+            note += f"; outcome of {what} unknown — possible duplicate spend"
         expect = (Status.RESERVING, Status.SUBMITTED)
         row = await self._update(idem, expect, Status.CANCELLED, actor, note, changes)
         handle = before.handle
-        if handle is None and orphan and self.backend.supports_lookup:
-            handle = await self._find_orphan(idem, actor)
+        if (orphan or turn) and self.backend.supports_lookup:
+            found = await self._find_orphan(idem, before.attempt_tag, actor)
+            handle = found or handle
         if handle:
             remote: RemoteInteraction | None = None
             failure: BackendError | None = None
@@ -144,14 +150,20 @@ class Operator:
         # It completed between our look and the cancel reaching the API: take
         # the row back to `submitted` so the next pass stores the result.
         note = f"{handle} completed before the cancel reached it: result kept, collecting it"
-        changes = {"next_at": self.ledger.clock.now(), "last_error": None}
+        changes: dict[str, Any] = {"next_at": self.ledger.clock.now(), "last_error": None}
+        if handle != row.handle:  # the follow-up turn's interaction (found by its label)
+            changes.update(handle=handle, inflight=0, held=0, polls=0)
         return await self._update(
             row.idem, (Status.CANCELLED,), Status.SUBMITTED, actor, note, changes
         )
 
-    async def _find_orphan(self, idem: str, actor: Actor) -> str | None:
+    async def _find_orphan(self, idem: str, attempt: str | None, actor: Actor) -> str | None:
+        # Only the current attempt's interaction (issue 22): an older one of
+        # the same key may be another job's result, or already settled.
+        if attempt is None:
+            return None
         try:
-            found = await self.backend.find_by_label(idem)
+            found = await self.backend.find_by_label(idem, attempt)
         except BackendError as exc:
             note = f"orphan lookup failed: {describe(exc)}"
             await self.ledger.add_event(idem, actor, note, Status.CANCELLED.value)
@@ -194,38 +206,90 @@ class Operator:
         """Answer an interaction that requires action (a question), or a
         research plan (approve it; `refine`: ask for a new plan, planning.py):
         a follow-up interaction with `previous_interaction_id` becomes the
-        row's handle."""
+        row's handle.
+
+        The follow-up turn is a create like a first one (rule 3): its send is
+        committed on the row before the call (in flight, `sent_at`: its own
+        attempt label), so a lost answer leaves an orphan of the turn that
+        recovery settles — adopted by label or event, else the orphan
+        policy — and answering again meanwhile sends nothing."""
         text = text.strip()
         if not text:
             raise OperatorError("an answer must not be empty")
         before = await self._require(idem)
+        if before.status == Status.SUBMITTED and before.inflight:
+            raise OperatorError(self._turn_unknown(before))
         if before.status != Status.SUBMITTED or not before.held or not before.handle:
             raise OperatorError(f"{idem} is not waiting for an answer ({before.status})")
         plan = (before.last_error or "").startswith(PLAN_READY)
         if not plan and not (before.last_error or "").startswith(ASKS):
             raise OperatorError(f"{idem} is not waiting for an answer (held: {before.last_error})")
         job = before.job
-        config = follow_up_config(job.config, before.handle, plan=plan, refine=refine)
-        follow = replace(job, input=text, config=config)
-        # Said before the create: if this process dies in between, the history
-        # shows a follow-up may exist (the row stays held, answerable again).
-        note = f"answering {before.handle}: sending a follow-up interaction"
-        await self.ledger.add_event(idem, actor, note, Status.SUBMITTED.value)
+        previous = before.handle
+        now = self.ledger.clock.now()
+        marked = await self.ledger.operator_update(
+            idem,
+            (Status.SUBMITTED,),
+            Status.SUBMITTED,
+            actor,
+            f"answering {previous}: sending a follow-up interaction",
+            # Due for recovery once the window in which its create may land is over.
+            {"inflight": 1, "sent_at": now, "next_at": now + self.engine.config.orphan_window()},
+            me=self.engine.owner,
+            inflight=False,
+        )
+        if marked is None:
+            current = await self._require(idem)
+            if current.status == Status.SUBMITTED and current.inflight:
+                raise OperatorError(self._turn_unknown(current))
+            raise await self._refused(idem, (Status.SUBMITTED,))
+        if marked.handle != previous:  # answered by someone else meanwhile
+            note = f"answer to {previous} withdrawn: {marked.handle} is the row's interaction now"
+            await self._update(
+                idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, {"inflight": 0}
+            )
+            raise OperatorError(f"{idem} was answered meanwhile ({marked.handle}); not sent")
+        labels = {**job.labels, ATTEMPT_LABEL: marked.attempt_tag or ""}
+        config = follow_up_config(job.config, previous, plan=plan, refine=refine)
+        follow = replace(job, input=text, labels=labels, config=config)
         try:
             remote = await self.backend.create(follow, idem)
-        except BackendError as exc:
+        except NotCreatedError as exc:
+            # Provably not created: the turn is given back, answerable again.
+            note = f"follow-up to {previous} not created: {describe(exc)}"
+            await self._update(
+                idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, {"inflight": 0}
+            )
             raise OperatorError(f"the follow-up was not sent: {describe(exc)}") from exc
-        now = self.ledger.clock.now()
+        except BackendError as exc:
+            note = f"follow-up to {previous}: outcome unknown ({describe(exc)})"
+            await self.ledger.add_event(idem, actor, note, Status.SUBMITTED.value)
+            raise OperatorError(
+                f"{idem}: the follow-up to {previous} may have been created, its outcome is"
+                f" unknown ({describe(exc)}); recorded. Do not answer again: `reclaim-tui"
+                f" recover {idem}` settles it (adopts the follow-up by its label or event,"
+                " or applies the orphan policy)"
+            ) from exc
         changes = {
             "handle": remote.id,
+            "inflight": 0,
             "held": 0,
             "polls": 0,
             "submitted_at": now,
             "next_at": now,
             "last_error": None,
         }
-        note = f"operator answered {before.handle}; follow-up {remote.id}"
+        note = f"operator answered {previous}; follow-up {remote.id}"
         return await self._update(idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, changes)
+
+    @staticmethod
+    def _turn_unknown(row: Row) -> str:
+        return (
+            f"{row.idem}: the follow-up to {row.handle} was sent and its outcome is unknown;"
+            " not sending another — `reclaim-tui recover"
+            f" {row.idem}` settles it (adopts it by label or event, or applies the orphan"
+            " policy; `recover --force` at once)"
+        )
 
     async def replay(self, idems: Sequence[str] | None = None) -> PassReport:
         """Deliver the stored results of these `done` rows now (all when None),
@@ -252,13 +316,17 @@ class Operator:
         )
         if row is not None:
             return row
+        raise await self._refused(idem, expect)
+
+    async def _refused(self, idem: str, expect: tuple[Status, ...]) -> OperatorError:
+        """Why an operator's compare-and-set on `idem` did not apply."""
         current = await self._require(idem)
         if current.status not in expect:
             allowed = "/".join(s.value for s in expect)
-            raise OperatorError(f"{idem} is {current.status}; this applies to {allowed} rows")
+            return OperatorError(f"{idem} is {current.status}; this applies to {allowed} rows")
         holder = current.lease_owner or "?"
         alive = holder_alive(holder)
-        raise OperatorError(
+        return OperatorError(
             f"{idem} is being worked on by {holder}"
             f"{' (alive)' if alive else ''}; try again when its lease ends"
         )

@@ -244,6 +244,8 @@ def settle_orphan(
     and is looked up again. Every resend after an unknown outcome is
     recorded as a possible duplicate spend.
     """
+    if row.status == Status.SUBMITTED:
+        return _settle_follow_up(row, found, config, now, force=force, looked_up=looked_up, via=via)
     if isinstance(found, BaseException):
         return _orphan_lookup_failed(row, found, config, now)
     if found is not None:
@@ -264,8 +266,8 @@ def _orphan_lookup_failed(
     message = describe(exc)
     return Transition(
         row.idem,
-        Status.RESERVING,
-        Status.RESERVING,
+        row.status,
+        row.status,
         f"orphan lookup failed: {message}",
         {"last_error": message, "next_at": now + config.backoff(1)},
         error=message,
@@ -320,6 +322,68 @@ def _orphan_resubmitted(row: Row, now: float, *, looked_up: bool) -> Transition:
         f"orphan: attempt {row.attempts} {seen}; resubmitting — possible duplicate spend",
         {"inflight": 0, "held": 0, "next_at": now, "duplicates": row.duplicates + 1},
         tally="resubmitted",
+    )
+
+
+# -- a follow-up turn (`answer`) whose outcome is unknown -------------------------------
+def _settle_follow_up(
+    row: Row,
+    found: RemoteInteraction | BaseException | None,
+    config: EngineConfig,
+    now: float,
+    *,
+    force: bool,
+    looked_up: bool,
+    via: str,
+) -> Transition:
+    """An orphan of a follow-up turn: the row is `submitted`, held on the
+    interaction that asked (`handle`), with the turn's create in flight.
+    The same rules as a first create: adopted where its label or event is
+    found; not found is no proof inside the window; then the orphan policy.
+    The answer's text is not stored, so "resubmit" cannot resend it: the
+    turn is given back to the operator (answerable again), recorded as a
+    possible duplicate spend; "hold" leaves it for `recover --force`."""
+    if isinstance(found, BaseException):
+        return _orphan_lookup_failed(row, found, config, now)
+    if found is not None:
+        note = f"follow-up adopted: {found.id} found by {via} (answered {row.handle})"
+        changes = {
+            "handle": found.id,
+            "inflight": 0,
+            "held": 0,
+            "polls": 0,
+            "submitted_at": now,
+            "next_at": now,
+            "last_error": None,
+        }
+        return Transition(
+            row.idem, Status.SUBMITTED, Status.SUBMITTED, note, changes, tally="adopted"
+        )
+    trusted_at = (row.sent_at or 0.0) + config.orphan_window()
+    if looked_up and now < trusted_at and not force:
+        return Transition(
+            row.idem,
+            Status.SUBMITTED,
+            Status.SUBMITTED,
+            f"follow-up of {row.handle} not found yet; its create may still land (or its"
+            f" event come), looking again in {trusted_at - now:.0f}s",
+            {"next_at": trusted_at},
+            tally="waiting",
+        )
+    if config.orphan_policy == OrphanPolicy.HOLD and not force:
+        # Already held (it waits for its answer): looked up again now and
+        # then; `recover --force` settles it.
+        changes = {"next_at": now + config.poll_cap}
+        return Transition(row.idem, Status.SUBMITTED, Status.SUBMITTED, "", changes)
+    seen = "not found by label" if looked_up else "outcome unknown"
+    why = f"follow-up of {row.handle} {seen}: answer again (possible duplicate spend)"
+    return Transition(
+        row.idem,
+        Status.SUBMITTED,
+        Status.SUBMITTED,
+        why,
+        {"inflight": 0, "duplicates": row.duplicates + 1, "last_error": why},
+        tally="reopened",
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 
 from reclaim_tui.core.gemini import interaction_from_json
-from reclaim_tui.core.models import RemoteInteraction
+from reclaim_tui.core.models import RemoteInteraction, labelled_attempt
 
 __all__ = ["EmulatorFinder"]
 
@@ -30,9 +30,14 @@ class EmulatorFinder:
     def __repr__(self) -> str:
         return f"EmulatorFinder({self.base_url})"
 
-    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
-        """The newest interaction the emulator holds with this idem label, or None."""
+    async def find_by_label(
+        self, idem: str, attempt: str | None = None
+    ) -> RemoteInteraction | None:
+        """The newest interaction the emulator holds with this idem label (and,
+        given `attempt`, this attempt label), or None."""
         found = await self._find(idem)
+        if attempt is not None:
+            found = [item for item in found if labelled_attempt(item) == attempt]
         return interaction_from_json(found[-1]) if found else None
 
     async def _find(self, idem: str) -> list[dict[str, Any]]:

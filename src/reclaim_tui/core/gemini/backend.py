@@ -25,8 +25,8 @@ from reclaim_tui.core.backend import LabelFinder, map_api_status
 from reclaim_tui.core.gemini.errors import Redactor, create_error, read_error
 from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
 from reclaim_tui.core.gemini.fastpath import _fast_path, install_fast_path
-from reclaim_tui.core.inbox import KEY_FIELD
-from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
+from reclaim_tui.core.inbox import ATTEMPT_FIELD, KEY_FIELD
+from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, RemoteInteraction, RemoteState
 from reclaim_tui.core.outputs import output_text
 from reclaim_tui.errors import BackendError, ConfigError, TransientReadError
 
@@ -88,13 +88,17 @@ def _to_remote(interaction: Any) -> RemoteInteraction:
     return interaction_from_json(raw)
 
 
-def _webhook_config(own: Any, url: str, idem: str) -> dict[str, Any]:
+def _webhook_config(own: Any, url: str, idem: str, attempt: str | None) -> dict[str, Any]:
     """The job's own webhook_config (if any) plus the inbox's URI, and the
-    job's key in `user_metadata`: every event for the interaction names its job."""
+    job's key and attempt in `user_metadata`: every event for the interaction
+    names its job and the attempt it was created for."""
     config = dict(own) if isinstance(own, Mapping) else {}
     uris = [u for u in config.get("uris") or [] if u != url]
     metadata = dict(config.get("user_metadata") or {})
     metadata[KEY_FIELD] = idem
+    metadata.pop(ATTEMPT_FIELD, None)
+    if attempt is not None:
+        metadata[ATTEMPT_FIELD] = attempt
     return {**config, "uris": [*uris, url], "user_metadata": metadata}
 
 
@@ -215,7 +219,7 @@ class GeminiBackend:
         labels = {**(extra.pop("labels", None) or {}), **spec.labels, "idem": idem}
         if self.webhook_url:
             extra["webhook_config"] = _webhook_config(
-                extra.get("webhook_config"), self.webhook_url, idem
+                extra.get("webhook_config"), self.webhook_url, idem, labels.get(ATTEMPT_LABEL)
             )
         await self._ensure_built()
         try:
@@ -278,11 +282,13 @@ class GeminiBackend:
             self._fast_get = None
         return await self._interactions.get(handle)
 
-    async def find_by_label(self, idem: str) -> RemoteInteraction | None:
+    async def find_by_label(
+        self, idem: str, attempt: str | None = None
+    ) -> RemoteInteraction | None:
         if self._finder is None:
             return None
         try:
-            return await self._finder.find_by_label(idem)
+            return await self._finder.find_by_label(idem, attempt)
         except BackendError:
             raise
         except Exception as exc:  # the Backend port raises only BackendError
