@@ -67,6 +67,7 @@ from reclaim_tui.inbox import DEFAULT_PATH, GOOGLE_JWKS_URL
 if TYPE_CHECKING:
     from reclaim_tui.core.gemini.webhooks import WebhookAdmin
 from reclaim_tui.errors import (
+    BackendError,
     ConfigError,
     JobsFileError,
     LedgerError,
@@ -799,10 +800,20 @@ async def cancel(idem: str, as_json: bool, **kw: Any) -> None:
 @run
 async def answer(idem: str, text: str, as_json: bool, **kw: Any) -> None:
     """Answer a job whose interaction requires action (continue it with TEXT)."""
+    if not text.strip():
+        raise ConfigError("TEXT is empty: say what the interaction should go on with")
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         key = await _resolve(engine.ledger, idem)
-        row = await engine.operator.answer(key, text, actor=Actor.CLI)
+        try:
+            row = await engine.operator.answer(key, text, actor=Actor.CLI)
+        except OperatorError as exc:
+            cause = exc.__cause__
+            if not (isinstance(cause, BackendError) and cause.outside):
+                raise
+            # The API, not the answer, is the trouble: exit 6, as tick does.
+            click.echo(f"error: API unreachable or refusing us ({cause.cause}): {exc}", err=True)
+            sys.exit(EXIT_API_UNAVAILABLE)
     if as_json:
         _echo_json(export_record(row))
         return

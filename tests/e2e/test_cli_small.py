@@ -3,6 +3,8 @@ fresh process (tests/helpers.run_cli), as a user meets them."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 from tests.helpers import run_cli
@@ -20,3 +22,47 @@ def test_run_once_with_the_api_down_exits_6_like_tick(tmp_path: Path) -> None:
     once = run_cli(["run", "--once", "--db", str(tmp_path / "b.db"), *common])
     assert once.returncode == 6, (once.stdout, once.stderr)
     assert "Traceback" not in once.stderr
+
+
+def _held_for_an_answer(db: Path) -> str:
+    """A ledger with one submitted row whose interaction asks a question."""
+    from reclaim_tui.core.clock import ManualClock
+    from reclaim_tui.core.engine import Engine
+    from reclaim_tui.core.fakes import FakeBackend
+    from reclaim_tui.core.keys import idempotency_key
+    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.models import JobSpec
+    from reclaim_tui.core.sinks import DirectorySink
+
+    spec = JobSpec(input="plan a study of tides", model="m")
+    idem = idempotency_key(spec)
+
+    async def build() -> None:
+        clock = ManualClock(time.time())
+        fake = FakeBackend(clock=clock, latency=None)
+        ledger = await Ledger.open(db, clock=clock)
+        try:
+            engine = Engine(ledger, fake, DirectorySink(db.parent / "out"))
+            await engine.submit([spec])
+            fake.fail(fake.handle_for(idem), status="requires_action", error="")
+            clock.advance(3600)
+            await engine.reclaim()
+            row = await ledger.get(idem)
+            assert row is not None and row.held
+        finally:
+            await ledger.close()
+
+    asyncio.run(build())
+    return idem
+
+
+def test_answer_with_the_api_down_exits_6_and_an_empty_text_exits_2(tmp_path: Path) -> None:
+    db = tmp_path / "l.db"
+    idem = _held_for_an_answer(db)
+    api = ["--db", str(db), "--base-url", DEAD_API, "--api-key", "k"]
+    down = run_cli(["answer", *api, idem, "go ahead"])
+    assert down.returncode == 6, (down.stdout, down.stderr)
+    assert "Traceback" not in down.stderr
+    empty = run_cli(["answer", *api, idem, "  "])
+    assert empty.returncode == 2, (empty.stdout, empty.stderr)
+    assert "empty" in empty.stderr
