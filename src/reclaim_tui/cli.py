@@ -661,6 +661,9 @@ def _fmt_age(seconds: float) -> str:
 
 
 async def _resolve(ledger: Ledger, idem: str) -> str:
+    idem = idem.strip()
+    if not idem:
+        raise OperatorError("the key is empty: give a job's key or a unique prefix of it")
     if await ledger.get(idem) is not None:
         return idem
     matches = await ledger.find(idem)
@@ -668,7 +671,9 @@ async def _resolve(ledger: Ledger, idem: str) -> str:
         return matches[0].idem
     if not matches:
         raise OperatorError(f"no job with key {idem}")
-    raise OperatorError(f"{idem} is ambiguous: " + ", ".join(m.idem for m in matches))
+    named = ", ".join(m.idem for m in matches[:5])
+    more = f" and {len(matches) - 5:,} more" if len(matches) > 5 else ""
+    raise OperatorError(f"{idem} is ambiguous ({len(matches):,} keys): {named}{more}")
 
 
 @cli.command()
@@ -702,7 +707,8 @@ async def show(db: str, idem: str, as_json: bool) -> None:
 
 
 def _when(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+    """UTC, said so (the console's spelling): a local time without its zone misleads."""
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(at))
 
 
 @cli.command()

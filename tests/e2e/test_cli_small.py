@@ -4,6 +4,8 @@ fresh process (tests/helpers.run_cli), as a user meets them."""
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 from pathlib import Path
 
@@ -66,3 +68,29 @@ def test_answer_with_the_api_down_exits_6_and_an_empty_text_exits_2(tmp_path: Pa
     empty = run_cli(["answer", *api, idem, "  "])
     assert empty.returncode == 2, (empty.stdout, empty.stderr)
     assert "empty" in empty.stderr
+
+
+def _ledger_of(tmp_path: Path, count: int) -> Path:
+    """`count` reserved rows (the API down: nothing sent), made by the CLI."""
+    db = tmp_path / "rows.db"
+    jobs = write_jobs(tmp_path / "rows.jsonl", [{"input": f"job {n}"} for n in range(count)])
+    made = run_cli(
+        ["tick", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k", "--jobs", str(jobs)]
+    )
+    assert made.returncode == 6, made.stderr
+    return db
+
+
+def test_show_prints_times_with_their_zone_and_an_empty_key_is_refused_shortly(
+    tmp_path: Path,
+) -> None:
+    db = _ledger_of(tmp_path, 30)
+    listed = run_cli(["export", "--db", str(db)])
+    idem = json.loads(listed.stdout.splitlines()[0])["idem"]
+    shown = run_cli(["show", "--db", str(db), idem])
+    assert shown.returncode == 0, shown.stderr
+    created = next(line for line in shown.stdout.splitlines() if "created_at" in line)
+    assert re.search(r"\d\d:\d\d:\d\dZ$", created), created
+    empty = run_cli(["show", "--db", str(db), ""])
+    assert empty.returncode == 5, empty.stderr
+    assert "empty" in empty.stderr and idem not in empty.stderr, empty.stderr
