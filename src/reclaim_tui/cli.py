@@ -706,6 +706,11 @@ async def show(db: str, idem: str, as_json: bool) -> None:
         click.echo(result.output_text)
 
 
+def _count(n: int, word: str) -> str:
+    """'1 row', '2 rows' (the CLI's counts; "1 rows" read as a bug)."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def _when(at: float) -> str:
     """UTC, said so (the console's spelling): a local time without its zone misleads."""
     return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(at))
@@ -890,7 +895,7 @@ async def export(db: str, fmt: str, only: str | None, output: str | None, as_jso
     if as_json:
         _echo_json({"rows": written, "format": fmt, "status": only, "output": output})
     elif output:
-        click.echo(f"{written} rows written to {output}", err=True)
+        click.echo(f"{_count(written, 'row')} written to {output}", err=True)
 
 
 def _stdout() -> Any:
@@ -1005,7 +1010,7 @@ async def prune(
     by_status = " ".join(f"{k}={v}" for k, v in report.by_status.items())
     saved = f"; archived to {archive}" if archive is not None else ""
     click.echo(
-        f"pruned {report.pruned} rows ({by_status}) in {report.batches} batch(es),"
+        f"pruned {_count(report.pruned, 'row')} ({by_status}) in {report.batches} batch(es),"
         f" in their status since before {iso_time(report.cutoff)}{saved}"
     )
 
@@ -1023,7 +1028,7 @@ def _print_prunable(found: PruneCount, older_than: float, *, dry_run: bool, as_j
 def _prunable_text(found: PruneCount) -> str:
     by_status = " ".join(f"{k}={v}" for k, v in found.by_status.items())
     return (
-        f"{found.count} rows ({by_status}), in their status since"
+        f"{_count(found.count, 'row')} ({by_status}), in their status since"
         f" {iso_time(found.oldest)} (oldest) to {iso_time(found.newest)} (newest)"
     )
 
@@ -1032,8 +1037,8 @@ def _confirm_prune(found: PruneCount, older_than: float) -> None:
     """Ask on a terminal; elsewhere (cron, a pipe) refuse: a ConfigError (exit 2)."""
     if not _interactive():
         raise ConfigError(
-            f"prune would delete {found.count} rows: pass --yes to prune without a terminal"
-            " to confirm on (or --dry-run to count them)"
+            f"prune would delete {_count(found.count, 'row')}: pass --yes to prune without"
+            " a terminal to confirm on (or --dry-run to count them)"
         )
     if not click.confirm(f"prune {_prunable_text(found)}?", default=False, err=True):
         raise ConfigError("prune: not confirmed; nothing was deleted")

@@ -94,3 +94,11 @@ def test_show_prints_times_with_their_zone_and_an_empty_key_is_refused_shortly(
     empty = run_cli(["show", "--db", str(db), ""])
     assert empty.returncode == 5, empty.stderr
     assert "empty" in empty.stderr and idem not in empty.stderr, empty.stderr
+
+
+def test_one_row_is_one_row_not_1_rows(tmp_path: Path) -> None:
+    db = _ledger_of(tmp_path, 1)
+    out = tmp_path / "one.jsonl"
+    exported = run_cli(["export", "--db", str(db), "--output", str(out)])
+    assert exported.returncode == 0, exported.stderr
+    assert f"1 row written to {out}" in exported.stderr, exported.stderr

@@ -408,7 +408,7 @@ async def export_rows(
             await asyncio.to_thread(out.close)
     except OSError as exc:
         return Done(ActionFinished(f"export failed: {exc}", "error"))
-    return Done(ActionFinished(f"exported {written:,} rows to {path}"))
+    return Done(ActionFinished(f"exported {written:,} {_rows(written)} to {path}"))
 
 
 # -- the result, outside the console ------------------------------------------------------------
