@@ -352,6 +352,9 @@ async def submit(jobs_path: str, as_json: bool, **kw: Any) -> None:
     """Validate FILE (JSON Lines), reserve its jobs and send them."""
     settings = settings_from(kw)
     jobs = _read_jobs(jobs_path, settings)
+    if not jobs and not as_json:
+        click.echo(f"no jobs in {jobs_path} (blank lines and # comments only): nothing reserved")
+        return
     async with open_engine(settings, actor=Actor.CLI) as engine:
         report = await engine.submit(jobs)
     if as_json:

@@ -102,3 +102,19 @@ def test_one_row_is_one_row_not_1_rows(tmp_path: Path) -> None:
     exported = run_cli(["export", "--db", str(db), "--output", str(out)])
     assert exported.returncode == 0, exported.stderr
     assert f"1 row written to {out}" in exported.stderr, exported.stderr
+
+
+def test_a_missing_jobs_file_is_said_as_such_not_as_a_bad_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such.jsonl"
+    proc = run_cli(["tick", "--db", str(tmp_path / "l.db"), "--jobs", str(missing)])
+    assert proc.returncode == 3, proc.stderr
+    assert "cannot read" in proc.stderr and "bad line" not in proc.stderr, proc.stderr
+
+
+def test_submit_of_a_file_without_jobs_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n# nothing yet\n")
+    args = ["--db", str(tmp_path / "l.db"), "--base-url", DEAD_API, "--api-key", "k"]
+    proc = run_cli(["submit", *args, str(empty)])
+    assert proc.returncode == 0, proc.stderr
+    assert "no jobs" in proc.stdout and "0 reserved" not in proc.stdout, proc.stdout
