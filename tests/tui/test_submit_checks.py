@@ -13,8 +13,8 @@ from reclaim_tui.tui.operations import _read_jobs
 from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 
 from .conftest import Seeded
-from .test_keys_operate import _open_the_file_pane
 from .pilot_helpers import SIZE, notified, press, settle, until
+from .test_keys_operate import _open_the_file_pane
 
 
 async def test_a_prompt_over_1_mb_is_refused_in_the_dialog_and_reserves_nothing(
@@ -73,7 +73,5 @@ async def test_an_empty_jsonl_file_is_said_in_the_dialog(seeded: Seeded, tmp_pat
         app.screen.query_one("#path", Input).value = str(empty)
         await press(pilot, "ctrl+s")
         error = app.screen.query_one("#submit-error")
-        assert await until(pilot, lambda: "has no jobs" in str(error.render())), str(
-            error.render()
-        )
+        assert await until(pilot, lambda: "has no jobs" in str(error.render())), str(error.render())
         assert not notified(pilot, "submitted: 0 reserved")()
