@@ -118,3 +118,10 @@ def test_submit_of_a_file_without_jobs_says_so(tmp_path: Path) -> None:
     proc = run_cli(["submit", *args, str(empty)])
     assert proc.returncode == 0, proc.stderr
     assert "no jobs" in proc.stdout and "0 reserved" not in proc.stdout, proc.stdout
+
+
+def test_console_without_a_key_suggests_readonly(tmp_path: Path) -> None:
+    db = _ledger_of(tmp_path, 1)
+    proc = run_cli(["console", "--db", str(db)], timeout=60)
+    assert proc.returncode == 2, (proc.stdout[-500:], proc.stderr)
+    assert "no Gemini API key" in proc.stderr and "--readonly" in proc.stderr, proc.stderr
