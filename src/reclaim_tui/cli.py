@@ -80,6 +80,7 @@ from reclaim_tui.inbox import DEFAULT_PATH, GOOGLE_JWKS_URL
 if TYPE_CHECKING:
     from reclaim_tui.core.gemini.webhooks import WebhookAdmin
 from reclaim_tui.errors import (
+    BackendError,
     ConfigError,
     JobsFileError,
     LedgerError,
@@ -410,6 +411,9 @@ async def submit(jobs_path: str, no_send: bool, as_json: bool, **kw: Any) -> Non
     """Validate FILE (JSON Lines), reserve its jobs and send them."""
     settings = settings_from(kw)
     jobs = _read_jobs(jobs_path, settings)
+    if not jobs and not as_json:
+        click.echo(f"no jobs in {jobs_path} (blank lines and # comments only): nothing reserved")
+        return
     # --no-send: for a producer beside a running service, which sends from its warm
     # client (a second cold process paid ~2 s of CPU to send them itself: issue 27).
     backend = _NoApi() if no_send else None
@@ -793,6 +797,9 @@ def _fmt_age(seconds: float) -> str:
 
 
 async def _resolve(ledger: Ledger, idem: str) -> str:
+    idem = idem.strip()
+    if not idem:
+        raise OperatorError("the key is empty: give a job's key or a unique prefix of it")
     if await ledger.get(idem) is not None:
         return idem
     matches = await ledger.find(idem)
@@ -800,7 +807,9 @@ async def _resolve(ledger: Ledger, idem: str) -> str:
         return matches[0].idem
     if not matches:
         raise OperatorError(f"no job with key {idem}")
-    raise OperatorError(f"{idem} is ambiguous: " + ", ".join(m.idem for m in matches))
+    named = ", ".join(m.idem for m in matches[:5])
+    more = f" and {len(matches) - 5:,} more" if len(matches) > 5 else ""
+    raise OperatorError(f"{idem} is ambiguous ({len(matches):,} keys): {named}{more}")
 
 
 @cli.command()
@@ -833,8 +842,14 @@ async def show(db: str, idem: str, as_json: bool) -> None:
         click.echo(result.output_text)
 
 
+def _count(n: int, word: str) -> str:
+    """'1 row', '2 rows' (the CLI's counts; "1 rows" read as a bug)."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def _when(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+    """UTC, said so (the console's spelling): a local time without its zone misleads."""
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(at))
 
 
 @cli.command()
@@ -938,10 +953,20 @@ async def cancel(idem: str, as_json: bool, **kw: Any) -> None:
 async def answer(idem: str, text: str, refine: bool, as_json: bool, **kw: Any) -> None:
     """Answer a job whose interaction requires action, or approve its research
     plan (continue it with TEXT, a follow-up turn)."""
+    if not text.strip():
+        raise ConfigError("TEXT is empty: say what the interaction should go on with")
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI) as engine:
         key = await _resolve(engine.ledger, idem)
-        row = await engine.operator.answer(key, text, actor=Actor.CLI, refine=refine)
+        try:
+            row = await engine.operator.answer(key, text, actor=Actor.CLI, refine=refine)
+        except OperatorError as exc:
+            cause = exc.__cause__
+            if not (isinstance(cause, BackendError) and cause.outside):
+                raise
+            # The API, not the answer, is the trouble: exit 6, as tick does.
+            click.echo(f"error: API unreachable or refusing us ({cause.cause}): {exc}", err=True)
+            sys.exit(EXIT_API_UNAVAILABLE)
     if as_json:
         _echo_json(export_record(row))
         return
@@ -1012,7 +1037,7 @@ async def export(db: str, fmt: str, only: str | None, output: str | None, as_jso
     if as_json:
         _echo_json({"rows": written, "format": fmt, "status": only, "output": output})
     elif output:
-        click.echo(f"{written} rows written to {output}", err=True)
+        click.echo(f"{_count(written, 'row')} written to {output}", err=True)
 
 
 def _stdout() -> Any:
@@ -1127,7 +1152,7 @@ async def prune(
     by_status = " ".join(f"{k}={v}" for k, v in report.by_status.items())
     saved = f"; archived to {archive}" if archive is not None else ""
     click.echo(
-        f"pruned {report.pruned} rows ({by_status}) in {report.batches} batch(es),"
+        f"pruned {_count(report.pruned, 'row')} ({by_status}) in {report.batches} batch(es),"
         f" in their status since before {iso_time(report.cutoff)}{saved}"
     )
 
@@ -1145,7 +1170,7 @@ def _print_prunable(found: PruneCount, older_than: float, *, dry_run: bool, as_j
 def _prunable_text(found: PruneCount) -> str:
     by_status = " ".join(f"{k}={v}" for k, v in found.by_status.items())
     return (
-        f"{found.count} rows ({by_status}), in their status since"
+        f"{_count(found.count, 'row')} ({by_status}), in their status since"
         f" {iso_time(found.oldest)} (oldest) to {iso_time(found.newest)} (newest)"
     )
 
@@ -1154,8 +1179,8 @@ def _confirm_prune(found: PruneCount, older_than: float) -> None:
     """Ask on a terminal; elsewhere (cron, a pipe) refuse: a ConfigError (exit 2)."""
     if not _interactive():
         raise ConfigError(
-            f"prune would delete {found.count} rows: pass --yes to prune without a terminal"
-            " to confirm on (or --dry-run to count them)"
+            f"prune would delete {_count(found.count, 'row')}: pass --yes to prune without"
+            " a terminal to confirm on (or --dry-run to count them)"
         )
     if not click.confirm(f"prune {_prunable_text(found)}?", default=False, err=True):
         raise ConfigError("prune: not confirmed; nothing was deleted")

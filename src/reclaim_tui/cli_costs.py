@@ -141,7 +141,8 @@ def format_costs(rows: Sequence[CostRow], prices: PriceTable, by: str) -> str:
     if total.unknown:
         models = ", ".join(total.unknown_models) or "usage without token counts"
         lines.append(
-            f"{total.unknown} rows of unknown price ({models}) are not in the USD total;"
+            f"{total.unknown} {'row' if total.unknown == 1 else 'rows'} of unknown price"
+            f" ({models}) {'is' if total.unknown == 1 else 'are'} not in the USD total;"
             f" add their prices with --prices FILE or ${PRICES_ENV}."
         )
     return "\n".join(lines)

@@ -67,7 +67,11 @@ class JobsFileError(ReclaimError):
     def __init__(self, source: str, problems: list[tuple[int, str]]) -> None:
         self.source = source
         self.problems = problems
-        # Line 0 stands for the file as a whole (it could not be read).
+        # Line 0 stands for the file as a whole (it could not be read): no
+        # line is bad, the file is not there (or not readable); said so.
+        if problems and all(n == 0 for n, _ in problems):
+            super().__init__(f"{'; '.join(why for _, why in problems)}; nothing was reserved")
+            return
         lines = "\n".join(f"  line {n}: {why}" if n else f"  {why}" for n, why in problems[:50])
         more = f"\n  … and {len(problems) - 50} more" if len(problems) > 50 else ""
         what = "bad line(s)" if any(n for n, _ in problems) else "problem(s)"

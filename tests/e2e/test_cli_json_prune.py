@@ -302,11 +302,11 @@ def test_prune_asks_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(cli_module, "_interactive", lambda: True)
     runner = CliRunner()
     declined = runner.invoke(cli, ["prune", "--db", db, "--older-than", "30d"], input="n\n")
-    assert declined.exit_code == 2 and "prune 1 rows (consumed=1)" in declined.output
+    assert declined.exit_code == 2 and "prune 1 row (consumed=1)" in declined.output
     assert set(LedgerView(db).rows()) == {"old", "new"}
     accepted = runner.invoke(cli, ["prune", "--db", db, "--older-than", "30d"], input="y\n")
     assert accepted.exit_code == 0, accepted.output
-    assert "pruned 1 rows (consumed=1)" in accepted.output
+    assert "pruned 1 row (consumed=1)" in accepted.output
     assert set(LedgerView(db).rows()) == {"new"}
 
 

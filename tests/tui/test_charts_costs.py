@@ -74,7 +74,7 @@ async def test_costs_screen_shows_totals_and_groups(seeded: tuple[Ledger, Manual
         assert _column(table, 7) == ["$0.0000", "$0.0070", "$0.0020"]
         total = _text(screen, "#costs-total")
         assert "total $0.0090 over 3 priced rows of 5" in total
-        assert "unknown price: 1 rows (mystery-model)" in total
+        assert "unknown price: 1 row (mystery-model)" in total
         assert "as of 2026-12-01" in _text(screen, "#costs-heading")
         await pilot.press("b")
         assert await until(pilot, lambda: "mystery-model" in _column(table, 0))

@@ -14,7 +14,8 @@ from reclaim_tui.tui import columns
     ("width", "expected"),
     [
         (80, {"mark", "idem", "status", "age", "error", "attempts", "next"}),
-        (100, {"mark", "idem", "status", "age", "error", "attempts", "next", "model"}),
+        (100, {"mark", "idem", "status", "age", "error", "attempts", "next", "updated"}),
+        (105, {"mark", "idem", "status", "age", "error", "attempts", "next", "model"}),
         (134, set(columns.PRIORITY)),
     ],
 )

@@ -10,6 +10,7 @@ from reclaim_tui.tui.widgets.ledger_table import COLUMNS
 
 from .conftest import Seeded
 from .pilot_helpers import press, settle, until
+from .test_newest_first import add_rows
 
 
 def on_screen(app: object) -> list[str]:
@@ -63,3 +64,16 @@ async def test_colon_columns_picks_and_remembers_them(seeded: Seeded, config_hom
         assert await until(pilot, lambda: len(on_screen(app)) == 10)
         await press(pilot, "colon", *"columns colour", "enter")
         assert "colour is not a column" in str(app.query_one("#command-message").render())
+
+
+async def test_at_80x24_a_long_view_with_its_scrollbar_does_not_scroll_sideways(
+    seeded: Seeded,
+) -> None:
+    await add_rows(seeded, [f"one of many jobs {n}" for n in range(30)])
+    app = seeded.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.table
+        assert len(table.rows_shown) > table.size.height, "the vertical scrollbar shows"
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        assert "error" in on_screen(app)

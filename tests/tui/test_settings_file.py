@@ -53,7 +53,9 @@ async def test_the_settings_file_is_read_at_start(seeded: Seeded, config_home: P
         assert app.config.page_size == 50
         assert not app.main.query_one("#activity").display
         assert app.main.has_class("-detail-4")
-        assert not app._notifications
+        # The only word said: the file's interval, not --interval's, runs.
+        (note,) = [n.message for n in app._notifications]
+        assert "a pass every 10s" in note and "wins over --interval 2" in note, note
     assert path.read_text() == text, "reading is not writing"
 
 

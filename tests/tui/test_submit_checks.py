@@ -13,7 +13,8 @@ from reclaim_tui.tui.operations import _read_jobs
 from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 
 from .conftest import Seeded
-from .pilot_helpers import SIZE, press, settle, until
+from .pilot_helpers import SIZE, notified, press, settle, until
+from .test_keys_operate import _open_the_file_pane
 
 
 async def test_a_prompt_over_1_mb_is_refused_in_the_dialog_and_reserves_nothing(
@@ -59,3 +60,18 @@ async def test_a_jsonl_file_is_split_on_newlines_only(seeded: Seeded, tmp_path: 
     jobs.write_text('{"input": "one\u2028line"}\n', encoding="utf-8")
     (job,) = await _read_jobs(SubmitRequest(path=str(jobs)), "gemini-flash-latest")
     assert job.input == "one\u2028line"
+
+
+async def test_an_empty_jsonl_file_is_said_in_the_dialog(seeded: Seeded, tmp_path: Path) -> None:
+    """It said "submitted: 0 reserved", as if something had been done."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _open_the_file_pane(pilot)
+        app.screen.query_one("#path", Input).value = str(empty)
+        await press(pilot, "ctrl+s")
+        error = app.screen.query_one("#submit-error")
+        assert await until(pilot, lambda: "has no jobs" in str(error.render())), str(error.render())
+        assert not notified(pilot, "submitted: 0 reserved")()

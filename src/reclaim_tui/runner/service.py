@@ -46,6 +46,8 @@ __all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
 #: Statuses a pass can act on (a `done` row waits for its sink's replay).
 _ACTIVE = "('reserving', 'submitted', 'done')"
+#: `run --once`'s exit when the API was unreachable or refusing us (cli.py's, as `tick`).
+EXIT_API_UNAVAILABLE = 6
 
 
 async def next_due(ledger: Ledger) -> float | None:
@@ -181,6 +183,7 @@ class ServiceLoop:
 
     async def _run(self, jobs: Sequence[JobSpec], once: bool) -> int:
         first: Sequence[JobSpec] = jobs
+        code = 0
         while not self.stopping:
             self.wake.clear()
             await self._check_file()
@@ -213,6 +216,8 @@ class ServiceLoop:
             self._freeze_once()
             self._tell_waiters(report)
             if once:
+                # As `tick`: the API unreachable or refusing us is exit 6.
+                code = EXIT_API_UNAVAILABLE if report.unavailable is not None else 0
                 break
             try:
                 await self._sleep()
@@ -220,7 +225,7 @@ class ServiceLoop:
                 await self._wait_for_ledger(exc)
         self._tell_waiters(None)
         self.say("stopped", passes=self.passes)
-        return 0
+        return code
 
     def _report(self, report: PassReport) -> None:
         now = time.monotonic()

@@ -67,6 +67,7 @@ class ReclaimApp(App[None]):
         # A few hundred bytes read before the app runs: nothing is on screen yet.
         self.settings_path = console_settings_path()
         self.remembered, self.settings_problem = load_console_settings(self.settings_path)
+        self.interval_note = ""
         self._apply(self.remembered)
         mode = "read-only" if self.host is None else "starting"
         self.pace = LoopPace(config.interval, config.paused, mode)
@@ -86,6 +87,12 @@ class ReclaimApp(App[None]):
             else:
                 self.settings_problem = f"{self.settings_path}: no theme named {saved.theme!r}"
         if saved.interval is not None:
+            if saved.interval != self.config.interval:
+                # Said at start: the flag (or its default) was not what runs.
+                self.interval_note = (
+                    f"a pass every {saved.interval:g}s, from {self.settings_path} (it wins over"
+                    f" --interval {self.config.interval:g}; + and - change it there)"
+                )
             self.config.interval = saved.interval
         if saved.page_size is not None:
             self.config.page_size = saved.page_size
@@ -101,6 +108,8 @@ class ReclaimApp(App[None]):
                 severity="warning",
                 timeout=30,
             )
+        if self.interval_note:
+            self.notify(self.interval_note, timeout=10)
         self.theme_changed_signal.subscribe(self, lambda _: self.remember())
 
     async def on_event(self, event: events.Event) -> None:

@@ -30,6 +30,9 @@ BUDGET = {
     "next": 12,
     "updated": 13,
 }
+#: Kept free when the handle (the last to go in, with a generous budget) is
+#: not shown: the error's padding and the vertical scrollbar (2 + 2).
+_RESERVE = 4
 #: The error column's least width (its text is cut to it).
 ERROR_MIN = 16
 #: Which column goes in first when not all fit.
@@ -65,7 +68,7 @@ def fit(width: int, chosen: Iterable[str] | None = None) -> frozenset[str]:
         if key not in wanted:
             continue
         cost = BUDGET.get(key, 0)
-        if key in _ALWAYS or used + cost <= width:
+        if key in _ALWAYS or used + cost + (0 if key == "handle" else _RESERVE) <= width:
             shown.add(key)
             used += cost
     return frozenset(shown)
@@ -73,8 +76,9 @@ def fit(width: int, chosen: Iterable[str] | None = None) -> frozenset[str]:
 
 def error_width(width: int, shown: Iterable[str]) -> int:
     """What the error column gets: the rest of the width, at least ERROR_MIN.
-    Its own padding (2) comes out of the handle's generous budget when the
-    handle is shown, else out of the rest: the table never scrolls sideways."""
+    Its own padding and the vertical scrollbar come out of the handle's
+    generous budget when the handle is shown, else out of the rest: the
+    table never scrolls sideways."""
     shown = set(shown)
-    padding = 0 if "handle" in shown else 2
-    return max(ERROR_MIN, width - sum(BUDGET.get(k, 0) for k in shown) - padding)
+    reserve = 0 if "handle" in shown else _RESERVE
+    return max(ERROR_MIN, width - sum(BUDGET.get(k, 0) for k in shown) - reserve)

@@ -86,7 +86,7 @@ def shorten_error(message: str, limit: int) -> str:
     text = " ".join(message.split())
     body = _API_BODY.search(text)
     if body is None:
-        return _keep_cause(text.split(": "), limit)
+        return _keep_cause(_os_error_parts(text.split(": ")), limit)
     found, status = _API_MESSAGE.search(body.group()), _API_STATUS.search(body.group())
     words = found.group(2) if found else ""
     cause = ": ".join(x for x in (status.group(1) if status else "", words) if x)
@@ -94,6 +94,19 @@ def shorten_error(message: str, limit: int) -> str:
     if parts and status and status.group(1) in parts[-1]:
         parts.pop()  # "400 INVALID_ARGUMENT" before the body says it again
     return _keep_cause([*parts, cause], limit)
+
+
+#: An OSError's tail: its number, and the file's name it repeats.
+_ERRNO = re.compile(r"^\[Errno \d+\] ")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def _os_error_parts(parts: list[str]) -> list[str]:
+    """'…: [Errno 20] Not a directory: '/a/b'' → '…: Not a directory': the
+    cause is what the column keeps, not the file's name said again."""
+    if len(parts) > 2 and _QUOTED.fullmatch(parts[-1]) and _ERRNO.match(parts[-2]):
+        parts = parts[:-1]
+    return [_ERRNO.sub("", p) for p in parts]
 
 
 def _keep_cause(parts: list[str], limit: int) -> str:

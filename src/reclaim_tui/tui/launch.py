@@ -35,7 +35,8 @@ def make_host(settings: Settings, backend: Backend | None, clock: Clock) -> Engi
     if not resolve_api_key(settings.api_key) and settings.base_url is None:
         # The child would say the same, but only after the screen opened.
         raise ConfigError(
-            "no Gemini API key: pass --api-key or set GEMINI_API_KEY (or GOOGLE_API_KEY)"
+            "no Gemini API key: pass --api-key or set GEMINI_API_KEY (or GOOGLE_API_KEY);"
+            " to watch the ledger without acting on it, add --readonly (no key needed)"
         )
     return ProcessHost(settings)
 

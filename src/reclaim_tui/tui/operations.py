@@ -374,6 +374,8 @@ async def submit_jobs(
         if not request.path:  # the prompt: one problem, no lines to name
             return SubmitFailed(f"the prompt was not reserved: {exc.problems[0][1]}")
         return SubmitFailed(str(exc))
+    if not jobs:  # said in the dialog, which stays open for another path
+        return SubmitFailed(f"{request.path} has no jobs (blank lines and # comments only)")
     inserted = present = 0
     for start in range(0, len(jobs), SUBMIT_CHUNK):
         chunk = jobs[start : start + SUBMIT_CHUNK]
@@ -409,7 +411,7 @@ async def export_rows(
             await asyncio.to_thread(out.close)
     except OSError as exc:
         return Done(ActionFinished(f"export failed: {exc}", "error"))
-    return Done(ActionFinished(f"exported {written:,} rows to {path}"))
+    return Done(ActionFinished(f"exported {written:,} {_rows(written)} to {path}"))
 
 
 # -- the result, outside the console ------------------------------------------------------------

@@ -77,7 +77,13 @@ class ConsoleState:
         window, shown = self.window, len(self.window.page.rows)
         if not shown:
             return "no rows"
-        total = "" if self.filter_text else f" of {self.tab_count(self.tab_spec):,}"
+        of_tab = self.tab_count(self.tab_spec)
+        if not self.filter_text:
+            total = f" of {of_tab:,}"
+        elif not (window.page.has_before or window.page.has_after):
+            total = f" of {shown:,} matching (of {of_tab:,})"  # the whole match is shown
+        else:  # how many match is not counted (a scan): the tab's count says the scale
+            total = f" matching, of {of_tab:,}"
         return f"rows {window.offset + 1:,}–{window.offset + shown:,}{total}"
 
     def page_query(self, move: Move) -> tuple[View, Key | None, Direction]:

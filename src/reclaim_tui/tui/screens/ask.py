@@ -17,7 +17,8 @@ __all__ = ["AskScreen", "adopt_screen", "answer_screen"]
 
 
 class AskScreen(ModalScreen[str | None]):
-    """Dismissed with the stripped text, or None (esc, or nothing typed)."""
+    """Dismissed with the stripped text, or None (esc); an empty enter is
+    said in the dialog, which stays open."""
 
     DEFAULT_CSS = """
     AskScreen { align: center middle; }
@@ -26,6 +27,8 @@ class AskScreen(ModalScreen[str | None]):
         border: round $accent; background: $surface; padding: 1 2;
     }
     AskScreen Static { margin-bottom: 1; }
+    AskScreen #ask-error { display: none; margin: 1 0 0 0; color: $text-error; }
+    AskScreen #ask-error.-shown { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
 
@@ -45,10 +48,17 @@ class AskScreen(ModalScreen[str | None]):
             box.border_subtitle = f"enter {self.verb} · esc cancels"
             yield Static(self.explanation)
             yield Input(placeholder=self.placeholder, id=self.input_id)
+            yield Static(id="ask-error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
-        self.dismiss(value or None)
+        if not value:
+            # An empty enter closed the dialog silently, as if it had acted.
+            error = self.query_one("#ask-error", Static)
+            error.update(f"Nothing typed: type the {self.placeholder}, or esc to cancel.")
+            error.add_class("-shown")
+            return
+        self.dismiss(value)
 
 
 def adopt_screen(idem: str, status: str) -> AskScreen:

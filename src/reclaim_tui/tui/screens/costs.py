@@ -54,7 +54,8 @@ def totals_line(rows: list[CostRow]) -> str:
     text = f"total {format_usd(total.usd)} over {total.priced:,} priced rows of {total.rows:,}"
     if total.unknown:
         models = ", ".join(total.unknown_models) or "usage without token counts"
-        text += f" · unknown price: {total.unknown:,} rows ({models}), not in the total"
+        noun = "row" if total.unknown == 1 else "rows"
+        text += f" · unknown price: {total.unknown:,} {noun} ({models}), not in the total"
     return text
 
 

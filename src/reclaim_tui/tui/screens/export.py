@@ -28,22 +28,30 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
     }
     ExportScreen RadioSet { layout: horizontal; margin: 1 0; }
     ExportScreen Horizontal { height: auto; align: right middle; }
+    ExportScreen #export-error { color: $text-error; margin-top: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
 
-    def __init__(self, summary: str, default_path: str) -> None:
+    def __init__(
+        self, summary: str, default_path: str, error: str = "", fmt: str = "jsonl"
+    ) -> None:
         super().__init__()
         self.summary = summary
         self.default_path = default_path
+        #: Why the last try failed (the dialog opens again with its path).
+        self.error = error
+        self.fmt = fmt
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
             box.border_title = "export"
             yield Static(self.summary)
             with RadioSet(id="format"):
-                yield RadioButton("JSON Lines", value=True, id="jsonl")
-                yield RadioButton("CSV", id="csv")
+                yield RadioButton("JSON Lines", value=self.fmt != "csv", id="jsonl")
+                yield RadioButton("CSV", value=self.fmt == "csv", id="csv")
             yield Input(self.default_path, placeholder="output file", id="export-path")
+            if self.error:
+                yield Static(self.error, id="export-error")
             with Horizontal():
                 yield Button("Export", id="go", variant="primary")
 

@@ -64,12 +64,27 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "dismiss", "Close"),
+        # As in the table: G / end the last line, g / home the first.
+        Binding("G,end", "to_end(True)", "Last", show=False),
+        Binding("g,home", "to_end(False)", "First", show=False),
+        Binding("j", "scroll_by(1)", "Down", show=False),
+        Binding("k", "scroll_by(-1)", "Up", show=False),
     ]
 
     def __init__(self, readonly: bool, view: str = "main") -> None:
         super().__init__()
         self.readonly = readonly
         self.view = view
+
+    def action_to_end(self, last: bool) -> None:
+        scroll = self.query_one(VerticalScroll)
+        if last:
+            scroll.scroll_end(animate=False)
+        else:
+            scroll.scroll_home(animate=False)
+
+    def action_scroll_by(self, lines: int) -> None:
+        self.query_one(VerticalScroll).scroll_relative(y=lines, animate=False)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as scroll:

@@ -597,18 +597,31 @@ class MainScreen(JobScreen):
         screen.post_message(outcome)
 
     def action_export(self) -> None:
+        name = str(self.config.files_dir / operations.export_file_name(self.config.clock.now()))
+        self._open_export(ExportRequest(name, "jsonl"))
+
+    def _open_export(self, last: ExportRequest, error: str = "") -> None:
+        """The export dialog; after a failed write, again with its path and why."""
         view, files_dir = self.state.view(), self.config.files_dir
         summary = operations.export_summary(
             self.state.tab_spec.label, self.state.filter_text, files_dir
         )
-        name = str(files_dir / operations.export_file_name(self.config.clock.now()))
 
         def chosen(request: ExportRequest | None) -> None:
             if request:
-                reader = self.feed.opened()
-                self.operate(lambda: operations.export_rows(reader, view, request, files_dir))
+                self._export(view, request)
 
-        self.app.push_screen(ExportScreen(summary, name), chosen)
+        self.app.push_screen(ExportScreen(summary, last.path, error, last.fmt), chosen)
+
+    @work(group="ops")
+    async def _export(self, view: View, request: ExportRequest) -> None:
+        files_dir = self.config.files_dir
+        done = await operations.export_rows(self.feed.opened(), view, request, files_dir)
+        if done.finished.severity == "error":
+            # A bad path closed the dialog and lost what was typed: keep both.
+            self._open_export(request, done.finished.text)
+            return
+        self.post_message(done.finished)
 
     def action_toggle_mark(self) -> None:
         idem = self.table.current_idem()
