@@ -18,9 +18,10 @@ import pytest
 
 from reclaim_tui.core import sinks
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import JobSpec, Status, StoredResult
 from reclaim_tui.core.sinks import TEMP_DIR, BatchSink, DirectorySink
 
@@ -59,6 +60,14 @@ class Syscalls:
 
     def count(self, kind: str) -> int:
         return sum(1 for k, _ in self.log if k == kind)
+
+
+@pytest.fixture
+def engine(ledger: Ledger, fake: FakeBackend, out_dir: Path) -> Engine:
+    """A claim takes what the process can have in flight (issue 23.6): with a
+    concurrency of JOBS, one claim is the whole pass, one sink batch."""
+    config = EngineConfig(concurrency=JOBS)
+    return Engine(ledger, fake, DirectorySink(out_dir), config=config, owner="test|1|a")
 
 
 @pytest.fixture
