@@ -43,15 +43,20 @@ from reclaim_tui.core.text_search import text_hits
 
 __all__ = [
     "SORTS",
+    "SORT_COLUMNS",
+    "UNINDEXED_SORT_CAP",
     "ConsoleReader",
     "Detail",
     "Page",
     "RowFilter",
     "Sort",
     "View",
+    "column_sort",
+    "sort_refusal",
 ]
 
-Key = tuple[float, str]
+#: A row's place in a sort: its sort values, then its idem.
+Key = tuple[Any, ...]
 Direction = Literal["from", "after", "before", "last"]
 
 #: Below this many rows, a status range sorted in memory by SQLite beats a
@@ -63,11 +68,25 @@ MATCH_CAP = 10_000
 
 @dataclass(frozen=True, slots=True)
 class Sort:
-    """A display order: `column` ascending or descending, ties broken by idem."""
+    """A display order: `column` (then `then`) ascending or descending, ties
+    broken by idem. `column` names a jobs column and the Row attribute of
+    the same name; the nullable ones sort as '' (NULL breaks a keyset)."""
 
-    column: Literal["state_since", "updated_at"]
+    column: str
     descending: bool
     label: str
+    #: A second column before idem: status sorts by age in state within it.
+    then: str | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (self.column,) if self.then is None else (self.column, self.then)
+
+    @property
+    def indexed(self) -> bool:
+        """Whether an index gives this order (else every row of the view is
+        read and sorted: UNINDEXED_SORT_CAP)."""
+        return self.column in _INDEXED_SORTS
 
 
 SORTS: tuple[Sort, ...] = (
@@ -76,6 +95,52 @@ SORTS: tuple[Sort, ...] = (
     Sort("updated_at", True, "updated ↓ (latest first)"),
     Sort("updated_at", False, "updated ↑ (earliest first)"),
 )
+
+#: The table's columns (tui/widgets/ledger_table.py) → (jobs column, then, name).
+SORT_COLUMNS: dict[str, tuple[str, str | None, str]] = {
+    "idem": ("idem", None, "key"),
+    "status": ("status", "state_since", "status"),
+    "model": ("model", None, "model"),
+    "handle": ("handle", None, "handle"),
+    "attempts": ("attempts", None, "attempts"),
+    "age": ("state_since", None, "age in state"),
+    "next": ("next_at", None, "next poll"),
+    "updated": ("updated_at", None, "updated"),
+    "error": ("last_error", None, "last error"),
+}
+#: Sorts an index serves: per status (jobs_status_age, jobs_due: one range a
+#: status, merged), or over the whole table (jobs_updated, idem's UNIQUE index).
+_PER_STATUS = {"state_since": "jobs_status_age", "status": "jobs_status_age", "next_at": "jobs_due"}
+_INDEXED_SORTS = {*_PER_STATUS, "updated_at", "idem"}
+_NULLABLE = {"handle", "last_error"}
+#: A sort no index serves (model, handle, attempts, last error) reads every
+#: row of the view's statuses and keeps the page's worth in a top-N sorter:
+#: ~1 s a page at 1M rows (a scan of the table, spec JSON included), for each
+#: page moved and each refresh. It is refused over more rows than this: the
+#: operator narrows to a tab first (counted by status, which is indexed).
+UNINDEXED_SORT_CAP = 100_000
+
+
+def column_sort(name: str, descending: bool) -> Sort:
+    """The sort by table column `name` (SORT_COLUMNS); ValueError names the columns."""
+    try:
+        column, then, label = SORT_COLUMNS[name]
+    except KeyError:
+        known = " ".join(SORT_COLUMNS)
+        raise ValueError(f"{name!r} is not a column to sort by (one of {known})") from None
+    arrow = "descending" if descending else "ascending"
+    return Sort(column, descending, f"{label} {arrow}", then)
+
+
+def _sort_sql(column: str) -> str:
+    return f"COALESCE({column}, '')" if column in _NULLABLE else column
+
+
+def _sort_value(row: Row, column: str) -> Any:
+    value = getattr(row, column)
+    if column == "status":
+        return row.status.value
+    return "" if value is None and column in _NULLABLE else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +205,7 @@ class View:
         return None if allowed is None else [s for s in Status if s in allowed]
 
     def key_of(self, row: Row) -> Key:
-        return (getattr(row, self.sort.column), row.idem)
+        return (*(_sort_value(row, c) for c in self.sort.columns), row.idem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +271,18 @@ def _keyset(column: str, descending: bool, direction: Direction) -> tuple[str, b
     return op, scan_desc
 
 
+def sort_refusal(view: View, sizes: Mapping[str, int]) -> str | None:
+    """Why the view's sort is too costly for its rows (UNINDEXED_SORT_CAP), or None."""
+    statuses = view.effective_statuses()
+    rows = sum(sizes.get(s.value, 0) for s in (statuses if statuses is not None else Status))
+    if view.sort.indexed or rows <= UNINDEXED_SORT_CAP:
+        return None
+    return (
+        f"sorting {rows:,} rows by {view.sort.label.rsplit(' ', 1)[0]} reads every one (no"
+        f" index): pick a tab of at most {UNINDEXED_SORT_CAP:,} rows first"
+    )
+
+
 def _page_sql(
     view: View,
     now: float,
@@ -216,27 +293,31 @@ def _page_sql(
     limit: int,
     hits: str | None = None,
 ) -> tuple[str, list[Any]]:
-    col = view.sort.column
-    op, scan_desc = _keyset(col, view.sort.descending, direction)
-    order = f"{col} {'DESC' if scan_desc else 'ASC'}, idem {'DESC' if scan_desc else 'ASC'}"
+    sort = view.sort
+    op, scan_desc = _keyset(sort.column, sort.descending, direction)
+    way = "DESC" if scan_desc else "ASC"
+    exprs = [*(_sort_sql(c) for c in sort.columns), "idem"]
+    order = ", ".join(f"{e} {way}" for e in exprs)
     extra, extra_params = _predicates(view, now, dead, hits)
-    keyset, keyset_params = [], []
+    keyset: list[str] = []
+    keyset_params: list[Any] = []
     if start is not None and direction != "last":
-        keyset, keyset_params = [f"({col}, idem) {op} (?, ?)"], [start[0], start[1]]
+        marks = ", ".join("?" * len(exprs))
+        keyset, keyset_params = [f"({', '.join(exprs)}) {op} ({marks})"], list(start)
     statuses = view.effective_statuses()
     if statuses is not None and not statuses:
         return "SELECT " + COLUMNS + " FROM jobs WHERE FALSE", []
     by_id = hits is not None and bool(view.filter.text)
-    by_status = not by_id and (
-        col == "state_since"
-        or (statuses is not None and sum(sizes.get(s.value, 0) for s in statuses) <= SMALL_STATUS)
-    )
+    per_status = _PER_STATUS.get(sort.column) if sort.indexed else None
+    small = statuses is not None and sum(sizes.get(s.value, 0) for s in statuses) <= SMALL_STATUS
+    by_status = not by_id and (per_status is not None or (sort.indexed and small))
     if by_status:
+        index = per_status or "jobs_status_age"
         subs, params = [], []
         for status in statuses if statuses is not None else list(Status):
             where = " AND ".join(["status = ?", *extra, *keyset])
             subs.append(
-                f"SELECT * FROM (SELECT {COLUMNS} FROM jobs INDEXED BY jobs_status_age"
+                f"SELECT * FROM (SELECT {COLUMNS} FROM jobs INDEXED BY {index}"
                 f" WHERE {where} ORDER BY {order} LIMIT ?) AS by_{status.value}"
             )
             params += [status.value, *extra_params, *keyset_params, limit]
@@ -250,6 +331,8 @@ def _page_sql(
     # Text-index candidates are read by id (NOT INDEXED leaves only rowid
     # lookups) and sorted: few rows, wherever they sit in the order.
     source = "NOT INDEXED" if by_id else "INDEXED BY jobs_updated"
+    if not by_id and sort.column != "updated_at":
+        source = ""  # idem's UNIQUE index, or none (UNINDEXED_SORT_CAP)
     sql = f"SELECT {COLUMNS} FROM jobs {source} WHERE {where} ORDER BY {order}"
     return sql + " LIMIT ?", [*params, *keyset_params, limit]
 

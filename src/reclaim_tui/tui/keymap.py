@@ -17,6 +17,7 @@ __all__ = [
     "APP_ACTIONS",
     "KEYS",
     "MUTATING",
+    "SORT_KEYS",
     "TABS",
     "TITLED",
     "VIEWS",
@@ -64,6 +65,19 @@ TABS: tuple[TabSpec, ...] = (
     TabSpec("consumed", "consumed", "consumed", short="cons"),
     TabSpec("failed", "failed", "failed", short="fail"),
     TabSpec("cancelled", "cancelled", "cancelled", short="canc"),
+)
+
+#: k9s's shift+letter sorts: the letter, the table column (core/queries.SORT_COLUMNS), its name.
+SORT_KEYS = (
+    ("K", "idem", "key"),
+    ("T", "status", "status"),
+    ("M", "model", "model"),
+    ("H", "handle", "handle"),
+    ("N", "attempts", "attempts"),
+    ("W", "age", "age in state"),
+    ("X", "next", "next poll"),
+    ("U", "updated", "updated"),
+    ("E", "error", "last error"),
 )
 
 _NAV = "Navigate"
@@ -132,6 +146,18 @@ KEYS: tuple[KeySpec, ...] = (
         for n, tab in enumerate(TABS, start=1)
     ),
     KeySpec("t", "t", "cycle_sort", "Sort", "Cycle sort: age in state / updated", _VIEW),
+    *(
+        KeySpec(
+            letter,
+            letter,
+            f"sort_by('{column}')",
+            f"Sort by {name}",
+            f"Sort by {name} (again: the other way; :sort {name.split()[0]} desc)",
+            _VIEW,
+            footer=False,
+        )
+        for letter, column, name in SORT_KEYS
+    ),
     KeySpec(
         "dollar_sign",
         "$",

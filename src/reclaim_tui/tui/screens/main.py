@@ -53,7 +53,12 @@ from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.screens.job_screen import JobScreen
 from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 from reclaim_tui.tui.state import ConsoleState, Cursor, Window
-from reclaim_tui.tui.widgets.command_line import Command, CommandLine, column_names
+from reclaim_tui.tui.widgets.command_line import (
+    Command,
+    CommandLine,
+    column_names,
+    sort_arguments,
+)
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
 from reclaim_tui.tui.widgets.footer import ConsoleFooter
@@ -269,9 +274,7 @@ class MainScreen(JobScreen):
         self.feed.load_page(event.direction, cursor=event.cursor)
 
     def on_ledger_table_sort_requested(self, event: LedgerTable.SortRequested) -> None:
-        first = 0 if event.column == "age" else 2
-        current = self.state.sort_index
-        self.set_sort(first + 1 if current == first else first)
+        self.action_sort_by(event.column)
 
     @on(StatusTabs.TabActivated)
     def _tab_clicked(self, event: StatusTabs.TabActivated) -> None:
@@ -293,7 +296,7 @@ class MainScreen(JobScreen):
     def show_bar(self) -> None:
         s, bar = self.state, self.bar
         bar.mode, bar.interval, bar.marks = self.pace.mode, self.pace.interval, len(s.marks)
-        bar.sort, bar.filter = SORTS[s.sort_index].label, s.filter_text
+        bar.sort, bar.filter = s.sort.label, s.filter_text
         bar.window = s.window_text()
         # The app's loop may report a pass while the screen is being torn
         # down (quit during a pass): there is no bar left to show it on.
@@ -306,7 +309,16 @@ class MainScreen(JobScreen):
         self.feed.load_page("first", cursor="top")
 
     def set_sort(self, index: int) -> None:
-        self.state.sort_index = index
+        self.state.sort_index, self.state.column_sort = index, None
+        self.feed.load_page("first", cursor="top")
+
+    def action_sort_by(self, column: str, descending: bool | None = None) -> None:
+        """Sort by any column (shift+letter again: the other way; `:sort`)."""
+        try:
+            self.state.sort_by(column, descending)
+        except ValueError as exc:
+            self.notify(str(exc), severity="error")
+            return
         self.feed.load_page("first", cursor="top")
 
     def action_cycle_sort(self) -> None:
@@ -405,6 +417,8 @@ class MainScreen(JobScreen):
             self.action_charts()
         elif command.verb == "prune":
             self.prune(command)
+        elif command.verb == "sort":
+            self.action_sort_by(*sort_arguments(command.argument))
         elif command.verb == "columns":
             self.state.columns = column_names(command)
             self.table.choose_columns(self.state.columns)

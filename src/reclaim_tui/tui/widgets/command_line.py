@@ -20,6 +20,7 @@ from textual.widgets import Input, Static
 from reclaim_tui.config import COLUMN_NAMES
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.prune import parse_age, prunable_statuses
+from reclaim_tui.core.queries import SORT_COLUMNS
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.tui.keymap import TABS
 
@@ -30,9 +31,12 @@ __all__ = [
     "column_names",
     "parse_command",
     "prune_arguments",
+    "sort_arguments",
 ]
 
-Verb = Literal["tab", "model", "filter", "help", "quit", "costs", "charts", "prune", "columns"]
+Verb = Literal[
+    "tab", "model", "filter", "help", "quit", "costs", "charts", "prune", "columns", "sort", "view"
+]
 #: Words that name a tab besides its id (its short label, the singular).
 _ALIASES = {t.short: t.id for t in TABS} | {"orphan": "orphans", "unconsumed": "done"}
 _WORDS: dict[str, Verb] = {
@@ -49,6 +53,21 @@ _WORDS: dict[str, Verb] = {
     "prune": "prune",
     "columns": "columns",
     "cols": "columns",
+    "sort": "sort",
+    "view": "view",
+}
+#: `:sort` words → table columns (the columns' own keys work too).
+SORT_NAMES = {
+    "key": "idem",
+    "status": "status",
+    "model": "model",
+    "handle": "handle",
+    "attempts": "attempts",
+    "att": "attempts",
+    "age": "age",
+    "next": "next",
+    "updated": "updated",
+    "error": "error",
 }
 #: What Tab completes (and the help line lists).
 COMMANDS = (
@@ -59,6 +78,8 @@ COMMANDS = (
     "charts",
     "prune ",
     "columns ",
+    "sort ",
+    "view ",
     "help",
     "quit",
 )
@@ -88,7 +109,23 @@ def parse_command(line: str) -> Command:
         _prune_arguments(rest)
     if verb == "columns":
         column_names(Command(verb, rest))
+    if verb == "sort":
+        sort_arguments(rest)
+    if verb == "view" and not rest:
+        raise ValueError(":view needs a name: a view of [views] in settings.toml")
     return Command(verb, rest)
+
+
+def sort_arguments(rest: str) -> tuple[str, bool | None]:
+    """`COLUMN [asc|desc]` of `:sort`: the table column and the direction
+    (None: ascending, or the other way when it is the sort already)."""
+    words = rest.lower().split()
+    if not 1 <= len(words) <= 2 or (words[1:] and words[1] not in ("asc", "desc")):
+        raise ValueError(f":sort COLUMN [asc|desc], COLUMN one of {' '.join(SORT_NAMES)}")
+    name = SORT_NAMES.get(words[0], words[0])
+    if name not in SORT_COLUMNS:
+        raise ValueError(f":sort: {words[0]!r} is not a column ({' '.join(SORT_NAMES)})")
+    return name, (words[1] == "desc") if words[1:] else None
 
 
 def column_names(command: Command) -> tuple[str, ...] | None:
