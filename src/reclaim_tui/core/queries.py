@@ -36,6 +36,7 @@ from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
 from reclaim_tui.core.retention import Attention, attention
+from reclaim_tui.core.row_filters import Structured, parse_word, structured_sql
 from reclaim_tui.core.schema import COLUMNS, orphan_sql, row_from_tuple
 from reclaim_tui.core.text_search import TEXT_SQL as _TEXT_SQL
 from reclaim_tui.core.text_search import like_pattern as _like
@@ -147,24 +148,33 @@ def _sort_value(row: Row, column: str) -> Any:
 class RowFilter:
     """A parsed filter: free text over idem, handle and the spec's input, plus
     tokens `status:NAME`, `model:TEXT` and `error:TEXT` (substring, ASCII
-    case-insensitive). Text of 3+ characters is looked up in the trigram
+    case-insensitive), and the structured words of core/row_filters.py
+    (`label:team=docs`, `age>1h`, `updated<10m`, `attempts>2`). A quoted
+    token ("a:b") is text. Text of 3+ characters is looked up in the trigram
     index; 1–2 characters are tested on every row walked."""
 
     text: str = ""
     statuses: frozenset[Status] = frozenset()
     models: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+    #: label:, age/created/updated ranges, attempts (core/row_filters.py).
+    words: tuple[Structured, ...] = ()
 
     @classmethod
     def parse(cls, query: str) -> RowFilter:
-        """Parse the filter line; ValueError names an unknown status."""
+        """Parse the filter line; ValueError names an unknown status or word."""
         words: list[str] = []
+        structured: list[Structured] = []
         statuses: set[Status] = set()
         models: list[str] = []
         errors: list[str] = []
         for token in query.split():
             name, sep, value = token.partition(":")
-            if sep and name.lower() == "status" and value:
+            if len(token) > 1 and token[0] == token[-1] == '"':
+                words.append(token[1:-1])
+            elif (word := parse_word(token)) is not None:
+                structured.append(word)
+            elif sep and name.lower() == "status" and value:
                 try:
                     statuses.add(Status(value.lower()))
                 except ValueError:
@@ -176,11 +186,12 @@ class RowFilter:
                 errors.append(value)
             else:
                 words.append(token)
-        return cls(" ".join(words), frozenset(statuses), tuple(models), tuple(errors))
+        text = " ".join(words)
+        return cls(text, frozenset(statuses), tuple(models), tuple(errors), tuple(structured))
 
     @property
     def empty(self) -> bool:
-        return not (self.text or self.statuses or self.models or self.errors)
+        return not (self.text or self.statuses or self.models or self.errors or self.words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +245,7 @@ class Detail:
 
 
 def _predicates(
-    view: View, now: float, dead: Sequence[str], hits: str | None = None
+    view: View, now: float, dead: Sequence[str], hits: str | None = None, dialect: str = "sqlite"
 ) -> tuple[list[str], list[Any]]:
     """WHERE clauses (besides status and the keyset) and their parameters;
     `hits`: the JSON list of ids the text index names for the filter text."""
@@ -257,7 +268,8 @@ def _predicates(
         for value in values:
             clauses.append(f"{column} LIKE ? ESCAPE '\\'")
             params.append(_like(value))
-    return clauses, params
+    words, word_params = structured_sql(flt.words, now, dialect)
+    return [*clauses, *words], [*params, *word_params]
 
 
 def _keyset(column: str, descending: bool, direction: Direction) -> tuple[str, bool]:
@@ -292,13 +304,14 @@ def _page_sql(
     direction: Direction,
     limit: int,
     hits: str | None = None,
+    dialect: str = "sqlite",
 ) -> tuple[str, list[Any]]:
     sort = view.sort
     op, scan_desc = _keyset(sort.column, sort.descending, direction)
     way = "DESC" if scan_desc else "ASC"
     exprs = [*(_sort_sql(c) for c in sort.columns), "idem"]
     order = ", ".join(f"{e} {way}" for e in exprs)
-    extra, extra_params = _predicates(view, now, dead, hits)
+    extra, extra_params = _predicates(view, now, dead, hits, dialect)
     keyset: list[str] = []
     keyset_params: list[Any] = []
     if start is not None and direction != "last":
@@ -388,8 +401,9 @@ class ConsoleReader:
         """
         now = self.clock.now()
         hits = await text_hits(self._fast, view.filter.text)
+        dialect = self._fast.dialect
         sql, params = _page_sql(
-            view, now, self._dead, self.sizes, start, direction, limit + 1, hits
+            view, now, self._dead, self.sizes, start, direction, limit + 1, hits, dialect
         )
         rows = [row_from_tuple(r) for r in await _fetch(self._fast, sql, params)]
         more = len(rows) > limit
@@ -401,7 +415,9 @@ class ConsoleReader:
             return Page(rows, has_before=False, has_after=more)
         if direction == "after":
             return Page(rows, has_before=True, has_after=more)
-        sql, params = _page_sql(view, now, self._dead, self.sizes, start, "before", 1, hits)
+        sql, params = _page_sql(
+            view, now, self._dead, self.sizes, start, "before", 1, hits, dialect
+        )
         before = bool(await _fetch(self._fast, sql, params))
         return Page(rows, has_before=before, has_after=more)
 
@@ -411,8 +427,9 @@ class ConsoleReader:
         direction: Direction = "from"
         while True:
             hits = await text_hits(self._slow, view.filter.text)
+            now, dialect = self.clock.now(), self._slow.dialect
             sql, params = _page_sql(
-                view, self.clock.now(), self._dead, self.sizes, start, direction, batch, hits
+                view, now, self._dead, self.sizes, start, direction, batch, hits, dialect
             )
             rows = [row_from_tuple(r) for r in await _fetch(self._slow, sql, params)]
             if not rows:
@@ -433,7 +450,8 @@ class ConsoleReader:
         """`SELECT id FROM jobs WHERE …` of every row the view shows (its
         statuses, orphans, filter text and tokens), for totals over it (costs)."""
         hits = await text_hits(self._slow, view.filter.text)
-        clauses, params = _predicates(view, self.clock.now(), self._dead, hits)
+        now, dialect = self.clock.now(), self._slow.dialect
+        clauses, params = _predicates(view, now, self._dead, hits, dialect)
         statuses = view.effective_statuses()
         if statuses is not None:
             clauses.insert(0, "status IN (SELECT value FROM json_each(?))")

@@ -120,7 +120,8 @@ KEYS: tuple[KeySpec, ...] = (
         ":",
         "command_line",
         "Command",
-        "Command line: :failed :model pro :filter TEXT :costs :charts :prune 30d :help :q",
+        "Command line: :failed :model pro :filter TEXT :view NAME :sort COLUMN [asc|desc]"
+        " :costs :charts :prune 30d :help :q",
         _NAV,
         footer=False,
     ),
@@ -129,7 +130,7 @@ KEYS: tuple[KeySpec, ...] = (
         "/",
         "filter",
         "Filter",
-        "Filter: text, status:NAME, model:TEXT",
+        "Filter: text, status:NAME, model:TEXT, label:K=V, age>1h, updated<10m, attempts>2",
         _VIEW,
         titled=True,
     ),

@@ -62,6 +62,8 @@ class ConsoleState:
     #: The table's columns the operator chose (config.COLUMN_NAMES; None: all that fit).
     columns: tuple[str, ...] | None = None
     detail_width: int = 2
+    #: Named filters from the settings file (`[views]`), shown by `:view NAME`.
+    views: dict[str, str] = field(default_factory=dict)
 
     @property
     def tab_spec(self) -> TabSpec:

@@ -57,6 +57,7 @@ from reclaim_tui.tui.widgets.command_line import (
     Command,
     CommandLine,
     column_names,
+    saved_view,
     sort_arguments,
 )
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
@@ -397,6 +398,12 @@ class MainScreen(JobScreen):
     @on(CommandLine.Entered)
     def _command(self, event: CommandLine.Entered) -> None:
         line, command = self.query_one(CommandLine), event.command
+        if command.verb == "view":
+            try:
+                command = Command("filter", saved_view(self.state.views, command.argument))
+            except ValueError as exc:
+                line.say(str(exc))
+                return
         if command.verb in ("model", "filter"):
             try:
                 self._filter_by(command)

@@ -31,6 +31,7 @@ __all__ = [
     "column_names",
     "parse_command",
     "prune_arguments",
+    "saved_view",
     "sort_arguments",
 ]
 
@@ -111,9 +112,17 @@ def parse_command(line: str) -> Command:
         column_names(Command(verb, rest))
     if verb == "sort":
         sort_arguments(rest)
-    if verb == "view" and not rest:
-        raise ValueError(":view needs a name: a view of [views] in settings.toml")
     return Command(verb, rest)
+
+
+def saved_view(views: dict[str, str], name: str) -> str:
+    """The filter text of the view `name` (settings.toml's `[views]`); ValueError
+    lists the views there are."""
+    if name in views:
+        return views[name]
+    names = ", ".join(sorted(views)) or 'none yet: add [views] name = "filter" to settings.toml'
+    said = f"no view named {name!r}; " if name else ":view NAME — "
+    raise ValueError(f"{said}views: {names}")
 
 
 def sort_arguments(rest: str) -> tuple[str, bool | None]:
