@@ -112,12 +112,16 @@ SORT_COLUMNS: dict[str, tuple[str, str | None, str]] = {
 #: Sorts an index serves: per status (jobs_status_age, jobs_due: one range a
 #: status, merged), or over the whole table (jobs_updated, idem's UNIQUE index).
 _PER_STATUS = {"state_since": "jobs_status_age", "status": "jobs_status_age", "next_at": "jobs_due"}
-_INDEXED_SORTS = {*_PER_STATUS, "updated_at", "idem"}
+#: next poll is read per status through jobs_due, but that index has no idem:
+#: its ties (finished rows keep their last next_at) are sorted, ~0.5 s a page
+#: over 920k consumed rows (benchmarks/ledger_fixture.py, 1M rows): capped too.
+_INDEXED_SORTS = {"state_since", "status", "updated_at", "idem"}
 _NULLABLE = {"handle", "last_error"}
 #: A sort no index serves (model, handle, attempts, last error) reads every
 #: row of the view's statuses and keeps the page's worth in a top-N sorter:
-#: ~1 s a page at 1M rows (a scan of the table, spec JSON included), for each
-#: page moved and each refresh. It is refused over more rows than this: the
+#: 0.5–1.2 s a page at 1M rows (measured on benchmarks/ledger_fixture.py's
+#: ledger; key, status, age and updated: 2–30 ms), for each page moved and
+#: each refresh. It is refused over more rows than this: the
 #: operator narrows to a tab first (counted by status, which is indexed).
 UNINDEXED_SORT_CAP = 100_000
 
@@ -321,7 +325,7 @@ def _page_sql(
     if statuses is not None and not statuses:
         return "SELECT " + COLUMNS + " FROM jobs WHERE FALSE", []
     by_id = hits is not None and bool(view.filter.text)
-    per_status = _PER_STATUS.get(sort.column) if sort.indexed else None
+    per_status = _PER_STATUS.get(sort.column)
     small = statuses is not None and sum(sizes.get(s.value, 0) for s in statuses) <= SMALL_STATUS
     by_status = not by_id and (per_status is not None or (sort.indexed and small))
     if by_status:
