@@ -26,7 +26,7 @@ from reclaim_tui.core.models import Row, Status
 from reclaim_tui.core.queries import SORTS, ConsoleReader, View
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.runner.commands import Adopt, Answer, Cancel, Retry
-from reclaim_tui.tui import operations
+from reclaim_tui.tui import operations, row_actions
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.feed import LedgerFeed
 from reclaim_tui.tui.format import attention_text, inbox_text, shorten_error
@@ -534,6 +534,13 @@ class MainScreen(JobScreen):
 
     def _row_action(self, verb: str, command: Retry | Cancel) -> Callable[[], Awaitable[Done]]:
         return partial(operations.run_rows, self.engine_host(), verb, command)
+
+    @work(group="ops")
+    async def action_poll_now(self) -> None:
+        await row_actions.poll_now(self)
+
+    def action_discard(self) -> None:
+        row_actions.discard_row(self)
 
     @work(group="ops")
     async def action_recover(self) -> None:
