@@ -275,7 +275,8 @@ class DetailPane(VerticalScroll):
         """The same detail, its ages counted to `now`."""
         if self._detail is not None:
             content = render_detail(self._detail, now, self.prices)
-            self._text = content.plain
+            # The row's own lines (not the timestamps' and timeline's labels).
+            self._text = content.plain.split("timestamps (UTC)")[0]
             self._body().update(self._with_note(content))
 
     def forget_left(self, now: float) -> None:
