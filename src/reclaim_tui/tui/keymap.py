@@ -121,7 +121,7 @@ KEYS: tuple[KeySpec, ...] = (
         "command_line",
         "Command",
         "Command line: :failed :model pro :filter TEXT :view NAME :sort COLUMN [asc|desc]"
-        " :costs :charts :prune 30d :help :q",
+        " :fleet :costs :charts :prune 30d :help :q",
         _NAV,
         footer=False,
     ),

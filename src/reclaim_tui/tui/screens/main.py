@@ -48,6 +48,7 @@ from reclaim_tui.tui.screens import tools
 from reclaim_tui.tui.screens.ask import adopt_screen, answer_screen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
+from reclaim_tui.tui.screens.fleet import FleetScreen
 from reclaim_tui.tui.screens.follow import FollowScreen
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.screens.job_screen import JobScreen
@@ -424,6 +425,8 @@ class MainScreen(JobScreen):
             self.action_charts()
         elif command.verb == "prune":
             self.prune(command)
+        elif command.verb == "fleet":
+            self.app.push_screen(FleetScreen(self.feed.opened().background, self.config.clock))
         elif command.verb == "sort":
             self.action_sort_by(*sort_arguments(command.argument))
         elif command.verb == "columns":

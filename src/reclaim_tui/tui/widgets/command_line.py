@@ -36,7 +36,18 @@ __all__ = [
 ]
 
 Verb = Literal[
-    "tab", "model", "filter", "help", "quit", "costs", "charts", "prune", "columns", "sort", "view"
+    "tab",
+    "model",
+    "filter",
+    "help",
+    "quit",
+    "costs",
+    "charts",
+    "prune",
+    "columns",
+    "sort",
+    "view",
+    "fleet",
 ]
 #: Words that name a tab besides its id (its short label, the singular).
 _ALIASES = {t.short: t.id for t in TABS} | {"orphan": "orphans", "unconsumed": "done"}
@@ -56,6 +67,7 @@ _WORDS: dict[str, Verb] = {
     "cols": "columns",
     "sort": "sort",
     "view": "view",
+    "fleet": "fleet",
 }
 #: `:sort` words → table columns (the columns' own keys work too).
 SORT_NAMES = {
@@ -81,6 +93,7 @@ COMMANDS = (
     "columns ",
     "sort ",
     "view ",
+    "fleet",
     "help",
     "quit",
 )
@@ -100,7 +113,7 @@ def parse_command(line: str) -> Command:
     if tab is not None and not rest:
         return Command("tab", tab)
     verb = _WORDS.get(word)
-    if verb is None or (verb in ("help", "quit", "costs", "charts") and rest):
+    if verb is None or (verb in ("help", "quit", "costs", "charts", "fleet") and rest):
         shown = line.strip().removeprefix(":").strip() or ":"
         raise ValueError(
             f"unknown command {shown!r} — try :failed, :model pro, :filter TEXT, :costs,"

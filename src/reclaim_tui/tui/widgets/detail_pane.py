@@ -12,6 +12,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from reclaim_tui.core.costs import PriceTable, Tokens, cost_of, format_usd
+from reclaim_tui.core.owner import LeaseOwner
 from reclaim_tui.core.planning import PLAN_READY
 from reclaim_tui.core.polling import ASKS, NOT_FOUND
 from reclaim_tui.core.queries import Detail
@@ -64,7 +65,9 @@ def lease_text(detail: Detail, now: float) -> str:
     alive = {True: "alive", False: "dead", None: "unknown"}[detail.holder_alive]
     left = row.lease_until - now
     until = f"expires in {age(left)}" if left > 0 else "expired"
-    return f"{row.lease_owner} ({alive}, {until})"
+    owner = LeaseOwner.parse(row.lease_owner)  # who holds it: :fleet lists them all
+    who = f"{owner.host} pid {owner.pid}" if owner is not None else row.lease_owner
+    return f"{who} ({alive}, {until})"
 
 
 def usage_text(detail: Detail, prices: PriceTable | None) -> str | None:
