@@ -210,6 +210,8 @@ class ConsoleSettings:
     confirm: bool = True
     #: The table's columns the operator chose (COLUMN_NAMES); None: all that fit.
     columns: tuple[str, ...] | None = None
+    #: Named filters (`[views] name = "filter text"`, the file only), by `:view NAME`.
+    views: tuple[tuple[str, str], ...] = ()
 
     def to_toml(self) -> str:
         lines = ["# reclaim-tui console settings, rewritten by the console when one changes"]
@@ -226,6 +228,9 @@ class ConsoleSettings:
             lines.append("confirm = false")
         if self.columns is not None:
             lines.append(f"columns = {json.dumps(list(self.columns))}")
+        if self.views:  # a table last: the keys after it would be its own
+            lines.append("\n[views]")
+            lines += [f"{json.dumps(name)} = {json.dumps(text)}" for name, text in self.views]
         return "\n".join(lines) + "\n"
 
     @classmethod
@@ -257,9 +262,16 @@ class ConsoleSettings:
             isinstance(columns, list) and columns and set(columns) <= set(COLUMN_NAMES)
         ):
             raise ValueError(f"columns must be a list of {', '.join(COLUMN_NAMES)}")
+        views = data.get("views", {})
+        if not (
+            isinstance(views, dict)
+            and all(isinstance(v, str) and name.strip() for name, v in views.items())
+        ):
+            raise ValueError('views must be a table of name = "filter text"')
         interval = float(interval) if interval is not None else None
         chosen = tuple(dict.fromkeys(columns)) if columns is not None else None
-        return cls(theme, interval, page_size, frozenset(hidden), width, confirm, chosen)
+        named = tuple(views.items())
+        return cls(theme, interval, page_size, frozenset(hidden), width, confirm, chosen, named)
 
 
 def console_settings_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -68,6 +68,19 @@ class Operator:
         expect = (Status.FAILED, Status.CANCELLED)
         return await self._update(idem, expect, Status.RESERVING, actor, note, changes)
 
+    async def poll_now(self, idem: str, *, actor: Actor) -> Row:
+        """Make an in-flight job due at once: the next pass polls it (Sidekiq's
+        "retry now", Oban's "run now"). Nothing is sent here; a job a live
+        process holds is refused (its holder is polling it)."""
+        row = await self._require(idem)
+        if row.status != Status.SUBMITTED or not row.handle:
+            raise OperatorError(
+                f"{idem} is {row.status}; poll now applies to submitted (in-flight) rows"
+            )
+        changes: dict[str, Any] = {"next_at": self.ledger.clock.now()}
+        note = "operator: poll now (due at once; the next pass polls it)"
+        return await self._update(idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, changes)
+
     async def cancel(self, idem: str, *, actor: Actor) -> Row:
         """Cancel a job that has not finished; asks the API to cancel too.
 

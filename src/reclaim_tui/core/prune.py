@@ -50,12 +50,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from reclaim_tui.core.cancelling import is_pending
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.export import iso_time, job_record
 from reclaim_tui.core.ledger import Ledger, stored_usage
 from reclaim_tui.core.models import TERMINAL_STATUSES, Event, Row, Status, StoredResult
 from reclaim_tui.core.schema import COLUMNS, row_from_tuple
-from reclaim_tui.errors import ConfigError
+from reclaim_tui.errors import ConfigError, OperatorError
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -63,6 +64,7 @@ __all__ = [
     "PruneCount",
     "PruneReport",
     "count_prunable",
+    "discard",
     "parse_age",
     "prunable_statuses",
     "prune",
@@ -258,29 +260,66 @@ async def _prune_batch(
             found = list(await cur.fetchall())
         if not found:
             return []
-        ids = json.dumps([int(r[0]) for r in found])
         rows = [row_from_tuple(r[1:]) for r in found]
-        keys = json.dumps([row.idem for row in rows])
-        if report.archive is not None:
-            lines = await _archive_lines(db, ids, rows, now)
-            try:
-                await asyncio.to_thread(_append_synced, report.archive, lines)
-            except OSError as exc:
-                raise ConfigError(
-                    f"prune: cannot write the archive {report.archive} ({exc}); the rows it"
-                    " would have held were not deleted"
-                ) from exc
-            report.archived += len(lines)
-            # A kill here: archived, not deleted; the next prune archives again.
-            crashpoint("after_archive_before_delete")
-        by_id = "IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"
-        await db.execute(f"DELETE FROM events WHERE job {by_id}", (ids,))
-        await db.execute(f"DELETE FROM results WHERE job {by_id}", (ids,))
-        await db.execute(
-            "UPDATE inbox SET job = NULL WHERE job IN (SELECT value FROM json_each(?))", (keys,)
-        )
-        await db.execute(f"DELETE FROM jobs WHERE id {by_id}", (ids,))
+        await _archive_and_delete(db, found, rows, report, now)
     return rows
+
+
+async def _archive_and_delete(
+    db: Any, found: Sequence[Any], rows: Sequence[Row], report: PruneReport, now: float
+) -> None:
+    """Archive `rows` (fsync'd) when the report has an archive, then delete
+    them with their events and results, in the caller's transaction."""
+    ids = json.dumps([int(r[0]) for r in found])
+    keys = json.dumps([row.idem for row in rows])
+    if report.archive is not None:
+        lines = await _archive_lines(db, ids, rows, now)
+        try:
+            await asyncio.to_thread(_append_synced, report.archive, lines)
+        except OSError as exc:
+            raise ConfigError(
+                f"prune: cannot write the archive {report.archive} ({exc}); the rows it"
+                " would have held were not deleted"
+            ) from exc
+        report.archived += len(lines)
+        # A kill here: archived, not deleted; the next prune archives again.
+        crashpoint("after_archive_before_delete")
+    by_id = "IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"
+    await db.execute(f"DELETE FROM events WHERE job {by_id}", (ids,))
+    await db.execute(f"DELETE FROM results WHERE job {by_id}", (ids,))
+    await db.execute(
+        "UPDATE inbox SET job = NULL WHERE job IN (SELECT value FROM json_each(?))", (keys,)
+    )
+    await db.execute(f"DELETE FROM jobs WHERE id {by_id}", (ids,))
+
+
+async def discard(ledger: Ledger, idem: str, *, now: float, archive: Path) -> Row:
+    """Delete one finished row (consumed, failed, cancelled) with its events
+    and result, its archive line appended and fsync'd first, as `prune`
+    does; OperatorError when it is not finished (or its cancel is still
+    unconfirmed: deleting it would stop the remote cancel's retries)."""
+    if not archive.parent.is_dir():
+        raise ConfigError(f"discard: the archive's folder {archive.parent} does not exist")
+    async with ledger.write() as db:
+        lock = getattr(db, "row_lock", "")  # PostgreSQL: FOR UPDATE
+        async with db.execute(
+            f"SELECT id, {COLUMNS} FROM jobs WHERE idem = ?{lock}", (idem,)
+        ) as cur:
+            found = list(await cur.fetchall())
+        if not found:
+            raise OperatorError(f"no job with key {idem}")
+        row = row_from_tuple(found[0][1:])
+        if row.status not in PRUNABLE:
+            raise OperatorError(
+                f"{idem} is {row.status}; discard applies to consumed, failed and cancelled rows"
+            )
+        if is_pending(row):
+            raise OperatorError(
+                f"{idem}: its cancel is still pending at the API; discard it once confirmed"
+            )
+        report = PruneReport(now, archive=archive)
+        await _archive_and_delete(db, found, [row], report, now)
+    return row
 
 
 async def _archive_lines(db: Any, ids: str, rows: Sequence[Row], now: float) -> list[str]:

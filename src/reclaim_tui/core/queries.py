@@ -36,6 +36,7 @@ from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 from reclaim_tui.core.owner import holder_alive
 from reclaim_tui.core.retention import Attention, attention
+from reclaim_tui.core.row_filters import Structured, parse_word, structured_sql
 from reclaim_tui.core.schema import COLUMNS, orphan_sql, row_from_tuple
 from reclaim_tui.core.text_search import TEXT_SQL as _TEXT_SQL
 from reclaim_tui.core.text_search import like_pattern as _like
@@ -43,15 +44,20 @@ from reclaim_tui.core.text_search import text_hits
 
 __all__ = [
     "SORTS",
+    "SORT_COLUMNS",
+    "UNINDEXED_SORT_CAP",
     "ConsoleReader",
     "Detail",
     "Page",
     "RowFilter",
     "Sort",
     "View",
+    "column_sort",
+    "sort_refusal",
 ]
 
-Key = tuple[float, str]
+#: A row's place in a sort: its sort values, then its idem.
+Key = tuple[Any, ...]
 Direction = Literal["from", "after", "before", "last"]
 
 #: Below this many rows, a status range sorted in memory by SQLite beats a
@@ -63,11 +69,25 @@ MATCH_CAP = 10_000
 
 @dataclass(frozen=True, slots=True)
 class Sort:
-    """A display order: `column` ascending or descending, ties broken by idem."""
+    """A display order: `column` (then `then`) ascending or descending, ties
+    broken by idem. `column` names a jobs column and the Row attribute of
+    the same name; the nullable ones sort as '' (NULL breaks a keyset)."""
 
-    column: Literal["state_since", "updated_at"]
+    column: str
     descending: bool
     label: str
+    #: A second column before idem: status sorts by age in state within it.
+    then: str | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (self.column,) if self.then is None else (self.column, self.then)
+
+    @property
+    def indexed(self) -> bool:
+        """Whether an index gives this order (else every row of the view is
+        read and sorted: UNINDEXED_SORT_CAP)."""
+        return self.column in _INDEXED_SORTS
 
 
 SORTS: tuple[Sort, ...] = (
@@ -77,29 +97,88 @@ SORTS: tuple[Sort, ...] = (
     Sort("updated_at", False, "updated ↑ (earliest first)"),
 )
 
+#: The table's columns (tui/widgets/ledger_table.py) → (jobs column, then, name).
+SORT_COLUMNS: dict[str, tuple[str, str | None, str]] = {
+    "idem": ("idem", None, "key"),
+    "status": ("status", "state_since", "status"),
+    "model": ("model", None, "model"),
+    "handle": ("handle", None, "handle"),
+    "attempts": ("attempts", None, "attempts"),
+    "age": ("state_since", None, "age in state"),
+    "next": ("next_at", None, "next poll"),
+    "updated": ("updated_at", None, "updated"),
+    "error": ("last_error", None, "last error"),
+}
+#: Sorts an index serves: per status (jobs_status_age, jobs_due: one range a
+#: status, merged), or over the whole table (jobs_updated, idem's UNIQUE index).
+_PER_STATUS = {"state_since": "jobs_status_age", "status": "jobs_status_age", "next_at": "jobs_due"}
+#: next poll is read per status through jobs_due, but that index has no idem:
+#: its ties (finished rows keep their last next_at) are sorted, ~0.5 s a page
+#: over 920k consumed rows (benchmarks/ledger_fixture.py, 1M rows): capped too.
+_INDEXED_SORTS = {"state_since", "status", "updated_at", "idem"}
+_NULLABLE = {"handle", "last_error"}
+#: A sort no index serves (model, handle, attempts, last error) reads every
+#: row of the view's statuses and keeps the page's worth in a top-N sorter:
+#: 0.5–1.2 s a page at 1M rows (measured on benchmarks/ledger_fixture.py's
+#: ledger; key, status, age and updated: 2–30 ms), for each page moved and
+#: each refresh. It is refused over more rows than this: the
+#: operator narrows to a tab first (counted by status, which is indexed).
+UNINDEXED_SORT_CAP = 100_000
+
+
+def column_sort(name: str, descending: bool) -> Sort:
+    """The sort by table column `name` (SORT_COLUMNS); ValueError names the columns."""
+    try:
+        column, then, label = SORT_COLUMNS[name]
+    except KeyError:
+        known = " ".join(SORT_COLUMNS)
+        raise ValueError(f"{name!r} is not a column to sort by (one of {known})") from None
+    arrow = "descending" if descending else "ascending"
+    return Sort(column, descending, f"{label} {arrow}", then)
+
+
+def _sort_sql(column: str) -> str:
+    return f"COALESCE({column}, '')" if column in _NULLABLE else column
+
+
+def _sort_value(row: Row, column: str) -> Any:
+    value = getattr(row, column)
+    if column == "status":
+        return row.status.value
+    return "" if value is None and column in _NULLABLE else value
+
 
 @dataclass(frozen=True, slots=True)
 class RowFilter:
     """A parsed filter: free text over idem, handle and the spec's input, plus
     tokens `status:NAME`, `model:TEXT` and `error:TEXT` (substring, ASCII
-    case-insensitive). Text of 3+ characters is looked up in the trigram
+    case-insensitive), and the structured words of core/row_filters.py
+    (`label:team=docs`, `age>1h`, `updated<10m`, `attempts>2`). A quoted
+    token ("a:b") is text. Text of 3+ characters is looked up in the trigram
     index; 1–2 characters are tested on every row walked."""
 
     text: str = ""
     statuses: frozenset[Status] = frozenset()
     models: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+    #: label:, age/created/updated ranges, attempts (core/row_filters.py).
+    words: tuple[Structured, ...] = ()
 
     @classmethod
     def parse(cls, query: str) -> RowFilter:
-        """Parse the filter line; ValueError names an unknown status."""
+        """Parse the filter line; ValueError names an unknown status or word."""
         words: list[str] = []
+        structured: list[Structured] = []
         statuses: set[Status] = set()
         models: list[str] = []
         errors: list[str] = []
         for token in query.split():
             name, sep, value = token.partition(":")
-            if sep and name.lower() == "status" and value:
+            if len(token) > 1 and token[0] == token[-1] == '"':
+                words.append(token[1:-1])
+            elif (word := parse_word(token)) is not None:
+                structured.append(word)
+            elif sep and name.lower() == "status" and value:
                 try:
                     statuses.add(Status(value.lower()))
                 except ValueError:
@@ -111,11 +190,12 @@ class RowFilter:
                 errors.append(value)
             else:
                 words.append(token)
-        return cls(" ".join(words), frozenset(statuses), tuple(models), tuple(errors))
+        text = " ".join(words)
+        return cls(text, frozenset(statuses), tuple(models), tuple(errors), tuple(structured))
 
     @property
     def empty(self) -> bool:
-        return not (self.text or self.statuses or self.models or self.errors)
+        return not (self.text or self.statuses or self.models or self.errors or self.words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +220,7 @@ class View:
         return None if allowed is None else [s for s in Status if s in allowed]
 
     def key_of(self, row: Row) -> Key:
-        return (getattr(row, self.sort.column), row.idem)
+        return (*(_sort_value(row, c) for c in self.sort.columns), row.idem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +249,7 @@ class Detail:
 
 
 def _predicates(
-    view: View, now: float, dead: Sequence[str], hits: str | None = None
+    view: View, now: float, dead: Sequence[str], hits: str | None = None, dialect: str = "sqlite"
 ) -> tuple[list[str], list[Any]]:
     """WHERE clauses (besides status and the keyset) and their parameters;
     `hits`: the JSON list of ids the text index names for the filter text."""
@@ -192,7 +272,8 @@ def _predicates(
         for value in values:
             clauses.append(f"{column} LIKE ? ESCAPE '\\'")
             params.append(_like(value))
-    return clauses, params
+    words, word_params = structured_sql(flt.words, now, dialect)
+    return [*clauses, *words], [*params, *word_params]
 
 
 def _keyset(column: str, descending: bool, direction: Direction) -> tuple[str, bool]:
@@ -206,6 +287,18 @@ def _keyset(column: str, descending: bool, direction: Direction) -> tuple[str, b
     return op, scan_desc
 
 
+def sort_refusal(view: View, sizes: Mapping[str, int]) -> str | None:
+    """Why the view's sort is too costly for its rows (UNINDEXED_SORT_CAP), or None."""
+    statuses = view.effective_statuses()
+    rows = sum(sizes.get(s.value, 0) for s in (statuses if statuses is not None else Status))
+    if view.sort.indexed or rows <= UNINDEXED_SORT_CAP:
+        return None
+    return (
+        f"sorting {rows:,} rows by {view.sort.label.rsplit(' ', 1)[0]} reads every one (no"
+        f" index): pick a tab of at most {UNINDEXED_SORT_CAP:,} rows first"
+    )
+
+
 def _page_sql(
     view: View,
     now: float,
@@ -215,28 +308,33 @@ def _page_sql(
     direction: Direction,
     limit: int,
     hits: str | None = None,
+    dialect: str = "sqlite",
 ) -> tuple[str, list[Any]]:
-    col = view.sort.column
-    op, scan_desc = _keyset(col, view.sort.descending, direction)
-    order = f"{col} {'DESC' if scan_desc else 'ASC'}, idem {'DESC' if scan_desc else 'ASC'}"
-    extra, extra_params = _predicates(view, now, dead, hits)
-    keyset, keyset_params = [], []
+    sort = view.sort
+    op, scan_desc = _keyset(sort.column, sort.descending, direction)
+    way = "DESC" if scan_desc else "ASC"
+    exprs = [*(_sort_sql(c) for c in sort.columns), "idem"]
+    order = ", ".join(f"{e} {way}" for e in exprs)
+    extra, extra_params = _predicates(view, now, dead, hits, dialect)
+    keyset: list[str] = []
+    keyset_params: list[Any] = []
     if start is not None and direction != "last":
-        keyset, keyset_params = [f"({col}, idem) {op} (?, ?)"], [start[0], start[1]]
+        marks = ", ".join("?" * len(exprs))
+        keyset, keyset_params = [f"({', '.join(exprs)}) {op} ({marks})"], list(start)
     statuses = view.effective_statuses()
     if statuses is not None and not statuses:
         return "SELECT " + COLUMNS + " FROM jobs WHERE FALSE", []
     by_id = hits is not None and bool(view.filter.text)
-    by_status = not by_id and (
-        col == "state_since"
-        or (statuses is not None and sum(sizes.get(s.value, 0) for s in statuses) <= SMALL_STATUS)
-    )
+    per_status = _PER_STATUS.get(sort.column)
+    small = statuses is not None and sum(sizes.get(s.value, 0) for s in statuses) <= SMALL_STATUS
+    by_status = not by_id and (per_status is not None or (sort.indexed and small))
     if by_status:
+        index = per_status or "jobs_status_age"
         subs, params = [], []
         for status in statuses if statuses is not None else list(Status):
             where = " AND ".join(["status = ?", *extra, *keyset])
             subs.append(
-                f"SELECT * FROM (SELECT {COLUMNS} FROM jobs INDEXED BY jobs_status_age"
+                f"SELECT * FROM (SELECT {COLUMNS} FROM jobs INDEXED BY {index}"
                 f" WHERE {where} ORDER BY {order} LIMIT ?) AS by_{status.value}"
             )
             params += [status.value, *extra_params, *keyset_params, limit]
@@ -250,6 +348,8 @@ def _page_sql(
     # Text-index candidates are read by id (NOT INDEXED leaves only rowid
     # lookups) and sorted: few rows, wherever they sit in the order.
     source = "NOT INDEXED" if by_id else "INDEXED BY jobs_updated"
+    if not by_id and sort.column != "updated_at":
+        source = ""  # idem's UNIQUE index, or none (UNINDEXED_SORT_CAP)
     sql = f"SELECT {COLUMNS} FROM jobs {source} WHERE {where} ORDER BY {order}"
     return sql + " LIMIT ?", [*params, *keyset_params, limit]
 
@@ -305,8 +405,9 @@ class ConsoleReader:
         """
         now = self.clock.now()
         hits = await text_hits(self._fast, view.filter.text)
+        dialect = self._fast.dialect
         sql, params = _page_sql(
-            view, now, self._dead, self.sizes, start, direction, limit + 1, hits
+            view, now, self._dead, self.sizes, start, direction, limit + 1, hits, dialect
         )
         rows = [row_from_tuple(r) for r in await _fetch(self._fast, sql, params)]
         more = len(rows) > limit
@@ -318,7 +419,9 @@ class ConsoleReader:
             return Page(rows, has_before=False, has_after=more)
         if direction == "after":
             return Page(rows, has_before=True, has_after=more)
-        sql, params = _page_sql(view, now, self._dead, self.sizes, start, "before", 1, hits)
+        sql, params = _page_sql(
+            view, now, self._dead, self.sizes, start, "before", 1, hits, dialect
+        )
         before = bool(await _fetch(self._fast, sql, params))
         return Page(rows, has_before=before, has_after=more)
 
@@ -328,8 +431,9 @@ class ConsoleReader:
         direction: Direction = "from"
         while True:
             hits = await text_hits(self._slow, view.filter.text)
+            now, dialect = self.clock.now(), self._slow.dialect
             sql, params = _page_sql(
-                view, self.clock.now(), self._dead, self.sizes, start, direction, batch, hits
+                view, now, self._dead, self.sizes, start, direction, batch, hits, dialect
             )
             rows = [row_from_tuple(r) for r in await _fetch(self._slow, sql, params)]
             if not rows:
@@ -350,7 +454,8 @@ class ConsoleReader:
         """`SELECT id FROM jobs WHERE …` of every row the view shows (its
         statuses, orphans, filter text and tokens), for totals over it (costs)."""
         hits = await text_hits(self._slow, view.filter.text)
-        clauses, params = _predicates(view, self.clock.now(), self._dead, hits)
+        now, dialect = self.clock.now(), self._slow.dialect
+        clauses, params = _predicates(view, now, self._dead, hits, dialect)
         statuses = view.effective_statuses()
         if statuses is not None:
             clauses.insert(0, "status IN (SELECT value FROM json_each(?))")

@@ -3,6 +3,8 @@
     command                             reply
     Tick()                              Passed(report)
     Retry(idems) · Cancel(idems)        RowsOutcome(applied, refused)
+    PollNow(idems)                      RowsOutcome   due at once: the next pass polls
+    Discard(idems, archive)             RowsOutcome   archive line fsync'd, then deleted
     Adopt(idem, interaction_id)         RowsOutcome
     Answer(idem, text)                  RowsOutcome
     Recover(idems)                      Passed    always force: "recover now"
@@ -30,7 +32,7 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core import cancelling
 from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
-from reclaim_tui.core.prune import prune
+from reclaim_tui.core.prune import discard, prune
 from reclaim_tui.errors import OperatorError, ReclaimError
 
 __all__ = [
@@ -41,10 +43,12 @@ __all__ = [
     "Answer",
     "Cancel",
     "Command",
+    "Discard",
     "Failed",
     "Launch",
     "Message",
     "Passed",
+    "PollNow",
     "Prune",
     "Pruned",
     "Quit",
@@ -108,6 +112,23 @@ class Retry(_OnKeys):
 @dataclass(frozen=True)
 class Cancel(_OnKeys):
     """Cancel each row (at the API too when it was sent)."""
+
+
+@dataclass(frozen=True)
+class PollNow(_OnKeys):
+    """Make each in-flight row due at once (the next pass polls it)."""
+
+
+@dataclass(frozen=True)
+class Discard(Message):
+    """Delete each finished row, its archive line appended to `archive` first."""
+
+    idems: tuple[str, ...]
+    archive: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        return cls(tuple(data["idems"]), str(data["archive"]))
 
 
 @dataclass(frozen=True)
@@ -195,8 +216,10 @@ class Prune(Message):
         )
 
 
-Command = Tick | Retry | Cancel | Adopt | Answer | Recover | Replay | Submit | Prune
-RowCommand = Retry | Cancel | Adopt | Answer
+Command = (
+    Tick | Retry | Cancel | Adopt | Answer | PollNow | Discard | Recover | Replay | Submit | Prune
+)
+RowCommand = Retry | Cancel | Adopt | Answer | PollNow | Discard
 
 
 # -- replies ----------------------------------------------------------------------------
@@ -350,7 +373,7 @@ async def _run(engine: Engine, command: Command) -> Reply:
         case Tick():
             # The loop's passes are not an operator's doing: their own actor.
             return Passed(await engine.acting_as(Actor.CONSOLE_LOOP).tick())
-        case Retry() | Cancel() | Adopt() | Answer():
+        case Retry() | Cancel() | Adopt() | Answer() | PollNow() | Discard():
             return await _each_row(engine, command)
         case Recover(idems=idems):
             return Passed(await engine.recover_orphans(force=True, idems=idems))
@@ -387,6 +410,12 @@ async def _each_row(engine: Engine, command: RowCommand) -> RowsOutcome:
                     await engine.operator.adopt(idem, interaction_id, actor=ACTOR)
                 case Answer(text=text):
                     await engine.operator.answer(idem, text, actor=ACTOR)
+                case PollNow():
+                    await engine.operator.poll_now(idem, actor=ACTOR)
+                case Discard(archive=archive):
+                    await discard(
+                        engine.ledger, idem, now=engine.clock.now(), archive=Path(archive)
+                    )
             applied += 1
         except OperatorError as exc:
             refused.append(str(exc))

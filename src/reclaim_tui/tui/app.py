@@ -75,6 +75,7 @@ class ReclaimApp(App[None]):
         self.main.state.hidden = set(self.remembered.hidden)
         self.main.state.detail_width = self.remembered.detail_width or 2
         self.main.state.columns = self.remembered.columns
+        self.main.state.views = dict(self.remembered.views)
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
         self._froze = False
@@ -265,6 +266,7 @@ class ReclaimApp(App[None]):
             detail_width=state.detail_width,
             confirm=self.config.confirm,
             columns=state.columns,
+            views=self.remembered.views,  # the file's own (the console never edits them)
         )
 
     # -- the loop's keys ------------------------------------------------------------------

@@ -17,6 +17,7 @@ __all__ = [
     "APP_ACTIONS",
     "KEYS",
     "MUTATING",
+    "SORT_KEYS",
     "TABS",
     "TITLED",
     "VIEWS",
@@ -66,6 +67,19 @@ TABS: tuple[TabSpec, ...] = (
     TabSpec("cancelled", "cancelled", "cancelled", short="canc"),
 )
 
+#: k9s's shift+letter sorts: the letter, the table column (core/queries.SORT_COLUMNS), its name.
+SORT_KEYS = (
+    ("K", "idem", "key"),
+    ("T", "status", "status"),
+    ("M", "model", "model"),
+    ("H", "handle", "handle"),
+    ("N", "attempts", "attempts"),
+    ("W", "age", "age in state"),
+    ("X", "next", "next poll"),
+    ("U", "updated", "updated"),
+    ("E", "error", "last error"),
+)
+
 _NAV = "Navigate"
 _VIEW = "View"
 _OPS = "Operate (through the engine, actor 'console')"
@@ -106,7 +120,8 @@ KEYS: tuple[KeySpec, ...] = (
         ":",
         "command_line",
         "Command",
-        "Command line: :failed :model pro :filter TEXT :costs :charts :prune 30d :help :q",
+        "Command line: :failed :model pro :filter TEXT :view NAME :sort COLUMN [asc|desc]"
+        " :fleet :costs :charts :prune 30d :help :q",
         _NAV,
         footer=False,
     ),
@@ -115,7 +130,7 @@ KEYS: tuple[KeySpec, ...] = (
         "/",
         "filter",
         "Filter",
-        "Filter: text, status:NAME, model:TEXT",
+        "Filter: text, status:NAME, model:TEXT, label:K=V, age>1h, updated<10m, attempts>2",
         _VIEW,
         titled=True,
     ),
@@ -132,6 +147,18 @@ KEYS: tuple[KeySpec, ...] = (
         for n, tab in enumerate(TABS, start=1)
     ),
     KeySpec("t", "t", "cycle_sort", "Sort", "Cycle sort: age in state / updated", _VIEW),
+    *(
+        KeySpec(
+            letter,
+            letter,
+            f"sort_by('{column}')",
+            f"Sort by {name}",
+            f"Sort by {name} (again: the other way; :sort {name.split()[0]} desc)",
+            _VIEW,
+            footer=False,
+        )
+        for letter, column, name in SORT_KEYS
+    ),
     KeySpec(
         "dollar_sign",
         "$",
@@ -276,6 +303,26 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     KeySpec("r", "r", "retry", "Retry", "Retry failed / cancelled rows", _OPS, True),
     KeySpec("c", "c", "cancel_jobs", "Cancel", "Cancel reserving / submitted rows", _OPS, True),
+    KeySpec(
+        "n",
+        "n",
+        "poll_now",
+        "Poll now",
+        "Poll now: make the marked / highlighted submitted rows due; the next pass polls them",
+        _OPS,
+        True,
+        footer=False,
+    ),
+    KeySpec(
+        "x",
+        "x",
+        "discard",
+        "Discard",
+        "Discard the highlighted finished row (confirm; archived first, as :prune)",
+        _OPS,
+        True,
+        footer=False,
+    ),
     KeySpec("o", "o", "recover", "Recover", "Force orphan recovery (resubmit)", _OPS, True),
     KeySpec("a", "a", "adopt", "Adopt", "Adopt an interaction id for the row", _OPS, True),
     KeySpec(

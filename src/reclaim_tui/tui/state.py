@@ -7,7 +7,17 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from reclaim_tui.core.models import Status
-from reclaim_tui.core.queries import SORTS, Direction, Key, Page, RowFilter, View
+from reclaim_tui.core.queries import (
+    SORTS,
+    Direction,
+    Key,
+    Page,
+    RowFilter,
+    Sort,
+    View,
+    column_sort,
+    sort_refusal,
+)
 from reclaim_tui.tui.keymap import TABS, TabSpec
 
 __all__ = ["ConsoleState", "Cursor", "Move", "Window"]
@@ -41,6 +51,8 @@ class ConsoleState:
     filter_text: str = ""
     filter: RowFilter = field(default_factory=RowFilter)
     sort_index: int = 0
+    #: A sort by any column (shift+letter, `:sort`): it replaces `t`'s until `t`.
+    column_sort: Sort | None = None
     marks: set[str] = field(default_factory=set)
     window: Window = field(default_factory=Window)
     counts: dict[str, int] = field(default_factory=dict)
@@ -50,6 +62,8 @@ class ConsoleState:
     #: The table's columns the operator chose (config.COLUMN_NAMES; None: all that fit).
     columns: tuple[str, ...] | None = None
     detail_width: int = 2
+    #: Named filters from the settings file (`[views]`), shown by `:view NAME`.
+    views: dict[str, str] = field(default_factory=dict)
 
     @property
     def tab_spec(self) -> TabSpec:
@@ -58,7 +72,34 @@ class ConsoleState:
     def view(self) -> View:
         spec = self.tab_spec
         statuses = frozenset({Status(spec.status)}) if spec.status else None
-        return View(statuses, spec.orphans, self.filter, SORTS[self.sort_index])
+        view = View(statuses, spec.orphans, self.filter, SORTS[self.sort_index])
+        if self.column_sort is not None:
+            by_column = View(statuses, spec.orphans, self.filter, self.column_sort)
+            # An unindexed sort on a tab too large for it: `t`'s sort (the bar says which).
+            if sort_refusal(by_column, self.counts) is None:
+                view = by_column
+        return view
+
+    @property
+    def sort(self) -> Sort:
+        """The sort the table is in."""
+        return self.view().sort
+
+    def sort_by(self, column: str, descending: bool | None = None) -> Sort:
+        """Sort by table column `column` (None: ascending, or the other way
+        when it is already the sort); ValueError says why not."""
+        current = self.column_sort
+        if descending is None:
+            same = current is not None and self.sort == column_sort(column, current.descending)
+            descending = same and current is not None and not current.descending
+        sort = column_sort(column, descending)
+        spec = self.tab_spec
+        statuses = frozenset({Status(spec.status)}) if spec.status else None
+        refusal = sort_refusal(View(statuses, spec.orphans, self.filter, sort), self.counts)
+        if refusal is not None:
+            raise ValueError(refusal)
+        self.column_sort = sort
+        return sort
 
     def tab_count(self, tab: TabSpec) -> int:
         if tab.orphans:

@@ -13,6 +13,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from reclaim_tui.tui.glossary import glossary_text
 from reclaim_tui.tui.keymap import KEYS, VIEWS, KeySpec
 
 __all__ = ["HelpScreen"]
@@ -44,6 +45,7 @@ def help_text(readonly: bool, view: str = "main") -> Content:
         parts += [("Keys of the other views", "bold $text-primary"), "\n\n", *_keys(others, width)]
     if readonly:
         parts.append(("Read-only console: operator actions and the loop are off.\n", "$warning"))
+    parts += [glossary_text(), "\n"]
     parts.append(
         (
             "Every action goes through the engine and is written to the row's timeline"

@@ -26,7 +26,7 @@ from reclaim_tui.core.models import Row, Status
 from reclaim_tui.core.queries import SORTS, ConsoleReader, View
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.runner.commands import Adopt, Answer, Cancel, Retry
-from reclaim_tui.tui import operations
+from reclaim_tui.tui import operations, row_actions
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.feed import LedgerFeed
 from reclaim_tui.tui.format import attention_text, inbox_text, shorten_error
@@ -48,12 +48,19 @@ from reclaim_tui.tui.screens import tools
 from reclaim_tui.tui.screens.ask import adopt_screen, answer_screen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
+from reclaim_tui.tui.screens.fleet import FleetScreen
 from reclaim_tui.tui.screens.follow import FollowScreen
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.screens.job_screen import JobScreen
 from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 from reclaim_tui.tui.state import ConsoleState, Cursor, Window
-from reclaim_tui.tui.widgets.command_line import Command, CommandLine, column_names
+from reclaim_tui.tui.widgets.command_line import (
+    Command,
+    CommandLine,
+    column_names,
+    saved_view,
+    sort_arguments,
+)
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
 from reclaim_tui.tui.widgets.footer import ConsoleFooter
@@ -269,9 +276,7 @@ class MainScreen(JobScreen):
         self.feed.load_page(event.direction, cursor=event.cursor)
 
     def on_ledger_table_sort_requested(self, event: LedgerTable.SortRequested) -> None:
-        first = 0 if event.column == "age" else 2
-        current = self.state.sort_index
-        self.set_sort(first + 1 if current == first else first)
+        self.action_sort_by(event.column)
 
     @on(StatusTabs.TabActivated)
     def _tab_clicked(self, event: StatusTabs.TabActivated) -> None:
@@ -293,7 +298,7 @@ class MainScreen(JobScreen):
     def show_bar(self) -> None:
         s, bar = self.state, self.bar
         bar.mode, bar.interval, bar.marks = self.pace.mode, self.pace.interval, len(s.marks)
-        bar.sort, bar.filter = SORTS[s.sort_index].label, s.filter_text
+        bar.sort, bar.filter = s.sort.label, s.filter_text
         bar.window = s.window_text()
         # The app's loop may report a pass while the screen is being torn
         # down (quit during a pass): there is no bar left to show it on.
@@ -306,7 +311,16 @@ class MainScreen(JobScreen):
         self.feed.load_page("first", cursor="top")
 
     def set_sort(self, index: int) -> None:
-        self.state.sort_index = index
+        self.state.sort_index, self.state.column_sort = index, None
+        self.feed.load_page("first", cursor="top")
+
+    def action_sort_by(self, column: str, descending: bool | None = None) -> None:
+        """Sort by any column (shift+letter again: the other way; `:sort`)."""
+        try:
+            self.state.sort_by(column, descending)
+        except ValueError as exc:
+            self.notify(str(exc), severity="error")
+            return
         self.feed.load_page("first", cursor="top")
 
     def action_cycle_sort(self) -> None:
@@ -385,6 +399,12 @@ class MainScreen(JobScreen):
     @on(CommandLine.Entered)
     def _command(self, event: CommandLine.Entered) -> None:
         line, command = self.query_one(CommandLine), event.command
+        if command.verb == "view":
+            try:
+                command = Command("filter", saved_view(self.state.views, command.argument))
+            except ValueError as exc:
+                line.say(str(exc))
+                return
         if command.verb in ("model", "filter"):
             try:
                 self._filter_by(command)
@@ -405,6 +425,10 @@ class MainScreen(JobScreen):
             self.action_charts()
         elif command.verb == "prune":
             self.prune(command)
+        elif command.verb == "fleet":
+            self.app.push_screen(FleetScreen(self.feed.opened().background, self.config.clock))
+        elif command.verb == "sort":
+            self.action_sort_by(*sort_arguments(command.argument))
         elif command.verb == "columns":
             self.state.columns = column_names(command)
             self.table.choose_columns(self.state.columns)
@@ -513,6 +537,13 @@ class MainScreen(JobScreen):
 
     def _row_action(self, verb: str, command: Retry | Cancel) -> Callable[[], Awaitable[Done]]:
         return partial(operations.run_rows, self.engine_host(), verb, command)
+
+    @work(group="ops")
+    async def action_poll_now(self) -> None:
+        await row_actions.poll_now(self)
+
+    def action_discard(self) -> None:
+        row_actions.discard_row(self)
 
     @work(group="ops")
     async def action_recover(self) -> None:

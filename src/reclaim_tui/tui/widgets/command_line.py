@@ -20,6 +20,7 @@ from textual.widgets import Input, Static
 from reclaim_tui.config import COLUMN_NAMES
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.prune import parse_age, prunable_statuses
+from reclaim_tui.core.queries import SORT_COLUMNS
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.tui.keymap import TABS
 
@@ -30,9 +31,24 @@ __all__ = [
     "column_names",
     "parse_command",
     "prune_arguments",
+    "saved_view",
+    "sort_arguments",
 ]
 
-Verb = Literal["tab", "model", "filter", "help", "quit", "costs", "charts", "prune", "columns"]
+Verb = Literal[
+    "tab",
+    "model",
+    "filter",
+    "help",
+    "quit",
+    "costs",
+    "charts",
+    "prune",
+    "columns",
+    "sort",
+    "view",
+    "fleet",
+]
 #: Words that name a tab besides its id (its short label, the singular).
 _ALIASES = {t.short: t.id for t in TABS} | {"orphan": "orphans", "unconsumed": "done"}
 _WORDS: dict[str, Verb] = {
@@ -49,6 +65,22 @@ _WORDS: dict[str, Verb] = {
     "prune": "prune",
     "columns": "columns",
     "cols": "columns",
+    "sort": "sort",
+    "view": "view",
+    "fleet": "fleet",
+}
+#: `:sort` words → table columns (the columns' own keys work too).
+SORT_NAMES = {
+    "key": "idem",
+    "status": "status",
+    "model": "model",
+    "handle": "handle",
+    "attempts": "attempts",
+    "att": "attempts",
+    "age": "age",
+    "next": "next",
+    "updated": "updated",
+    "error": "error",
 }
 #: What Tab completes (and the help line lists).
 COMMANDS = (
@@ -59,6 +91,9 @@ COMMANDS = (
     "charts",
     "prune ",
     "columns ",
+    "sort ",
+    "view ",
+    "fleet",
     "help",
     "quit",
 )
@@ -78,7 +113,7 @@ def parse_command(line: str) -> Command:
     if tab is not None and not rest:
         return Command("tab", tab)
     verb = _WORDS.get(word)
-    if verb is None or (verb in ("help", "quit", "costs", "charts") and rest):
+    if verb is None or (verb in ("help", "quit", "costs", "charts", "fleet") and rest):
         shown = line.strip().removeprefix(":").strip() or ":"
         raise ValueError(
             f"unknown command {shown!r} — try :failed, :model pro, :filter TEXT, :costs,"
@@ -88,7 +123,31 @@ def parse_command(line: str) -> Command:
         _prune_arguments(rest)
     if verb == "columns":
         column_names(Command(verb, rest))
+    if verb == "sort":
+        sort_arguments(rest)
     return Command(verb, rest)
+
+
+def saved_view(views: dict[str, str], name: str) -> str:
+    """The filter text of the view `name` (settings.toml's `[views]`); ValueError
+    lists the views there are."""
+    if name in views:
+        return views[name]
+    names = ", ".join(sorted(views)) or 'none yet: add [views] name = "filter" to settings.toml'
+    said = f"no view named {name!r}; " if name else ":view NAME — "
+    raise ValueError(f"{said}views: {names}")
+
+
+def sort_arguments(rest: str) -> tuple[str, bool | None]:
+    """`COLUMN [asc|desc]` of `:sort`: the table column and the direction
+    (None: ascending, or the other way when it is the sort already)."""
+    words = rest.lower().split()
+    if not 1 <= len(words) <= 2 or (words[1:] and words[1] not in ("asc", "desc")):
+        raise ValueError(f":sort COLUMN [asc|desc], COLUMN one of {' '.join(SORT_NAMES)}")
+    name = SORT_NAMES.get(words[0], words[0])
+    if name not in SORT_COLUMNS:
+        raise ValueError(f":sort: {words[0]!r} is not a column ({' '.join(SORT_NAMES)})")
+    return name, (words[1] == "desc") if words[1:] else None
 
 
 def column_names(command: Command) -> tuple[str, ...] | None:

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
 from reclaim_tui.core.costs import PriceTable, Tokens, cost_of, format_usd
+from reclaim_tui.core.owner import LeaseOwner
 from reclaim_tui.core.planning import PLAN_READY
 from reclaim_tui.core.polling import ASKS, NOT_FOUND
 from reclaim_tui.core.queries import Detail
 from reclaim_tui.tui.format import age, next_poll, timestamp
+from reclaim_tui.tui.glossary import GlossaryScreen
 
 __all__ = ["DetailPane", "lease_text", "pair", "render_detail", "spec_text", "usage_text"]
 
@@ -61,7 +65,9 @@ def lease_text(detail: Detail, now: float) -> str:
     alive = {True: "alive", False: "dead", None: "unknown"}[detail.holder_alive]
     left = row.lease_until - now
     until = f"expires in {age(left)}" if left > 0 else "expired"
-    return f"{row.lease_owner} ({alive}, {until})"
+    owner = LeaseOwner.parse(row.lease_owner)  # who holds it: :fleet lists them all
+    who = f"{owner.host} pid {owner.pid}" if owner is not None else row.lease_owner
+    return f"{who} ({alive}, {until})"
 
 
 def usage_text(detail: Detail, prices: PriceTable | None) -> str | None:
@@ -170,9 +176,13 @@ def render_detail(detail: Detail, now: float, prices: PriceTable | None = None) 
     row = detail.row
     usage = usage_text(detail, prices)
     status_style = "bold $error" if row.status.value == "failed" else "bold"
+    dead = [row.lease_owner] if detail.holder_alive is False and row.lease_owner else []
+    orphan = " · orphan" if row.is_orphan(now, dead) else ""
     parts = [
         pair("key", row.idem, "bold"),
-        pair("status", f"{row.status.value} for {age(now - row.state_since)}", status_style),
+        pair(
+            "status", f"{row.status.value} for {age(now - row.state_since)}{orphan}", status_style
+        ),
         *_job_lines(detail),
         pair("handle", row.handle or "—"),
         pair("attempts", f"{row.attempts} (polls {row.polls}, duplicates {row.duplicates})"),
@@ -226,8 +236,15 @@ class DetailPane(VerticalScroll):
     DetailPane > Static { width: 1fr; }
     """
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "explain", "Words", show=False),
+    ]
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.border_subtitle = "? explains its words"
+        #: The text shown (the glossary puts its words first).
+        self._text = ""
         self._detail: Detail | None = None
         self._left: tuple[str, str] | None = None
         #: What a result's tokens cost (the main screen reads the table at start).
@@ -260,13 +277,20 @@ class DetailPane(VerticalScroll):
     def redraw(self, now: float) -> None:
         """The same detail, its ages counted to `now`."""
         if self._detail is not None:
-            self._body().update(self._with_note(render_detail(self._detail, now, self.prices)))
+            content = render_detail(self._detail, now, self.prices)
+            # The row's own lines (not the timestamps' and timeline's labels).
+            self._text = content.plain.split("timestamps (UTC)")[0]
+            self._body().update(self._with_note(content))
 
     def forget_left(self, now: float) -> None:
         """Stop saying that a row left the tab (the operator moved on)."""
         if self._left is not None:
             self._left = None
             self.redraw(now)
+
+    def action_explain(self) -> None:
+        """`?` here: what the words of the row shown mean (tui/glossary.py)."""
+        self.app.push_screen(GlossaryScreen(self._text))
 
     def _body(self) -> Static:
         return self.query_one("#detail-body", Static)

@@ -622,6 +622,6 @@ class LedgerTable(DataTable[Text]):
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         key = event.column_key.value or ""
-        if key in ("age", "updated"):
+        if key != "mark":
             event.stop()
             self.post_message(self.SortRequested(key))

@@ -1,0 +1,84 @@
+"""The fleet (issue 25): which processes hold leases on the ledger or wrote
+to it recently — services, ticks, consoles, inboxes, on one host or (on
+PostgreSQL) several.
+
+    holders   every lease owner named on a row (jobs_leased, a partial
+              index: only rows with an owner are read), with the rows it
+              holds now, the rows whose lease it let run out, its latest
+              lease and whether it is provably alive (core/owner.py)
+    writers   the actors of the last events (the newest EVENTS_READ at
+              most, within `window` seconds), with counts and last write
+
+This module is part of the core: it must not import Textual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.owner import LeaseOwner, holder_alive
+
+__all__ = ["EVENTS_READ", "Fleet", "Holder", "Writer", "read_fleet"]
+
+#: The newest events read for "who wrote recently" (an index range on id).
+EVENTS_READ = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    owner: str
+    host: str
+    pid: int | None
+    held: int  # rows whose lease runs now
+    lapsed: int  # rows it last held, the lease run out
+    until: float  # its latest lease's end
+    alive: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Writer:
+    actor: str
+    events: int
+    last: float
+
+
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    holders: list[Holder]
+    writers: list[Writer]
+
+
+async def read_fleet(ledger: Ledger, now: float, window: float = 3600.0) -> Fleet:
+    """The lease holders and the recent writers of `ledger` at `now`."""
+    rows = await ledger.select(
+        "SELECT lease_owner, SUM(CASE WHEN lease_until > ? THEN 1 ELSE 0 END), COUNT(*),"
+        " MAX(lease_until) FROM jobs WHERE lease_owner IS NOT NULL GROUP BY lease_owner",
+        [now],
+    )
+    holders = []
+    for owner, held, total, until in rows:
+        parsed = LeaseOwner.parse(owner)
+        holders.append(
+            Holder(
+                owner,
+                parsed.host if parsed else owner,
+                parsed.pid if parsed else None,
+                int(held),
+                int(total) - int(held),
+                float(until),
+                holder_alive(owner),
+            )
+        )
+    holders.sort(key=lambda h: (-h.held, -h.until, h.owner))
+    recent = await ledger.select(
+        "SELECT actor, COUNT(*), MAX(at) FROM events"
+        " WHERE id > (SELECT COALESCE(MAX(id), 0) FROM events) - ? AND at > ?"
+        " GROUP BY actor",
+        [EVENTS_READ, now - window],
+    )
+    writers = sorted(
+        (Writer(actor, int(count), float(last)) for actor, count, last in recent),
+        key=lambda w: -w.last,
+    )
+    return Fleet(holders, writers)

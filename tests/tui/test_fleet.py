@@ -1,0 +1,68 @@
+"""The fleet (issue 25): lease holders and recent writers, on both engines;
+`:fleet` in the console; a row's lease holder in its detail."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.fleet import read_fleet
+from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.schema import EVENT_SQL
+from reclaim_tui.tui.screens.fleet import FleetScreen
+from reclaim_tui.tui.widgets.detail_pane import DetailPane
+
+from .conftest import SEED_OWNER, Seeded
+from .pilot_helpers import SIZE, press, select, settle, until
+
+NOW = 1_800_000_000.0
+
+
+async def test_holders_and_writers_on_both_engines(db_url: str) -> None:
+    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    try:
+        spec = json.dumps({"input": "x", "model": "m"})
+        await ledger.insert_jobs([(f"k{n}", spec, "m") for n in range(5)], "test")
+        async with ledger.write() as db:
+            await db.execute(
+                "UPDATE jobs SET lease_owner = ?, lease_until = ? WHERE idem IN ('k0', 'k1')",
+                ("host-a|41|900|", NOW + 30),
+            )
+            await db.execute(
+                "UPDATE jobs SET lease_owner = ?, lease_until = ? WHERE idem = 'k2'",
+                ("host-b|7|100|", NOW - 60),
+            )
+            await db.execute(EVENT_SQL, (NOW - 10, "k0", "service", None, "reserving", "n"))
+            await db.execute(EVENT_SQL, (NOW - 7200, "k1", "tick", None, "reserving", "old"))
+        fleet = await read_fleet(ledger, NOW)
+    finally:
+        await ledger.close()
+    [a, b] = fleet.holders
+    assert (a.host, a.pid, a.held, a.lapsed, a.until) == ("host-a", 41, 2, 0, NOW + 30)
+    assert (b.host, b.pid, b.held, b.lapsed) == ("host-b", 7, 0, 1)
+    actors = {w.actor: w.events for w in fleet.writers}
+    assert actors.get("service") == 1 and "tick" not in actors  # an hour back only
+
+
+async def test_fleet_command_and_the_rows_holder(seeded: Seeded) -> None:
+    now = seeded.clock.now()
+    with closing(sqlite3.connect(seeded.db)) as db, db:  # another process works on a row
+        db.execute(
+            "UPDATE jobs SET lease_owner = ?, lease_until = ? WHERE idem = ?",
+            (SEED_OWNER, now + 60, seeded.keys["submitted"]),
+        )
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "colon", *"fleet", "enter")
+        assert await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        body = app.screen.query_one("#fleet")
+        assert await until(pilot, lambda: "seed-host" in str(body.render()))
+        assert "holds 1" in str(body.render())
+        assert "tick" in str(body.render())  # the seed's engine wrote as tick
+        await press(pilot, "escape")
+        pane = app.main.query_one(DetailPane)
+        await select(pilot, seeded.keys["submitted"])
+        assert await until(pilot, lambda: "seed-host pid 1" in pane._text)
