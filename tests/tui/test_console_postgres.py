@@ -282,6 +282,9 @@ async def test_the_console_through_a_pooler(seeded_pooled: Seeded) -> None:
         assert await until(pilot, lambda: len(shown(pilot)) == 8)
         await select(pilot, seeded.keys["failed"])
         await press(pilot, "r")
+        # A retry spends money: it asks first, with the cost (issue 25).
+        assert isinstance(app.screen, ConfirmScreen)
+        await press(pilot, "y")
 
         async def retried() -> bool:
             return (await seeded.get("failed")).status == Status.RESERVING
