@@ -74,7 +74,7 @@ def _stopped_on(proc: subprocess.Popen[bytes], log: Path) -> str:
     code = proc.wait(60)
     replaced = [line for line in _lines(log) if line["event"] == "ledger_replaced"]
     assert code == 4, _lines(log)[-3:]
-    assert len(replaced) == 1
+    assert len(replaced) == 1, _lines(log)[-3:]
     return str(replaced[0]["change"])
 
 
@@ -117,6 +117,24 @@ def test_a_truncated_ledger_with_its_marker_is_refused_by_tick(
     assert again.returncode == 4, again.stdout + again.stderr
     assert str(marker_path(ws.db)) in again.stderr
     assert emulator.stats()["calls"]["create"] == creates
+
+
+def test_a_deleted_ledger_with_its_marker_is_named_by_the_read_commands(
+    tmp_path: Path, emulator: EmulatorProcess
+) -> None:
+    # The ledger removed, its marker left: tick refuses (naming the marker);
+    # status said "no ledger here (run `tick` or `submit` first)", sending
+    # the operator to the command that refuses, and never said a ledger was.
+    ws = Workspace(tmp_path / "gone", emulator=emulator)
+    _ledger_with_jobs(ws, "g", 2)
+    for side in ("", "-wal", "-shm"):
+        Path(f"{ws.db}{side}").unlink(missing_ok=True)
+    assert marker_path(ws.db).exists()
+    for command in ("status", "export"):
+        out = ws.cli(command, engine=False)
+        assert out.returncode == 4, out.stdout + out.stderr
+        assert str(marker_path(ws.db)) in out.stderr, out.stderr
+        assert "run `tick`" not in out.stderr, out.stderr
 
 
 def test_an_empty_ledger_with_a_wal_beside_it_is_refused(

@@ -262,6 +262,19 @@ async def test_costs_of_a_view_count_the_rows_it_shows(reader: ConsoleReader, vi
     assert sum(row.rows for row in totals) == len(await walk(reader, view, 100))
 
 
+@pytest.mark.parametrize("text", ["bulk\x00prompt", "needle\x00", "\x00\x00\x00", "nul \x00 here"])
+async def test_a_filter_with_a_nul_character_is_read_not_refused(
+    reader: ConsoleReader, plans: Callable[[str], None], text: str
+) -> None:
+    # A NUL pasted into the filter line: FTS5 cannot hold it in a MATCH
+    # string ("unterminated string": the console said "ledger read failed"
+    # and showed nothing); the filter answers what LIKE answers.
+    want = await _like_scan(reader, text)
+    for plan in PLANS:
+        plans(plan)
+        assert set(await walk(reader, View(filter=RowFilter(text=text)), 7)) == want, plan
+
+
 def test_trigrams_are_quoted_fts5_strings() -> None:
     assert trigrams("ab") == []
     assert trigrams("abc") == ['"abc"']

@@ -21,7 +21,7 @@ from urllib.parse import quote, unquote
 import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.identity import LEDGER_ID_SQL, refuse_replaced, write_marker
+from reclaim_tui.core.identity import LEDGER_ID_SQL, marker_path, refuse_replaced, write_marker
 from reclaim_tui.core.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -327,6 +327,13 @@ class LedgerConnection:
             )
             return opened  # type: ignore[return-value]
         if spath != ":memory:" and not create and not Path(spath).exists():
+            marker = marker_path(spath)
+            if marker.exists():  # `tick` would refuse: say why, not send them there
+                known = marker.read_text(encoding="utf-8", errors="replace").strip()[:64]
+                raise LedgerError(
+                    f"{spath}: no ledger here, but {marker} says ledger {known} was: restore it"
+                    f" from a backup (to start a new one, remove {marker})"
+                )
             raise LedgerError(f"{spath}: no ledger here (run `tick` or `submit` first)")
         clock = clock or SystemClock()
         if spath != ":memory:" and not readonly:

@@ -89,13 +89,16 @@ _HITS_SQL = (
 def trigrams(text: str) -> list[str]:
     """The distinct trigrams of `text`, each an FTS5 string (its quotes
     doubled); at most _CONSIDERED, spread over a long text; none when `text`
-    is shorter than FTS_MIN."""
+    is shorter than FTS_MIN. A trigram holding NUL is left out: FTS5 ends a
+    MATCH string there ("unterminated string", a filter pasted with one was
+    refused); the others still narrow (none left: the walk tests each row)."""
     if len(text) < FTS_MIN:
         return []
     last = len(text) - 3
     step = -(-(last + 1) // _CONSIDERED)  # ceil
     starts = [*range(0, last + 1, step), last]
-    return list(dict.fromkeys('"' + text[i : i + 3].replace('"', '""') + '"' for i in starts))
+    chosen = (text[i : i + 3] for i in starts)
+    return list(dict.fromkeys('"' + t.replace('"', '""') + '"' for t in chosen if "\0" not in t))
 
 
 async def text_hits(ledger: Ledger, text: str) -> str | None:

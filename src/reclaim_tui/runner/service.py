@@ -40,7 +40,7 @@ from reclaim_tui.core.engine import Engine
 from reclaim_tui.core.identity import FileSnapshot, LedgerReplacedError, changed, snapshot
 from reclaim_tui.core.ledger import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
-from reclaim_tui.errors import LedgerBusyError, LedgerUnavailableError, ReclaimError
+from reclaim_tui.errors import LedgerBusyError, LedgerError, LedgerUnavailableError, ReclaimError
 
 __all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
@@ -207,6 +207,12 @@ class ServiceLoop:
                     raise
                 await self._wait_for_ledger(exc)
                 continue
+            except LedgerError:
+                # A file replaced while the pass read it fails as "malformed"
+                # before the next pass's check: say what happened to the file
+                # (ledger_replaced), not only that it cannot be read.
+                await self._check_file()
+                raise
             if self._ledger_failures:
                 self.say("ledger_back", after_failures=self._ledger_failures)
                 self._ledger_failures = 0
@@ -223,6 +229,9 @@ class ServiceLoop:
                 await self._sleep()
             except LedgerBusyError as exc:
                 await self._wait_for_ledger(exc)
+            except LedgerError:
+                await self._check_file()  # as for a pass: what happened to the file
+                raise
         self._tell_waiters(None)
         self.say("stopped", passes=self.passes)
         return code
