@@ -98,3 +98,75 @@ def test_the_detail_shows_an_agent_job_its_labels_deadline_and_chain() -> None:
     assert "follows outline (done, interaction int-1)" in text
     alone = render_detail(Detail(row, None, [], None, None), 3.0).plain
     assert "follows outline (not in the ledger)" in alone
+
+
+async def _plan_ready(seeded: Seeded, role: str, plan: str) -> str:
+    """The role's row as a collaborative-planning job whose turn completed with `plan`
+    (what core/polling.py's plan-ready transition records)."""
+    import json
+    import sqlite3
+
+    from reclaim_tui.core.planning import PLAN_READY
+
+    handle = seeded.fake.handle_for(seeded.keys[role])
+    with sqlite3.connect(seeded.db) as conn:
+        (spec,) = conn.execute(
+            "SELECT spec FROM jobs WHERE idem = ?", (seeded.keys[role],)
+        ).fetchone()
+        job = json.loads(spec)
+        job["config"] = {"agent_config": {"type": "deep-research", "collaborative_planning": True}}
+        conn.execute(
+            "UPDATE jobs SET spec = ?, held = 1, last_error = ? WHERE idem = ?",
+            (json.dumps(job), PLAN_READY + plan, seeded.keys[role]),
+        )
+    return handle
+
+
+async def test_w_on_a_plan_shows_it_whole_and_ctrl_r_asks_for_a_new_one(seeded: Seeded) -> None:
+    """Issue 24/25: the console could approve a plan but not refine it (the CLI's
+    `answer --refine` only), and the dialog cut a long plan with "…"."""
+    from reclaim_tui.tui.screens.ask import PlanScreen
+
+    steps = "\n".join(f"{n}. Read source {n} on the topic." for n in range(1, 41))
+    first = await _plan_ready(seeded, "submitted", steps + "\nLAST STEP: write the report.")
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, seeded.keys["submitted"])
+        await press(pilot, "w")
+        assert isinstance(app.screen, PlanScreen)
+        shown = "".join(_text(s) for s in app.screen.query("#ask-explained Static"))
+        assert "LAST STEP: write the report." in shown and "40. Read source 40" in shown
+        await press(pilot, "ctrl+r")  # nothing typed: stays open, nothing sent
+        assert isinstance(app.screen, PlanScreen)
+        await pilot.press(*"Only peer-reviewed sources")
+        await press(pilot, "ctrl+r")
+
+        async def answered() -> bool:
+            return (await seeded.get("submitted")).handle != first
+
+        assert await until(pilot, answered)
+    row = await seeded.get("submitted")
+    follow = seeded.fake.remotes[row.handle]  # type: ignore[index]
+    assert follow.spec.config["previous_interaction_id"] == first
+    assert follow.spec.config["agent_config"]["collaborative_planning"] is True  # plan again
+    assert follow.spec.input == "Only peer-reviewed sources"
+
+
+async def test_enter_on_a_plan_approves_it(seeded: Seeded) -> None:
+    first = await _plan_ready(seeded, "submitted", "1. Search. 2. Write.")
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, seeded.keys["submitted"])
+        await press(pilot, "w")
+        await pilot.press(*"Go")
+        await press(pilot, "enter")
+
+        async def answered() -> bool:
+            return (await seeded.get("submitted")).handle != first
+
+        assert await until(pilot, answered)
+    row = await seeded.get("submitted")
+    follow = seeded.fake.remotes[row.handle]  # type: ignore[index]
+    assert follow.spec.config["agent_config"]["collaborative_planning"] is False  # approved

@@ -150,11 +150,13 @@ class Adopt(Message):
 
 @dataclass(frozen=True)
 class Answer(Message):
-    """Answer a row whose interaction requires action: a follow-up
-    interaction (`previous_interaction_id`) carrying `text`."""
+    """Answer a row whose interaction requires action, or approve its research
+    plan: a follow-up interaction (`previous_interaction_id`) carrying `text`
+    (`refine`: ask the agent for a new plan instead, core/planning.py)."""
 
     idem: str
     text: str
+    refine: bool = False
 
     @property
     def idems(self) -> tuple[str, ...]:
@@ -408,8 +410,8 @@ async def _each_row(engine: Engine, command: RowCommand) -> RowsOutcome:
                         pending.append(f"{idem}: {row.last_error}")
                 case Adopt(interaction_id=interaction_id):
                     await engine.operator.adopt(idem, interaction_id, actor=ACTOR)
-                case Answer(text=text):
-                    await engine.operator.answer(idem, text, actor=ACTOR)
+                case Answer(text=text, refine=refine):
+                    await engine.operator.answer(idem, text, actor=ACTOR, refine=refine)
                 case PollNow():
                     await engine.operator.poll_now(idem, actor=ACTOR)
                 case Discard(archive=archive):

@@ -1,6 +1,7 @@
 """One line of text for a row: `a` adopts an interaction id (from a log, a
 webhook, the provider's console), `w` answers an interaction that requires
-action (what it asks is shown above the input)."""
+action (what it asks is shown above the input, scrollable) or approves a
+research plan (`ctrl+r`: refine it, ask for a new plan instead)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-__all__ = ["AskScreen", "adopt_screen", "answer_screen"]
+__all__ = ["AskScreen", "PlanScreen", "adopt_screen", "answer_screen"]
 
 
 class AskScreen(ModalScreen[str | None]):
@@ -27,10 +28,13 @@ class AskScreen(ModalScreen[str | None]):
         border: round $accent; background: $surface; padding: 1 2;
     }
     AskScreen Static { margin-bottom: 1; }
+    AskScreen #ask-explained { height: auto; max-height: 20; }
     AskScreen #ask-error { display: none; margin: 1 0 0 0; color: $text-error; }
     AskScreen #ask-error.-shown { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
+    # The text field, not the scrollable explanation above it (tab reaches that).
+    AUTO_FOCUS = "Input"
 
     def __init__(
         self, title: str, verb: str, explanation: Content | str, placeholder: str, input_id: str
@@ -45,13 +49,21 @@ class AskScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical() as box:
             box.border_title = self.title_text
-            box.border_subtitle = f"enter {self.verb} · esc cancels"
-            yield Static(self.explanation)
+            box.border_subtitle = self.subtitle()
+            # Scrollable: a research plan runs to pages, and was cut with "…".
+            with VerticalScroll(id="ask-explained"):
+                yield Static(self.explanation)
             yield Input(placeholder=self.placeholder, id=self.input_id)
             yield Static(id="ask-error")
 
+    def subtitle(self) -> str:
+        return f"enter {self.verb} · esc cancels"
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        value = event.value.strip()
+        self._send(event.value)
+
+    def _send(self, text: str) -> None:
+        value = text.strip()
         if not value:
             # An empty enter closed the dialog silently, as if it had acted.
             error = self.query_one("#ask-error", Static)
@@ -59,6 +71,29 @@ class AskScreen(ModalScreen[str | None]):
             error.add_class("-shown")
             return
         self.dismiss(value)
+
+
+class PlanScreen(AskScreen):
+    """The answer to a research plan: enter approves it with the text typed;
+    ctrl+r sends the text as a refinement (the agent plans again).
+    `refine` says which, once dismissed."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss(None)", "Cancel"),
+        Binding("ctrl+r", "refine", "Refine the plan"),
+    ]
+
+    def __init__(self, *args: str | Content) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.refine = False
+
+    def subtitle(self) -> str:
+        return "enter approves · ctrl+r asks for a new plan · esc cancels"
+
+    def action_refine(self) -> None:
+        text = self.query_one(Input).value
+        self.refine = bool(text.strip())  # nothing typed: still open, nothing chosen
+        self._send(text)
 
 
 def adopt_screen(idem: str, status: str) -> AskScreen:
@@ -71,7 +106,19 @@ def adopt_screen(idem: str, status: str) -> AskScreen:
     )
 
 
-def answer_screen(idem: str, handle: str, asked: str) -> AskScreen:
+def answer_screen(idem: str, handle: str, asked: str, *, plan: bool = False) -> AskScreen:
+    if plan:
+        explained = Content.assemble(
+            (f"{idem}", "bold"),
+            f" — interaction {handle} completed with a research plan:\n\n",
+            (asked or "(the plan is empty)", "italic"),
+            "\n\nEnter approves it (your text goes with the next turn, chained by"
+            " previous_interaction_id, and the research runs); ctrl+r sends your text"
+            " as a refinement and the agent plans again. To drop it, cancel the row (c).",
+        )
+        return PlanScreen(
+            "approve or refine the plan", "approves", explained, "your answer", "answer-text"
+        )
     explanation = Content.assemble(
         (f"{idem}", "bold"),
         f" — interaction {handle} requires action. It asks:\n\n",

@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Header, Input
 
 from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.models import Row, Status
+from reclaim_tui.core.planning import PLAN_READY
 from reclaim_tui.core.queries import SORTS, ConsoleReader, View
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.runner.commands import Adopt, Answer, Cancel, Retry
@@ -45,7 +46,7 @@ from reclaim_tui.tui.messages import (
 from reclaim_tui.tui.operations import Done, OperatorEngine
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens import tools
-from reclaim_tui.tui.screens.ask import adopt_screen, answer_screen
+from reclaim_tui.tui.screens.ask import PlanScreen, adopt_screen, answer_screen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
 from reclaim_tui.tui.screens.fleet import FleetScreen
@@ -600,12 +601,16 @@ class MainScreen(JobScreen):
             return
         engine, idem = self.engine_host(), row.idem
 
+        plan = (row.last_error or "").startswith(PLAN_READY)
+        screen = answer_screen(idem, row.handle or "", operations.asked(row), plan=plan)
+
         def answered(text: str | None) -> None:
             if text:
-                command = Answer(idem, text)
-                self.operate(partial(operations.run_rows, engine, "answered", command))
+                refine = isinstance(screen, PlanScreen) and screen.refine
+                command = Answer(idem, text, refine=refine)
+                verb = "asked for a new plan of" if refine else "answered"
+                self.operate(partial(operations.run_rows, engine, verb, command))
 
-        screen = answer_screen(idem, row.handle or "", operations.asked(row))
         self.app.push_screen(screen, answered)
 
     def action_submit(self) -> None:
