@@ -65,15 +65,15 @@ from tests.helpers.postgres import PostgresServer
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import SystemClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.postgres import PG_SCHEMA_VERSION
+from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.schema import SCHEMA_VERSION
+from reclaim_tui.core.ledger.transfer import TableCopy, copy_ledger
 from reclaim_tui.core.models import JobSpec
-from reclaim_tui.core.postgres import PG_SCHEMA_VERSION
-from reclaim_tui.core.queries import ConsoleReader, RowFilter, View
-from reclaim_tui.core.schema import SCHEMA_VERSION
 from reclaim_tui.core.sinks import DirectorySink
-from reclaim_tui.core.transfer import TableCopy, copy_ledger
 from reclaim_tui.emulator.server import free_port
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.launch import make_app

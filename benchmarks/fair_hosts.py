@@ -48,8 +48,8 @@ async def _worker(db: str, base_url: str, lease: float) -> dict[str, Any]:
 
     from reclaim_tui.bootstrap import make_backend
     from reclaim_tui.config import Settings
-    from reclaim_tui.core.engine import Engine, EngineConfig
-    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.engine.engine import Engine, EngineConfig
+    from reclaim_tui.core.ledger.base import Ledger
     from reclaim_tui.core.models import StoredResult
     from reclaim_tui.core.sinks import CallableSink
 

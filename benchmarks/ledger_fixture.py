@@ -19,8 +19,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.schema import MIGRATIONS, migration_statements
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.schema import MIGRATIONS, migration_statements
 
 #: The schema the rows are written in, before the ledger's own migrations.
 _BULK_SCHEMA = 4

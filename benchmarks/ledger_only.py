@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_baseline, median, table
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import JobSpec, StoredResult
 from reclaim_tui.core.sinks import CallableSink
 

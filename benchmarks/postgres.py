@@ -77,8 +77,8 @@ def _stateless_fake() -> Any:
 async def _worker(db: str, backend: str, base_url: str | None, out: Path) -> dict[str, Any]:
     from reclaim_tui.bootstrap import make_backend
     from reclaim_tui.config import Settings
-    from reclaim_tui.core.engine import Engine, EngineConfig
-    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.engine.engine import Engine, EngineConfig
+    from reclaim_tui.core.ledger.base import Ledger
     from reclaim_tui.core.models import StoredResult
     from reclaim_tui.core.sinks import CallableSink
 
@@ -155,9 +155,9 @@ class PgDatabases:
 
 
 async def _reserve(db: str, n: int, tag: str) -> None:
-    from reclaim_tui.core.engine import Engine
+    from reclaim_tui.core.engine.engine import Engine
     from reclaim_tui.core.fakes import FakeBackend
-    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.ledger.base import Ledger
     from reclaim_tui.core.models import JobSpec
     from reclaim_tui.core.sinks import CallableSink
 
@@ -171,7 +171,7 @@ async def _reserve(db: str, n: int, tag: str) -> None:
 
 
 async def _check(db: str, n: int) -> None:
-    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.ledger.base import Ledger
 
     ledger = await Ledger.open(db, readonly=True, create=False)
     counts = await ledger.counts()

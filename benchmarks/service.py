@@ -57,7 +57,7 @@ def _env() -> dict[str, str]:
 async def _reserve(db: Path, jobs: Path) -> None:
     from reclaim_tui.core.jobsfile import read_jobs_file
     from reclaim_tui.core.keys import idempotency_key
-    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.ledger.base import Ledger
     from reclaim_tui.core.models import Actor
 
     specs = read_jobs_file(str(jobs), default_model="gemini-flash-latest")

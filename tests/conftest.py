@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.sinks import DirectorySink
 from tests.helpers.pgbouncer import PgBouncer, started_bouncer
 from tests.helpers.postgres import PostgresServer, started

@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend, LabelFinder
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.engine import Engine
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.engine.engine import Engine
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor
 from reclaim_tui.core.sinks import Sink, load_sink
 

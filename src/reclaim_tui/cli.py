@@ -48,8 +48,7 @@ from reclaim_tui.cli_options import (
     options,
 )
 from reclaim_tui.config import Settings
-from reclaim_tui.core import cancelling
-from reclaim_tui.core.connection import is_database_url, shown_db
+from reclaim_tui.core.engine import cancelling
 from reclaim_tui.core.export import (
     export_record,
     iso_time,
@@ -59,7 +58,18 @@ from reclaim_tui.core.export import (
     write_export,
 )
 from reclaim_tui.core.jobsfile import read_jobs_file, read_jobs_stream
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.prune import (
+    DEFAULT_BATCH,
+    PruneCount,
+    count_prunable,
+    prunable_statuses,
+)
+from reclaim_tui.core.ledger.prune import parse_age as prune_age
+from reclaim_tui.core.ledger.prune import prune as prune_rows
+from reclaim_tui.core.ledger.queries import ConsoleReader, View
+from reclaim_tui.core.ledger.retention import Attention, attention
+from reclaim_tui.core.ledger.sqlite import is_database_url, shown_db
 from reclaim_tui.core.models import (
     Actor,
     GonePolicy,
@@ -70,11 +80,6 @@ from reclaim_tui.core.models import (
     Row,
     Status,
 )
-from reclaim_tui.core.prune import DEFAULT_BATCH, PruneCount, count_prunable, prunable_statuses
-from reclaim_tui.core.prune import parse_age as prune_age
-from reclaim_tui.core.prune import prune as prune_rows
-from reclaim_tui.core.queries import ConsoleReader, View
-from reclaim_tui.core.retention import Attention, attention
 from reclaim_tui.inbox import DEFAULT_PATH, GOOGLE_JWKS_URL
 
 if TYPE_CHECKING:
@@ -665,7 +670,7 @@ async def migrate(source: str, target: str, batch: int, check_only: bool, as_jso
     is compared, column by column: exit 0 only when the target holds exactly
     the source. Stop what writes to the source first (ticks, service, console).
     """
-    from reclaim_tui.core.transfer import compare, copy_ledger
+    from reclaim_tui.core.ledger.transfer import compare, copy_ledger
 
     if source == target:
         raise ConfigError("--from and --to name the same ledger")
@@ -717,7 +722,7 @@ async def migrate(source: str, target: str, batch: int, check_only: bool, as_jso
 
 
 async def _orphans(ledger: Ledger) -> tuple[int, float | None]:
-    """How many orphans there are (core/schema.py's rule, as the console's
+    """How many orphans there are (core/ledger/schema.py's rule, as the console's
     orphans tab counts them) and when the oldest one's create was sent.
 
     An orphan's age runs from its `sent_at`: from then on the create's outcome
@@ -1069,7 +1074,7 @@ async def _export_pages(ledger: Ledger, only: str | None) -> AsyncIterator[list[
 
 
 def parse_age(ctx: click.Context | None, param: click.Parameter | None, value: str) -> float:
-    """`--older-than` (core/prune.py's parse_age as a click callback: exit 2)."""
+    """`--older-than` (core/ledger/prune.py's parse_age as a click callback: exit 2)."""
     try:
         return prune_age(value)
     except ValueError as exc:

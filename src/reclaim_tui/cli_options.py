@@ -28,8 +28,8 @@ from typing import Any
 import click
 
 from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT
+from reclaim_tui.core.ledger.retention import PAID_TIER_DAYS
 from reclaim_tui.core.models import GonePolicy, OrphanPolicy
-from reclaim_tui.core.retention import PAID_TIER_DAYS
 
 __all__ = [
     "API",
@@ -82,6 +82,7 @@ def bound_numbers(group: click.Group) -> None:
                 param.type = Finite(0.0, high)
             elif type(param.type) is click.types.IntParamType:
                 param.type = click.IntRange(0, 10**9)
+
 
 def _pg_schema(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """`--schema` reaches every ledger the process opens (the console's

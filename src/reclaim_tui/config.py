@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from reclaim_tui.core.engine import EngineConfig
+from reclaim_tui.core.engine.engine import EngineConfig
 from reclaim_tui.core.models import Actor, GonePolicy, OrphanPolicy
 from reclaim_tui.errors import ConfigError
 
@@ -47,7 +47,7 @@ class Settings:
     sink: str | None = None
     # repr=False: the key never shows up in a log line, traceback or export.
     api_key: str | None = field(default=None, repr=False)
-    #: API calls in flight; None: 16, or adaptive (16 up to 64, core/pacing.py)
+    #: API calls in flight; None: 16, or adaptive (16 up to 64, core/engine/pacing.py)
     #: with `adaptive_concurrency`
     concurrency: int | None = None
     adaptive_concurrency: bool = False

@@ -20,13 +20,13 @@ from google.genai import _interactions as sdk_errors
 from google.genai import types
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
+from reclaim_tui.core.engine.policy import EngineConfig
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Status
-from reclaim_tui.core.policy import EngineConfig
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 

@@ -156,7 +156,7 @@ def test_core_does_not_import_the_emulator() -> None:
     import sys
 
     code = (
-        "import sys, reclaim_tui.core.engine, reclaim_tui.core.gemini;"
+        "import sys, reclaim_tui.core.engine.engine, reclaim_tui.core.gemini;"
         "bad = [m for m in sys.modules if m.startswith('reclaim_tui.emulator')];"
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -25,14 +25,14 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
+from reclaim_tui.core.engine.policy import EngineConfig
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.retention import attention
 from reclaim_tui.core.models import Actor, JobSpec, Status
-from reclaim_tui.core.planning import PLAN_READY
-from reclaim_tui.core.policy import EngineConfig
-from reclaim_tui.core.retention import attention
+from reclaim_tui.core.row_notes import PLAN_READY
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 from reclaim_tui.emulator.state import InteractionStore

@@ -12,9 +12,9 @@ import asyncio
 from pathlib import Path
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.tui.messages import SubmitFailed
 from reclaim_tui.tui.operations import submit_jobs

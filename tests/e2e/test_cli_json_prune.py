@@ -25,9 +25,9 @@ from reclaim_tui import cli as cli_module
 from reclaim_tui.cli import cli, parse_age
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.fakes import fake_output_text
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.schema import EVENT_SQL
 from reclaim_tui.core.models import JobSpec, Status
-from reclaim_tui.core.schema import EVENT_SQL
 from tests.helpers import EmulatorProcess, Workspace, clean_env, run_cli
 from tests.helpers.ledgerdb import LedgerView
 from tests.helpers.procs import write_jobs

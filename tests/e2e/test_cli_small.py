@@ -29,10 +29,10 @@ def test_run_once_with_the_api_down_exits_6_like_tick(tmp_path: Path) -> None:
 def _held_for_an_answer(db: Path) -> str:
     """A ledger with one submitted row whose interaction asks a question."""
     from reclaim_tui.core.clock import ManualClock
-    from reclaim_tui.core.engine import Engine
+    from reclaim_tui.core.engine.engine import Engine
     from reclaim_tui.core.fakes import FakeBackend
     from reclaim_tui.core.keys import idempotency_key
-    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.ledger.base import Ledger
     from reclaim_tui.core.models import JobSpec
     from reclaim_tui.core.sinks import DirectorySink
 

@@ -19,14 +19,14 @@ import sys
 import time
 from pathlib import Path
 
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.schema import MIGRATIONS, SCHEMA_VERSION, migration_statements
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.schema import MIGRATIONS, SCHEMA_VERSION, migration_statements
 from tests.helpers import EmulatorProcess, Workspace
 from tests.helpers.procs import clean_env, write_jobs
 
 
 def marker_path(db: str | Path) -> Path:
-    """The marker beside a ledger (core/identity.py's `marker_path`; spelled
+    """The marker beside a ledger (core/ledger/identity.py's `marker_path`; spelled
     out so that this module imports on the code before the fix)."""
     return Path(f"{db}.ledger-id")
 
@@ -231,7 +231,7 @@ def test_the_file_check_keeps_this_process_locks(tmp_path: Path) -> None:
     descriptor of its own: closing one would drop this process's locks on the
     file, and the next process to close the ledger would take it for the last
     one and delete the WAL the service still writes to."""
-    from reclaim_tui.core.identity import snapshot
+    from reclaim_tui.core.ledger.identity import snapshot
 
     db = tmp_path / "ledger.db"
     mine = sqlite3.connect(db, isolation_level=None)
@@ -253,7 +253,7 @@ def test_the_file_check_keeps_this_process_locks(tmp_path: Path) -> None:
 def test_an_unreadable_main_file_is_a_change_only_when_it_stays_so(tmp_path: Path) -> None:
     """A read that meets a checkpoint half-way may fail once: that alone must
     not stop a service; a file that stays unreadable is a change."""
-    from reclaim_tui.core.identity import UNREADABLE_LIMIT, changed, snapshot
+    from reclaim_tui.core.ledger.identity import UNREADABLE_LIMIT, changed, snapshot
 
     db = tmp_path / "ledger.db"
     con = sqlite3.connect(db)

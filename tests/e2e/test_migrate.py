@@ -19,14 +19,14 @@ from click.testing import CliRunner
 
 from reclaim_tui.cli import cli
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.inbox import InboxEvent, count, record
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.inbox import InboxEvent, count, record
+from reclaim_tui.core.ledger.transfer import compare, copy_ledger
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
-from reclaim_tui.core.transfer import compare, copy_ledger
 
 pytestmark = pytest.mark.postgres
 

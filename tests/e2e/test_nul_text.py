@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from reclaim_tui.cli import cli
 from reclaim_tui.config import DEFAULT_MODEL
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import LedgerError
 from tests.helpers import EmulatorProcess, Workspace
@@ -134,7 +134,7 @@ def test_nul_in_input_and_result_migrates_to_postgresql(
     "text", ["", "plain", "a\u0000b", "\u0000", "\ufdd0", "\ufdd0x\u0000", "ü\ufdd0", '"\\u0000"']
 )
 def test_pg_text_encoding_is_lossless(text: str) -> None:
-    from reclaim_tui.core.pg_text import decode, encode
+    from reclaim_tui.core.ledger.pg_text import decode, encode
 
     stored = encode(text)
     assert "\u0000" not in stored

@@ -233,7 +233,7 @@ def test_the_schema_is_the_users_choice(
     monkeypatch.delenv("PGOPTIONS")
     import asyncio
 
-    from reclaim_tui.core.postgres import PgLedger
+    from reclaim_tui.core.ledger.postgres import PgLedger
 
     async def path() -> Any:
         ledger = await PgLedger.open(url, readonly=True, create=False)

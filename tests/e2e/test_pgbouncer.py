@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psycopg
 
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from tests.helpers import EmulatorProcess, Workspace, run_cli
 from tests.helpers.inbox import InboxProcess
 from tests.helpers.ledgerdb import LedgerView

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.engine.transitions import Transition, delivered
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor, RemoteInteraction, RemoteState, Status
-from reclaim_tui.core.transitions import Transition, delivered
 
 __all__ = ["put_row"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reclaim_tui.core.queries import ConsoleReader, View
+from reclaim_tui.core.ledger.queries import ConsoleReader, View
 
 __all__ = ["walk", "walk_back"]
 

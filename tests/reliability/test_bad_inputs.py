@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reclaim_tui.cli import cli
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.errors import LedgerReadOnlyError
 from tests.helpers import EmulatorProcess, Workspace, record_figures
 from tests.helpers.procs import FAST_FLAGS, write_jobs

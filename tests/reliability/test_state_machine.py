@@ -50,14 +50,14 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-import reclaim_tui.core.engine as engine_module
+import reclaim_tui.core.engine.engine as engine_module
 import reclaim_tui.core.sinks as sinks_module
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.crash import CRASH_POINTS
-from reclaim_tui.core.engine import Engine, EngineConfig, OrphanPolicy
+from reclaim_tui.core.engine.engine import Engine, EngineConfig, OrphanPolicy
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor, JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import MaybeCreatedError, NotCreatedError, OperatorError

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine, EngineConfig, PassReport
+from reclaim_tui.core.engine.engine import Engine, EngineConfig, PassReport
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, Status, StoredResult
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from tests.helpers import EmulatorProcess, LedgerView, Workspace, record_figures

@@ -15,10 +15,10 @@ import pytest
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine, EngineConfig, OrphanPolicy
+from reclaim_tui.core.engine.engine import Engine, EngineConfig, OrphanPolicy
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor, Event, JobSpec, Row, StoredResult
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from reclaim_tui.errors import MaybeCreatedError, NotCreatedError, SinkError

@@ -4,8 +4,8 @@ engine, as a follow-up interaction with previous_interaction_id."""
 
 from __future__ import annotations
 
-from reclaim_tui.core.engine import Engine, EngineConfig
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import OrphanPolicy
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.tui.screens.ask import AskScreen
@@ -74,8 +74,8 @@ def test_the_detail_shows_an_agent_job_its_labels_deadline_and_chain() -> None:
     """Issue 11: a chain (`previous`) is shown in the console."""
     import dataclasses
 
+    from reclaim_tui.core.ledger.queries import Detail
     from reclaim_tui.core.models import JobSpec, Status
-    from reclaim_tui.core.queries import Detail
     from reclaim_tui.tui.widgets.detail_pane import render_detail
 
     from .test_actors import _cancelled_row
@@ -102,11 +102,11 @@ def test_the_detail_shows_an_agent_job_its_labels_deadline_and_chain() -> None:
 
 async def _plan_ready(seeded: Seeded, role: str, plan: str) -> str:
     """The role's row as a collaborative-planning job whose turn completed with `plan`
-    (what core/polling.py's plan-ready transition records)."""
+    (what core/engine/polling.py's plan-ready transition records)."""
     import json
     import sqlite3
 
-    from reclaim_tui.core.planning import PLAN_READY
+    from reclaim_tui.core.row_notes import PLAN_READY
 
     handle = seeded.fake.handle_for(seeded.keys[role])
     with sqlite3.connect(seeded.db) as conn:

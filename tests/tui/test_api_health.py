@@ -4,7 +4,7 @@ were, not failed."""
 
 from __future__ import annotations
 
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.errors import NotCreatedError
 from reclaim_tui.tui.widgets.loop_bar import LoopBar

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.costs import load_prices
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Status
 from reclaim_tui.tui.screens.charts import (
     ActivityChart,

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.config import Settings
-from reclaim_tui.core.engine import Engine, OrphanPolicy
+from reclaim_tui.core.engine.engine import Engine, OrphanPolicy
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer

@@ -8,9 +8,9 @@ import sqlite3
 from contextlib import closing
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.fleet import read_fleet
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.schema import EVENT_SQL
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.fleet import read_fleet
+from reclaim_tui.core.ledger.schema import EVENT_SQL
 from reclaim_tui.tui.screens.fleet import FleetScreen
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 

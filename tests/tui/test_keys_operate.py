@@ -15,9 +15,9 @@ from typing import Any
 
 from textual.widgets import Input, TabbedContent, TabPane, TextArea
 
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import JobSpec, Status, StoredResult
 from reclaim_tui.core.sinks import CallableSink
 from reclaim_tui.errors import SinkError

@@ -140,8 +140,8 @@ async def test_ctrl_r_shows_changes_made_elsewhere(seeded: Seeded) -> None:
     app = seeded.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        from reclaim_tui.core.engine import Engine
-        from reclaim_tui.core.ledger import Ledger
+        from reclaim_tui.core.engine.engine import Engine
+        from reclaim_tui.core.ledger.base import Ledger
         from reclaim_tui.core.sinks import DirectorySink
 
         # A cron tick in another "process" cancels a row.
@@ -255,8 +255,8 @@ async def test_the_detail_ages_with_the_table(seeded: Seeded) -> None:
 
 
 async def test_the_detail_says_when_its_row_left_the_tab(seeded: Seeded) -> None:
-    from reclaim_tui.core.engine import Engine
-    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.engine.engine import Engine
+    from reclaim_tui.core.ledger.base import Ledger
     from reclaim_tui.core.sinks import DirectorySink
 
     app = seeded.app()

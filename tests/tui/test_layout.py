@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.widgets import Tabs
 from textual.widgets._footer import FooterKey
 
-from reclaim_tui.core.engine import PassReport
+from reclaim_tui.core.engine.engine import PassReport
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.messages import TickFinished
 from reclaim_tui.tui.widgets.loop_bar import LoopBar

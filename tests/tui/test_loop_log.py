@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from reclaim_tui.core.engine import PassReport
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.engine.engine import PassReport
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor, JobSpec
 from reclaim_tui.tui.format import shorten_error
 from reclaim_tui.tui.screens.main import MainScreen

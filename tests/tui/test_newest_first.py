@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.queries import SORTS
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.queries import SORTS
 from reclaim_tui.core.sinks import DirectorySink
 
 from .conftest import Seeded, spec

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor, JobSpec
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.keymap import KEYS

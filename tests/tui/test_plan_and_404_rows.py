@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from reclaim_tui.core.ledger.queries import Detail
+from reclaim_tui.core.ledger.retention import AtRisk, Attention
 from reclaim_tui.core.models import Status
-from reclaim_tui.core.planning import PLAN_READY
-from reclaim_tui.core.polling import NOT_FOUND
-from reclaim_tui.core.queries import Detail
-from reclaim_tui.core.retention import AtRisk, Attention
+from reclaim_tui.core.row_notes import NOT_FOUND, PLAN_READY
 from reclaim_tui.tui.format import attention_text
 from reclaim_tui.tui.operations import answer_refusal, asked
 from reclaim_tui.tui.widgets.detail_pane import render_detail

@@ -1,4 +1,4 @@
-"""core/queries.py: keyset windows walk every row exactly once, in every sort."""
+"""core/ledger/queries.py: keyset windows walk every row exactly once, in every sort."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.queries import SORTS, ConsoleReader, RowFilter, View
 from reclaim_tui.core.models import Row, Status
-from reclaim_tui.core.queries import SORTS, ConsoleReader, RowFilter, View
 from tests.helpers.pages import walk, walk_back
 
 NOW = 1_800_000_000.0

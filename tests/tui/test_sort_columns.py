@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from reclaim_tui.core.models import Status
-from reclaim_tui.core.queries import (
+from reclaim_tui.core.ledger.queries import (
     SORT_COLUMNS,
     UNINDEXED_SORT_CAP,
     ConsoleReader,
@@ -16,6 +15,7 @@ from reclaim_tui.core.queries import (
     column_sort,
     sort_refusal,
 )
+from reclaim_tui.core.models import Status
 from reclaim_tui.tui.state import ConsoleState
 from reclaim_tui.tui.widgets.command_line import parse_command, sort_arguments
 from tests.helpers.pages import walk, walk_back

@@ -15,8 +15,8 @@ import pytest
 
 from reclaim_tui.config import ConsoleSettings
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.queries import ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
 from tests.helpers.pages import walk
 
 from .conftest import Seeded

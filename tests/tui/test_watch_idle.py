@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.inbox import InboxStats
+from reclaim_tui.core.ledger.inbox import InboxStats
 from reclaim_tui.tui.watching import LedgerWatch
 
 

@@ -1,10 +1,10 @@
 """A remote cancel that failed is asked again by the engine's passes until
-the API confirms (issue 25, defect 3; core/cancelling.py). Both ledgers."""
+the API confirms (issue 25, defect 3; core/engine/cancelling.py). Both ledgers."""
 
 from __future__ import annotations
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.models import Actor, JobSpec, Status

@@ -22,9 +22,9 @@ from reclaim_tui.core.costs import (
     grand_total,
     load_prices,
 )
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.pg_sql import SqliteOnlyError, to_postgres
 from reclaim_tui.core.models import Status
-from reclaim_tui.core.pg_sql import SqliteOnlyError, to_postgres
 from reclaim_tui.errors import ConfigError
 from tests.helpers.ledger_rows import put_row
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.models import Actor, JobSpec, Status
@@ -194,7 +194,7 @@ async def test_orphans_stop_at_max_attempts(
 
 
 def test_late_polls_move_to_the_next_grid_point() -> None:
-    from reclaim_tui.core.engine import EngineConfig
+    from reclaim_tui.core.engine.engine import EngineConfig
 
     config = EngineConfig(first_poll=2.0, poll_cap=300.0)
     # On time: poll 1 at age 2 → next at age 4.
@@ -212,7 +212,7 @@ async def test_cancelling_a_row_whose_interaction_completed_keeps_the_result(
 ) -> None:
     """Issue 10: `cancel` on a submitted row whose interaction had already
     completed threw the paid result away; now it is kept and delivered."""
-    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.ledger.base import Ledger
     from reclaim_tui.core.sinks import DirectorySink
     from reclaim_tui.errors import OperatorError
 
@@ -247,7 +247,7 @@ async def test_a_cancel_refused_because_the_interaction_just_finished_keeps_it(
 ) -> None:
     """The real API answers 400 to a cancel of a finished interaction: the
     result it finished with is still collected, not thrown away."""
-    from reclaim_tui.core.ledger import Ledger
+    from reclaim_tui.core.ledger.base import Ledger
     from reclaim_tui.core.sinks import DirectorySink
     from reclaim_tui.errors import PermanentReadError
 

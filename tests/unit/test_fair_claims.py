@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger import Claim, Ledger
+from reclaim_tui.core.ledger.base import Claim, Ledger
 from reclaim_tui.core.models import JobSpec, RemoteInteraction
 from reclaim_tui.core.sinks import DirectorySink
 

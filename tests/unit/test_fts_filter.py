@@ -24,19 +24,19 @@ from typing import Any
 
 import pytest
 
-from reclaim_tui.core import queries, text_search
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.costs import CostFilter, cost_totals, load_prices
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import JobSpec, Status
-from reclaim_tui.core.queries import SORTS, ConsoleReader, RowFilter, View
-from reclaim_tui.core.schema import (
+from reclaim_tui.core.ledger import queries, text_search
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.queries import SORTS, ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     SEARCH_BATCH,
     SEARCH_FLUSH_SQL,
 )
-from reclaim_tui.core.text_search import text_hits, trigrams
+from reclaim_tui.core.ledger.text_search import text_hits, trigrams
+from reclaim_tui.core.models import JobSpec, Status
 from tests.helpers.pages import walk, walk_back
 
 NOW = 1_800_000_000.0

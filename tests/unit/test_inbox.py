@@ -21,9 +21,9 @@ import standardwebhooks
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from reclaim_tui.core import inbox
 from reclaim_tui.core.clock import SystemClock
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import attempt_tag
 from reclaim_tui.inbox.server import InboxServer, RateLimit
 from reclaim_tui.inbox.verify import Verifier
@@ -255,7 +255,7 @@ async def _engine_world(  # type: ignore[no-untyped-def]
     tmp_path: Path, db_url: str, grace: float = 300.0
 ):
     from reclaim_tui.core.clock import ManualClock
-    from reclaim_tui.core.engine import Engine, EngineConfig
+    from reclaim_tui.core.engine.engine import Engine, EngineConfig
     from reclaim_tui.core.fakes import FakeBackend
     from reclaim_tui.core.sinks import DirectorySink
 
@@ -373,8 +373,8 @@ async def test_the_console_reads_the_inbox_and_which_rows_an_event_completed(
     tmp_path: Path, db_url: str
 ) -> None:
     from reclaim_tui.core.keys import idempotency_key
+    from reclaim_tui.core.ledger.queries import ConsoleReader
     from reclaim_tui.core.models import JobSpec
-    from reclaim_tui.core.queries import ConsoleReader
     from reclaim_tui.tui.format import inbox_text
     from reclaim_tui.tui.widgets.detail_pane import render_detail
 

@@ -26,12 +26,12 @@ import jwt
 import pytest
 from aiohttp import web
 
-from reclaim_tui.core import inbox
 from reclaim_tui.core.clock import ManualClock, SystemClock
-from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import GonePolicy, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import LedgerError, MaybeCreatedError, NotCreatedError
@@ -180,9 +180,7 @@ async def test_on_gone_hold_is_defeated_by_the_gone_interactions_own_event(
     # per flip, and the operator's hold never sticks. `held_named`/`named`
     # must skip an interaction the row already found gone.
     # retention=0: the 404 comes past the API's retention, where --on-gone applies.
-    ew.engine.config = dataclasses.replace(
-        ew.engine.config, on_gone=GonePolicy.HOLD, retention=0.0
-    )
+    ew.engine.config = dataclasses.replace(ew.engine.config, on_gone=GonePolicy.HOLD, retention=0.0)
     job = JobSpec(input="collected too late", model="m")
     idem = idempotency_key(job)
     await ew.engine.tick([job])
@@ -690,7 +688,7 @@ async def _until(predicate: Callable[[], bool]) -> None:
 async def test_the_inbox_refuses_to_start_on_a_ledger_it_must_not_touch(
     db_url: str, kind: str
 ) -> None:
-    from reclaim_tui.core.connection import is_database_url
+    from reclaim_tui.core.ledger.sqlite import is_database_url
     from reclaim_tui.inbox.command import serve_inbox
 
     on_pg = is_database_url(db_url)
@@ -700,7 +698,7 @@ async def test_the_inbox_refuses_to_start_on_a_ledger_it_must_not_touch(
     if on_pg:
         import psycopg
 
-        from reclaim_tui.core.postgres import PG_SCHEMA_VERSION
+        from reclaim_tui.core.ledger.postgres import PG_SCHEMA_VERSION
 
         with psycopg.connect(db_url, autocommit=True) as pg:
             if kind == "newer":
@@ -712,7 +710,7 @@ async def test_the_inbox_refuses_to_start_on_a_ledger_it_must_not_touch(
                 pg.execute("CREATE SCHEMA reclaim_tui")
                 pg.execute("CREATE TABLE reclaim_tui.payroll (x int)")
     else:
-        from reclaim_tui.core.schema import SCHEMA_VERSION
+        from reclaim_tui.core.ledger.schema import SCHEMA_VERSION
 
         with sqlite3.connect(db_url) as db:
             if kind == "newer":

@@ -181,7 +181,7 @@ def test_load_sink_errors() -> None:
 
 def test_core_does_not_import_textual() -> None:
     code = (
-        "import sys, reclaim_tui.core.engine, reclaim_tui.core.gemini, reclaim_tui.cli;"
+        "import sys, reclaim_tui.core.engine.engine, reclaim_tui.core.gemini, reclaim_tui.cli;"
         "bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')"
         " or m.startswith('reclaim_tui.tui')];"
         "print(bad); sys.exit(1 if bad else 0)"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import JobsFileError

@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.models import Status
-from reclaim_tui.core.owner import LeaseOwner, pid_space
-from reclaim_tui.core.schema import SCHEMA_VERSION
-from reclaim_tui.core.transitions import Transition
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.owner import LeaseOwner, pid_space
+from reclaim_tui.core.ledger.schema import SCHEMA_VERSION
+from reclaim_tui.core.models import Status, Transition
 from reclaim_tui.errors import (
     LedgerCorruptError,
     LedgerError,
@@ -24,7 +23,7 @@ from reclaim_tui.errors import (
 async def test_pragmas_are_durable(ledger: Ledger) -> None:
     p = await ledger.pragmas()
     if ledger.dialect == "postgres":
-        from reclaim_tui.core.postgres import PG_SCHEMA_VERSION
+        from reclaim_tui.core.ledger.postgres import PG_SCHEMA_VERSION
 
         assert p["synchronous_commit"] == "on"
         assert p["lock_timeout"] == "10s"  # busy_timeout's meaning on a server
@@ -37,12 +36,12 @@ async def test_pragmas_are_durable(ledger: Ledger) -> None:
 
 
 async def test_newer_schema_is_refused(db_url: str) -> None:
-    from reclaim_tui.core.connection import is_database_url
+    from reclaim_tui.core.ledger.sqlite import is_database_url
 
     if is_database_url(db_url):  # a ledger, then its version from the future
         import psycopg
 
-        from reclaim_tui.core.postgres import PG_SCHEMA_VERSION
+        from reclaim_tui.core.ledger.postgres import PG_SCHEMA_VERSION
 
         await (await Ledger.open(db_url)).close()
         with psycopg.connect(db_url, autocommit=True) as pg:
@@ -135,8 +134,8 @@ async def test_a_file_migrated_by_another_process_mid_open_is_not_foreign(
     when eight ticks opened one new file at once: the open read the version
     (0), another process committed the whole migration, then the open read
     the table list (all ours). Both reads must come from one snapshot."""
-    from reclaim_tui.core.connection import LedgerConnection
-    from reclaim_tui.core.schema import MIGRATIONS, migration_statements
+    from reclaim_tui.core.ledger.schema import MIGRATIONS, migration_statements
+    from reclaim_tui.core.ledger.sqlite import LedgerConnection
 
     path = tmp_path / "ledger.db"
     first = sqlite3.connect(path)

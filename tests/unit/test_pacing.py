@@ -10,11 +10,11 @@ from pathlib import Path
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
+from reclaim_tui.core.engine.pacing import AdaptiveLimit
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import JobSpec, RemoteInteraction
-from reclaim_tui.core.pacing import AdaptiveLimit
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import BackendError
 

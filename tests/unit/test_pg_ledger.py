@@ -11,9 +11,9 @@ import psycopg
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.pg_sql import SqliteOnlyError, reorder, to_postgres
-from reclaim_tui.core.postgres import PG_SCHEMA, PG_SCHEMA_VERSION, PgLedger, ServerClock
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.pg_sql import SqliteOnlyError, reorder, to_postgres
+from reclaim_tui.core.ledger.postgres import PG_SCHEMA, PG_SCHEMA_VERSION, PgLedger, ServerClock
 from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
@@ -182,8 +182,8 @@ async def test_the_filter_folds_ascii_case_only_whatever_the_database_locale(
     """A database created with a UTF-8 locale (most are) folded É to é in the
     input filter's ILIKE, where SQLite's LIKE — the filter's documented rule
     — folds ASCII only (found by the review of the contract suite)."""
+    from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
     from reclaim_tui.core.models import JobSpec
-    from reclaim_tui.core.queries import ConsoleReader, RowFilter, View
 
     base = pg_server.create_database()
     async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.prune import discard
 from reclaim_tui.core.models import Actor, Status
-from reclaim_tui.core.prune import discard
 from reclaim_tui.core.sinks import CallableSink
 from reclaim_tui.errors import OperatorError
 from tests.unit.test_prune import DAY, MIXED, NOW, keys, read_archive, seed

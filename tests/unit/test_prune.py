@@ -1,4 +1,4 @@
-"""Retention (core/prune.py) on both engines: what is deleted, what goes with
+"""Retention (core/ledger/prune.py) on both engines: what is deleted, what goes with
 it, the archive written before the delete commits, batches, a kill between
 the two, and what the console's reads see afterwards."""
 
@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from reclaim_tui.core import prune as prune_module
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.inbox import InboxEvent, named, record
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger import prune as prune_module
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.inbox import InboxEvent, named, record
+from reclaim_tui.core.ledger.prune import PruneReport, count_prunable, prune
+from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.schema import EVENT_SQL, SEARCH_FLUSH_SQL
 from reclaim_tui.core.models import JobSpec, Status, attempt_tag
-from reclaim_tui.core.prune import PruneReport, count_prunable, prune
-from reclaim_tui.core.queries import ConsoleReader, RowFilter, View
-from reclaim_tui.core.schema import EVENT_SQL, SEARCH_FLUSH_SQL
 from reclaim_tui.errors import ConfigError
 from tests.helpers.pages import walk
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor, GonePolicy, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import OperatorError
@@ -175,7 +175,7 @@ async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path, db_
     import sys
     import time
 
-    from reclaim_tui.core.retention import FREE_TIER_DAYS, past_retention
+    from reclaim_tui.core.ledger.retention import FREE_TIER_DAYS, past_retention
 
     clock = ManualClock(time.time() - 60 * 86400)  # submitted 60 days ago
     ledger = await Ledger.open(db_url, clock=clock)
@@ -222,7 +222,7 @@ async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path, db_
 async def test_rows_asking_or_in_an_unknown_status_are_counted_for_status(world) -> None:  # type: ignore[no-untyped-def]
     """Issue 11: `requires_action` → a state an operator sees; `idle`/unknown
     → polled, visible in `status`. Both counted by `attention`."""
-    from reclaim_tui.core.retention import PAID_TIER_DAYS, attention
+    from reclaim_tui.core.ledger.retention import PAID_TIER_DAYS, attention
 
     clock, ledger, fake, sink = world
     engine = Engine(ledger, fake, sink, config=CONFIG)

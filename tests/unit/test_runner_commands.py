@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reclaim_tui.config import Settings
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.models import JobSpec, OrphanPolicy, PassReport, Status
 from reclaim_tui.errors import JobsFileError, LedgerBusyError, MaybeCreatedError, ReclaimError

@@ -12,10 +12,10 @@ from collections import Counter
 from pathlib import Path
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, RemoteInteraction, Status, StoredResult
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from reclaim_tui.errors import InteractionGoneError, NotCreatedError, TransientReadError

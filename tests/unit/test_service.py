@@ -10,10 +10,10 @@ import json
 import signal
 from pathlib import Path
 
-from reclaim_tui.core.engine import Engine, EngineConfig
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, RemoteInteraction, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.runner.service import ServiceLoop

@@ -15,11 +15,13 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reclaim_tui.core import polling, transitions
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine import polling, transitions
+from reclaim_tui.core.engine.engine import Engine
+from reclaim_tui.core.engine.transitions import EngineConfig, Transition
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.schema import ORPHAN_SQL
 from reclaim_tui.core.models import (
     Actor,
     JobSpec,
@@ -29,9 +31,7 @@ from reclaim_tui.core.models import (
     Row,
     Status,
 )
-from reclaim_tui.core.schema import ORPHAN_SQL
 from reclaim_tui.core.sinks import DirectorySink
-from reclaim_tui.core.transitions import EngineConfig, Transition
 from reclaim_tui.errors import (
     InteractionGoneError,
     MaybeCreatedError,
@@ -201,7 +201,7 @@ def test_orphan_rule_in_sql_matches_row_is_orphan(
     # on both engines, through a ledger: the next test.
     import sqlite3
 
-    from reclaim_tui.core.schema import MIGRATIONS
+    from reclaim_tui.core.ledger.schema import MIGRATIONS
 
     db = sqlite3.connect(":memory:")
     for migration in MIGRATIONS:

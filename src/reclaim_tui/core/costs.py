@@ -12,7 +12,7 @@ model the table does not know, has an **unknown** cost: counted apart, never
 a silent 0.
 
 Totals are summed by the database (`json_extract`, rewritten for PostgreSQL
-by core/pg_sql.py), grouped by (key, model, long prompt): the price is linear
+by core/ledger/pg_sql.py), grouped by (key, model, long prompt): the price is linear
 in each sum, so a million rows come back as a few groups.
 """
 
@@ -30,9 +30,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.schema import chunks
 from reclaim_tui.core.models import Status
-from reclaim_tui.core.schema import chunks
 from reclaim_tui.errors import ConfigError
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Rows, results, events and pass reports as plain JSON-able dicts, and rows as
 JSON Lines / CSV: shared by the CLI (`export`, `show --json`, every `--json`),
-the archive of `prune` (core/prune.py) and the console's export.
+the archive of `prune` (core/ledger/prune.py) and the console's export.
 
 Times are ISO-8601 UTC strings with milliseconds (`2026-12-03T19:55:01.123Z`,
 `iso_time`): what `datetime.fromisoformat` and every JSON consumer reads,

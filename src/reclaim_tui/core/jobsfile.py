@@ -47,7 +47,7 @@ __all__ = [
 #: 1 MiB, such as an aiohttp one with its default limit.
 MAX_INPUT_BYTES = 1_000_000
 #: The longest `deadline` a job may name: 55 days, as long as the API keeps an
-#: interaction (core/retention.py's PAID_TIER_DAYS; not imported: it loads the ledger).
+#: interaction (core/ledger/retention.py's PAID_TIER_DAYS; not imported: it loads the ledger).
 MAX_DEADLINE = 55 * 86_400
 _ALLOWED = {"input", "model", "agent", "key", "config", "labels", "deadline", "previous"}
 # create() arguments the ledger sets itself; a job may not override them.

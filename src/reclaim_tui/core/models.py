@@ -24,6 +24,7 @@ __all__ = [
     "Row",
     "Status",
     "StoredResult",
+    "Transition",
     "attempt_tag",
     "labelled_attempt",
 ]
@@ -229,7 +230,7 @@ class Row:
 
     def lease_free(self, now: float, dead: Collection[str]) -> bool:
         """Nobody can act on the row: no holder, its lease ran out, or its
-        holder is provably dead. (core/schema.py's `_FREE` SQL is the same rule.)"""
+        holder is provably dead. (core/ledger/schema.py's `_FREE` SQL is the same rule.)"""
         return self.lease_owner is None or self.lease_until <= now or self.lease_owner in dead
 
     @property
@@ -314,3 +315,23 @@ class PassReport:
         )
         text = " ".join(f"{k}={self.counts[k]}" for k in keys if self.counts[k]) or "idle"
         return f"{text} api_unavailable={self.unavailable[0]}" if self.unavailable else text
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One compare-and-set: applied only if the row still has `expect` status
+    and is held by the writer. `changes` are column → value; `release` drops
+    the lease in the same statement; `result` is stored in the same
+    transaction (rule 4: result before side effect)."""
+
+    idem: str
+    expect: Status
+    to: Status
+    note: str
+    changes: dict[str, Any] = field(default_factory=dict)
+    result: RemoteInteraction | None = None
+    release: bool = True
+    #: the PassReport counter this transition adds to — only once it applied.
+    tally: str | None = None
+    #: an error to report for this row (recorded whether or not it applied).
+    error: str | None = None

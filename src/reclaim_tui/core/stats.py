@@ -19,7 +19,7 @@ from itertools import pairwise
 from typing import Any, Literal
 
 from reclaim_tui.core.costs import CostRow, PriceTable, group_row, usage_sums_sql
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
 
 __all__ = [
     "API_ERROR_NOTES",
@@ -44,8 +44,8 @@ SLACK = 300.0
 DURATION_EDGES: tuple[float, ...] = (10, 30, 60, 120, 300, 600, 1800, 3600)
 
 # The notes the engine writes on a row whose API call failed and whose
-# status stays (core/transitions.py: after_create, settle_orphan;
-# core/polling.py: after_poll, deadlines). Matched with LIKE: a test writes
+# status stays (core/engine/transitions.py: after_create, settle_orphan;
+# core/engine/polling.py: after_poll, deadlines). Matched with LIKE: a test writes
 # them through those functions, so a reworded note fails it.
 API_ERROR_NOTES: tuple[str, ...] = (
     "attempt % not created:%",

@@ -35,7 +35,7 @@ from typing import Any
 from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import SystemClock
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.models import Actor, JobSpec, StoredResult
 from reclaim_tui.core.sinks import DirectorySink

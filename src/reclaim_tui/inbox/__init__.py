@@ -1,5 +1,5 @@
 """The webhook inbox: an HTTP receiver that keeps verified deliveries in the
-ledger (server.py, verify.py; the ledger side is core/inbox.py). Only
+ledger (server.py, verify.py; the ledger side is core/ledger/inbox.py). Only
 constants here, so the CLI can name its defaults without importing aiohttp,
 PyJWT or standardwebhooks."""
 

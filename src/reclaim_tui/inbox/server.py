@@ -3,7 +3,7 @@
 Each POST is, in order: limited (body size → 413, rate per client → 429),
 verified (verify.py → 401, logged with the reason, nothing written),
 parsed (a verified body that is not an event → 400), then recorded in the
-ledger (core/inbox.py) — and only then answered 200. A redelivery (same
+ledger (core/ledger/inbox.py) — and only then answered 200. A redelivery (same
 `webhook-id`) is answered 200 and changes nothing. A ledger that cannot be
 written answers 503, so the API retries (it does for up to 24 h). The API
 is never called on the request path: the engine's next pass does the `get`.
@@ -40,9 +40,9 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
-from reclaim_tui.core import inbox
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.inbox import DEFAULT_PATH
 from reclaim_tui.inbox.verify import Refused, Verifier

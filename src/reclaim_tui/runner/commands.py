@@ -29,10 +29,10 @@ from typing import Any, Self, TypeGuard, assert_never, get_args
 
 from reclaim_tui import errors
 from reclaim_tui.config import Settings
-from reclaim_tui.core import cancelling
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine import cancelling
+from reclaim_tui.core.engine.engine import Engine
+from reclaim_tui.core.ledger.prune import discard, prune
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
-from reclaim_tui.core.prune import discard, prune
 from reclaim_tui.errors import OperatorError, ReclaimError
 
 __all__ = [
@@ -152,7 +152,7 @@ class Adopt(Message):
 class Answer(Message):
     """Answer a row whose interaction requires action, or approve its research
     plan: a follow-up interaction (`previous_interaction_id`) carrying `text`
-    (`refine`: ask the agent for a new plan instead, core/planning.py)."""
+    (`refine`: ask the agent for a new plan instead, core/engine/planning.py)."""
 
     idem: str
     text: str
@@ -197,7 +197,7 @@ class Submit(Message):
 
 @dataclass(frozen=True)
 class Prune(Message):
-    """Delete terminal rows in `statuses` older than `older_than_s` (core/prune.py),
+    """Delete terminal rows in `statuses` older than `older_than_s` (core/ledger/prune.py),
     archiving each batch to `archive` first when given."""
 
     statuses: tuple[str, ...]
@@ -255,7 +255,7 @@ class RowsOutcome(Message):
     applied: int = 0
     refused: list[str] = field(default_factory=list)
     #: Cancelled here, but the API's cancel failed: why, one line a row
-    #: (the row is "cancel pending", core/cancelling.py).
+    #: (the row is "cancel pending", core/engine/cancelling.py).
     pending: list[str] = field(default_factory=list)
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.models import JobSpec, PassReport
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.runner.commands import (
@@ -121,7 +121,7 @@ class EngineHost(ABC):
         archive: str | None,
         at: float | None = None,
     ) -> dict[str, Any]:
-        """Delete old terminal rows (core/prune.py); the report as JSON (ISO times)."""
+        """Delete old terminal rows (core/ledger/prune.py); the report as JSON (ISO times)."""
         command = Prune(tuple(statuses), older_than_s, archive, at)
         return (await self._expect(command, Pruned)).report
 

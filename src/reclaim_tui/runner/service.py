@@ -35,10 +35,10 @@ from typing import TextIO
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
-from reclaim_tui.core.connection import shown_db
-from reclaim_tui.core.engine import Engine
-from reclaim_tui.core.identity import FileSnapshot, LedgerReplacedError, changed, snapshot
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.engine.engine import Engine
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.identity import FileSnapshot, LedgerReplacedError, changed, snapshot
+from reclaim_tui.core.ledger.sqlite import shown_db
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
 from reclaim_tui.errors import LedgerBusyError, LedgerError, LedgerUnavailableError, ReclaimError
 
@@ -164,7 +164,7 @@ class ServiceLoop:
     async def _check_file(self) -> None:
         """Stop loudly when the ledger file is no longer the one opened: moved
         over, truncated, overwritten with another ledger or an older copy
-        (core/identity.py). Writing on would record into a file nobody reads,
+        (core/ledger/identity.py). Writing on would record into a file nobody reads,
         or next to state that went back in time."""
         ledger = self.engine.ledger
         if ledger.ledger_id is None or ledger.path == ":memory:":

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from reclaim_tui.core.engine import Engine
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.errors import ConfigError, ReclaimError
 from reclaim_tui.runner.commands import (
     ACTOR,

@@ -21,7 +21,7 @@ from functools import partial
 from textual.widget import Widget
 from textual.worker import Worker
 
-from reclaim_tui.core.queries import ConsoleReader
+from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.messages import (

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import time
 
-from reclaim_tui.core import cancelling
-from reclaim_tui.core.inbox import InboxStats
+from reclaim_tui.core.engine import cancelling
+from reclaim_tui.core.ledger.inbox import InboxStats
+from reclaim_tui.core.ledger.retention import Attention
 from reclaim_tui.core.models import ACTIVE_STATUSES, Row
-from reclaim_tui.core.retention import Attention
 
 __all__ = [
     "age",

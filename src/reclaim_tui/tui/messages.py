@@ -12,10 +12,10 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
-from reclaim_tui.core.engine import PassReport
-from reclaim_tui.core.inbox import InboxStats
-from reclaim_tui.core.queries import Detail, Page, View
-from reclaim_tui.core.retention import Attention
+from reclaim_tui.core.engine.engine import PassReport
+from reclaim_tui.core.ledger.inbox import InboxStats
+from reclaim_tui.core.ledger.queries import Detail, Page, View
+from reclaim_tui.core.ledger.retention import Attention
 from reclaim_tui.tui.state import Cursor
 
 __all__ = [

@@ -30,14 +30,13 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 
 from reclaim_tui.core.costs import Estimate, format_usd
-from reclaim_tui.core.engine import PassReport
+from reclaim_tui.core.engine.engine import PassReport
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import check_job, parse_jobs_bytes
+from reclaim_tui.core.ledger.prune import PruneCount
+from reclaim_tui.core.ledger.queries import ConsoleReader, View
 from reclaim_tui.core.models import JobSpec, Row, Status
-from reclaim_tui.core.planning import PLAN_READY
-from reclaim_tui.core.polling import ASKS
-from reclaim_tui.core.prune import PruneCount
-from reclaim_tui.core.queries import ConsoleReader, View
+from reclaim_tui.core.row_notes import ASKS, PLAN_READY
 from reclaim_tui.errors import JobsFileError, ReclaimError
 from reclaim_tui.runner.commands import RowCommand, RowsOutcome
 from reclaim_tui.tui.messages import ActionFinished, SubmitFailed, SubmitFinished, SubmitProgressed
@@ -75,7 +74,7 @@ __all__ = [
 
 #: Jobs reserved per engine command while a file is submitted (progress moves per chunk).
 SUBMIT_CHUNK = 500
-#: The statuses retry and cancel apply to (core/operator.py's rule). The
+#: The statuses retry and cancel apply to (core/engine/operator.py's rule). The
 #: engine stays the judge; the console checks first so that it never asks
 #: about rows the engine would refuse.
 RETRYABLE = (Status.FAILED, Status.CANCELLED)

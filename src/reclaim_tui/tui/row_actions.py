@@ -5,7 +5,7 @@
 pass polls them (Sidekiq's "retry now", Oban's "run now"). `x` deletes the
 highlighted finished row (consumed, failed, cancelled) with its events and
 result, after asking; its archive line is appended and fsync'd first, to the
-same daily file `:prune` uses (core/prune.py).
+same daily file `:prune` uses (core/ledger/prune.py).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from reclaim_tui.core.ledger.prune import PRUNABLE
 from reclaim_tui.core.models import Status
-from reclaim_tui.core.prune import PRUNABLE
 from reclaim_tui.runner.commands import Discard, PollNow
 from reclaim_tui.tui import operations
 from reclaim_tui.tui.messages import ActionFinished

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reclaim_tui.core.models import Status
-from reclaim_tui.core.queries import (
+from reclaim_tui.core.ledger.queries import (
     SORTS,
     Direction,
     Key,
@@ -18,6 +17,7 @@ from reclaim_tui.core.queries import (
     column_sort,
     sort_refusal,
 )
+from reclaim_tui.core.models import Status
 from reclaim_tui.tui.keymap import TABS, TabSpec
 
 __all__ = ["ConsoleState", "Cursor", "Move", "Window"]

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.queries import ConsoleReader
-from reclaim_tui.core.retention import Attention
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.retention import Attention
 from reclaim_tui.tui.messages import CountsChanged
 
 __all__ = ["CHEAP_COUNTS", "LedgerWatch", "Look"]

@@ -25,7 +25,7 @@ from reclaim_tui.core.backend import LabelFinder, map_api_status
 from reclaim_tui.core.gemini.errors import Redactor, create_error, read_error
 from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
 from reclaim_tui.core.gemini.fastpath import _fast_path, install_fast_path
-from reclaim_tui.core.inbox import ATTEMPT_FIELD, KEY_FIELD
+from reclaim_tui.core.ledger.inbox import ATTEMPT_FIELD, KEY_FIELD
 from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, RemoteInteraction, RemoteState
 from reclaim_tui.core.outputs import output_text
 from reclaim_tui.errors import BackendError, ConfigError, TransientReadError

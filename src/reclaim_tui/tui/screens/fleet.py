@@ -1,5 +1,5 @@
 """`:fleet`: who holds leases on the ledger and who wrote to it in the last
-hour (core/fleet.py), read when opened; `r` reads it again."""
+hour (core/ledger/fleet.py), read when opened; `r` reads it again."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.fleet import Fleet, read_fleet
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.fleet import Fleet, read_fleet
 from reclaim_tui.tui.format import age
 
 __all__ = ["FleetScreen", "fleet_text"]

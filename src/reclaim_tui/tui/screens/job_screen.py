@@ -12,8 +12,8 @@ import sqlite3
 from textual import work
 from textual.screen import Screen
 
+from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.models import Row, StoredResult
-from reclaim_tui.core.queries import ConsoleReader
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui import operations
 from reclaim_tui.tui.screens.raw_json import RawJsonScreen

@@ -22,9 +22,9 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Input
 
 from reclaim_tui.core.costs import PriceTable
+from reclaim_tui.core.ledger.queries import SORTS, ConsoleReader, View
 from reclaim_tui.core.models import Row, Status
-from reclaim_tui.core.planning import PLAN_READY
-from reclaim_tui.core.queries import SORTS, ConsoleReader, View
+from reclaim_tui.core.row_notes import PLAN_READY
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.runner.commands import Adopt, Answer, Cancel, Retry
 from reclaim_tui.tui import operations, row_actions

@@ -17,8 +17,8 @@ from reclaim_tui.core.costs import (
     estimate_resubmit,
     load_prices,
 )
+from reclaim_tui.core.ledger.prune import count_prunable
 from reclaim_tui.core.models import Status
-from reclaim_tui.core.prune import count_prunable
 from reclaim_tui.errors import ConfigError, LedgerError
 from reclaim_tui.tui import operations
 from reclaim_tui.tui.screens.charts import ChartsScreen, chart_loader

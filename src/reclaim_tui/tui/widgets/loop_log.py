@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.events import Resize
 from textual.widgets import RichLog
 
-from reclaim_tui.core.engine import PassReport
+from reclaim_tui.core.engine.engine import PassReport
 from reclaim_tui.tui.format import clock_time, shorten_error
 
 __all__ = ["LoopLog"]

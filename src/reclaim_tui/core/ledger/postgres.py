@@ -1,9 +1,9 @@
 """The ledger on PostgreSQL: the same rows, rules and statements as on SQLite.
 
 `--db postgresql://…` (or `RECLAIM_DB`) opens a `PgLedger`. It is a `Ledger`:
-every statement of core/ledger.py, core/compare_and_set.py, core/inbox.py
-and core/queries.py runs unchanged, rewritten for the server by
-core/pg_sql.py. What differs is said here:
+every statement of core/ledger/base.py, core/ledger/compare_and_set.py, core/ledger/inbox.py
+and core/ledger/queries.py runs unchanged, rewritten for the server by
+core/ledger/pg_sql.py. What differs is said here:
 
 - **Driver**: psycopg 3 (async). It is the PostgreSQL project's own
   recommendation for Python, has binary wheels, pipelines `executemany`,
@@ -63,13 +63,13 @@ from psycopg.adapt import Dumper
 from psycopg.conninfo import make_conninfo
 from psycopg.pq import TransactionStatus
 
-from reclaim_tui.core import pg_text
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.connection import pg_params, scrub
-from reclaim_tui.core.connection import shown_db as redact
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.pg_sql import reorder, to_postgres
-from reclaim_tui.core.schema import chunks
+from reclaim_tui.core.ledger import pg_text
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.pg_sql import reorder, to_postgres
+from reclaim_tui.core.ledger.schema import chunks
+from reclaim_tui.core.ledger.sqlite import pg_params, scrub
+from reclaim_tui.core.ledger.sqlite import shown_db as redact
 from reclaim_tui.errors import (
     LedgerBusyError,
     LedgerConflictError,
@@ -104,7 +104,7 @@ _REAL = "DOUBLE PRECISION"
 _TEXT = 'TEXT COLLATE "C"'
 
 # Numbered migrations of the PostgreSQL schema. Migration 1 is the SQLite
-# schema as of its migration 5 (core/schema.py) in PostgreSQL's types; the
+# schema as of its migration 5 (core/ledger/schema.py) in PostgreSQL's types; the
 # text index is pg_trgm (PG_TEXT_INDEX), created apart because the extension
 # may be refused.
 PG_MIGRATIONS: tuple[str, ...] = (
@@ -592,7 +592,7 @@ class PgLedger(Ledger):
             mapped = map_pg_error(exc, where)
             raise type(mapped)(scrub(str(mapped), url)) from None
         conn.adapters.register_dumper(bool, _IntFromBool)
-        pg_text.register(conn.adapters)  # a NUL stays in its row (core/pg_text.py)
+        pg_text.register(conn.adapters)  # a NUL stays in its row (core/ledger/pg_text.py)
         if readonly:
             # `BEGIN READ ONLY` for every transaction (reads run in one too):
             # nothing is set on the server's session, which a pooler would
@@ -608,7 +608,7 @@ class PgLedger(Ledger):
         settings = [
             # The ledger's schema first, then the path the user gave (else
             # public): a given search_path is kept, not overwritten (quoted
-            # identifiers, core/postgres.py schema_for).
+            # identifiers, core/ledger/postgres.py schema_for).
             f"SET LOCAL search_path TO {self._search_path}",
             # busy_timeout's meaning here: how long a statement waits for a lock.
             f"SET LOCAL lock_timeout = {int(self._busy_timeout * 1000)}",
@@ -884,7 +884,7 @@ class PgLedger(Ledger):
                 )
 
     async def after_copy(self) -> None:
-        """Rows copied with their ids (core/transfer.py) leave the identity
+        """Rows copied with their ids (core/ledger/transfer.py) leave the identity
         sequences behind: move them past the largest id, or the next insert
         would reuse a copied id."""
         async with self.write() as db:

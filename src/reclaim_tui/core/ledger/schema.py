@@ -3,8 +3,8 @@
 Numbered migrations and the column order a row is read in; the one SQL
 spelling of "lease free", "orphan" and "append an event"; the one place a
 SELECT tuple becomes a Row; how a sqlite3 error becomes a LedgerError.
-Nothing here opens a connection: `core/connection.py` runs the migrations,
-`core/ledger.py` and `core/compare_and_set.py` run the statements.
+Nothing here opens a connection: `core/ledger/sqlite.py` runs the migrations,
+`core/ledger/base.py` and `core/ledger/compare_and_set.py` run the statements.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ SEARCH_BATCH = 1000
 #   the spec's other keys would put the model name in every row's text.
 # - detail=none, columnsize=0: a quarter of detail=full's size (79 vs 304 MiB
 #   at 1M rows). No phrase queries then: the reader looks a row up by a few of
-#   its trigrams and re-checks the substring on the row (core/queries.py).
+#   its trigrams and re-checks the substring on the row (core/ledger/queries.py).
 # - The triggers never write an index row by row: SQLite 3.40's FTS5 flushes
 #   its pending terms to a new segment at every statement savepoint, which
 #   cost ~100 µs a row. They queue the row id (with the values it is indexed
@@ -215,7 +215,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE jobs ADD COLUMN sent_at REAL;
     ALTER TABLE jobs ADD COLUMN outside_streak INTEGER NOT NULL DEFAULT 0;
     """,
-    # 4: the webhook inbox (core/inbox.py): every verified delivery, once by
+    # 4: the webhook inbox (core/ledger/inbox.py): every verified delivery, once by
     # its `webhook-id`, with the interaction it names and the job key its
     # user_metadata carries; and the inbox's counters (refused deliveries).
     """
@@ -240,7 +240,7 @@ MIGRATIONS: tuple[str, ...] = (
     # 5: the console filter's text index (issue 14), see _SEARCH_MIGRATION.
     _SEARCH_MIGRATION,
     # 6: the ledger's own id, random, made once (issue 22 point 6): what
-    # tells this ledger from another file put in its place (core/identity.py).
+    # tells this ledger from another file put in its place (core/ledger/identity.py).
     """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     INSERT INTO meta(key, value) VALUES ('ledger_id', lower(hex(randomblob(16))));

@@ -1,8 +1,8 @@
 """The durable reclaim ledger: jobs, claims, leases and reads over one SQLite connection.
 
-`LedgerConnection` (core/connection.py) opens, migrates and holds the
-connection and its `BEGIN IMMEDIATE` transactions; `core/schema.py` holds the
-schema and the shared SQL; `core/compare_and_set.py` the writes after a claim.
+`LedgerConnection` (core/ledger/sqlite.py) opens, migrates and holds the
+connection and its `BEGIN IMMEDIATE` transactions; `core/ledger/schema.py` holds the
+schema and the shared SQL; `core/ledger/compare_and_set.py` the writes after a claim.
 Here: inserting jobs, claims (single `UPDATE … RETURNING` statements), lease
 renewal and release, and the public reads. Every transition appends to
 `events` in the transaction that makes it.
@@ -15,12 +15,9 @@ from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequen
 from dataclasses import dataclass
 from typing import Any
 
-from reclaim_tui.core.cancelling import PENDING_SQL
-from reclaim_tui.core.compare_and_set import apply_transitions, mark_sending, operator_cas
-from reclaim_tui.core.connection import LedgerConnection
-from reclaim_tui.core.models import Actor, Event, Row, Status, StoredResult
-from reclaim_tui.core.owner import holder_alive
-from reclaim_tui.core.schema import (
+from reclaim_tui.core.ledger.compare_and_set import apply_transitions, mark_sending, operator_cas
+from reclaim_tui.core.ledger.owner import holder_alive
+from reclaim_tui.core.ledger.schema import (
     COLUMNS,
     EVENT_SQL,
     MIGRATIONS,
@@ -31,10 +28,12 @@ from reclaim_tui.core.schema import (
     orphan_sql,
     row_from_tuple,
 )
-from reclaim_tui.core.transitions import Transition
+from reclaim_tui.core.ledger.sqlite import LedgerConnection
+from reclaim_tui.core.models import Actor, Event, Row, Status, StoredResult, Transition
+from reclaim_tui.core.row_notes import PENDING_SQL
 
-# The schema names are re-exported: `from reclaim_tui.core.ledger import …`
-# was their address before core/schema.py existed.
+# The schema names are re-exported: `from reclaim_tui.core.ledger.base import …`
+# was their address before core/ledger/schema.py existed.
 __all__ = [
     "COLUMNS",
     "MIGRATIONS",
@@ -62,7 +61,7 @@ class Ledger(LedgerConnection):
     event loop (writes are serialised by an asyncio lock); open one per
     process or per client (engine, console)."""
 
-    #: which engine's SQL this ledger speaks ("sqlite"; core/postgres.py: "postgres")
+    #: which engine's SQL this ledger speaks ("sqlite"; core/ledger/postgres.py: "postgres")
     dialect = "sqlite"
     #: appended to a claim's row selection (PostgreSQL: FOR UPDATE SKIP LOCKED)
     claim_lock = ""
@@ -136,7 +135,8 @@ class Ledger(LedgerConnection):
         )
 
     async def claim_cancel_pending(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
-        """`cancelled` rows whose remote cancel is due to be asked again (core/cancelling.py)."""
+        """`cancelled` rows whose remote cancel is due to be asked again
+        (core/engine/cancelling.py)."""
         return await self._claim(
             owner,
             f"{PENDING_SQL} AND next_at <= ?",
@@ -331,11 +331,11 @@ class Ledger(LedgerConnection):
             await db.execute(EVENT_SQL, (now, idem, actor, status, status, note))
 
     async def before_copy(self) -> None:
-        """Before rows are written with their ids (core/transfer.py): a check
+        """Before rows are written with their ids (core/ledger/transfer.py): a check
         that after_copy will be allowed (SQLite: nothing to check)."""
 
     async def after_copy(self) -> None:
-        """After rows were written with their ids (core/transfer.py): SQLite
+        """After rows were written with their ids (core/ledger/transfer.py): SQLite
         numbers the next rows past the largest id by itself."""
 
     async def sequences_behind(self) -> list[str]:
@@ -344,7 +344,7 @@ class Ledger(LedgerConnection):
 
     # -- reading --------------------------------------------------------------------
     async def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """A read for the console's windowed queries (core/queries.py); tuples
+        """A read for the console's windowed queries (core/ledger/queries.py); tuples
         in the SELECT's column order."""
         return await self._fetchall(sql, params)
 

@@ -9,16 +9,15 @@ result at risk: `status` and the console warn about them.
 held because the interaction asks something (answer or cancel them),
 polled although the API reports a status this version does not know, and
 whose interaction answers 404 inside the retention (polled again through
-`--gone-grace`, then held: no proof of loss, core/polling.py).
+`--gone-grace`, then held: no proof of loss, core/engine/polling.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.planning import PLAN_READY
-from reclaim_tui.core.polling import ASKS, NOT_FOUND, UNKNOWN_STATUS
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY, UNKNOWN_STATUS
 
 __all__ = [
     "FREE_TIER_DAYS",

@@ -18,7 +18,7 @@ class EngineConfig:
 
     concurrency: int = 16
     #: above `concurrency`: API calls in flight grow up to this while the
-    #: API keeps up (core/pacing.py); None (the default): a fixed limit
+    #: API keeps up (core/engine/pacing.py); None (the default): a fixed limit
     max_concurrency: int | None = None
     batch_size: int = 500
     lease_seconds: float = 120.0
@@ -51,7 +51,7 @@ class EngineConfig:
     #: again (with backoff) before it is held for an operator (`--gone-grace`)
     gone_grace: float = 6 * 3600.0
     #: creates carry a webhook_config and an inbox keeps the events
-    #: (core/inbox.py): orphans are looked up there first
+    #: (core/ledger/inbox.py): orphans are looked up there first
     webhooks: bool = False
     #: with webhooks, how long after its create was sent an orphan waits for
     #: an event naming it before the orphan policy applies. Delivery is

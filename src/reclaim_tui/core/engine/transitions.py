@@ -15,16 +15,14 @@ so every edge is tested by calling it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
+from reclaim_tui.core.engine.policy import EngineConfig
 from reclaim_tui.core.models import (
     OrphanPolicy,
     RemoteInteraction,
     Row,
     Status,
+    Transition,
 )
-from reclaim_tui.core.policy import EngineConfig
 from reclaim_tui.errors import BackendError, NotCreatedError
 
 # EngineConfig lives in policy.py; re-exported for the callers that import it here.
@@ -40,26 +38,6 @@ __all__ = [
     "settle_orphan",
     "sink_failed",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """One compare-and-set: applied only if the row still has `expect` status
-    and is held by the writer. `changes` are column → value; `release` drops
-    the lease in the same statement; `result` is stored in the same
-    transaction (rule 4: result before side effect)."""
-
-    idem: str
-    expect: Status
-    to: Status
-    note: str
-    changes: dict[str, Any] = field(default_factory=dict)
-    result: RemoteInteraction | None = None
-    release: bool = True
-    #: the PassReport counter this transition adds to — only once it applied.
-    tally: str | None = None
-    #: an error to report for this row (recorded whether or not it applied).
-    error: str | None = None
 
 
 def describe(exc: BaseException) -> str:

@@ -13,7 +13,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from reclaim_tui.core import cancelling
+from reclaim_tui.core.engine import cancelling
+from reclaim_tui.core.engine.planning import PLAN_READY, follow_up_config
+from reclaim_tui.core.engine.transitions import describe
+from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.models import (
     ATTEMPT_LABEL,
     Actor,
@@ -23,10 +26,7 @@ from reclaim_tui.core.models import (
     Row,
     Status,
 )
-from reclaim_tui.core.owner import holder_alive
-from reclaim_tui.core.planning import PLAN_READY, follow_up_config
-from reclaim_tui.core.polling import ASKS
-from reclaim_tui.core.transitions import describe
+from reclaim_tui.core.row_notes import ASKS
 from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
@@ -36,7 +36,7 @@ from reclaim_tui.errors import (
 )
 
 if TYPE_CHECKING:
-    from reclaim_tui.core.engine import Engine
+    from reclaim_tui.core.engine.engine import Engine
 
 __all__ = ["Operator"]
 
@@ -124,7 +124,7 @@ class Operator:
                 return await self._keep_completed(row, handle, actor)
             if failure is not None and cancelling.unconfirmed(failure, remote):
                 # It may still run and bill: "cancel pending", asked again by
-                # the engine's passes until the API confirms (core/cancelling.py).
+                # the engine's passes until the API confirms (core/engine/cancelling.py).
                 pending = cancelling.pending_changes(
                     remote_note, 1, self.engine.config, self.ledger.clock.now()
                 )

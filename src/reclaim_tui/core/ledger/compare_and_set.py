@@ -16,9 +16,14 @@ from typing import Any
 
 import aiosqlite
 
-from reclaim_tui.core.models import Actor, RemoteInteraction, Row, Status
-from reclaim_tui.core.schema import COLUMNS, EVENT_SQL, chunks, lease_free_sql, row_from_tuple
-from reclaim_tui.core.transitions import Transition
+from reclaim_tui.core.ledger.schema import (
+    COLUMNS,
+    EVENT_SQL,
+    chunks,
+    lease_free_sql,
+    row_from_tuple,
+)
+from reclaim_tui.core.models import Actor, RemoteInteraction, Row, Status, Transition
 
 __all__ = ["apply_transitions", "mark_sending", "operator_cas"]
 
@@ -135,7 +140,7 @@ async def _write_transitions(
 def _row_lock(db: aiosqlite.Connection, of: str = "") -> str:
     """Lock the rows a compare-and-set reads before it writes them. SQLite's
     write transaction already excludes every other writer; a PostgreSQL
-    session (core/postgres.py) says FOR UPDATE, so another host's write to
+    session (core/ledger/postgres.py) says FOR UPDATE, so another host's write to
     the row waits for this transaction instead of slipping in between."""
     lock = getattr(db, "row_lock", "")
     return f"{lock}{of}" if lock else ""

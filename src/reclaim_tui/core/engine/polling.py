@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from reclaim_tui.core.engine.planning import is_plan
+from reclaim_tui.core.engine.policy import EngineConfig
+from reclaim_tui.core.engine.transitions import Transition, describe
 from reclaim_tui.core.models import GonePolicy, RemoteInteraction, RemoteState, Row, Status
 from reclaim_tui.core.outputs import action_summary
-from reclaim_tui.core.planning import PLAN_READY, is_plan
-from reclaim_tui.core.policy import EngineConfig
-from reclaim_tui.core.transitions import Transition, describe
+from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY, UNKNOWN_STATUS
 from reclaim_tui.errors import BackendError, InteractionGoneError
 
 __all__ = [
@@ -26,17 +27,6 @@ __all__ = [
     "overdue",
 ]
 
-#: How `last_error` starts on a row held because its interaction asks
-#: something, and on one whose interaction reports a status this version does
-#: not know; `status` and the console count rows by them (core/retention.py).
-ASKS = "requires action: "
-UNKNOWN_STATUS = "unknown API status "
-#: How `last_error` starts on a row whose interaction answers 404 inside the
-#: API's retention: "not found (404) since <ISO time>: …". A 404 there is no
-#: proof of loss (the API once answered 404 for fresh interactions for two
-#: days, then served them: python-genai issue 2985); the time the streak began
-#: is kept in the text, so the grace runs from the first 404, not the last.
-NOT_FOUND = "not found (404) since "
 _ISO = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -301,7 +291,7 @@ def _requires_action(
 
 
 def _plan_ready(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
-    """A collaborative-planning turn completed with its plan (core/planning.py):
+    """A collaborative-planning turn completed with its plan (core/engine/planning.py):
     not the job's result. Held for an operator (`answer` approves or refines),
     the plan stored with the row; the sink is not run."""
     plan = action_summary(out.raw, limit=2000)

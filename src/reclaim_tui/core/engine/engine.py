@@ -20,15 +20,20 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from reclaim_tui.core import cancelling, inbox, polling, transitions
 from reclaim_tui.core.backend import Backend
-from reclaim_tui.core.batching import GroupCommit, HeldBatch, holding
-from reclaim_tui.core.circuit import Circuit
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.crash import crashpoint
+from reclaim_tui.core.engine import cancelling, polling, transitions
+from reclaim_tui.core.engine.batching import GroupCommit, HeldBatch, holding
+from reclaim_tui.core.engine.circuit import Circuit
+from reclaim_tui.core.engine.operator import Operator
+from reclaim_tui.core.engine.pacing import AdaptiveLimit
+from reclaim_tui.core.engine.transitions import EngineConfig, Transition, describe
 from reclaim_tui.core.jobsfile import chain_cycles, cycle_text, key_clash
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import Claim, Ledger
+from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.base import Claim, Ledger
+from reclaim_tui.core.ledger.owner import this_process
 from reclaim_tui.core.models import (
     ATTEMPT_LABEL,
     Actor,
@@ -42,11 +47,7 @@ from reclaim_tui.core.models import (
     StoredResult,
     labelled_attempt,
 )
-from reclaim_tui.core.operator import Operator
-from reclaim_tui.core.owner import this_process
-from reclaim_tui.core.pacing import AdaptiveLimit
 from reclaim_tui.core.sinks import BatchSink, Sink
-from reclaim_tui.core.transitions import EngineConfig, Transition, describe
 from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
@@ -185,6 +186,7 @@ class Engine:
                 for key, cycle in cycles.items()
             ]
             raise JobsFileError("the jobs submitted", problems)
+
     async def _refuse_key_clashes(self, jobs: Sequence[JobSpec]) -> None:
         """A job's own key already in the ledger for another spec would be
         `already_present` and the new job never run: refused, nothing reserved."""
@@ -334,7 +336,7 @@ class Engine:
         self.circuit.record(cancelled)
         return polling.Overdue(out, deadline, cancelled)
 
-    # -- cancels the API has not confirmed (core/cancelling.py) -------------------------
+    # -- cancels the API has not confirmed (core/engine/cancelling.py) -------------------------
     async def confirm_cancels(self) -> PassReport:
         """Ask the API again to cancel the rows whose remote cancel failed."""
         report = PassReport()
@@ -724,7 +726,7 @@ class Engine:
 
     @property
     def limit(self) -> AdaptiveLimit:
-        """API calls in flight (core/pacing.py), kept across passes; rebuilt
+        """API calls in flight (core/engine/pacing.py), kept across passes; rebuilt
         when the config's concurrency changes."""
         start = self.config.concurrency
         ceiling = self.config.max_concurrency or start

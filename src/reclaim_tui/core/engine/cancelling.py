@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from reclaim_tui.core.engine.policy import EngineConfig
+from reclaim_tui.core.engine.transitions import Transition, describe
 from reclaim_tui.core.models import RemoteInteraction, RemoteState, Row, Status
-from reclaim_tui.core.policy import EngineConfig
-from reclaim_tui.core.transitions import Transition, describe
+from reclaim_tui.core.row_notes import PENDING, PENDING_SQL, is_pending
 from reclaim_tui.errors import BackendError, InteractionGoneError, PermanentReadError
 
 __all__ = [
@@ -32,16 +33,8 @@ __all__ = [
     "unconfirmed",
 ]
 
-PENDING = "cancel pending"
-#: The rows whose remote cancel is to be asked again (with `next_at <= ?`).
-PENDING_SQL = "status = 'cancelled' AND held = 1"
 #: What the API may still be doing when its cancel failed.
 _RUNNING = (RemoteState.PENDING, RemoteState.ACTION, RemoteState.UNKNOWN)
-
-
-def is_pending(row: Row) -> bool:
-    """The row is cancelled here but the API has not confirmed it yet."""
-    return row.status == Status.CANCELLED and bool(row.held)
 
 
 def unconfirmed(failure: BackendError, remote: RemoteInteraction | None) -> bool:

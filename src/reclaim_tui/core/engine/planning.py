@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PLAN_READY", "follow_up_config", "is_plan"]
+from reclaim_tui.core.row_notes import PLAN_READY
 
-#: How `last_error` starts on a row whose interaction answered with a plan.
-PLAN_READY = "plan ready: "
+__all__ = ["PLAN_READY", "follow_up_config", "is_plan"]
 
 
 def is_plan(raw: Mapping[str, Any]) -> bool:

@@ -7,7 +7,7 @@ ordered by an index (DESIGN.md §5 — the ledger may hold millions of rows):
                            merged by a UNION ALL of per-status LIMITed scans
     sort by updated time   jobs(updated_at, idem); a single small status is
                            read through its status range and sorted instead
-    free text (3+ chars)   the trigram indexes (core/schema.py) name the rows
+    free text (3+ chars)   the trigram indexes (core/ledger/schema.py) name the rows
                            that may hold it: read by id and sorted; for shorter
                            or commoner text the walk tests each row's text, and
                            stops at a full page
@@ -30,17 +30,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.inbox import InboxStats, received_for
-from reclaim_tui.core.inbox import stats as inbox_stats
-from reclaim_tui.core.ledger import Ledger
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.inbox import InboxStats, received_for
+from reclaim_tui.core.ledger.inbox import stats as inbox_stats
+from reclaim_tui.core.ledger.owner import holder_alive
+from reclaim_tui.core.ledger.retention import Attention, attention
+from reclaim_tui.core.ledger.row_filters import Structured, parse_word, structured_sql
+from reclaim_tui.core.ledger.schema import COLUMNS, orphan_sql, row_from_tuple
+from reclaim_tui.core.ledger.text_search import TEXT_SQL as _TEXT_SQL
+from reclaim_tui.core.ledger.text_search import like_pattern as _like
+from reclaim_tui.core.ledger.text_search import text_hits
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
-from reclaim_tui.core.owner import holder_alive
-from reclaim_tui.core.retention import Attention, attention
-from reclaim_tui.core.row_filters import Structured, parse_word, structured_sql
-from reclaim_tui.core.schema import COLUMNS, orphan_sql, row_from_tuple
-from reclaim_tui.core.text_search import TEXT_SQL as _TEXT_SQL
-from reclaim_tui.core.text_search import like_pattern as _like
-from reclaim_tui.core.text_search import text_hits
 
 __all__ = [
     "SORTS",
@@ -152,7 +152,7 @@ def _sort_value(row: Row, column: str) -> Any:
 class RowFilter:
     """A parsed filter: free text over idem, handle and the spec's input, plus
     tokens `status:NAME`, `model:TEXT` and `error:TEXT` (substring, ASCII
-    case-insensitive), and the structured words of core/row_filters.py
+    case-insensitive), and the structured words of core/ledger/row_filters.py
     (`label:team=docs`, `age>1h`, `updated<10m`, `attempts>2`). A quoted
     token ("a:b") is text. Text of 3+ characters is looked up in the trigram
     index; 1–2 characters are tested on every row walked."""
@@ -161,7 +161,7 @@ class RowFilter:
     statuses: frozenset[Status] = frozenset()
     models: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
-    #: label:, age/created/updated ranges, attempts (core/row_filters.py).
+    #: label:, age/created/updated ranges, attempts (core/ledger/row_filters.py).
     words: tuple[Structured, ...] = ()
 
     @classmethod

@@ -3,8 +3,8 @@
 STYLE.md §5, DESIGN.md §2: WAL, `synchronous=FULL`, `busy_timeout`,
 autocommit connections with an explicit `BEGIN IMMEDIATE` for every
 transaction that writes. Opening refuses a foreign or newer file before a
-byte of it is written, then runs the numbered migrations of `core/schema.py`.
-`Ledger` (core/ledger.py) adds the ledger's own statements on top.
+byte of it is written, then runs the numbered migrations of `core/ledger/schema.py`.
+`Ledger` (core/ledger/base.py) adds the ledger's own statements on top.
 """
 
 from __future__ import annotations
@@ -21,8 +21,13 @@ from urllib.parse import quote, unquote
 import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.identity import LEDGER_ID_SQL, marker_path, refuse_replaced, write_marker
-from reclaim_tui.core.schema import (
+from reclaim_tui.core.ledger.identity import (
+    LEDGER_ID_SQL,
+    marker_path,
+    refuse_replaced,
+    write_marker,
+)
+from reclaim_tui.core.ledger.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     map_sqlite_error,
@@ -68,7 +73,7 @@ _HOW = (
 def is_database_url(db: str) -> bool:
     """True for a PostgreSQL ledger: a URL (`postgresql://…`, `postgres://…`)
     or a libpq keyword DSN (`host=… dbname=… user=…`) — a ledger on a server
-    (core/postgres.py), not a file."""
+    (core/ledger/postgres.py), not a file."""
     return db.startswith(_URL_SCHEMES) or _KEYWORD_DSN.search(db) is not None
 
 
@@ -298,7 +303,7 @@ class LedgerConnection:
         self.clock = clock
         self.readonly = readonly
         self._lock = asyncio.Lock()
-        #: the ledger's own id (core/identity.py); None on PostgreSQL
+        #: the ledger's own id (core/ledger/identity.py); None on PostgreSQL
         self.ledger_id: str | None = None
 
     # -- opening -----------------------------------------------------------------
@@ -320,7 +325,7 @@ class LedgerConnection:
         shared-memory file) falls back to an immutable open."""
         spath = str(path)
         if is_database_url(spath):
-            from reclaim_tui.core.postgres import PgLedger  # psycopg only when asked for
+            from reclaim_tui.core.ledger.postgres import PgLedger  # psycopg only when asked for
 
             opened = await PgLedger.open(
                 spath, clock=clock, busy_timeout=busy_timeout, readonly=readonly, create=create

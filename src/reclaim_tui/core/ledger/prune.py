@@ -21,7 +21,7 @@ deletes *terminal* rows — `consumed`, and on request `failed` and
   news of a later job reserved under the same key (a jobs file passed
   again after the prune), adopting an interaction of the pruned job. On
   SQLite the FTS5 triggers queue the deleted rows out of the text index in
-  the same transaction (core/schema.py), so the filter stops finding them.
+  the same transaction (core/ledger/schema.py), so the filter stops finding them.
 - **Batches**: `batch` rows per transaction, so the ledger's write lock is
   never held for more than one batch (other writers wait at most that).
 - **Archive first**: with `archive`, each batch's rows — every column, the
@@ -50,12 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from reclaim_tui.core.cancelling import is_pending
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.export import iso_time, job_record
-from reclaim_tui.core.ledger import Ledger, stored_usage
+from reclaim_tui.core.ledger.base import Ledger, stored_usage
+from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
 from reclaim_tui.core.models import TERMINAL_STATUSES, Event, Row, Status, StoredResult
-from reclaim_tui.core.schema import COLUMNS, row_from_tuple
+from reclaim_tui.core.row_notes import is_pending
 from reclaim_tui.errors import ConfigError, OperatorError
 
 __all__ = [

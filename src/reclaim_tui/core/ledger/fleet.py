@@ -5,7 +5,7 @@ PostgreSQL) several.
     holders   every lease owner named on a row (jobs_leased, a partial
               index: only rows with an owner are read), with the rows it
               holds now, the rows whose lease it let run out, its latest
-              lease and whether it is provably alive (core/owner.py)
+              lease and whether it is provably alive (core/ledger/owner.py)
     writers   the actors of the last events (the newest EVENTS_READ at
               most, within `window` seconds), with counts and last write
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reclaim_tui.core.ledger import Ledger
-from reclaim_tui.core.owner import LeaseOwner, holder_alive
+from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive
 
 __all__ = ["EVENTS_READ", "Fleet", "Holder", "Writer", "read_fleet"]
 

@@ -1,6 +1,6 @@
 """The console filter's structured words (issue 25): labels, time ranges and
 attempts, beside the free text and `status:`/`model:`/`error:` of
-core/queries.py's RowFilter.
+core/ledger/queries.py's RowFilter.
 
     label:team=docs   the job's label `team` is `docs` (label:team: has it)
     age>1h  age<10m   time in the current state (state_since)
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from reclaim_tui.core.prune import parse_age
+from reclaim_tui.core.ledger.prune import parse_age
 
 __all__ = ["KNOWN_WORDS", "Structured", "parse_word", "structured_sql"]
 
@@ -59,7 +59,7 @@ def parse_word(token: str) -> Structured | None:
         return None
     name, op, value = found["name"].lower(), found["op"], found["value"]
     if name in ("status", "model", "error"):
-        return None  # core/queries.py's own
+        return None  # core/ledger/queries.py's own
     if name == "label":
         if op != ":":
             raise ValueError(f"{token!r}: a label filter is label:KEY=VALUE (or label:KEY)")
