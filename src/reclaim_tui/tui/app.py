@@ -47,7 +47,7 @@ from reclaim_tui.tui.messages import TickFailed, TickFinished
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.main import MainScreen
 from reclaim_tui.tui.state import ConsoleState
-from reclaim_tui.tui.typeahead import TypeAhead
+from reclaim_tui.tui.typeahead import PasteGuard, TypeAhead
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 
 __all__ = ["ReclaimApp"]
@@ -80,6 +80,7 @@ class ReclaimApp(App[None]):
         self._saving = asyncio.Lock()
         self._froze = False
         self.typeahead = TypeAhead(self, self._opens_line)
+        self.paste_guard = PasteGuard()
 
     def _apply(self, saved: ConsoleSettings) -> None:
         if saved.theme is not None:
@@ -115,9 +116,25 @@ class ReclaimApp(App[None]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
-            if self.typeahead.hold(event):
+            if self.typeahead.active:
+                self.typeahead.hold(event)
+                return
+            if not isinstance(self.focused, Input):
+                self.paste_guard.hold(event)  # routed when idle (tui/typeahead.py)
                 return
         await super().on_event(event)
+
+    async def on_idle(self) -> None:
+        keys, pasted = self.paste_guard.release()
+        if pasted:
+            self.notify(
+                f"{pasted:,} keys came at once (a paste?) and were ignored: keys here are"
+                " actions. To paste text, open its line first (/ filter, : command).",
+                severity="warning",
+            )
+        for key in keys:
+            if not self.typeahead.hold(key):
+                await super().on_event(key)
 
     def _opens_line(self, key: str) -> Widget | None:
         """`/` and `:` on the ledger view: open the line now (typeahead.py)."""

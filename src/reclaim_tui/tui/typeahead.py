@@ -8,7 +8,17 @@ forwarded to the table meanwhile and ran its actions (`/err`: `e` opened
 $EDITOR, `r` retried a row). So the app asks `TypeAhead.hold` about each
 key before routing it: `/` and `:` open their line at once, and every key
 after them waits here until the line has the focus, then goes to it in
-the order typed (issue 25, defect 1)."""
+the order typed (issue 25, defect 1).
+
+`PasteGuard` judges keys that come at once. An unbracketed paste of 20,000
+characters reached the table as 20,000 action keys: it opened screens,
+answered their confirmations with whatever letter came next, and froze the
+console for minutes (issue 25, 8). So outside a text input every key waits
+here until the app is idle (the keys read in one go are all processed: a
+typist's keys each come alone, so they pass at once) and the run is
+judged: a run of many different keys in one go is a paste and is ignored,
+said in one notification; a short run (a fast typist on a laggy link) or
+one key repeated (a held `j`) is replayed in order."""
 
 from __future__ import annotations
 
@@ -18,14 +28,21 @@ from textual import events
 from textual.app import App
 from textual.widget import Widget
 
-__all__ = ["TypeAhead"]
+__all__ = ["PASTE_RUN", "PasteGuard", "TypeAhead"]
 
 #: How many refreshes the opened line may take to get the focus before the
 #: held keys are dropped (it only fails to if the line was torn down).
 _PATIENCE = 20
+#: Keys in one go beyond which a run of different keys is a paste, not typing.
+PASTE_RUN = 16
 
 
 class TypeAhead:
+    @property
+    def active(self) -> bool:
+        """A line was opened and the keys after it wait for its focus."""
+        return self._target is not None
+
     def __init__(self, app: App[None], opener: Callable[[str], Widget | None]) -> None:
         #: Opens the line `key` opens and returns its input; None when the
         #: key opens nothing in the current view (it is then routed as usual).
@@ -58,3 +75,20 @@ class TypeAhead:
         if self._app.focused is target:
             for key in held:
                 target._forward_event(key)
+
+
+class PasteGuard:
+    """Holds the keys that arrive between two idles (see the module's text)."""
+
+    def __init__(self) -> None:
+        self._held: list[events.Key] = []
+
+    def hold(self, event: events.Key) -> None:
+        self._held.append(event)
+
+    def release(self) -> tuple[list[events.Key], int]:
+        """The keys to route now, in order, and how many were ignored as a paste."""
+        held, self._held = self._held, []
+        if len(held) > PASTE_RUN and len({key.key for key in held}) > 1:
+            return [], len(held)
+        return held, 0

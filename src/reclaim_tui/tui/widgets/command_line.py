@@ -23,6 +23,7 @@ from reclaim_tui.core.ledger.queries import SORT_COLUMNS
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.tui.keymap import TABS
+from reclaim_tui.tui.widgets.filter_bar import LINE_MAX
 
 __all__ = [
     "COMMANDS",
@@ -211,6 +212,7 @@ class CommandLine(Vertical):
             placeholder=":failed · :consumed · :orphans · :model pro · :filter TEXT · :help · :q",
             suggester=SuggestFromList(COMMANDS, case_sensitive=False),
             id="command-input",
+            max_length=LINE_MAX,
         )
         yield Static("enter runs · tab completes · esc closes", id="command-message")
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
-__all__ = ["FilterBar"]
+__all__ = ["LINE_MAX", "FilterBar"]
+
+#: The longest filter or command line (characters).
+LINE_MAX = 2000
 
 
 class FilterBar(Input):
@@ -19,6 +22,8 @@ class FilterBar(Input):
             " 1–2 scan every row) · status:failed · model:flash · error:429 (enter applies,"
             " empty clears, esc closes)",
             id="filter",
+            # A pasted page is not a filter; capped, the input stays quick (issue 25, 8).
+            max_length=LINE_MAX,
         )
 
     def open(self, current: str) -> None:
