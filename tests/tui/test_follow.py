@@ -292,3 +292,15 @@ async def test_a_read_only_console_follows_pages_and_copies(
         assert app.clipboard == seeded.keys["consumed"]
         await press(pilot, "p")
         assert await until(pilot, log.exists)
+
+
+async def test_a_follow_view_torn_down_is_not_redrawn(seeded: Seeded) -> None:
+    """The main screen redraws each follow view in the stack on every refresh;
+    one whose screen is being dismissed has lost its children, and a redraw
+    then failed the console's worker (NoMatches, seen under load)."""
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        view = await following(pilot, seeded, "submitted")
+        await view.remove_children()
+        view.redraw(seeded.clock.now())  # nothing to draw on: no error

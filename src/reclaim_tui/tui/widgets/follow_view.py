@@ -158,6 +158,10 @@ class FollowView(Vertical):
             timeline.call_after_refresh(timeline.scroll_end, animate=False)
 
     def redraw(self, now: float) -> None:
-        if self.detail is not None:
-            state = render_state(self.detail, now, self.prices)
-            self.query_one("#follow-state", Static).update(state)
+        # The main screen redraws every follow view in the stack each refresh;
+        # one being torn down (its screen dismissed) has no children left
+        # (a "NoMatches" that failed the console's worker under load).
+        shown = self.query("#follow-state").results(Static)
+        state_widget = next(shown, None)
+        if self.detail is not None and state_widget is not None:
+            state_widget.update(render_state(self.detail, now, self.prices))
