@@ -57,3 +57,31 @@ async def test_an_idle_ledger_is_not_a_change_and_a_late_write_is() -> None:
     assert seen == [True, False, False, True, True, False]
     assert reader.asked == [-5.0, 95.0, 95.0, 95.0, 95.0, 99.0]
     assert reader.counted == 3  # after each change, never on an idle look
+
+
+class AttentionReader(StubReader):
+    """Counts how often the rows needing attention are scanned."""
+
+    scanned = 0
+
+    async def attention(self, days: float) -> Any:
+        self.scanned += 1
+        return None
+
+
+async def test_the_asking_count_follows_an_answer_at_once() -> None:
+    """Issue 25, 8: after an answer the "asking" count lagged 30 s. A forced
+    look (after an action or a pass) re-counts the rows needing attention
+    when that scan is cheap; an idle console still scans only every 30 s."""
+    watch = LedgerWatch(retention_days=55)
+    clock = ManualClock()
+    reader = AttentionReader([(1, 100.0)] * 6)
+    await watch.look(reader, clock, False)  # the first look counts everything
+    assert reader.scanned == 1
+    clock.advance(1)
+    await watch.look(reader, clock, True)  # the operator answered a row
+    assert reader.scanned == 2
+    for _ in range(3):  # idle: counts every 15 s, attention every 30 s
+        clock.advance(16)
+        await watch.look(reader, clock, False)
+    assert reader.scanned == 3

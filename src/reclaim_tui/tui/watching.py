@@ -17,8 +17,12 @@ __all__ = ["CHEAP_COUNTS", "LedgerWatch", "Look"]
 
 #: Counts read faster than this (seconds) are read again after every change.
 CHEAP_COUNTS = 0.05
-#: The rows needing attention (a scan of the submitted rows) are counted this often (s).
+#: The rows needing attention (a scan of the submitted rows) are counted at
+#: least this often (s); after a change or an action, with the counts when the
+#: scan is cheap, else at most every ATTENTION_SLOW s (an answered row left
+#: the "asking" count 30 s late: issue 25, 8).
 ATTENTION_EVERY = 30.0
+ATTENTION_SLOW = 5.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class LedgerWatch:
         self._retention_days = retention_days
         self._attention: Attention | None = None
         self._attention_at = float("-inf")
+        self._attention_cost = 0.0
         self._seen_update = 0.0
         self._window: tuple[float, int] | None = None
         self._seen_event: int | None = None
@@ -96,9 +101,15 @@ class LedgerWatch:
             self._counted_at = now
             started = time.perf_counter()
             await reader.refresh_liveness()
-            if now - self._attention_at >= ATTENTION_EVERY:
+            waited = now - self._attention_at
+            moved = force or changed
+            if waited >= ATTENTION_EVERY or (
+                moved and (self._attention_cost < CHEAP_COUNTS or waited >= ATTENTION_SLOW)
+            ):
                 self._attention_at = now
+                scan = time.perf_counter()
                 self._attention = await reader.attention(self._retention_days)
+                self._attention_cost = time.perf_counter() - scan
             seen = await reader.inbox()
             used = seen.last_at is not None or seen.refused
             counts = CountsChanged(*await reader.counts(), self._attention, seen if used else None)
