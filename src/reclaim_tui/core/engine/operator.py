@@ -1,4 +1,5 @@
-"""Operator actions on single rows: retry, cancel, adopt, replay by key.
+"""Operator actions on single rows: retry, poll now, cancel, adopt, replay by
+key, answer (the follow-up turn itself is in follow_up.py).
 
 Each is one compare-and-set on a row nobody live holds (the ledger's
 `operator_update`), with the operator's actor in the row's history; a row in
