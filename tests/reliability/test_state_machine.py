@@ -50,10 +50,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-import reclaim_tui.core.engine.engine as engine_module
 import reclaim_tui.core.sinks as sinks_module
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.crash import CRASH_POINTS
+from reclaim_tui.core.engine import delivering, reclaiming, sending, submitting
 from reclaim_tui.core.engine.engine import Engine, EngineConfig, OrphanPolicy
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
@@ -484,7 +484,8 @@ def _allowed() -> frozenset[tuple[str | None, str | None]]:
 
 @pytest.fixture
 def armed_crashpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(engine_module, "crashpoint", _crashpoint)
+    for passes in (submitting, sending, reclaiming, delivering):
+        monkeypatch.setattr(passes, "crashpoint", _crashpoint)
     monkeypatch.setattr(sinks_module, "crashpoint", _crashpoint)
     yield
 

@@ -4,11 +4,12 @@ An operator's cancel is written at once (the row is `cancelled` here), but
 when the API's cancel fails — unreachable, 5xx, rate limited — the
 interaction may keep running and billing. Such a row stays `cancelled` with
 `held = 1` and `last_error` starting with "cancel pending: …"; its `next_at`
-is when to ask again. The engine's passes (`Engine.confirm_cancels`) claim
-the due ones and ask the API again, with the ledger's usual back-off, until
-it confirms (the row's `held` goes back to 0; the history says "remote
-cancel confirmed"). `held` on a cancelled row means nothing else: an
-operator's cancel clears it, and nothing else cancels a held row.
+is when to ask again. The engine's passes (`Engine.confirm_cancels`,
+confirming.py) claim the due ones and ask the API again, with the ledger's
+usual back-off, until it confirms (the row's `held` goes back to 0; the
+history says "remote cancel confirmed"). `held` on a cancelled row means
+nothing else: an operator's cancel clears it, and nothing else cancels a
+held row.
 
 No schema change: `held`, `next_at` and `last_error` are the row's own
 columns, and the claim uses the (status, next_at) index.

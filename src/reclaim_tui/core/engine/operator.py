@@ -1,4 +1,5 @@
-"""Operator actions on single rows: retry, cancel, adopt, replay by key.
+"""Operator actions on single rows: retry, poll now, cancel, adopt, replay by
+key, answer (the follow-up turn itself is in follow_up.py).
 
 Each is one compare-and-set on a row nobody live holds (the ledger's
 `operator_update`), with the operator's actor in the row's history; a row in
@@ -10,15 +11,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from reclaim_tui.core.engine import cancelling
-from reclaim_tui.core.engine.planning import PLAN_READY, follow_up_config
+from reclaim_tui.core.engine import cancelling, delivering, follow_up, operator_rows
+from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.engine.transitions import describe
-from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.models import (
-    ATTEMPT_LABEL,
     Actor,
     PassReport,
     RemoteInteraction,
@@ -26,28 +24,23 @@ from reclaim_tui.core.models import (
     Row,
     Status,
 )
-from reclaim_tui.core.row_notes import ASKS
 from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
     LedgerConflictError,
-    NotCreatedError,
     OperatorError,
 )
-
-if TYPE_CHECKING:
-    from reclaim_tui.core.engine.engine import Engine
 
 __all__ = ["Operator"]
 
 
 class Operator:
-    """Operator actions over an engine's ledger, backend and owner identity."""
+    """Operator actions over the engine's parts: its ledger, backend, config and owner."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.ledger = engine.ledger
-        self.backend = engine.backend
+    def __init__(self, parts: EngineParts) -> None:
+        self.parts = parts
+        self.ledger = parts.ledger
+        self.backend = parts.backend
 
     async def retry(self, idem: str, *, actor: Actor) -> Row:
         """Send a failed or cancelled job again, with a fresh attempt budget."""
@@ -126,7 +119,7 @@ class Operator:
                 # It may still run and bill: "cancel pending", asked again by
                 # the engine's passes until the API confirms (core/engine/cancelling.py).
                 pending = cancelling.pending_changes(
-                    remote_note, 1, self.engine.config, self.ledger.clock.now()
+                    remote_note, 1, self.parts.config, self.ledger.clock.now()
                 )
                 pending["handle"] = handle  # an orphan's, found by its label
                 note = f"{remote_note}; {cancelling.PENDING}: the next passes ask again"
@@ -217,103 +210,17 @@ class Operator:
 
     async def answer(self, idem: str, text: str, *, actor: Actor, refine: bool = False) -> Row:
         """Answer an interaction that requires action (a question), or a
-        research plan (approve it; `refine`: ask for a new plan, planning.py):
-        a follow-up interaction with `previous_interaction_id` becomes the
-        row's handle.
-
-        The follow-up turn is a create like a first one (rule 3): its send is
-        committed on the row before the call (in flight, `sent_at`: its own
-        attempt label), so a lost answer leaves an orphan of the turn that
-        recovery settles — adopted by label or event, else the orphan
-        policy — and answering again meanwhile sends nothing."""
-        text = text.strip()
-        if not text:
-            raise OperatorError("an answer must not be empty")
-        before = await self._require(idem)
-        if before.status == Status.SUBMITTED and before.inflight:
-            raise OperatorError(self._turn_unknown(before))
-        if before.status != Status.SUBMITTED or not before.held or not before.handle:
-            raise OperatorError(f"{idem} is not waiting for an answer ({before.status})")
-        plan = (before.last_error or "").startswith(PLAN_READY)
-        if not plan and not (before.last_error or "").startswith(ASKS):
-            raise OperatorError(f"{idem} is not waiting for an answer (held: {before.last_error})")
-        job = before.job
-        previous = before.handle
-        now = self.ledger.clock.now()
-        marked = await self.ledger.operator_update(
-            idem,
-            (Status.SUBMITTED,),
-            Status.SUBMITTED,
-            actor,
-            f"answering {previous}: sending a follow-up interaction",
-            # Due for recovery once the window in which its create may land is over.
-            {"inflight": 1, "sent_at": now, "next_at": now + self.engine.config.orphan_window()},
-            me=self.engine.owner,
-            inflight=False,
-        )
-        if marked is None:
-            current = await self._require(idem)
-            if current.status == Status.SUBMITTED and current.inflight:
-                raise OperatorError(self._turn_unknown(current))
-            raise await self._refused(idem, (Status.SUBMITTED,))
-        if marked.handle != previous:  # answered by someone else meanwhile
-            note = f"answer to {previous} withdrawn: {marked.handle} is the row's interaction now"
-            await self._update(
-                idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, {"inflight": 0}
-            )
-            raise OperatorError(f"{idem} was answered meanwhile ({marked.handle}); not sent")
-        labels = {**job.labels, ATTEMPT_LABEL: marked.attempt_tag or ""}
-        config = follow_up_config(job.config, previous, plan=plan, refine=refine)
-        follow = replace(job, input=text, labels=labels, config=config)
-        try:
-            remote = await self.backend.create(follow, idem)
-        except NotCreatedError as exc:
-            # Provably not created: the turn is given back, answerable again.
-            note = f"follow-up to {previous} not created: {describe(exc)}"
-            await self._update(
-                idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, {"inflight": 0}
-            )
-            raise OperatorError(f"the follow-up was not sent: {describe(exc)}") from exc
-        except BackendError as exc:
-            note = f"follow-up to {previous}: outcome unknown ({describe(exc)})"
-            await self.ledger.add_event(idem, actor, note, Status.SUBMITTED.value)
-            raise OperatorError(
-                f"{idem}: the follow-up to {previous} may have been created, its outcome is"
-                f" unknown ({describe(exc)}); recorded. Do not answer again: `reclaim-tui"
-                f" recover {idem}` settles it (adopts the follow-up by its label or event,"
-                " or applies the orphan policy)"
-            ) from exc
-        changes = {
-            "handle": remote.id,
-            "inflight": 0,
-            "held": 0,
-            "polls": 0,
-            "submitted_at": now,
-            "next_at": now,
-            "last_error": None,
-        }
-        note = f"operator answered {previous}; follow-up {remote.id}"
-        return await self._update(idem, (Status.SUBMITTED,), Status.SUBMITTED, actor, note, changes)
-
-    @staticmethod
-    def _turn_unknown(row: Row) -> str:
-        return (
-            f"{row.idem}: the follow-up to {row.handle} was sent and its outcome is unknown;"
-            " not sending another — `reclaim-tui recover"
-            f" {row.idem}` settles it (adopts it by label or event, or applies the orphan"
-            " policy; `recover --force` at once)"
-        )
+        research plan (approve it; `refine`: ask for a new plan): a follow-up
+        interaction becomes the row's handle (follow_up.py)."""
+        return await follow_up.answer(self.parts, idem, text, actor=actor, refine=refine)
 
     async def replay(self, idems: Sequence[str] | None = None) -> PassReport:
         """Deliver the stored results of these `done` rows now (all when None),
         whatever their sink backoff says; never calls the API."""
-        return await self.engine.replay(force=True, idems=idems)
+        return await delivering.replay(self.parts, force=True, idems=idems)
 
     async def _require(self, idem: str) -> Row:
-        row = await self.ledger.get(idem)
-        if row is None:
-            raise OperatorError(f"no job with key {idem}")
-        return row
+        return await operator_rows.require(self.parts, idem)
 
     async def _update(
         self,
@@ -324,22 +231,4 @@ class Operator:
         note: str,
         changes: dict[str, Any],
     ) -> Row:
-        row = await self.ledger.operator_update(
-            idem, expect, to, actor, note, changes, me=self.engine.owner
-        )
-        if row is not None:
-            return row
-        raise await self._refused(idem, expect)
-
-    async def _refused(self, idem: str, expect: tuple[Status, ...]) -> OperatorError:
-        """Why an operator's compare-and-set on `idem` did not apply."""
-        current = await self._require(idem)
-        if current.status not in expect:
-            allowed = "/".join(s.value for s in expect)
-            return OperatorError(f"{idem} is {current.status}; this applies to {allowed} rows")
-        holder = current.lease_owner or "?"
-        alive = holder_alive(holder)
-        return OperatorError(
-            f"{idem} is being worked on by {holder}"
-            f"{' (alive)' if alive else ''}; try again when its lease ends"
-        )
+        return await operator_rows.update(self.parts, idem, expect, to, actor, note, changes)

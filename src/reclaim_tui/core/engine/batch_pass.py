@@ -1,0 +1,157 @@
+"""How every pass works a batch: claim it under this process's lease, hold
+it (heartbeat, batching.py), run the API calls over it under the bound of
+calls in flight (pacing.py) and the circuit breaker (circuit.py), and write
+back the transitions in one transaction. Errors stay in their row (rule 7):
+nothing one row does stops the pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from reclaim_tui.core.engine.batching import HeldBatch, holding
+from reclaim_tui.core.engine.pacing import AdaptiveLimit
+from reclaim_tui.core.engine.parts import EngineParts
+from reclaim_tui.core.ledger.base import Claim
+from reclaim_tui.core.models import PassReport, Transition
+from reclaim_tui.errors import BackendError
+
+__all__ = ["apply", "claimed", "each", "hold", "outcome"]
+
+T = TypeVar("T")
+
+
+async def outcome(call: Awaitable[T]) -> T | Exception:
+    """The call's answer, or the exception it raised: the row's outcome."""
+    try:
+        return await call
+    except Exception as exc:  # rule 7: the row's outcome, not the pass's
+        return exc
+
+
+async def claimed(
+    parts: EngineParts,
+    claim: Callable[..., Awaitable[Claim]],
+    *args: Any,
+    limit: int | None = None,
+    **kw: Any,
+) -> Claim | None:
+    """One batch of a named claim under the engine's owner and lease
+    (`limit` rows, a whole batch by default); None when empty."""
+    got = await claim(
+        parts.owner,
+        *args,
+        limit=parts.config.batch_size if limit is None else limit,
+        lease_seconds=parts.config.lease_seconds,
+        **kw,
+    )
+    if not got.rows:
+        return None
+    warm = getattr(parts.backend, "warm", None)
+    if warm is not None:
+        await warm()  # the SDK's first import, before any attempt is committed
+    return got
+
+
+def hold(parts: EngineParts, claim: Claim) -> contextlib.AbstractAsyncContextManager[HeldBatch]:
+    """The claimed batch's leases, renewed while the pass works on it."""
+    return holding(
+        parts.ledger, parts.owner, [r.idem for r in claim.rows], parts.config.lease_seconds
+    )
+
+
+async def apply(parts: EngineParts, todo: Sequence[Transition], report: PassReport) -> set[str]:
+    """Write back a batch; count only what applied (a pass that lost a
+    row's lease reports nothing it did not write). Row errors are reported
+    either way: the call failed whether or not its outcome was written."""
+    for t in todo:
+        if t.error:
+            report.error(t.idem, t.error)
+    applied = set(await parts.ledger.apply(parts.owner, parts.config.actor, todo))
+    for t in todo:
+        if t.idem not in applied:
+            report.counts["lease_lost"] += 1
+        elif t.tally:
+            report.counts[t.tally] += 1
+    return applied
+
+
+async def each(
+    parts: EngineParts,
+    items: Sequence[Any],
+    fn: Callable[[Any], Awaitable[Any]],
+    batch: HeldBatch,
+    key: Callable[[Any], str] = lambda row: str(row.idem),
+    *,
+    calls_api: bool = True,
+) -> list[tuple[Any, Any]]:
+    """Run fn over items with at most `concurrency` calls in flight (a pool
+    of workers, not a task per item: a 2,000-row batch costs 16 tasks);
+    an Exception becomes that item's value, nothing else stops the pass.
+    An item whose lease this process lost is not started and not returned."""
+    circuit = parts.circuit
+    outs: dict[int, Any] = {}
+    queue = iter(enumerate(items))
+    # Until one call comes back without an outside failure, calls go one
+    # at a time (circuit.py): the first worker probes, the others wait
+    # for it to warm the circuit, open it, or run out of items.
+    go = asyncio.Event()
+    if not calls_api or circuit.warm:
+        go.set()
+    limit = parts.limit if calls_api else None
+    if limit is not None:
+        limit.begin_pass()
+    tasks: list[asyncio.Task[None]] = []
+
+    async def worker(n: int) -> None:
+        if n > 0:
+            await go.wait()
+        try:
+            for index, item in queue:
+                if not batch.holds(key(item)) or (calls_api and circuit.open):
+                    continue
+                batch.started.add(key(item))
+                started = time.perf_counter()
+                try:
+                    outs[index] = await fn(item)
+                except Exception as exc:
+                    outs[index] = exc
+                if circuit.warm or circuit.open:
+                    go.set()
+                if limit is not None and _paced(limit, outs[index], started, tasks, spawn):
+                    return  # the limit shrank below this worker
+        finally:
+            go.set()
+
+    def spawn() -> None:
+        tasks.append(asyncio.create_task(worker(len(tasks))))
+
+    first = parts.config.concurrency if limit is None else limit.current
+    for _ in range(min(first, len(items))):
+        spawn()
+    # Workers may spawn more while they run (the limit grew): gather them all.
+    while pending := [t for t in tasks if not t.done()]:
+        await asyncio.gather(*pending)
+    return [(items[i], outs[i]) for i in sorted(outs)]
+
+
+def _paced(
+    limit: AdaptiveLimit,
+    out: Any,
+    started: float,
+    tasks: list[asyncio.Task[None]],
+    spawn: Callable[[], None],
+) -> bool:
+    """Tell the limit about one call; spawn the workers it now allows. True
+    when the calling worker is above the limit and must stop."""
+    cause = out.cause if isinstance(out, BackendError) else None
+    target = limit.observe(time.perf_counter() - started, cause)
+    while len(tasks) < target:
+        spawn()
+    me = asyncio.current_task()
+    index = next((i for i, t in enumerate(tasks) if t is me), 0)
+    return index >= target

@@ -1,0 +1,200 @@
+"""The send pass: create an interaction for every due `reserving` row.
+
+Each row's attempt is committed just before its own create is sent, and its
+handle as soon as the answer arrives (a group commit across the answers
+that arrive together, batching.py). A create answered after this process
+lost the row's lease is settled here too: taken back where the row is still
+an orphan, else cancelled only when provably a duplicate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from collections.abc import Sequence
+
+from reclaim_tui.core.crash import crashpoint
+from reclaim_tui.core.engine import batch_pass, transitions
+from reclaim_tui.core.engine.batching import GroupCommit
+from reclaim_tui.core.engine.parts import EngineParts
+from reclaim_tui.core.engine.transitions import describe
+from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.models import ATTEMPT_LABEL, PassReport, Row, Status, Transition
+from reclaim_tui.errors import BackendError, LedgerError
+
+__all__ = ["send_reserved"]
+
+log = logging.getLogger("reclaim_tui.engine")
+
+
+async def send_reserved(parts: EngineParts) -> PassReport:
+    """Create an interaction for every due `reserving` row not in flight.
+
+    Each row's attempt is committed just before its own create is sent and
+    its handle as soon as the answer arrives (group commit across answers
+    that arrive together): after a kill, only the creates in flight
+    (≤ concurrency) have an unknown outcome, and a row whose create was
+    never sent is left as it was.
+    """
+    report = PassReport()
+    while not parts.circuit.open and (
+        claim := await batch_pass.claimed(parts, parts.ledger.claim_sendable, limit=parts.flight())
+    ):
+        commit = GroupCommit(parts.ledger, parts.owner, parts.config.actor)
+        late: list[tuple[Row, str]] = []
+        created: list[str] = []
+        send = functools.partial(
+            _send_one, parts, commit=commit, late=late, created=created, report=report
+        )
+        async with batch_pass.hold(parts, claim) as batch:
+            outcomes = await batch_pass.each(parts, claim.rows, send, batch)
+        # `_send_one` keeps the API's failures in their rows: what comes
+        # out of it is the ledger (or this program) failing a row's step.
+        failed = [(row, out) for row, out in outcomes if isinstance(out, Exception)]
+        await _settle_late_creates(parts, late, report)
+        if parts.config.webhooks and created:
+            # A fast job's event can beat its create's answer: poll those now.
+            report.counts["woken"] += await inbox.wake(parts.ledger, created, parts.clock.now())
+        if failed:
+            raise _pass_failed(failed, parts.noted(report))
+    return parts.noted(report)
+
+
+async def _send_one(
+    parts: EngineParts,
+    row: Row,
+    *,
+    commit: GroupCommit,
+    late: list[tuple[Row, str]],
+    created: list[str],
+    report: PassReport,
+) -> None:
+    job = row.job
+    if job.previous is not None:
+        # A chain: sent only once the job it continues is done, as a
+        # follow-up of that job's interaction.
+        previous = await parts.ledger.get(job.previous)
+        hold = transitions.before_chain(row, previous, parts.config, parts.clock.now())
+        if hold is not None:
+            await _commit_one(commit, hold, report)
+            return
+        assert previous is not None and previous.handle is not None
+        config = {**job.config, "previous_interaction_id": previous.handle}
+        job = dataclasses.replace(job, config=config)
+    sending = await commit.mark_sending(row.idem)
+    if sending is None:
+        report.counts["lease_lost"] += 1
+        return
+    # The create names its attempt too (issue 22): recovery adopts only an
+    # interaction made for the row's current attempt.
+    labels = {**job.labels, ATTEMPT_LABEL: sending.attempt_tag or ""}
+    job = dataclasses.replace(job, labels=labels)
+    crashpoint("before_create")
+    out = await batch_pass.outcome(parts.backend.create(job, sending.idem))
+    parts.circuit.record(out)
+    crashpoint("after_create_before_handle")
+    t = transitions.after_create(sending, out, parts.config, parts.clock.now())
+    handle = t.changes.get("handle")
+    if not await _commit_one(commit, t, report):
+        if handle:
+            late.append((sending, handle))
+    elif handle:
+        created.append(handle)
+    crashpoint("after_handle_commit")
+
+
+async def _commit_one(commit: GroupCommit, t: Transition, report: PassReport) -> bool:
+    if t.error:
+        report.error(t.idem, t.error)
+    applied = await commit.apply(t)
+    if not applied:
+        report.counts["lease_lost"] += 1
+    elif t.tally:
+        report.counts[t.tally] += 1
+    return applied
+
+
+async def _settle_late_creates(
+    parts: EngineParts, late: Sequence[tuple[Row, str]], report: PassReport
+) -> None:
+    """Creates answered after this process lost the row's lease (it was
+    paused or slow past the lease). Where the row is still an orphan and
+    its lease is free, a fresh claim takes it back and the create becomes
+    its handle. Otherwise nothing is written (the lease is gone), and the
+    create is cancelled only when the row provably holds another
+    interaction (or none will ever be needed): never the one the row holds,
+    never one that recovery may still adopt."""
+    if not late:
+        return
+    handles = dict((row.idem, handle) for row, handle in late)
+    attempts = {row.idem: row.attempt_tag for row, _ in late}
+    claim = await parts.ledger.claim_orphans(
+        parts.owner,
+        limit=len(handles),
+        lease_seconds=parts.config.lease_seconds,
+        force=True,
+        idems=list(handles),
+    )
+    now = parts.clock.now()
+    # Only while the row is still at the attempt this create was sent
+    # for: a later attempt (a resend, a follow-up turn) is not this one's.
+    current = [
+        r for r in claim.rows if r.status == Status.RESERVING and r.attempt_tag == attempts[r.idem]
+    ]
+    await parts.ledger.release(parts.owner, [r.idem for r in claim.rows if r not in current])
+    adopted = await batch_pass.apply(
+        parts,
+        [transitions.late_create_adopted(r, handles[r.idem], now) for r in current],
+        report,
+    )
+    for idem, handle in handles.items():
+        if idem not in adopted:
+            await _record_late_create(parts, idem, handle)
+
+
+async def _record_late_create(parts: EngineParts, idem: str, handle: str) -> None:
+    # A process without the lease writes nothing (issue 10): the row's new
+    # holder already recorded the resend as a possible duplicate. This
+    # create is provably ours; it is cancelled only when the row holds
+    # another interaction or is settled, and said in our own log.
+    try:
+        current = await parts.ledger.get(idem)
+    except Exception as exc:  # the ledger may be what failed us
+        log.warning("%s: late create %s, row unreadable: %s", idem, handle, exc)
+        return
+    if current is None or current.handle == handle or current.status == Status.RESERVING:
+        log.warning("%s: late create %s after the lease was lost; left as is", idem, handle)
+        return
+    outcome = await _cancel_note(parts, handle)
+    log.warning(
+        "%s: late create %s after the lease was lost, a duplicate of %s; %s",
+        idem,
+        handle,
+        current.handle or current.status.value,
+        outcome,
+    )
+
+
+async def _cancel_note(parts: EngineParts, handle: str) -> str:
+    try:
+        remote = await parts.backend.cancel(handle)
+    except BackendError as exc:
+        return f"cancel failed: {describe(exc)}"
+    return f"cancel asked: {remote.api_status}"
+
+
+def _pass_failed(failed: Sequence[tuple[Row, Exception]], report: PassReport) -> Exception:
+    """The error that ends a pass whose rows' steps the ledger refused: each
+    row named in the report (`report` on the error, for the CLI's document),
+    the first error's class kept (a server out of reach is waited for by
+    `run`). Never swallowed: a pass that did not do what it claimed exits
+    non-zero (issue 23: `sent=2`, `errors: []`, exit 0, 3 rows stranded)."""
+    for row, exc in failed:
+        report.error(row.idem, f"not sent, the ledger failed: {exc}")
+    first = failed[0][1]
+    if not isinstance(first, LedgerError):
+        return first
+    error = type(first)(f"{first} ({len(failed)} row(s) of the pass not sent or not recorded)")
+    error.report = report
+    return error
