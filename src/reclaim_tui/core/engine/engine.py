@@ -32,8 +32,8 @@ from reclaim_tui.core.engine.transitions import EngineConfig, Transition, descri
 from reclaim_tui.core.jobsfile import chain_cycles, cycle_text, key_clash
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import inbox
-from reclaim_tui.core.ledger.base import Claim, Ledger
 from reclaim_tui.core.ledger.owner import this_process
+from reclaim_tui.core.ledger.port import Claim, Ledger
 from reclaim_tui.core.models import (
     ATTEMPT_LABEL,
     Actor,

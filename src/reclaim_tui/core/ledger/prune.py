@@ -52,7 +52,8 @@ from typing import Any, BinaryIO
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.export import iso_time, job_record
-from reclaim_tui.core.ledger.base import Ledger, stored_usage
+from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.reads import stored_usage
 from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
 from reclaim_tui.core.models import TERMINAL_STATUSES, Event, Row, Status, StoredResult
 from reclaim_tui.core.row_notes import is_pending

@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.ledger.inbox import InboxStats, received_for
 from reclaim_tui.core.ledger.inbox import stats as inbox_stats
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import holder_alive
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.retention import Attention, attention
 from reclaim_tui.core.ledger.row_filters import Structured, parse_word, structured_sql
 from reclaim_tui.core.ledger.schema import COLUMNS, orphan_sql, row_from_tuple
@@ -369,11 +370,11 @@ class ConsoleReader:
         cls, path: str | Path, *, clock: Clock, busy_timeout: float = 10.0
     ) -> ConsoleReader:
         """Open both connections read-only; the ledger must exist."""
-        fast = await Ledger.open(
+        fast = await open_ledger(
             path, clock=clock, busy_timeout=busy_timeout, readonly=True, create=False
         )
         try:
-            slow = await Ledger.open(
+            slow = await open_ledger(
                 path, clock=clock, busy_timeout=busy_timeout, readonly=True, create=False
             )
         except BaseException:

@@ -17,7 +17,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.schema import input_text_sql
 
 __all__ = ["FTS_BY_ID", "FTS_MIN", "TEXT_SQL", "like_pattern", "text_hits", "trigrams"]
