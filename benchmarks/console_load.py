@@ -69,9 +69,10 @@ from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
-from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION
 from reclaim_tui.core.ledger.transfer import TableCopy, copy_ledger
+from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator.server import free_port

@@ -55,7 +55,7 @@ def seeded(pg_dsn: str, tmp_path: Path) -> Seeded:
     """The seeded ledger of the console tests, in PostgreSQL."""
     clock = ManualClock(START)
     fake = FakeBackend(clock=clock, latency=None)
-    # Seeded.db is any ledger location Ledger.open takes: here the URL.
+    # Seeded.db is any ledger location open_ledger takes: here the URL.
     s = Seeded(pg_dsn, tmp_path / "articles", clock, fake)  # type: ignore[arg-type]
     asyncio.run(_seed(s))
     return s

@@ -10,7 +10,8 @@ import pytest
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.queries import SORTS, ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.views import SORTS, RowFilter, View
 from reclaim_tui.core.models import Row, Status
 from tests.helpers.pages import walk, walk_back
 

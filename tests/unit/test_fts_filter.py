@@ -28,7 +28,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.costs import CostFilter, cost_totals, load_prices
 from reclaim_tui.core.ledger import queries, text_search
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.queries import SORTS, ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.sqlite_schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -36,6 +36,7 @@ from reclaim_tui.core.ledger.sqlite_schema import (
     SEARCH_FLUSH_SQL,
 )
 from reclaim_tui.core.ledger.text_search import text_hits, trigrams
+from reclaim_tui.core.ledger.views import SORTS, RowFilter, View
 from reclaim_tui.core.models import JobSpec, Status
 from tests.helpers.pages import walk, walk_back
 
@@ -157,7 +158,7 @@ def _queued(con: sqlite3.Connection) -> tuple[int, int]:
 async def _like_scan(reader: ConsoleReader, text: str) -> set[str]:
     """The rows plain LIKE accepts: key, handle or input, no index involved
     (on PostgreSQL the LIKE is sent as ILIKE, as every ledger LIKE is)."""
-    pattern = queries._like(text)
+    pattern = text_search.like_pattern(text)
     postgres = reader._fast.dialect == "postgres"
     spec_input = "(spec::json ->> 'input')" if postgres else "json_extract(spec, '$.input')"
     rows = await reader._fast.select(

@@ -183,7 +183,8 @@ async def test_the_filter_folds_ascii_case_only_whatever_the_database_locale(
     """A database created with a UTF-8 locale (most are) folded É to é in the
     input filter's ILIKE, where SQLite's LIKE — the filter's documented rule
     — folds ASCII only (found by the review of the contract suite)."""
-    from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
+    from reclaim_tui.core.ledger.queries import ConsoleReader
+    from reclaim_tui.core.ledger.views import RowFilter, View
     from reclaim_tui.core.models import JobSpec
 
     base = pg_server.create_database()

@@ -20,9 +20,10 @@ from reclaim_tui.core.ledger.inbox import InboxEvent, named, record
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.prune import PruneReport, count_prunable, prune
-from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.schema import EVENT_SQL
 from reclaim_tui.core.ledger.sqlite_schema import SEARCH_FLUSH_SQL
+from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import JobSpec, Status, attempt_tag
 from reclaim_tui.errors import ConfigError
 from tests.helpers.pages import walk

@@ -153,7 +153,7 @@ class PgLedger(LedgerBase):
         settings = [
             # The ledger's schema first, then the path the user gave (else
             # public): a given search_path is kept, not overwritten (quoted
-            # identifiers, core/ledger/postgres.py schema_for).
+            # identifiers, core/ledger/pg_schema.py schema_for).
             f"SET LOCAL search_path TO {self._search_path}",
             # busy_timeout's meaning here: how long a statement waits for a lock.
             f"SET LOCAL lock_timeout = {int(self._busy_timeout * 1000)}",
