@@ -67,11 +67,12 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
-from reclaim_tui.core.ledger.base import Ledger
-from reclaim_tui.core.ledger.postgres import PG_SCHEMA_VERSION
-from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
-from reclaim_tui.core.ledger.schema import SCHEMA_VERSION
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION
 from reclaim_tui.core.ledger.transfer import TableCopy, copy_ledger
+from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator.server import free_port
@@ -124,8 +125,8 @@ def _database_exists(server: PostgresServer, name: str) -> bool:
 async def copy_to_postgres(template: Path, url: str) -> float:
     """Copy the SQLite ledger `template` into the (empty) ledger at `url`;
     return the copy's seconds (the ANALYZE after it is timed apart)."""
-    source = await Ledger.open(template, readonly=True, create=False)
-    target = await Ledger.open(url)
+    source = await open_ledger(template, readonly=True, create=False)
+    target = await open_ledger(url)
     shown: dict[str, int] = {}
 
     def progress(table: TableCopy) -> None:
@@ -212,7 +213,7 @@ def start_emulator(port: int) -> subprocess.Popen[bytes]:
 async def seed_inflight(db: str, base_url: str, count: int, out: Path) -> float:
     started = time.perf_counter()
     backend = GeminiBackend(api_key=None, base_url=base_url)
-    ledger = await Ledger.open(db)
+    ledger = await open_ledger(db)
     engine = Engine(ledger, backend, DirectorySink(out))
     jobs = [JobSpec(input=f"bench job {n}: summarise chapter {n}", model="m") for n in range(count)]
     report = await engine.submit(jobs)
@@ -289,7 +290,7 @@ async def filter_texts(db: str, per_kind: int, seed: int = 7) -> list[tuple[str,
     keys, `syn-` handles and "Summarise report #n for region m" inputs), read
     through the ledger (either engine)."""
     rng = random.Random(seed)
-    ledger = await Ledger.open(db, readonly=True, create=False)
+    ledger = await open_ledger(db, readonly=True, create=False)
     try:
         [(top,)] = await ledger.select("SELECT MAX(id) FROM jobs")
         rows = [

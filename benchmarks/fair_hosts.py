@@ -49,7 +49,7 @@ async def _worker(db: str, base_url: str, lease: float) -> dict[str, Any]:
     from reclaim_tui.bootstrap import make_backend
     from reclaim_tui.config import Settings
     from reclaim_tui.core.engine.engine import Engine, EngineConfig
-    from reclaim_tui.core.ledger.base import Ledger
+    from reclaim_tui.core.ledger.opening import open_ledger
     from reclaim_tui.core.models import StoredResult
     from reclaim_tui.core.sinks import CallableSink
 
@@ -58,7 +58,7 @@ async def _worker(db: str, base_url: str, lease: float) -> dict[str, Any]:
     async def sink(idem: str, result: StoredResult) -> None:
         delivered.append(idem)
 
-    ledger = await Ledger.open(db, busy_timeout=30)
+    ledger = await open_ledger(db, busy_timeout=30)
     api = make_backend(Settings(db=db, base_url=base_url, api_key=API_KEY).validate())
     config = EngineConfig(first_poll=0.0, concurrency=16, batch_size=500, lease_seconds=lease)
     engine = Engine(ledger, api, CallableSink(sink), config=config)

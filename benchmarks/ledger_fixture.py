@@ -19,8 +19,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from reclaim_tui.core.ledger.base import Ledger
-from reclaim_tui.core.ledger.schema import MIGRATIONS, migration_statements
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.sqlite_schema import MIGRATIONS, migration_statements
 
 #: The schema the rows are written in, before the ledger's own migrations.
 _BULK_SCHEMA = 4
@@ -107,7 +107,7 @@ def build_ledger(path: Path, count: int, seed: int = 1) -> float:
     db.close()
 
     async def migrate() -> None:
-        await (await Ledger.open(path)).close()
+        await (await open_ledger(path)).close()
 
     asyncio.run(migrate())
     return time.perf_counter() - started

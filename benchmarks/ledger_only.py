@@ -34,7 +34,8 @@ from _common import load_baseline, median, table
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import JobSpec, StoredResult
 from reclaim_tui.core.sinks import CallableSink
 
@@ -55,7 +56,7 @@ async def run_ours(
     """N jobs through every state; (jobs/s, peak RSS MiB). `prepare` runs on the
     fresh ledger before the clock starts (ledger_profile.py's schema variants)."""
     clock = ManualClock()
-    ledger = await Ledger.open(db or workdir / "ours.db", clock=clock)
+    ledger = await open_ledger(db or workdir / "ours.db", clock=clock)
     if prepare is not None:
         await prepare(ledger)
     fake = FakeBackend(clock=clock, latency=0.0)

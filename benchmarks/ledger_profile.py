@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median, table
 from ledger_only import run_ours
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 
 _FTS = [
     "DROP TRIGGER jobs_fts_insert",

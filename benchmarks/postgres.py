@@ -78,7 +78,7 @@ async def _worker(db: str, backend: str, base_url: str | None, out: Path) -> dic
     from reclaim_tui.bootstrap import make_backend
     from reclaim_tui.config import Settings
     from reclaim_tui.core.engine.engine import Engine, EngineConfig
-    from reclaim_tui.core.ledger.base import Ledger
+    from reclaim_tui.core.ledger.opening import open_ledger
     from reclaim_tui.core.models import StoredResult
     from reclaim_tui.core.sinks import CallableSink
 
@@ -87,7 +87,7 @@ async def _worker(db: str, backend: str, base_url: str | None, out: Path) -> dic
     async def sink(idem: str, result: StoredResult) -> None:
         delivered.append(idem)
 
-    ledger = await Ledger.open(db, busy_timeout=30)
+    ledger = await open_ledger(db, busy_timeout=30)
     if backend == "fake":
         api = _stateless_fake()
     else:
@@ -157,23 +157,23 @@ class PgDatabases:
 async def _reserve(db: str, n: int, tag: str) -> None:
     from reclaim_tui.core.engine.engine import Engine
     from reclaim_tui.core.fakes import FakeBackend
-    from reclaim_tui.core.ledger.base import Ledger
+    from reclaim_tui.core.ledger.opening import open_ledger
     from reclaim_tui.core.models import JobSpec
     from reclaim_tui.core.sinks import CallableSink
 
     async def nowhere(idem: str, result: Any) -> None:
         return None
 
-    ledger = await Ledger.open(db)
+    ledger = await open_ledger(db)
     specs = [JobSpec(input=f"{tag} job {i}", model="gemini-flash-latest") for i in range(n)]
     await Engine(ledger, FakeBackend(), CallableSink(nowhere)).submit(specs, send=False)
     await ledger.close()
 
 
 async def _check(db: str, n: int) -> None:
-    from reclaim_tui.core.ledger.base import Ledger
+    from reclaim_tui.core.ledger.opening import open_ledger
 
-    ledger = await Ledger.open(db, readonly=True, create=False)
+    ledger = await open_ledger(db, readonly=True, create=False)
     counts = await ledger.counts()
     await ledger.close()
     if counts.get("consumed", (0, None))[0] != n:

@@ -57,11 +57,11 @@ def _env() -> dict[str, str]:
 async def _reserve(db: Path, jobs: Path) -> None:
     from reclaim_tui.core.jobsfile import read_jobs_file
     from reclaim_tui.core.keys import idempotency_key
-    from reclaim_tui.core.ledger.base import Ledger
+    from reclaim_tui.core.ledger.opening import open_ledger
     from reclaim_tui.core.models import Actor
 
     specs = read_jobs_file(str(jobs), default_model="gemini-flash-latest")
-    ledger = await Ledger.open(db)
+    ledger = await open_ledger(db)
     try:
         rows = [(idempotency_key(j), j.to_json(), j.target) for j in specs]
         await ledger.insert_jobs(rows, Actor.CLI)

@@ -14,7 +14,8 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.sinks import DirectorySink
 from tests.helpers.pgbouncer import PgBouncer, started_bouncer
 from tests.helpers.postgres import PostgresServer, started
@@ -54,7 +55,7 @@ LEDGER_ENGINES = ("sqlite", "postgres")
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where a test's ledger lives, once per engine: a SQLite file in the
     test's folder, or a fresh PostgreSQL database. Open it as often as the
-    test needs (`Ledger.open(db_url, …)`, `--db db_url`)."""
+    test needs (`open_ledger(db_url, …)`, `--db db_url`)."""
     if request.param == "postgres":
         return str(request.getfixturevalue("pg_dsn"))
     return str(tmp_path / "ledger.db")
@@ -62,7 +63,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 async def ledger(db_url: str, clock: ManualClock) -> AsyncIterator[Ledger]:
-    led = await Ledger.open(db_url, clock=clock)
+    led = await open_ledger(db_url, clock=clock)
     yield led
     await led.close()
 

@@ -14,7 +14,8 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend, LabelFinder
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.engine.engine import Engine
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger import opening
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Actor
 from reclaim_tui.core.sinks import Sink, load_sink
 
@@ -46,7 +47,7 @@ async def open_ledger(
     settings: Settings, *, readonly: bool = False, create: bool = True, clock: Clock | None = None
 ) -> AsyncIterator[Ledger]:
     """The ledger at `settings.db`, closed on exit; a LedgerError if unusable."""
-    ledger = await Ledger.open(
+    ledger = await opening.open_ledger(
         settings.db,
         busy_timeout=settings.busy_timeout,
         readonly=readonly,

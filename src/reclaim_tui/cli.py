@@ -58,7 +58,7 @@ from reclaim_tui.core.export import (
     write_export,
 )
 from reclaim_tui.core.jobsfile import read_jobs_file, read_jobs_stream
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.prune import (
     DEFAULT_BATCH,
     PruneCount,
@@ -67,9 +67,10 @@ from reclaim_tui.core.ledger.prune import (
 )
 from reclaim_tui.core.ledger.prune import parse_age as prune_age
 from reclaim_tui.core.ledger.prune import prune as prune_rows
-from reclaim_tui.core.ledger.queries import ConsoleReader, View
+from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.retention import Attention, attention
-from reclaim_tui.core.ledger.sqlite import is_database_url, shown_db
+from reclaim_tui.core.ledger.urls import is_database_url, shown_db
+from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import (
     Actor,
     GonePolicy,

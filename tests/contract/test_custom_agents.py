@@ -25,7 +25,7 @@ from reclaim_tui.core.engine.policy import EngineConfig
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
@@ -93,7 +93,7 @@ async def test_a_job_naming_a_custom_agent_runs_through_the_ledger(
     )
     assert job.agent == "report-writer" and job.model == ""
     backend = GeminiBackend(emu.api_key, emu.base_url)
-    ledger = await Ledger.open(str(tmp_path / "ledger.db"), clock=clock)
+    ledger = await open_ledger(str(tmp_path / "ledger.db"), clock=clock)
     engine = Engine(ledger, backend, DirectorySink(tmp_path / "out"), config=EngineConfig())
     try:
         await engine.tick([job])

@@ -23,7 +23,8 @@ from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.engine.policy import EngineConfig
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.retention import attention
 from reclaim_tui.core.models import Actor, GonePolicy, JobSpec, Status
 from reclaim_tui.core.row_notes import NOT_FOUND
@@ -58,7 +59,7 @@ async def _world(
     emu_config = EmulatorConfig(latency=latency, clock=clock.now, faults=faults)
     async with EmulatorServer(emu_config) as emu:
         backend = GeminiBackend(emu.api_key, emu.base_url)
-        ledger = await Ledger.open(str(tmp_path / "ledger.db"), clock=clock)
+        ledger = await open_ledger(str(tmp_path / "ledger.db"), clock=clock)
         engine = Engine(ledger, backend, DirectorySink(tmp_path / "out"), config=config)
         try:
             yield World(clock, ledger, engine, emu.store)

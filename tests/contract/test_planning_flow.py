@@ -29,7 +29,8 @@ from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.engine.policy import EngineConfig
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.retention import attention
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.core.row_notes import PLAN_READY
@@ -70,7 +71,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     config = EmulatorConfig(clock=clock.now, agent_time_scale=0.1)
     async with EmulatorServer(config) as emu:
         backend = GeminiBackend(emu.api_key, emu.base_url)
-        ledger = await Ledger.open(str(tmp_path / "ledger.db"), clock=clock)
+        ledger = await open_ledger(str(tmp_path / "ledger.db"), clock=clock)
         out = tmp_path / "out"
         engine = Engine(ledger, backend, DirectorySink(out), config=EngineConfig())
         try:

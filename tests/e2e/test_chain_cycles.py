@@ -14,7 +14,7 @@ from pathlib import Path
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.tui.messages import SubmitFailed
 from reclaim_tui.tui.operations import submit_jobs
@@ -77,7 +77,7 @@ def test_a_cycle_closed_through_the_ledger_is_refused(
 def test_the_console_submit_refuses_a_cycle(tmp_path: Path) -> None:
     async def go() -> tuple[object, object, int]:
         clock = ManualClock()
-        ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+        ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
         try:
             engine = Engine(ledger, FakeBackend(clock=clock), DirectorySink(tmp_path / "out"))
             in_file = write_jobs(

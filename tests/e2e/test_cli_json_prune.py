@@ -25,7 +25,7 @@ from reclaim_tui import cli as cli_module
 from reclaim_tui.cli import cli, parse_age
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.fakes import fake_output_text
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.schema import EVENT_SQL
 from reclaim_tui.core.models import JobSpec, Status
 from tests.helpers import EmulatorProcess, Workspace, clean_env, run_cli
@@ -181,7 +181,7 @@ def seed(db: str, rows: list[tuple[str, Status, float]]) -> None:
 
     async def go() -> None:
         now = time.time()
-        ledger = await Ledger.open(db, clock=ManualClock(now))
+        ledger = await open_ledger(db, clock=ManualClock(now))
         try:
             await ledger.insert_jobs(
                 [(k, JobSpec(input=f"prompt {k}", model="m").to_json(), "m") for k, _, _ in rows],

@@ -32,7 +32,7 @@ def _held_for_an_answer(db: Path) -> str:
     from reclaim_tui.core.engine.engine import Engine
     from reclaim_tui.core.fakes import FakeBackend
     from reclaim_tui.core.keys import idempotency_key
-    from reclaim_tui.core.ledger.base import Ledger
+    from reclaim_tui.core.ledger.opening import open_ledger
     from reclaim_tui.core.models import JobSpec
     from reclaim_tui.core.sinks import DirectorySink
 
@@ -42,7 +42,7 @@ def _held_for_an_answer(db: Path) -> str:
     async def build() -> None:
         clock = ManualClock(time.time())
         fake = FakeBackend(clock=clock, latency=None)
-        ledger = await Ledger.open(db, clock=clock)
+        ledger = await open_ledger(db, clock=clock)
         try:
             engine = Engine(ledger, fake, DirectorySink(db.parent / "out"))
             await engine.submit([spec])

@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from reclaim_tui.core.ledger.base import Ledger
-from reclaim_tui.core.ledger.schema import MIGRATIONS, SCHEMA_VERSION, migration_statements
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migration_statements
 from tests.helpers import EmulatorProcess, Workspace
 from tests.helpers.procs import clean_env, write_jobs
 
@@ -202,7 +202,7 @@ def test_migration_6_gives_an_old_ledger_its_id(tmp_path: Path) -> None:
     con.close()
 
     async def opened() -> tuple[str | None, int, int]:
-        ledger = await Ledger.open(db)
+        ledger = await open_ledger(db)
         try:
             rows = await ledger.select("SELECT COUNT(*) FROM jobs")
             return ledger.ledger_id, await ledger.schema_version(), int(rows[0][0])
@@ -219,7 +219,7 @@ def test_migration_6_gives_an_old_ledger_its_id(tmp_path: Path) -> None:
 
 
 async def _id_of(path: Path) -> str | None:
-    ledger = await Ledger.open(path)
+    ledger = await open_ledger(path)
     try:
         return ledger.ledger_id
     finally:

@@ -22,8 +22,8 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.ledger.inbox import InboxEvent, count, record
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.transfer import compare, copy_ledger
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.postgres
 async def _populate(path: Path, out: Path) -> dict[str, Status]:
     """A ledger with a row in every status, results, an orphan and the inbox."""
     clock = ManualClock()
-    ledger = await Ledger.open(path, clock=clock)
+    ledger = await open_ledger(path, clock=clock)
     fake = FakeBackend(clock=clock, latency=5.0)
     engine = Engine(ledger, fake, DirectorySink(out))
     specs = [JobSpec(input=f"migrate me {i} — ünïcode ✓ 100%", model="m") for i in range(40)]
@@ -84,8 +84,8 @@ def test_sqlite_ledger_migrates_to_postgresql_whole(tmp_path: Path, pg_dsn: str)
         raise Cut
 
     async def partial() -> None:
-        source = await Ledger.open(db, readonly=True, create=False)
-        target = await Ledger.open(pg_dsn)
+        source = await open_ledger(db, readonly=True, create=False)
+        target = await open_ledger(pg_dsn)
         try:
             with pytest.raises(Cut):
                 await copy_ledger(source, target, batch=10, progress=stop_after_first)
@@ -113,9 +113,9 @@ def test_sqlite_ledger_migrates_to_postgresql_whole(tmp_path: Path, pg_dsn: str)
     assert report["tables"]["events"]["source"] == report["tables"]["events"]["target"] > 45
 
     async def use_the_copy() -> tuple[str, str]:
-        ledger = await Ledger.open(pg_dsn)
+        ledger = await open_ledger(pg_dsn)
         try:
-            src = await Ledger.open(db, readonly=True, create=False)
+            src = await open_ledger(db, readonly=True, create=False)
             try:
                 for key, status in statuses.items():
                     row = await ledger.get(key)

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from reclaim_tui.cli import cli
 from reclaim_tui.config import DEFAULT_MODEL
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import LedgerError
 from tests.helpers import EmulatorProcess, Workspace
@@ -39,7 +39,7 @@ def _jobs(ws: Workspace) -> Path:
 
 async def _stored(db: str) -> tuple[dict[str, str], str, str]:
     """(status per key, the NUL job's spec input, its stored output text)."""
-    ledger = await Ledger.open(db)
+    ledger = await open_ledger(db)
     try:
         statuses = {r.idem: r.status.value async for r in ledger.iter_rows()}
         key = _nul_key()

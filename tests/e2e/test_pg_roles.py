@@ -233,10 +233,10 @@ def test_the_schema_is_the_users_choice(
     monkeypatch.delenv("PGOPTIONS")
     import asyncio
 
-    from reclaim_tui.core.ledger.postgres import PgLedger
+    from reclaim_tui.core.ledger.opening import open_ledger
 
     async def path() -> Any:
-        ledger = await PgLedger.open(url, readonly=True, create=False)
+        ledger = await open_ledger(url, readonly=True, create=False)
         try:
             return (await ledger.select("SHOW search_path"))[0][0]
         finally:

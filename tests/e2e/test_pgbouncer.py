@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psycopg
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from tests.helpers import EmulatorProcess, Workspace, run_cli
 from tests.helpers.inbox import InboxProcess
 from tests.helpers.ledgerdb import LedgerView
@@ -98,7 +98,7 @@ async def test_a_fresh_server_connection_finds_the_ledger(
     a server connection that has never seen this ledger."""
     with PgBouncer(pg_server, pool_mode="transaction", pool_size=2) as bouncer:
         url = bouncer.via(pg_dsn)
-        ledger = await Ledger.open(url)
+        ledger = await open_ledger(url)
         try:
             await ledger.insert_jobs([("k1", '{"input": "x"}', "m")], "tick")
             async with await psycopg.AsyncConnection.connect(url, prepare_threshold=None) as other:

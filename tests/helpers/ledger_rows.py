@@ -11,7 +11,7 @@ from typing import Any
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.transitions import Transition, delivered
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Actor, RemoteInteraction, RemoteState, Status
 
 __all__ = ["put_row"]

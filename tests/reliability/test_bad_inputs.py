@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reclaim_tui.cli import cli
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.errors import LedgerReadOnlyError
 from tests.helpers import EmulatorProcess, Workspace, record_figures
 from tests.helpers.procs import FAST_FLAGS, write_jobs
@@ -234,7 +234,7 @@ def test_read_only_ledger_exits_4_and_reads_still_work(seeded: Workspace, immuta
 
 async def test_read_only_connection_refuses_writes(seeded: Workspace) -> None:
     """The read-only code path through the API (works without chattr, and as root)."""
-    ledger = await Ledger.open(seeded.db, readonly=True, create=False)
+    ledger = await open_ledger(seeded.db, readonly=True, create=False)
     try:
         with pytest.raises(LedgerReadOnlyError):
             await ledger.insert_jobs([("k", "{}", "m")], "test")

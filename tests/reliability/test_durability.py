@@ -21,7 +21,8 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.sqlite import SqliteLedger
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from reclaim_tui.errors import MaybeCreatedError
@@ -32,7 +33,7 @@ _WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b", r
 _USER_VERSION_SET = re.compile(r"^\s*PRAGMA\s+user_version\s*=", re.I)
 
 
-class TracedLedger(Ledger):
+class TracedLedger(SqliteLedger):
     """A Ledger whose connection reports every statement from the first one."""
 
     statements: ClassVar[list[str]] = []
@@ -70,7 +71,7 @@ async def test_every_connection_is_wal_and_synchronous_full(tmp_path: Path) -> N
     path = tmp_path / "ledger.db"
     seen = []
     for options in ({}, {"busy_timeout": 1.5}, {"readonly": True}, {"create": False}):
-        ledger = await Ledger.open(path, **options)  # type: ignore[arg-type]
+        ledger = await open_ledger(path, **options)  # type: ignore[arg-type]
         try:
             pragmas = await ledger.pragmas()
         finally:
@@ -163,7 +164,7 @@ async def test_a_write_cancelled_while_waiting_for_the_lock_leaves_no_transactio
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "ledger.db"
-    ledger = await Ledger.open(path, busy_timeout=5)
+    ledger = await open_ledger(path, busy_timeout=5)
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5)
     try:
         await ledger.insert_jobs([("k1", '{"input":"x","model":"m"}', "m")], "test")

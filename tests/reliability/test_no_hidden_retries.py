@@ -14,7 +14,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import MaybeCreatedError
@@ -100,7 +100,7 @@ def test_one_post_per_attempt_when_the_answer_is_lost_or_late(tmp_path: Path) ->
 async def test_max_attempts_bounds_creates_whose_outcome_is_unknown(tmp_path: Path) -> None:
     """Regression (was unbounded: 4 creates at --max-attempts 2 after 5 ticks)."""
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
     fake = FakeBackend(clock=clock, latency=0.0, supports_lookup=False)
     # Every create is accepted and its answer lost.
     fake.create_faults = [(MaybeCreatedError("503 after accept", 503), True)] * 20

@@ -57,7 +57,7 @@ from reclaim_tui.core.engine import delivering, reclaiming, sending, submitting
 from reclaim_tui.core.engine.engine import Engine, EngineConfig, OrphanPolicy
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import MaybeCreatedError, NotCreatedError, OperatorError
@@ -191,7 +191,7 @@ class LedgerMachine(RuleBasedStateMachine):
             db = self.server.create_database(self.database)
         else:
             db = str(self.dir / "ledger.db")
-        self.ledger = self.run(Ledger.open(db, clock=self.clock))
+        self.ledger = self.run(open_ledger(db, clock=self.clock))
         self.view = LedgerView(db)
         self.backend = StallingBackend(self.fake)
         self.directory = DirectorySink(self.dir / "out")
@@ -524,7 +524,7 @@ async def test_cancel_of_an_orphan_keeps_its_possible_interaction(
     tmp_path: Path, db_url: str
 ) -> None:
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None, supports_lookup=False)
     fake.create_faults = [(MaybeCreatedError("503 after accept", 503), True)]
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), owner="p|1|a")

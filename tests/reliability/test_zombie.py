@@ -18,7 +18,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig, PassReport
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, Status, StoredResult
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from tests.helpers import EmulatorProcess, LedgerView, Workspace, record_figures
@@ -163,7 +163,7 @@ def test_zombie_in_a_slow_create_changes_nothing(tmp_path: Path) -> None:
 
 async def test_a_zombie_does_not_report_writes_it_lost(tmp_path: Path) -> None:
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
     fake = FakeBackend(clock=clock, latency=0.0)
     config = EngineConfig(lease_seconds=30)
     delivered: list[str] = []
@@ -195,7 +195,7 @@ async def test_a_zombie_does_not_report_writes_it_lost(tmp_path: Path) -> None:
 
 async def test_a_late_create_of_a_stalled_holder_is_accounted_for(tmp_path: Path) -> None:
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
     fake = FakeBackend(clock=clock, latency=0.0, supports_lookup=True)
     config = EngineConfig(lease_seconds=30)
     sink = DirectorySink(tmp_path / "out")

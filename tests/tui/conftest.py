@@ -18,7 +18,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig, OrphanPolicy
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, Event, JobSpec, Row, StoredResult
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from reclaim_tui.errors import MaybeCreatedError, NotCreatedError, SinkError
@@ -67,14 +67,14 @@ class Seeded:
         return (await self.snapshot())[self.keys.get(role, role)]
 
     async def snapshot(self) -> dict[str, Row]:
-        ledger = await Ledger.open(self.db, clock=self.clock)
+        ledger = await open_ledger(self.db, clock=self.clock)
         try:
             return {r.idem: r async for r in ledger.iter_rows()}
         finally:
             await ledger.close()
 
     async def events(self, role: str) -> list[Event]:
-        ledger = await Ledger.open(self.db, clock=self.clock)
+        ledger = await open_ledger(self.db, clock=self.clock)
         try:
             return await ledger.events(self.keys.get(role, role))
         finally:
@@ -83,7 +83,7 @@ class Seeded:
 
 async def _seed(seeded: Seeded) -> None:
     clock, fake = seeded.clock, seeded.fake
-    ledger = await Ledger.open(seeded.db, clock=clock)
+    ledger = await open_ledger(seeded.db, clock=clock)
     refuse: set[str] = set()
 
     def sink_fn(idem: str, result: StoredResult) -> None:
@@ -149,7 +149,7 @@ def empty(tmp_path: Path) -> Seeded:
     s = Seeded(tmp_path / "empty.db", tmp_path / "articles", clock, FakeBackend(clock=clock))
 
     async def create() -> None:
-        await (await Ledger.open(s.db, clock=clock)).close()
+        await (await open_ledger(s.db, clock=clock)).close()
 
     asyncio.run(create())
     return s

@@ -5,7 +5,7 @@ engine, as a follow-up interaction with previous_interaction_id."""
 from __future__ import annotations
 
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import OrphanPolicy
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.tui.screens.ask import AskScreen
@@ -20,7 +20,7 @@ async def _hold_for_an_answer(seeded: Seeded, role: str) -> str:
     """The role's interaction now requires action; one pass holds its row."""
     handle = seeded.fake.handle_for(seeded.keys[role])
     seeded.fake.fail(handle, status="requires_action", error="")
-    ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+    ledger = await open_ledger(seeded.db, clock=seeded.clock)
     try:
         config = EngineConfig(orphan_policy=OrphanPolicy.HOLD)
         engine = Engine(ledger, seeded.fake, DirectorySink(seeded.out), config=config)
@@ -74,7 +74,7 @@ def test_the_detail_shows_an_agent_job_its_labels_deadline_and_chain() -> None:
     """Issue 11: a chain (`previous`) is shown in the console."""
     import dataclasses
 
-    from reclaim_tui.core.ledger.queries import Detail
+    from reclaim_tui.core.ledger.views import Detail
     from reclaim_tui.core.models import JobSpec, Status
     from reclaim_tui.tui.widgets.detail_pane import render_detail
 

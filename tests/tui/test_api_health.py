@@ -4,7 +4,7 @@ were, not failed."""
 
 from __future__ import annotations
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.errors import NotCreatedError
 from reclaim_tui.tui.widgets.loop_bar import LoopBar
@@ -22,7 +22,7 @@ async def test_the_bar_says_when_the_api_refuses_us(seeded: Seeded) -> None:
         "create answered HTTP 400: API key not valid", 400, retryable=True, cause="auth"
     )
     seeded.fake.create_faults = [refused for _ in range(50)]
-    ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+    ledger = await open_ledger(seeded.db, clock=seeded.clock)
     try:  # enough due rows for the breaker to open within one pass
         more = [JobSpec(input=f"more {i}", model="m") for i in range(6)]
         await ledger.insert_jobs(

@@ -13,7 +13,8 @@ from textual.widgets import DataTable, Static
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.costs import load_prices
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Status
 from reclaim_tui.tui.screens.charts import (
     ActivityChart,
@@ -44,7 +45,7 @@ class Host(App[None]):
 @pytest.fixture
 async def seeded(tmp_path: Path) -> AsyncIterator[tuple[Ledger, ManualClock]]:
     clock = ManualClock()
-    ledger = await Ledger.open(tmp_path / "ledger.db", clock=clock)
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
     await put_row(ledger, clock, usage=USAGE, runs=5)
     await put_row(ledger, clock, usage=USAGE, runs=45)
     await put_row(ledger, clock, model="gemini-pro-latest", end=Status.FAILED, runs=20,

@@ -23,7 +23,7 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.tui.app import ReclaimApp
@@ -55,7 +55,7 @@ def seeded(pg_dsn: str, tmp_path: Path) -> Seeded:
     """The seeded ledger of the console tests, in PostgreSQL."""
     clock = ManualClock(START)
     fake = FakeBackend(clock=clock, latency=None)
-    # Seeded.db is any ledger location Ledger.open takes: here the URL.
+    # Seeded.db is any ledger location open_ledger takes: here the URL.
     s = Seeded(pg_dsn, tmp_path / "articles", clock, fake)  # type: ignore[arg-type]
     asyncio.run(_seed(s))
     return s
@@ -147,7 +147,7 @@ async def test_another_hosts_writes_show_up_without_a_restart(seeded: Seeded) ->
         # Another host, its own connection: a row cancelled, three rows new.
         seeded.clock.advance(60)
         written_at = seeded.clock.now()
-        ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+        ledger = await open_ledger(seeded.db, clock=seeded.clock)
         try:
             other = Engine(ledger, seeded.fake, DirectorySink(seeded.out), owner=OTHER_HOST)
             await other.operator.cancel(seeded.keys["submitted2"], actor=Actor.CLI)

@@ -22,7 +22,7 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine, OrphanPolicy
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
@@ -67,7 +67,7 @@ def settings_for(tmp_path: Path, emu: EmulatorServer, **changes: object) -> Sett
 async def submitted_on_emulator(settings: Settings, emu: EmulatorServer) -> dict[str, str]:
     """Two jobs created on the emulator through the real SDK; FINISHED completes."""
     backend = GeminiBackend(api_key=KEY, base_url=emu.base_url)
-    ledger = await Ledger.open(settings.db)
+    ledger = await open_ledger(settings.db)
     config = settings.engine_config()  # first_poll=0: due at once
     engine = Engine(ledger, backend, DirectorySink(settings.out), config=config, owner="seed|1|x")
     report = await engine.submit([FINISHED, RUNNING])
@@ -82,7 +82,7 @@ async def submitted_on_emulator(settings: Settings, emu: EmulatorServer) -> dict
 
 
 async def row(settings: Settings, spec: JobSpec) -> tuple[Status, int]:
-    ledger = await Ledger.open(settings.db)
+    ledger = await open_ledger(settings.db)
     try:
         got = await ledger.get(idempotency_key(spec))
         assert got is not None

@@ -8,8 +8,8 @@ import sqlite3
 from contextlib import closing
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.ledger.fleet import read_fleet
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.schema import EVENT_SQL
 from reclaim_tui.tui.screens.fleet import FleetScreen
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
@@ -21,7 +21,7 @@ NOW = 1_800_000_000.0
 
 
 async def test_holders_and_writers_on_both_engines(db_url: str) -> None:
-    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    ledger = await open_ledger(db_url, clock=ManualClock(NOW))
     try:
         spec = json.dumps({"input": "x", "model": "m"})
         await ledger.insert_jobs([(f"k{n}", spec, "m") for n in range(5)], "test")

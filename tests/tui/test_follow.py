@@ -15,7 +15,7 @@ from textual.widgets._footer import FooterKey
 
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import fake_output_text
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.tui.app import ReclaimApp
@@ -40,7 +40,7 @@ def follow_text(app: ReclaimApp) -> str:
 async def cancel_elsewhere(seeded: Seeded, role: str) -> None:
     """A cron tick in another process cancels the row."""
     seeded.clock.advance(5)
-    ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+    ledger = await open_ledger(seeded.db, clock=seeded.clock)
     other = Engine(ledger, seeded.fake, DirectorySink(seeded.out), owner="cron|2|x")
     await other.operator.cancel(seeded.keys[role], actor=Actor.CLI)
     await ledger.close()

@@ -17,7 +17,7 @@ from textual.widgets import Input, TabbedContent, TabPane, TextArea
 
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec, Status, StoredResult
 from reclaim_tui.core.sinks import CallableSink
 from reclaim_tui.errors import SinkError
@@ -224,7 +224,7 @@ async def another_done_row(seeded: Seeded, prompt: str) -> str:
     async def refuse(idem: str, result: StoredResult) -> None:
         raise SinkError("disk full (test)")
 
-    ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+    ledger = await open_ledger(seeded.db, clock=seeded.clock)
     engine = Engine(ledger, seeded.fake, CallableSink(refuse, "refuse"), owner="cron|3|x")
     spec = JobSpec(prompt, "gemini-flash-latest")
     await engine.submit([spec])

@@ -141,11 +141,11 @@ async def test_ctrl_r_shows_changes_made_elsewhere(seeded: Seeded) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         from reclaim_tui.core.engine.engine import Engine
-        from reclaim_tui.core.ledger.base import Ledger
+        from reclaim_tui.core.ledger.opening import open_ledger
         from reclaim_tui.core.sinks import DirectorySink
 
         # A cron tick in another "process" cancels a row.
-        ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+        ledger = await open_ledger(seeded.db, clock=seeded.clock)
         other = Engine(ledger, seeded.fake, DirectorySink(seeded.out), owner="cron|2|x")
         await other.operator.cancel(seeded.keys["submitted2"], actor=Actor.CLI)
         await ledger.close()
@@ -256,7 +256,7 @@ async def test_the_detail_ages_with_the_table(seeded: Seeded) -> None:
 
 async def test_the_detail_says_when_its_row_left_the_tab(seeded: Seeded) -> None:
     from reclaim_tui.core.engine.engine import Engine
-    from reclaim_tui.core.ledger.base import Ledger
+    from reclaim_tui.core.ledger.opening import open_ledger
     from reclaim_tui.core.sinks import DirectorySink
 
     app = seeded.app()
@@ -265,7 +265,7 @@ async def test_the_detail_says_when_its_row_left_the_tab(seeded: Seeded) -> None
         await press(pilot, "4")  # submitted
         await select(pilot, seeded.keys["submitted"])
         # A cron tick in another process cancels the highlighted row.
-        ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+        ledger = await open_ledger(seeded.db, clock=seeded.clock)
         other = Engine(ledger, seeded.fake, DirectorySink(seeded.out), owner="cron|2|x")
         await other.operator.cancel(seeded.keys["submitted"], actor=Actor.CLI)
         await ledger.close()

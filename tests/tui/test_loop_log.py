@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from reclaim_tui.core.engine.engine import PassReport
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, JobSpec
 from reclaim_tui.tui.format import shorten_error
 from reclaim_tui.tui.screens.main import MainScreen
@@ -101,7 +101,7 @@ async def test_the_tabs_count_the_rows_the_table_shows(
     app = seeded.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+        ledger = await open_ledger(seeded.db, clock=seeded.clock)
         spec = JobSpec(input="one more", model="m")
         await ledger.insert_jobs([("one-more", spec.to_json(), spec.model)], Actor.CLI)
         await ledger.close()

@@ -10,8 +10,8 @@ import pytest
 
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
-from reclaim_tui.core.ledger.queries import SORTS
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.views import SORTS
 from reclaim_tui.core.sinks import DirectorySink
 
 from .conftest import Seeded, spec
@@ -21,7 +21,7 @@ from .pilot_helpers import SIZE, press, settle, shown, until
 async def add_rows(seeded: Seeded, texts: list[str]) -> list[str]:
     """Reserve new jobs through an engine of another process (its own owner)."""
     seeded.clock.advance(60)
-    ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+    ledger = await open_ledger(seeded.db, clock=seeded.clock)
     try:
         engine = Engine(ledger, seeded.fake, DirectorySink(seeded.out), owner="other|2|x")
         await engine.submit([spec(t) for t in texts], send=False)

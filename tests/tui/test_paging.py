@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, JobSpec
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.keymap import KEYS
@@ -21,7 +21,7 @@ ROWS = 8 + 250  # the seeded rows and the bulk ones
 
 async def add_rows(seeded: Seeded, count: int) -> None:
     """`count` reserving rows, one second apart (each its own age in state)."""
-    ledger = await Ledger.open(seeded.db, clock=seeded.clock)
+    ledger = await open_ledger(seeded.db, clock=seeded.clock)
     try:
         for i in range(count):
             spec = JobSpec(input=f"bulk {i}", model="m")

@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger.base import Ledger
-from reclaim_tui.core.ledger.queries import SORTS, ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.views import SORTS, RowFilter, View
 from reclaim_tui.core.models import Row, Status
 from tests.helpers.pages import walk, walk_back
 
@@ -36,7 +37,7 @@ async def reader(db_url: str) -> AsyncIterator[ConsoleReader]:
                 "HTTP 429" if n % 11 == 0 else None,
             )
         )
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     try:
         async with ledger.write() as con:
             await con.executemany(

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from reclaim_tui.core.ledger.queries import (
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.views import (
     SORT_COLUMNS,
     UNINDEXED_SORT_CAP,
-    ConsoleReader,
     View,
     column_sort,
     sort_refusal,

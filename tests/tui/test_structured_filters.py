@@ -15,8 +15,9 @@ import pytest
 
 from reclaim_tui.config import ConsoleSettings
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger.base import Ledger
-from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.views import RowFilter, View
 from tests.helpers.pages import walk
 
 from .conftest import Seeded
@@ -49,7 +50,7 @@ async def reader(db_url: str) -> AsyncIterator[ConsoleReader]:
             )
         )
     rows.append(("bad-spec", "not json {", "m", "failed", 1, NOW, NOW, NOW))
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     try:
         async with ledger.write() as con:
             await con.executemany(

@@ -21,7 +21,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import JobSpec, Status, StoredResult
 from reclaim_tui.core.sinks import TEMP_DIR, BatchSink, DirectorySink
 

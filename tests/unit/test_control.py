@@ -23,7 +23,8 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import ConfigError, ReclaimError
@@ -49,7 +50,7 @@ class Running:
 async def service(tmp_path: Path, db_url: str) -> AsyncIterator[Running]:
     # A short path: a Unix socket's name is limited to ~107 bytes.
     path = Path(f"/tmp/rt-ctl-{os.getpid()}-{id(tmp_path)}.sock")
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     fake = FakeBackend()
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=CONFIG)
     loop = ServiceLoop(engine, out=io.StringIO(), min_sleep=0.01, max_sleep=0.05)
@@ -141,7 +142,7 @@ async def test_a_dead_services_socket_is_replaced_and_other_files_refused(tmp_pa
     dead.bind(str(path))
     dead.close()  # a socket file nobody listens on: what a SIGKILLed service leaves
     try:
-        ledger = await Ledger.open(tmp_path / "l.db")
+        ledger = await open_ledger(tmp_path / "l.db")
         engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
         loop = ServiceLoop(engine, out=io.StringIO())
         server = ControlServer(path, engine, loop, Settings(db=str(tmp_path / "l.db")))

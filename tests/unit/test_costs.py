@@ -22,8 +22,9 @@ from reclaim_tui.core.costs import (
     grand_total,
     load_prices,
 )
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.pg_sql import SqliteOnlyError, to_postgres
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError
 from tests.helpers.ledger_rows import put_row
@@ -211,7 +212,7 @@ def test_costs_command_prints_json_and_refuses_a_bad_prices_file(
     db_url: str, clock: ManualClock, tmp_path: Path
 ) -> None:
     async def seed() -> None:
-        ledger = await Ledger.open(db_url, clock=clock)
+        ledger = await open_ledger(db_url, clock=clock)
         try:
             await _world(ledger, clock)
         finally:
@@ -250,7 +251,7 @@ def test_costs_json_is_strict_json_and_a_rate_that_overflows_is_refused(
     infinity, and `costs --json` printed `Infinity` (not JSON)."""
 
     async def seed() -> None:
-        ledger = await Ledger.open(db_url, clock=clock)
+        ledger = await open_ledger(db_url, clock=clock)
         try:
             await put_row(ledger, clock, usage={"total_input_tokens": 2_000_000})
         finally:

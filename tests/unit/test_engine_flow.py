@@ -212,12 +212,12 @@ async def test_cancelling_a_row_whose_interaction_completed_keeps_the_result(
 ) -> None:
     """Issue 10: `cancel` on a submitted row whose interaction had already
     completed threw the paid result away; now it is kept and delivered."""
-    from reclaim_tui.core.ledger.base import Ledger
+    from reclaim_tui.core.ledger.opening import open_ledger
     from reclaim_tui.core.sinks import DirectorySink
     from reclaim_tui.errors import OperatorError
 
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=5.0)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"))
     try:
@@ -247,12 +247,12 @@ async def test_a_cancel_refused_because_the_interaction_just_finished_keeps_it(
 ) -> None:
     """The real API answers 400 to a cancel of a finished interaction: the
     result it finished with is still collected, not thrown away."""
-    from reclaim_tui.core.ledger.base import Ledger
+    from reclaim_tui.core.ledger.opening import open_ledger
     from reclaim_tui.core.sinks import DirectorySink
     from reclaim_tui.errors import PermanentReadError
 
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"))
     try:

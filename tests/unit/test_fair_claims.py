@@ -14,7 +14,8 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Claim, Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.models import JobSpec, RemoteInteraction
 from reclaim_tui.core.sinks import DirectorySink
 
@@ -43,7 +44,7 @@ async def test_processes_share_the_sends_and_a_stuck_one_holds_only_its_flight(
     tmp_path: Path, db_url: str
 ) -> None:
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     claimed: Counter[str] = Counter()
     real_claim = ledger.claim_sendable
 
@@ -84,7 +85,7 @@ async def test_a_send_claim_takes_at_most_the_flight(
     tmp_path: Path, db_url: str, concurrency: int
 ) -> None:
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     sizes: list[int] = []
     real_claim = ledger.claim_sendable
 

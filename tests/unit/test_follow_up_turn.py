@@ -14,7 +14,8 @@ from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import inbox
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import MaybeCreatedError, OperatorError
@@ -24,7 +25,7 @@ async def _asking(
     tmp_path: Path, db_url: str
 ) -> tuple[ManualClock, Ledger, FakeBackend, Engine, str]:
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None, supports_lookup=False)
     config = EngineConfig(webhooks=True, webhook_grace=300.0, first_poll=1.0)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=config, owner="t|1|x")

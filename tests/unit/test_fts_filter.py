@@ -27,15 +27,16 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.costs import CostFilter, cost_totals, load_prices
 from reclaim_tui.core.ledger import queries, text_search
-from reclaim_tui.core.ledger.base import Ledger
-from reclaim_tui.core.ledger.queries import SORTS, ConsoleReader, RowFilter, View
-from reclaim_tui.core.ledger.schema import (
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.sqlite_schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     SEARCH_BATCH,
     SEARCH_FLUSH_SQL,
 )
 from reclaim_tui.core.ledger.text_search import text_hits, trigrams
+from reclaim_tui.core.ledger.views import SORTS, RowFilter, View
 from reclaim_tui.core.models import JobSpec, Status
 from tests.helpers.pages import walk, walk_back
 
@@ -96,7 +97,7 @@ def _spec(value: Any, model: str) -> str:
 
 async def _seed(db: str) -> ConsoleReader:
     """ROWS in a new ledger at `db` (a file or a PostgreSQL URL), and a reader of it."""
-    ledger = await Ledger.open(db, clock=ManualClock(NOW))
+    ledger = await open_ledger(db, clock=ManualClock(NOW))
     try:
         await ledger.insert_jobs([(k, _spec(v, m), m) for k, _, v, m, _ in ROWS], "test")
         async with ledger.write() as con:
@@ -157,7 +158,7 @@ def _queued(con: sqlite3.Connection) -> tuple[int, int]:
 async def _like_scan(reader: ConsoleReader, text: str) -> set[str]:
     """The rows plain LIKE accepts: key, handle or input, no index involved
     (on PostgreSQL the LIKE is sent as ILIKE, as every ledger LIKE is)."""
-    pattern = queries._like(text)
+    pattern = text_search.like_pattern(text)
     postgres = reader._fast.dialect == "postgres"
     spec_input = "(spec::json ->> 'input')" if postgres else "json_extract(spec, '$.input')"
     rows = await reader._fast.select(
@@ -353,7 +354,7 @@ async def _found(db: Path | str, text: str) -> list[str]:
 
 async def test_insert_handle_update_and_delete_stay_in_step(tmp_path: Path) -> None:
     db = tmp_path / "l.db"
-    ledger = await Ledger.open(db, clock=ManualClock(NOW))
+    ledger = await open_ledger(db, clock=ManualClock(NOW))
     await ledger.insert_jobs([("job-one", _spec("first prompt", "m"), "m")], "test")
     await ledger.close()
     with _connect(db) as con:
@@ -382,7 +383,7 @@ async def test_insert_handle_update_and_delete_stay_in_step(tmp_path: Path) -> N
 
 async def test_insert_then_delete_before_the_index_sees_it(tmp_path: Path) -> None:
     db = tmp_path / "l.db"
-    await (await Ledger.open(db)).close()
+    await (await open_ledger(db)).close()
     with _connect(db) as con:
         con.execute(
             "INSERT INTO jobs(idem, spec, model, status, handle, created_at, state_since,"
@@ -397,7 +398,7 @@ async def test_insert_then_delete_before_the_index_sees_it(tmp_path: Path) -> No
 
 async def test_the_hot_path_never_touches_the_index(tmp_path: Path) -> None:
     db = tmp_path / "l.db"
-    ledger = await Ledger.open(db, clock=ManualClock(NOW))
+    ledger = await open_ledger(db, clock=ManualClock(NOW))
     await ledger.insert_jobs([("job-one", _spec("prompt", "m"), "m")], "test")
     await ledger.close()
     with _connect(db) as con:
@@ -424,7 +425,7 @@ async def test_the_hot_path_never_touches_the_index(tmp_path: Path) -> None:
 
 async def test_a_full_queue_moves_into_the_index_by_itself(tmp_path: Path) -> None:
     db = tmp_path / "l.db"
-    ledger = await Ledger.open(db, clock=ManualClock(NOW))
+    ledger = await open_ledger(db, clock=ManualClock(NOW))
     jobs = [(f"k{n:05d}", _spec(f"prompt {n}", "m"), "m") for n in range(SEARCH_BATCH + 5)]
     await ledger.insert_jobs(jobs, "test")
     await ledger.close()
@@ -441,7 +442,7 @@ async def test_a_full_queue_moves_into_the_index_by_itself(tmp_path: Path) -> No
 async def test_a_malformed_spec_does_not_break_writes(db_url: str) -> None:
     # Both engines: SQLite's triggers and PostgreSQL's index over
     # reclaim_input(spec) both read the input of every row written.
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     try:
         async with ledger.write() as con:
             await con.execute(
@@ -474,7 +475,7 @@ async def test_migration_backfills_a_version_4_ledger(tmp_path: Path) -> None:
     con.execute("PRAGMA user_version = 4")
     con.commit()
     con.close()
-    await (await Ledger.open(db)).close()
+    await (await open_ledger(db)).close()
     with _connect(db) as con:
         assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 5
         assert _queued(con) == (0, 0)

@@ -23,7 +23,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.core.ledger import inbox
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import attempt_tag
 from reclaim_tui.inbox.server import InboxServer, RateLimit
 from reclaim_tui.inbox.verify import Verifier
@@ -122,7 +123,7 @@ async def jwks(tmp_path: Path) -> AsyncIterator[tuple[str, Keys]]:
 
 @pytest.fixture
 async def world(db_url: str, jwks: tuple[str, Keys]) -> AsyncIterator[World]:
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     verifier = Verifier(SystemClock(), [SECRET], jwks_url=jwks[0])
     server = InboxServer(
         ledger, verifier, port=0, limit=RateLimit(rate=1000, burst=1000), max_body=4096
@@ -260,7 +261,7 @@ async def _engine_world(  # type: ignore[no-untyped-def]
     from reclaim_tui.core.sinks import DirectorySink
 
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None, supports_lookup=False)
     config = EngineConfig(webhooks=True, webhook_grace=grace, first_poll=120.0)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=config, owner="t|1|x")

@@ -31,7 +31,8 @@ from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import inbox
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import GonePolicy, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import LedgerError, MaybeCreatedError, NotCreatedError
@@ -63,7 +64,7 @@ class EngineWorld:
 @pytest.fixture
 async def ew(tmp_path: Path, db_url: str) -> AsyncIterator[EngineWorld]:
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None, supports_lookup=False)
     config = EngineConfig(webhooks=True, webhook_grace=300.0, first_poll=120.0)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=config, owner="t|1|x")
@@ -333,7 +334,7 @@ async def _serve_jwks(jwks: Jwks) -> web.AppRunner:
 async def box(db_url: str) -> AsyncIterator[Inbox]:
     jwks = Jwks(make_keys("k1"))
     runner = await _serve_jwks(jwks)
-    ledger = await Ledger.open(db_url, busy_timeout=0.2)
+    ledger = await open_ledger(db_url, busy_timeout=0.2)
     verifier = Verifier(SystemClock(), [SECRET], jwks_url=jwks.url)
     server = InboxServer(
         ledger, verifier, port=0, limit=RateLimit(rate=10_000, burst=10_000), max_body=8192
@@ -688,17 +689,17 @@ async def _until(predicate: Callable[[], bool]) -> None:
 async def test_the_inbox_refuses_to_start_on_a_ledger_it_must_not_touch(
     db_url: str, kind: str
 ) -> None:
-    from reclaim_tui.core.ledger.sqlite import is_database_url
+    from reclaim_tui.core.ledger.urls import is_database_url
     from reclaim_tui.inbox.command import serve_inbox
 
     on_pg = is_database_url(db_url)
     if kind == "newer":
-        led = await Ledger.open(db_url)  # a real ledger, then one from the future
+        led = await open_ledger(db_url)  # a real ledger, then one from the future
         await led.close()
     if on_pg:
         import psycopg
 
-        from reclaim_tui.core.ledger.postgres import PG_SCHEMA_VERSION
+        from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
 
         with psycopg.connect(db_url, autocommit=True) as pg:
             if kind == "newer":
@@ -710,7 +711,7 @@ async def test_the_inbox_refuses_to_start_on_a_ledger_it_must_not_touch(
                 pg.execute("CREATE SCHEMA reclaim_tui")
                 pg.execute("CREATE TABLE reclaim_tui.payroll (x int)")
     else:
-        from reclaim_tui.core.ledger.schema import SCHEMA_VERSION
+        from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION
 
         with sqlite3.connect(db_url) as db:
             if kind == "newer":

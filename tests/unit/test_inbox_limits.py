@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from reclaim_tui.core.clock import SystemClock
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.inbox.server import ConnectionLimits, InboxServer, RateLimit
 from reclaim_tui.inbox.verify import Verifier
 from tests.unit.test_inbox import SECRET, event_body, hmac_headers
@@ -28,7 +28,7 @@ ATTACKER = "127.0.0.2"
 
 @pytest.fixture
 async def serve(tmp_path: Path) -> AsyncIterator[Serve]:
-    ledger = await Ledger.open(str(tmp_path / "ledger.db"))
+    ledger = await open_ledger(str(tmp_path / "ledger.db"))
     servers: list[InboxServer] = []
 
     async def start(limits: ConnectionLimits) -> InboxServer:

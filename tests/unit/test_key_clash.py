@@ -9,7 +9,7 @@ import pytest
 
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import JobsFileError
@@ -18,7 +18,7 @@ from reclaim_tui.errors import JobsFileError
 async def test_a_keyed_job_with_another_spec_is_refused_and_nothing_reserved(
     db_url: str, tmp_path: Path
 ) -> None:
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     try:
         engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"))
         await engine.submit([JobSpec(input="old text", model="m", key="weekly")], send=False)

@@ -24,7 +24,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive, pid_space, this_process
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, Status
 from reclaim_tui.core.sinks import DirectorySink
@@ -36,7 +36,7 @@ WAIT = 20.0  # a bound on waiting for an event, never a judgement of speed
 @pytest.fixture
 async def world(tmp_path: Path, db_url: str):  # type: ignore[no-untyped-def]
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     yield clock, ledger, DirectorySink(tmp_path / "out")
     await ledger.close()
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import LeaseOwner, pid_space
-from reclaim_tui.core.ledger.schema import SCHEMA_VERSION
+from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION
 from reclaim_tui.core.models import Status, Transition
 from reclaim_tui.errors import (
     LedgerCorruptError,
@@ -23,7 +24,7 @@ from reclaim_tui.errors import (
 async def test_pragmas_are_durable(ledger: Ledger) -> None:
     p = await ledger.pragmas()
     if ledger.dialect == "postgres":
-        from reclaim_tui.core.ledger.postgres import PG_SCHEMA_VERSION
+        from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
 
         assert p["synchronous_commit"] == "on"
         assert p["lock_timeout"] == "10s"  # busy_timeout's meaning on a server
@@ -36,14 +37,14 @@ async def test_pragmas_are_durable(ledger: Ledger) -> None:
 
 
 async def test_newer_schema_is_refused(db_url: str) -> None:
-    from reclaim_tui.core.ledger.sqlite import is_database_url
+    from reclaim_tui.core.ledger.urls import is_database_url
 
     if is_database_url(db_url):  # a ledger, then its version from the future
         import psycopg
 
-        from reclaim_tui.core.ledger.postgres import PG_SCHEMA_VERSION
+        from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
 
-        await (await Ledger.open(db_url)).close()
+        await (await open_ledger(db_url)).close()
         with psycopg.connect(db_url, autocommit=True) as pg:
             pg.execute(
                 "UPDATE reclaim_tui.meta SET value = %s WHERE key = 'schema'",
@@ -54,7 +55,7 @@ async def test_newer_schema_is_refused(db_url: str) -> None:
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
         con.close()
     with pytest.raises(LedgerVersionError, match="newer reclaim-tui"):
-        await Ledger.open(db_url)
+        await open_ledger(db_url)
 
 
 # SQLite only: a file's bytes that are not a database; a server has no such file.
@@ -62,21 +63,21 @@ async def test_corrupt_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "bad.db"
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(LedgerCorruptError):
-        await Ledger.open(path)
+        await open_ledger(path)
     assert path.read_bytes() == b"this is not sqlite" * 100
 
 
 async def test_missing_ledger_readonly(db_url: str) -> None:
     # SQLite: no file; PostgreSQL: an empty database (no reclaim_tui schema).
     with pytest.raises(LedgerError, match="no ledger"):
-        await Ledger.open(db_url, readonly=True, create=False)
+        await open_ledger(db_url, readonly=True, create=False)
 
 
 async def test_readonly_refuses_writes(db_url: str, clock: ManualClock) -> None:
-    led = await Ledger.open(db_url, clock=clock)
+    led = await open_ledger(db_url, clock=clock)
     await led.insert_jobs([("a1", "{}", "m")], "t")
     await led.close()
-    ro = await Ledger.open(db_url, readonly=True, create=False)
+    ro = await open_ledger(db_url, readonly=True, create=False)
     try:
         with pytest.raises(LedgerReadOnlyError):
             await ro.insert_jobs([("a2", "{}", "m")], "t")
@@ -134,18 +135,18 @@ async def test_a_file_migrated_by_another_process_mid_open_is_not_foreign(
     when eight ticks opened one new file at once: the open read the version
     (0), another process committed the whole migration, then the open read
     the table list (all ours). Both reads must come from one snapshot."""
-    from reclaim_tui.core.ledger.schema import MIGRATIONS, migration_statements
-    from reclaim_tui.core.ledger.sqlite import LedgerConnection
+    from reclaim_tui.core.ledger.sqlite import SqliteLedger
+    from reclaim_tui.core.ledger.sqlite_schema import MIGRATIONS, migration_statements
 
     path = tmp_path / "ledger.db"
     first = sqlite3.connect(path)
     first.execute("PRAGMA journal_mode = WAL")  # a new file another process began
     first.close()
 
-    real = LedgerConnection.schema_version
+    real = SqliteLedger.schema_version
     raced: list[int] = []
 
-    async def racing(self: LedgerConnection) -> int:
+    async def racing(self: SqliteLedger) -> int:
         version = await real(self)
         if not raced:  # the other process migrates right after our first read
             raced.append(version)
@@ -159,8 +160,8 @@ async def test_a_file_migrated_by_another_process_mid_open_is_not_foreign(
             other.close()
         return version
 
-    monkeypatch.setattr(LedgerConnection, "schema_version", racing)
-    ledger = await Ledger.open(path)
+    monkeypatch.setattr(SqliteLedger, "schema_version", racing)
+    ledger = await open_ledger(path)
     try:
         assert raced == [0]
         assert await ledger.schema_version() == SCHEMA_VERSION

@@ -28,7 +28,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.text_search import TEXT_SQL, like_pattern
 from tests.helpers.postgres import PostgresServer, find_bin_dir
 
@@ -51,7 +51,7 @@ def fixtures(engine: str) -> list[Path]:
 
 async def _filtered(db: str) -> dict[str, list[str]]:
     """What the console's text filter matches, needle by needle."""
-    ledger = await Ledger.open(db)
+    ledger = await open_ledger(db)
     try:
         out = {}
         for needle in NEEDLES:
@@ -66,7 +66,7 @@ async def _filtered(db: str) -> dict[str, list[str]]:
 
 
 async def _fresh(db: str) -> dict[str, list[str]]:
-    ledger = await Ledger.open(db)
+    ledger = await open_ledger(db)
     try:
         await ledger.insert_jobs(ROWS, "fixture")
     finally:

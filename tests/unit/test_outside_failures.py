@@ -14,7 +14,8 @@ from reclaim_tui.core.engine.circuit import Circuit
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import (
@@ -29,7 +30,7 @@ CONFIG = EngineConfig(max_attempts=5, circuit_threshold=5)
 
 @pytest.fixture
 async def ledger(db_url: str):  # type: ignore[no-untyped-def]
-    ledger = await Ledger.open(db_url, clock=ManualClock())
+    ledger = await open_ledger(db_url, clock=ManualClock())
     yield ledger
     await ledger.close()
 

@@ -13,7 +13,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.engine.pacing import AdaptiveLimit
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec, RemoteInteraction
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import BackendError
@@ -70,7 +70,7 @@ async def _sweep(
     """One reclaim pass over 600 due rows: the most gets that were in flight,
     and the limit at its end."""
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     try:
         fake = CountingGets(clock=clock, latency=None)
         config = dataclasses.replace(settings.engine_config(), batch_size=600)

@@ -11,9 +11,10 @@ import psycopg
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.pg_connect import ServerClock
+from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA, PG_SCHEMA_VERSION
 from reclaim_tui.core.ledger.pg_sql import SqliteOnlyError, reorder, to_postgres
-from reclaim_tui.core.ledger.postgres import PG_SCHEMA, PG_SCHEMA_VERSION, PgLedger, ServerClock
 from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
@@ -54,10 +55,10 @@ async def test_server_clock_ignores_the_hosts_wall_clock(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A host whose clock is an hour fast writes the server's time all the same."""
-    honest = await Ledger.open(pg_dsn)
+    honest = await open_ledger(pg_dsn)
     real_time = time.time
     monkeypatch.setattr(time, "time", lambda: real_time() + 3600.0)
-    skewed = await Ledger.open(pg_dsn)
+    skewed = await open_ledger(pg_dsn)
     try:
         assert isinstance(skewed.clock, ServerClock)
         async with await psycopg.AsyncConnection.connect(pg_dsn) as conn:
@@ -84,7 +85,7 @@ def test_server_clock_counts_on_the_monotonic_clock_between_readings() -> None:
 
 async def test_hosts_claiming_at_once_never_share_a_row(pg_dsn: str) -> None:
     clock = ManualClock()
-    ledgers = [await Ledger.open(pg_dsn, clock=clock) for _ in range(4)]
+    ledgers = [await open_ledger(pg_dsn, clock=clock) for _ in range(4)]
     try:
         await ledgers[0].insert_jobs([(f"k{i:04d}", "{}", "m") for i in range(400)], "cli")
         claims = await asyncio.gather(
@@ -107,7 +108,7 @@ async def test_hosts_claiming_at_once_never_share_a_row(pg_dsn: str) -> None:
 
 
 async def test_inserting_the_same_keys_from_two_hosts_at_once(pg_dsn: str) -> None:
-    a, b = await Ledger.open(pg_dsn), await Ledger.open(pg_dsn)
+    a, b = await open_ledger(pg_dsn), await open_ledger(pg_dsn)
     try:
         jobs = [(f"k{i}", "{}", "m") for i in range(2000)]
         (ins_a, old_a), (ins_b, old_b) = await asyncio.gather(
@@ -124,7 +125,7 @@ async def test_inserting_the_same_keys_from_two_hosts_at_once(pg_dsn: str) -> No
 async def test_a_server_restart_fails_one_call_then_the_ledger_reconnects() -> None:
     with started(PostgresServer()) as server:
         dsn = server.create_database("restart")
-        ledger = await Ledger.open(dsn)
+        ledger = await open_ledger(dsn)
         try:
             await ledger.insert_jobs([("before", "{}", "m")], "cli")
             await asyncio.to_thread(server.restart_immediate)
@@ -143,32 +144,32 @@ async def test_a_server_restart_fails_one_call_then_the_ledger_reconnects() -> N
 
 async def test_refusals(pg_dsn: str) -> None:
     with pytest.raises(LedgerError, match="no ledger here"):
-        await Ledger.open(pg_dsn, readonly=True, create=False)
+        await open_ledger(pg_dsn, readonly=True, create=False)
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
         await conn.execute(f"CREATE SCHEMA {PG_SCHEMA}")
         await conn.execute(f"CREATE TABLE {PG_SCHEMA}.other (x int)")
     with pytest.raises(LedgerForeignError, match="not a reclaim-tui"):
-        await Ledger.open(pg_dsn)
+        await open_ledger(pg_dsn)
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
         await conn.execute(f"DROP SCHEMA {PG_SCHEMA} CASCADE")
-    led = await Ledger.open(pg_dsn)
+    led = await open_ledger(pg_dsn)
     await led.close()
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
         await conn.execute(f"UPDATE {PG_SCHEMA}.meta SET value = %s", (str(PG_SCHEMA_VERSION + 1),))
     with pytest.raises(LedgerVersionError, match="newer reclaim-tui"):
-        await Ledger.open(pg_dsn)
+        await open_ledger(pg_dsn)
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
         await conn.execute(f"UPDATE {PG_SCHEMA}.meta SET value = %s", (str(PG_SCHEMA_VERSION),))
         db = pg_dsn.rsplit("/", 1)[1]
         await conn.execute(f"ALTER DATABASE {db} SET synchronous_commit = off")
     with pytest.raises(LedgerError, match="synchronous_commit is off"):
-        await Ledger.open(pg_dsn)
+        await open_ledger(pg_dsn)
 
 
 async def test_many_processes_opening_a_new_database_at_once_migrate_it_once(
     pg_dsn: str,
 ) -> None:
-    opened = await asyncio.gather(*(PgLedger.open(pg_dsn) for _ in range(6)))
+    opened = await asyncio.gather(*(open_ledger(pg_dsn) for _ in range(6)))
     try:
         assert {await led.schema_version() for led in opened} == {PG_SCHEMA_VERSION}
     finally:
@@ -182,7 +183,8 @@ async def test_the_filter_folds_ascii_case_only_whatever_the_database_locale(
     """A database created with a UTF-8 locale (most are) folded É to é in the
     input filter's ILIKE, where SQLite's LIKE — the filter's documented rule
     — folds ASCII only (found by the review of the contract suite)."""
-    from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
+    from reclaim_tui.core.ledger.queries import ConsoleReader
+    from reclaim_tui.core.ledger.views import RowFilter, View
     from reclaim_tui.core.models import JobSpec
 
     base = pg_server.create_database()
@@ -194,7 +196,7 @@ async def test_the_filter_folds_ascii_case_only_whatever_the_database_locale(
     dsn = base.rsplit("/", 1)[0] + "/utf8_locale"
     try:
         clock = ManualClock()
-        ledger = await Ledger.open(dsn, clock=clock)
+        ledger = await open_ledger(dsn, clock=clock)
         specs = {"a1": "Summarise the café menu", "b2": "CAFÉ in capitals", "c3": "Error: x"}
         await ledger.insert_jobs(
             [(k, JobSpec(input=v, model="m").to_json(), "m") for k, v in specs.items()], "t"
@@ -221,7 +223,7 @@ async def test_the_input_filter_survives_a_parallel_plan(pg_dsn: str) -> None:
     """reclaim_input's EXCEPTION block is a subtransaction, which a parallel
     worker cannot start: declared PARALLEL SAFE, a parallel scan of the input
     filter failed at 1M rows. Forced parallel here, on a few rows."""
-    ledger = await Ledger.open(pg_dsn)
+    ledger = await open_ledger(pg_dsn)
     try:
         await ledger.insert_jobs(
             [("good", '{"input": "find me"}', "m"), ("bad", "not json at all", "m")], "t"
@@ -246,9 +248,9 @@ async def test_console_reads_are_planned_with_their_parameters(pg_dsn: str) -> N
     generic plan blind to the filter text: at 1M rows it walked a status index
     (6-10 s) instead of the trigram indexes (12-23 ms). Read-only ledgers (the
     console's) plan every read with its parameters."""
-    await (await Ledger.open(pg_dsn)).close()
-    reader = await Ledger.open(pg_dsn, readonly=True, create=False)
-    writer = await Ledger.open(pg_dsn)
+    await (await open_ledger(pg_dsn)).close()
+    reader = await open_ledger(pg_dsn, readonly=True, create=False)
+    writer = await open_ledger(pg_dsn)
     try:
         assert (await reader.select("SHOW plan_cache_mode"))[0][0] == "force_custom_plan"
         assert (await writer.select("SHOW plan_cache_mode"))[0][0] == "auto"
@@ -264,8 +266,8 @@ async def test_a_cancelled_read_keeps_its_connection(
     middle of a query, closed the connection ("query cancellation interrupted:
     closing connection" on stderr, 7-17 times a run at 1M rows): now the
     server is asked to stop the query and the connection stays."""
-    await (await Ledger.open(pg_dsn)).close()
-    reader = await Ledger.open(pg_dsn, readonly=True, create=False)
+    await (await open_ledger(pg_dsn)).close()
+    reader = await open_ledger(pg_dsn, readonly=True, create=False)
     try:
         conn = reader.connection
         slow = asyncio.ensure_future(reader.select("SELECT pg_sleep(30)"))

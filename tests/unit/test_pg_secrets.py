@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from reclaim_tui.cli import cli
-from reclaim_tui.core.ledger.sqlite import is_database_url, shown_db
+from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 
 SPECIALS = ["%", "/", "#", "@", ":", "?", "=", " ", "'", "%zz", "%41", "\\", "&", "é", "€"]
 #: Password pieces are runs of letters no message of the CLI holds by chance.
@@ -137,7 +137,7 @@ def test_no_command_shows_the_password(
 def test_every_url_form_reads_the_password_as_written() -> None:
     """A raw `/`, `#`, `@`, `?`, `%` in the password is the password's (libpq
     took `/` and `@` as the host's, and echoed a raw `%` in an error)."""
-    from reclaim_tui.core.ledger.sqlite import pg_params
+    from reclaim_tui.core.ledger.urls import pg_params
 
     for password in ["a/b", "a#b", "a@b", "a?b", "a%zzb", "a b", "ä:=&'\\"]:
         raw = _dsns(password, "db.example", 6432, "me", "ledger")[0]

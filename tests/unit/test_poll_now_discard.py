@@ -14,7 +14,7 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.prune import discard
 from reclaim_tui.core.models import Actor, Status
 from reclaim_tui.core.sinks import CallableSink
@@ -25,7 +25,7 @@ from tests.unit.test_prune import DAY, MIXED, NOW, keys, read_archive, seed
 @pytest.fixture
 async def engine(db_url: str) -> AsyncIterator[Engine]:
     clock = ManualClock(NOW)
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     await seed(ledger, MIXED)
     async with ledger.write() as db:
         await db.execute("UPDATE jobs SET next_at = ? WHERE status = 'submitted'", (NOW + DAY,))

@@ -16,11 +16,14 @@ import pytest
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger import prune as prune_module
-from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.ledger.inbox import InboxEvent, named, record
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.prune import PruneReport, count_prunable, prune
-from reclaim_tui.core.ledger.queries import ConsoleReader, RowFilter, View
-from reclaim_tui.core.ledger.schema import EVENT_SQL, SEARCH_FLUSH_SQL
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.schema import EVENT_SQL
+from reclaim_tui.core.ledger.sqlite_schema import SEARCH_FLUSH_SQL
+from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import JobSpec, Status, attempt_tag
 from reclaim_tui.errors import ConfigError
 from tests.helpers.pages import walk
@@ -79,7 +82,7 @@ MIXED: list[tuple[str, Status, float]] = [
 
 @pytest.fixture
 async def mixed(db_url: str, clock: ManualClock) -> AsyncIterator[Ledger]:
-    led = await Ledger.open(db_url, clock=ManualClock(NOW))
+    led = await open_ledger(db_url, clock=ManualClock(NOW))
     await seed(led, MIXED)
     yield led
     await led.close()
@@ -173,7 +176,7 @@ async def test_the_archive_holds_exactly_what_was_deleted(mixed: Ledger, tmp_pat
 async def test_batches_and_progress(
     db_url: str, rows: int, batch: int, batches: int, tmp_path: Path
 ) -> None:
-    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    ledger = await open_ledger(db_url, clock=ManualClock(NOW))
     try:
         await seed(ledger, [(f"row-{n:03d}", Status.CONSUMED, 10 + n) for n in range(rows)])
         seen: list[int] = []
@@ -215,7 +218,7 @@ def kill_at(nth: int) -> Callable[[str], None]:
 async def test_a_kill_between_the_archive_and_the_delete_loses_nothing(
     db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    ledger = await open_ledger(db_url, clock=ManualClock(NOW))
     all_keys = {f"row-{n:03d}" for n in range(25)}
     try:
         await seed(ledger, [(k, Status.CONSUMED, 40) for k in sorted(all_keys)])
@@ -319,7 +322,7 @@ async def test_the_console_reads_agree_after_a_prune(db_url: str, mixed: Ledger)
 
 async def test_a_dry_count_writes_nothing(db_url: str, mixed: Ledger) -> None:
     before = await mixed.select("SELECT idem, status, updated_at FROM jobs ORDER BY idem")
-    readonly = await Ledger.open(db_url, clock=ManualClock(NOW), readonly=True, create=False)
+    readonly = await open_ledger(db_url, clock=ManualClock(NOW), readonly=True, create=False)
     try:
         found = await count_prunable(
             readonly, statuses=["consumed", "failed", "cancelled"], older_than_s=0, now=NOW
@@ -346,7 +349,7 @@ async def test_a_line_cut_short_by_a_kill_does_not_glue_to_the_next(
     """A kill in the middle of the archive's write leaves a last line without
     its newline (its batch was not deleted): the next prune cuts it off, or
     ends it when it is whole, before appending."""
-    ledger = await Ledger.open(str(tmp_path / "l.db"), clock=ManualClock(NOW))
+    ledger = await open_ledger(str(tmp_path / "l.db"), clock=ManualClock(NOW))
     try:
         await seed(ledger, [("a-row", Status.CONSUMED, 40), ("b-row", Status.CONSUMED, 40)])
         archive = tmp_path / "archive.jsonl"
@@ -363,7 +366,7 @@ async def test_ids_of_pruned_rows_taken_again_are_found_by_their_new_text(db_url
     """SQLite numbers a new row past the largest id left: pruning the newest
     rows hands their ids to the next jobs. The text index must then hold the
     new rows' text, not the pruned ones'."""
-    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    ledger = await open_ledger(db_url, clock=ManualClock(NOW))
     try:
         await seed(ledger, [(f"gone-{n}", Status.CONSUMED, 40) for n in range(3)])
         ids_before = {r[0] for r in await ledger.select("SELECT id FROM jobs")}

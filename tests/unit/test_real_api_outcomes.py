@@ -19,7 +19,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, GonePolicy, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import OperatorError
@@ -30,7 +30,7 @@ CONFIG = EngineConfig(first_poll=2.0)
 @pytest.fixture
 async def world(tmp_path: Path, db_url: str):  # type: ignore[no-untyped-def]
     clock = ManualClock()
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     fake = FakeBackend(clock=clock, latency=None)  # runs until a test ends it
     yield clock, ledger, fake, DirectorySink(tmp_path / "out")
     await ledger.close()
@@ -178,7 +178,7 @@ async def test_rows_past_the_apis_retention_are_warned_about(tmp_path: Path, db_
     from reclaim_tui.core.ledger.retention import FREE_TIER_DAYS, past_retention
 
     clock = ManualClock(time.time() - 60 * 86400)  # submitted 60 days ago
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     try:
         fake = FakeBackend(clock=clock, latency=None)
         engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=CONFIG)

@@ -15,7 +15,8 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, RemoteInteraction, Status, StoredResult
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from reclaim_tui.errors import InteractionGoneError, NotCreatedError, TransientReadError
@@ -98,7 +99,7 @@ async def test_defect_04_overlapping_ticks_run_the_side_effect_once(
         delivered[idem] += 1
         await asyncio.sleep(0)
 
-    ledgers = [await Ledger.open(db_url, clock=clock) for _ in range(2)]
+    ledgers = [await open_ledger(db_url, clock=clock) for _ in range(2)]
     engines = [
         Engine(led, fake, CallableSink(sink), owner=f"t|1|{i}", config=EngineConfig(batch_size=7))
         for i, led in enumerate(ledgers)

@@ -13,7 +13,7 @@ from pathlib import Path
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, JobSpec, RemoteInteraction, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.runner.service import ServiceLoop
@@ -32,7 +32,7 @@ async def _until(predicate, limit: float = 60.0) -> None:  # type: ignore[no-unt
 
 
 async def test_the_service_runs_passes_until_drained(tmp_path: Path, db_url: str) -> None:
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     try:
         engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
         out = io.StringIO()
@@ -65,7 +65,7 @@ async def test_the_service_runs_passes_until_drained(tmp_path: Path, db_url: str
 async def test_a_second_signal_cancels_the_pass_and_the_row_stays_recoverable(
     tmp_path: Path, db_url: str
 ) -> None:
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     fake = FakeBackend()
     started = asyncio.Event()
     create = fake.create
@@ -99,7 +99,7 @@ async def test_a_second_signal_cancels_the_pass_and_the_row_stays_recoverable(
 async def test_a_wake_cuts_the_sleep_short_and_once_runs_one_pass(
     tmp_path: Path, db_url: str
 ) -> None:
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     try:
         engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
         loop = ServiceLoop(engine, out=io.StringIO(), min_sleep=3600.0, max_sleep=3600.0)
@@ -123,7 +123,7 @@ async def test_held_and_leased_rows_do_not_make_the_service_spin(
     from reclaim_tui.core.models import Actor
     from reclaim_tui.runner.service import next_due
 
-    ledger = await Ledger.open(db_url)
+    ledger = await open_ledger(db_url)
     try:
         await ledger.insert_jobs(
             [
@@ -158,8 +158,8 @@ async def test_the_service_outlives_a_database_restart(tmp_path: Path) -> None:
     server = started(PostgresServer())
     try:
         dsn = server.create_database("service_restart")
-        ledger = await Ledger.open(dsn)
-        other = await Ledger.open(dsn)
+        ledger = await open_ledger(dsn)
+        other = await open_ledger(dsn)
         try:
             engine = Engine(ledger, FakeBackend(), DirectorySink(tmp_path / "out"), config=CONFIG)
             out = io.StringIO()
@@ -216,7 +216,7 @@ async def test_the_service_freezes_its_objects_once_the_client_is_built(
     before: the SDK is imported with it), once, and given back at the end."""
     import gc
 
-    ledger = await Ledger.open(tmp_path / "ledger.db")
+    ledger = await open_ledger(tmp_path / "ledger.db")
     try:
         backend = _LazyBackend()
         engine = Engine(ledger, backend, DirectorySink(tmp_path / "out"), config=CONFIG)

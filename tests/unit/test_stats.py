@@ -10,7 +10,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.costs import load_prices
 from reclaim_tui.core.engine.polling import after_poll
 from reclaim_tui.core.engine.transitions import EngineConfig, after_create, settle_orphan
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.stats import chart_data, first_event_id
 from reclaim_tui.errors import MaybeCreatedError, NotCreatedError, TransientReadError

@@ -20,7 +20,7 @@ from reclaim_tui.core.engine import polling, transitions
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.engine.transitions import EngineConfig, Transition
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.schema import ORPHAN_SQL
 from reclaim_tui.core.models import (
     Actor,
@@ -201,7 +201,7 @@ def test_orphan_rule_in_sql_matches_row_is_orphan(
     # on both engines, through a ledger: the next test.
     import sqlite3
 
-    from reclaim_tui.core.ledger.schema import MIGRATIONS
+    from reclaim_tui.core.ledger.sqlite_schema import MIGRATIONS
 
     db = sqlite3.connect(":memory:")
     for migration in MIGRATIONS:
@@ -225,7 +225,7 @@ async def test_orphan_rule_in_sql_matches_row_is_orphan_on_every_engine(db_url: 
     all at once in one ledger: the rule as the engine's server reads it."""
     import itertools
 
-    ledger = await Ledger.open(db_url, clock=ManualClock(NOW))
+    ledger = await open_ledger(db_url, clock=ManualClock(NOW))
     try:
         owners = [None, "me", "gone-host|1|1"]
         bools = (False, True)
@@ -264,7 +264,7 @@ async def test_orphan_rule_in_sql_matches_row_is_orphan_on_every_engine(db_url: 
 # -- adopt: a handle already used is an OperatorError, found by type ----------------
 async def test_adopting_a_handle_another_job_holds_is_refused(tmp_path: Path, db_url: str) -> None:
     clock = ManualClock(NOW)
-    ledger = await Ledger.open(db_url, clock=clock)
+    ledger = await open_ledger(db_url, clock=clock)
     backend = FakeBackend(clock, latency=None)  # still running, so it can be cancelled
     engine = Engine(ledger, backend, DirectorySink(tmp_path / "out"), config=CONFIG)
     try:

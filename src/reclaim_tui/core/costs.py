@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.schema import chunks
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError

@@ -19,7 +19,7 @@ from itertools import pairwise
 from typing import Any, Literal
 
 from reclaim_tui.core.costs import CostRow, PriceTable, group_row, usage_sums_sql
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = [
     "API_ERROR_NOTES",

@@ -42,7 +42,7 @@ from aiohttp.web_protocol import RequestHandler
 
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger import inbox
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.inbox import DEFAULT_PATH
 from reclaim_tui.inbox.verify import Refused, Verifier

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
-from reclaim_tui.core.ledger.sqlite import is_database_url
+from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
 from reclaim_tui.errors import ConfigError, ReclaimError
 from reclaim_tui.runner.commands import (

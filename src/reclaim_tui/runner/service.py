@@ -36,9 +36,9 @@ from typing import TextIO
 from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
-from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.ledger.identity import FileSnapshot, LedgerReplacedError, changed, snapshot
-from reclaim_tui.core.ledger.sqlite import shown_db
+from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
 from reclaim_tui.errors import LedgerBusyError, LedgerError, LedgerUnavailableError, ReclaimError
 

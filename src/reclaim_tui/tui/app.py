@@ -39,7 +39,7 @@ from reclaim_tui.config import (
     save_console_settings,
 )
 from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.sqlite import is_database_url, shown_db
+from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS, action_enabled, bindings

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.ledger.sqlite import is_database_url
+from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.runner.host import EngineHost
 
 __all__ = ["ConsoleConfig"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.ledger.sqlite import shown_db
+from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.models import Actor, OrphanPolicy
 from reclaim_tui.emulator.demo import DEMO_MODELS, OPENER
 from reclaim_tui.runner.process import ProcessHost

@@ -67,7 +67,7 @@ TABS: tuple[TabSpec, ...] = (
     TabSpec("cancelled", "cancelled", "cancelled", short="canc"),
 )
 
-#: k9s's shift+letter sorts: the letter, the table column (core/queries.SORT_COLUMNS), its name.
+#: k9s's shift+letter sorts: the letter, the table column (ledger/views.py), its name.
 SORT_KEYS = (
     ("K", "idem", "key"),
     ("T", "status", "status"),

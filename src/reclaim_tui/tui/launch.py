@@ -10,7 +10,7 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.gemini import resolve_api_key
-from reclaim_tui.core.ledger.sqlite import shown_db
+from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.sinks import load_sink
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.runner.commands import ACTOR

@@ -34,7 +34,8 @@ from reclaim_tui.core.engine.engine import PassReport
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import check_job, parse_jobs_bytes
 from reclaim_tui.core.ledger.prune import PruneCount
-from reclaim_tui.core.ledger.queries import ConsoleReader, View
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import JobSpec, Row, Status
 from reclaim_tui.core.row_notes import ASKS, PLAN_READY
 from reclaim_tui.errors import JobsFileError, ReclaimError

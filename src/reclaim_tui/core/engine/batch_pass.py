@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from reclaim_tui.core.engine.batching import HeldBatch, holding
 from reclaim_tui.core.engine.pacing import AdaptiveLimit
 from reclaim_tui.core.engine.parts import EngineParts
-from reclaim_tui.core.ledger.base import Claim
+from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.models import PassReport, Transition
 from reclaim_tui.errors import BackendError
 

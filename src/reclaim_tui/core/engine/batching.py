@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
 from reclaim_tui.core.engine.transitions import Transition
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Actor, Row
 from reclaim_tui.errors import LedgerError
 

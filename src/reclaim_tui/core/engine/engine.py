@@ -32,8 +32,8 @@ from reclaim_tui.core.engine.operator import Operator
 from reclaim_tui.core.engine.pacing import AdaptiveLimit
 from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.engine.transitions import EngineConfig
-from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.ledger.owner import this_process
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, OrphanPolicy, PassReport
 from reclaim_tui.core.sinks import Sink
 from reclaim_tui.errors import LedgerError

@@ -19,7 +19,7 @@ from reclaim_tui.core.engine.circuit import Circuit
 from reclaim_tui.core.engine.pacing import AdaptiveLimit
 from reclaim_tui.core.engine.policy import EngineConfig
 from reclaim_tui.core.engine.transitions import describe
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Actor, PassReport
 from reclaim_tui.core.sinks import Sink
 

@@ -1,104 +1,67 @@
-"""The durable reclaim ledger: jobs, claims, leases and reads over one SQLite connection.
+"""What both engines share: claims, lease renewal and release, the
+compare-and-set writes and the public reads, written once in SQLite's SQL.
 
-`LedgerConnection` (core/ledger/sqlite.py) opens, migrates and holds the
-connection and its `BEGIN IMMEDIATE` transactions; `core/ledger/schema.py` holds the
-schema and the shared SQL; `core/ledger/compare_and_set.py` the writes after a claim.
-Here: inserting jobs, claims (single `UPDATE … RETURNING` statements), lease
-renewal and release, and the public reads. Every transition appends to
-`events` in the transaction that makes it.
+`LedgerBase` is the abstract base of `SqliteLedger` (core/ledger/sqlite.py)
+and `PgLedger` (core/ledger/postgres.py); it runs its statements through the
+two things each engine gives it: `write()` (one transaction) and
+`_fetchall()` (one locked read; PostgreSQL rewrites the SQL,
+core/ledger/pg_sql.py). Claims are single `UPDATE … RETURNING` statements;
+every transition appends to `events` in the transaction that makes it
+(core/ledger/compare_and_set.py); the reads are core/ledger/reads.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.ledger import reads
 from reclaim_tui.core.ledger.compare_and_set import apply_transitions, mark_sending, operator_cas
 from reclaim_tui.core.ledger.owner import holder_alive
+from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.ledger.schema import (
     COLUMNS,
     EVENT_SQL,
-    MIGRATIONS,
-    ORPHAN_SQL,
-    SCHEMA_VERSION,
     chunks,
     lease_free_sql,
-    orphan_sql,
     row_from_tuple,
 )
-from reclaim_tui.core.ledger.sqlite import LedgerConnection
 from reclaim_tui.core.models import Actor, Event, Row, Status, StoredResult, Transition
 from reclaim_tui.core.row_notes import PENDING_SQL
 
-# The schema names are re-exported: `from reclaim_tui.core.ledger.base import …`
-# was their address before core/ledger/schema.py existed.
-__all__ = [
-    "COLUMNS",
-    "MIGRATIONS",
-    "ORPHAN_SQL",
-    "SCHEMA_VERSION",
-    "Claim",
-    "Ledger",
-    "lease_free_sql",
-    "orphan_sql",
-    "row_from_tuple",
-    "stored_usage",
-]
+__all__ = ["LedgerBase"]
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """Rows a process now holds, and under which owner."""
+class LedgerBase(ABC):
+    """The engine-agnostic part of a ledger (see the module's text)."""
 
-    owner: str
-    rows: list[Row]
-
-
-class Ledger(LedgerConnection):
-    """One connection to a ledger file. Safe to share between tasks of one
-    event loop (writes are serialised by an asyncio lock); open one per
-    process or per client (engine, console)."""
-
-    #: which engine's SQL this ledger speaks ("sqlite"; core/ledger/postgres.py: "postgres")
+    #: which engine's SQL this ledger speaks ("sqlite" or "postgres")
     dialect = "sqlite"
     #: appended to a claim's row selection (PostgreSQL: FOR UPDATE SKIP LOCKED)
     claim_lock = ""
 
-    # -- inserting jobs --------------------------------------------------------------
-    async def insert_jobs(
-        self, jobs: Sequence[tuple[str, str, str]], actor: str
-    ) -> tuple[list[str], list[str]]:
-        """Reserve new rows (idem, spec_json, model) in one transaction.
+    def __init__(self, path: str, clock: Clock, *, readonly: bool) -> None:
+        self.path = path
+        self.clock = clock
+        self.readonly = readonly
+        self._lock = asyncio.Lock()
+        #: the ledger's own id (core/ledger/identity.py); None on PostgreSQL
+        self.ledger_id: str | None = None
+        #: why the console's text filter has no index (None: it has one)
+        self.text_index_note: str | None = None
 
-        Returns (inserted, already present). An existing key is never
-        overwritten: the ledger already owns that job (DESIGN §3 defect 1 is
-        about what happens next, and the engine's own passes handle it).
-        """
-        now = self.clock.now()
-        inserted: list[str] = []
-        async with self.write() as db:
-            for chunk in chunks(jobs, 5000):
-                # Inside the write lock, "not present now" means "inserted below".
-                async with db.execute(
-                    "SELECT idem FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
-                    (json.dumps([j[0] for j in chunk]),),
-                ) as cur:
-                    existing = {r[0] for r in await cur.fetchall()}
-                fresh = {j[0]: j for j in chunk if j[0] not in existing}
-                await db.executemany(
-                    "INSERT INTO jobs(idem, spec, model, status, created_at, state_since,"
-                    " updated_at, next_at) VALUES (?,?,?,'reserving',?,?,?,?)",
-                    [(i, spec, model, now, now, now, now) for i, spec, model in fresh.values()],
-                )
-                inserted.extend(fresh)
-            await db.executemany(
-                EVENT_SQL,
-                [(now, idem, actor, None, "reserving", "reserved") for idem in inserted],
-            )
-        present = set(inserted)
-        return inserted, [idem for idem, _, _ in jobs if idem not in present]
+    @abstractmethod
+    def write(self) -> AbstractAsyncContextManager[Any]:
+        """One write transaction (the engine's own discipline)."""
+
+    @abstractmethod
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """One locked read of SQLite-dialect SQL."""
 
     # -- claiming --------------------------------------------------------------------
     async def dead_holders(self, me: str) -> list[str]:
@@ -259,7 +222,7 @@ class Ledger(LedgerConnection):
                 " AND idem IN (SELECT value FROM json_each(?))",
                 (owner, json.dumps(keys)),
             )
-            return cur.rowcount
+            return int(cur.rowcount)
 
     # -- compare-and-set writes -------------------------------------------------------
     async def apply(self, owner: str, actor: Actor, transitions: Sequence[Transition]) -> list[str]:
@@ -330,18 +293,6 @@ class Ledger(LedgerConnection):
         async with self.write() as db:
             await db.execute(EVENT_SQL, (now, idem, actor, status, status, note))
 
-    async def before_copy(self) -> None:
-        """Before rows are written with their ids (core/ledger/transfer.py): a check
-        that after_copy will be allowed (SQLite: nothing to check)."""
-
-    async def after_copy(self) -> None:
-        """After rows were written with their ids (core/ledger/transfer.py): SQLite
-        numbers the next rows past the largest id by itself."""
-
-    async def sequences_behind(self) -> list[str]:
-        """Id counters whose next id a row already has (SQLite: none)."""
-        return []
-
     # -- reading --------------------------------------------------------------------
     async def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """A read for the console's windowed queries (core/ledger/queries.py); tuples
@@ -349,97 +300,35 @@ class Ledger(LedgerConnection):
         return await self._fetchall(sql, params)
 
     async def get(self, idem: str) -> Row | None:
-        rows = await self._fetchall(f"SELECT {COLUMNS} FROM jobs WHERE idem = ?", (idem,))
-        return row_from_tuple(rows[0]) if rows else None
+        return await reads.get(self._fetchall, idem)
 
     async def get_many(self, idems: Sequence[str]) -> dict[str, Row]:
-        out: dict[str, Row] = {}
-        for chunk in chunks(idems, 5000):
-            for values in await self._fetchall(
-                f"SELECT {COLUMNS} FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(chunk)),),
-            ):
-                out[values[0]] = row_from_tuple(values)
-        return out
+        return await reads.get_many(self._fetchall, idems)
 
     async def find(self, prefix: str) -> list[Row]:
         """Rows whose key starts with `prefix` (operators type short keys)."""
-        rows = await self._fetchall(
-            f"SELECT {COLUMNS} FROM jobs WHERE idem >= ? AND idem < ? ORDER BY idem LIMIT 5",
-            (prefix, prefix + "\uffff"),
-        )
-        return [row_from_tuple(r) for r in rows]
+        return await reads.find(self._fetchall, prefix)
 
-    async def iter_rows(self, batch: int = 2000) -> AsyncIterator[Row]:
+    def iter_rows(self, batch: int = 2000) -> AsyncIterator[Row]:
         """Every row, in key order, a page at a time (exports)."""
-        last = ""
-        while True:
-            page = await self._fetchall(
-                f"SELECT {COLUMNS} FROM jobs WHERE idem > ? ORDER BY idem LIMIT ?", (last, batch)
-            )
-            if not page:
-                return
-            for values in page:
-                yield row_from_tuple(values)
-            last = page[-1][0]
+        return reads.iter_rows(self._fetchall, batch)
 
     async def result(self, idem: str) -> StoredResult | None:
-        rows = await self._fetchall(
-            "SELECT idem, interaction_id, output_text, usage, raw_json, stored_at"
-            " FROM results WHERE job = (SELECT id FROM jobs WHERE idem = ?)",
-            (idem,),
-        )
-        if not rows:
-            return None
-        r = rows[0]
-        return StoredResult(r[0], r[1], r[2], stored_usage(r[3]), r[4], r[5])
+        return await reads.result(self._fetchall, idem)
 
     async def results(self, idems: Sequence[str]) -> dict[str, StoredResult]:
-        out: dict[str, StoredResult] = {}
-        for chunk in chunks(idems, 5000):
-            for r in await self._fetchall(
-                "SELECT idem, interaction_id, output_text, usage, raw_json, stored_at"
-                " FROM results WHERE job IN"
-                " (SELECT id FROM jobs WHERE idem IN (SELECT value FROM json_each(?)))",
-                (json.dumps(list(chunk)),),
-            ):
-                out[r[0]] = StoredResult(r[0], r[1], r[2], stored_usage(r[3]), r[4], r[5])
-        return out
+        return await reads.results(self._fetchall, idems)
 
     async def events(self, idem: str, limit: int = 10_000) -> list[Event]:
-        rows = await self._fetchall(
-            "SELECT id, at, idem, actor, from_status, to_status, note FROM events"
-            " WHERE job = (SELECT id FROM jobs WHERE idem = ?) ORDER BY id LIMIT ?",
-            (idem, limit),
-        )
-        return [Event(*r) for r in rows]
+        return await reads.events(self._fetchall, idem, limit)
 
     async def counts(self) -> dict[str, tuple[int, float | None]]:
         """Per status: (count, oldest state_since)."""
-        rows = await self._fetchall(
-            "SELECT status, COUNT(*), MIN(state_since) FROM jobs GROUP BY status"
-        )
-        return {r[0]: (int(r[1]), r[2]) for r in rows}
+        return await reads.counts(self._fetchall)
 
     async def orphan_count(self, me: str = "", *, dead: Sequence[str] | None = None) -> int:
         """Orphans (ORPHAN_SQL): what `status` and the console's orphans tab
         count. `dead`: the holders known dead (looked up when None)."""
         if dead is None:
             dead = await self.dead_holders(me)
-        where, params = orphan_sql(self.clock.now(), dead)
-        rows = await self._fetchall(f"SELECT COUNT(*) FROM jobs WHERE {where}", params)
-        return int(rows[0][0])
-
-
-def stored_usage(text: str | None) -> dict[str, Any] | None:
-    """A stored usage column as a mapping. The engine writes JSON objects; a
-    value edited by hand into something else is kept as text under
-    `unreadable` (no token counts: its cost is unknown) rather than making
-    every read of that row — export, prune's archive — fail."""
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"unreadable": text[:1000]}
-    return value if isinstance(value, dict) else {"unreadable": text[:1000]}
+        return await reads.orphan_count(self._fetchall, self.clock.now(), dead)

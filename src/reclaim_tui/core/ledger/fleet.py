@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive
+from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = ["EVENTS_READ", "Fleet", "Holder", "Writer", "read_fleet"]
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import attempt_tag
 
 __all__ = [

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY, UNKNOWN_STATUS
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The console filter's free text, planned over the trigram indexes (issue 14).
 
-Migration 5 (core/ledger/schema.py) indexes each job's key and input (jobs_fts) and
+Migration 5 (core/ledger/sqlite_schema.py) indexes each job's key and input (jobs_fts) and
 its handle (handles_fts) by trigram. A filter text of 3+ characters becomes
 the ids of the rows its rarest trigrams are in, plus the rows still queued
 for the indexes: a superset, which core/ledger/queries.py reads by id and narrows
@@ -17,7 +17,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.schema import input_text_sql
 
 __all__ = ["FTS_BY_ID", "FTS_MIN", "TEXT_SQL", "like_pattern", "text_hits", "trigrams"]
@@ -119,7 +119,7 @@ async def text_hits(ledger: Ledger, text: str) -> str | None:
 
 async def _pg_hits(ledger: Ledger, text: str) -> str | None:
     """PostgreSQL: the rows holding `text`, found once on the pg_trgm indexes
-    (core/ledger/postgres.py). Left to the page query, the same lookup ran in each
+    (core/ledger/pg_schema.py). Left to the page query, the same lookup ran in each
     status's branch of the age sort (6 × ~35 ms at 1M rows); this is ~40 ms."""
     [(top,)] = await ledger.select("SELECT COALESCE(MAX(id), 0) FROM jobs")
     limit = int(FTS_BY_ID * math.sqrt(top))

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.schema import COLUMNS
 
 __all__ = ["TABLES", "Comparison", "TableCopy", "compare", "copy_ledger"]

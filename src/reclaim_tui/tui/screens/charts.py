@@ -21,7 +21,7 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from reclaim_tui.core.costs import PriceTable, format_usd
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.stats import ChartData, ModelStats, Range, chart_data
 
 __all__ = [

@@ -29,7 +29,7 @@ from reclaim_tui.core.costs import (
     format_usd,
     grand_total,
 )
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = ["CostLoader", "CostsScreen", "cost_loader", "totals_line"]
 

@@ -13,8 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger.base import Ledger
 from reclaim_tui.core.ledger.fleet import Fleet, read_fleet
+from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.tui.format import age
 
 __all__ = ["FleetScreen", "fleet_text"]

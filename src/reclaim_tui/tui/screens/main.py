@@ -22,7 +22,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Input
 
 from reclaim_tui.core.costs import PriceTable
-from reclaim_tui.core.ledger.queries import SORTS, ConsoleReader, View
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.views import SORTS, View
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.core.row_notes import PLAN_READY
 from reclaim_tui.errors import LedgerError

@@ -1,0 +1,135 @@
+"""The ledger's public reads, the same SQL on both engines.
+
+Each takes `fetch`, an engine's locked read (`_fetchall`: SQLite's
+statement as written, rewritten for PostgreSQL by core/ledger/pg_sql.py),
+so the statements live once; `core/ledger/base.py` exposes them as the
+`Ledger` port's methods.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+from reclaim_tui.core.ledger.schema import COLUMNS, chunks, orphan_sql, row_from_tuple
+from reclaim_tui.core.models import Event, Row, StoredResult
+
+__all__ = [
+    "Fetch",
+    "counts",
+    "events",
+    "find",
+    "get",
+    "get_many",
+    "iter_rows",
+    "orphan_count",
+    "result",
+    "results",
+    "stored_usage",
+]
+
+#: An engine's locked read: (SQL, parameters) → tuples in the SELECT's order.
+Fetch = Callable[[str, Sequence[Any]], Awaitable[list[Any]]]
+
+_RESULT_COLUMNS = "idem, interaction_id, output_text, usage, raw_json, stored_at"
+
+
+async def get(fetch: Fetch, idem: str) -> Row | None:
+    rows = await fetch(f"SELECT {COLUMNS} FROM jobs WHERE idem = ?", (idem,))
+    return row_from_tuple(rows[0]) if rows else None
+
+
+async def get_many(fetch: Fetch, idems: Sequence[str]) -> dict[str, Row]:
+    out: dict[str, Row] = {}
+    for chunk in chunks(idems, 5000):
+        for values in await fetch(
+            f"SELECT {COLUMNS} FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(chunk)),),
+        ):
+            out[values[0]] = row_from_tuple(values)
+    return out
+
+
+async def find(fetch: Fetch, prefix: str) -> list[Row]:
+    """Rows whose key starts with `prefix` (operators type short keys)."""
+    rows = await fetch(
+        f"SELECT {COLUMNS} FROM jobs WHERE idem >= ? AND idem < ? ORDER BY idem LIMIT 5",
+        (prefix, prefix + "\uffff"),
+    )
+    return [row_from_tuple(r) for r in rows]
+
+
+async def iter_rows(fetch: Fetch, batch: int = 2000) -> AsyncIterator[Row]:
+    """Every row, in key order, a page at a time (exports)."""
+    last = ""
+    while True:
+        page = await fetch(
+            f"SELECT {COLUMNS} FROM jobs WHERE idem > ? ORDER BY idem LIMIT ?", (last, batch)
+        )
+        if not page:
+            return
+        for values in page:
+            yield row_from_tuple(values)
+        last = page[-1][0]
+
+
+async def result(fetch: Fetch, idem: str) -> StoredResult | None:
+    rows = await fetch(
+        f"SELECT {_RESULT_COLUMNS} FROM results WHERE job = (SELECT id FROM jobs WHERE idem = ?)",
+        (idem,),
+    )
+    if not rows:
+        return None
+    r = rows[0]
+    return StoredResult(r[0], r[1], r[2], stored_usage(r[3]), r[4], r[5])
+
+
+async def results(fetch: Fetch, idems: Sequence[str]) -> dict[str, StoredResult]:
+    out: dict[str, StoredResult] = {}
+    for chunk in chunks(idems, 5000):
+        for r in await fetch(
+            f"SELECT {_RESULT_COLUMNS}"
+            " FROM results WHERE job IN"
+            " (SELECT id FROM jobs WHERE idem IN (SELECT value FROM json_each(?)))",
+            (json.dumps(list(chunk)),),
+        ):
+            out[r[0]] = StoredResult(r[0], r[1], r[2], stored_usage(r[3]), r[4], r[5])
+    return out
+
+
+async def events(fetch: Fetch, idem: str, limit: int = 10_000) -> list[Event]:
+    rows = await fetch(
+        "SELECT id, at, idem, actor, from_status, to_status, note FROM events"
+        " WHERE job = (SELECT id FROM jobs WHERE idem = ?) ORDER BY id LIMIT ?",
+        (idem, limit),
+    )
+    return [Event(*r) for r in rows]
+
+
+async def counts(fetch: Fetch) -> dict[str, tuple[int, float | None]]:
+    """Per status: (count, oldest state_since)."""
+    rows = await fetch("SELECT status, COUNT(*), MIN(state_since) FROM jobs GROUP BY status", ())
+    return {r[0]: (int(r[1]), r[2]) for r in rows}
+
+
+async def orphan_count(fetch: Fetch, now: float, dead: Sequence[str]) -> int:
+    """Orphans (ORPHAN_SQL): what `status` and the console's orphans tab
+    count, given the holders known dead."""
+    where, params = orphan_sql(now, dead)
+    rows = await fetch(f"SELECT COUNT(*) FROM jobs WHERE {where}", params)
+    return int(rows[0][0])
+
+
+def stored_usage(text: str | None) -> dict[str, Any] | None:
+    """A stored usage column as a mapping. The engine writes JSON objects; a
+    value edited by hand into something else is kept as text under
+    `unreadable` (no token counts: its cost is unknown) rather than making
+    every read of that row — export, prune's archive — fail."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"unreadable": text[:1000]}
+    return value if isinstance(value, dict) else {"unreadable": text[:1000]}
