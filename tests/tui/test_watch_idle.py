@@ -9,6 +9,9 @@ from typing import Any
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.inbox import InboxStats
 from reclaim_tui.tui.watching import LedgerWatch
+from reclaim_tui.tui.widgets.ledger_table import LedgerTable
+
+from .conftest import Seeded
 
 
 class StubReader:
@@ -85,3 +88,14 @@ async def test_the_asking_count_follows_an_answer_at_once() -> None:
         clock.advance(16)
         await watch.look(reader, clock, False)
     assert reader.scanned == 3
+
+
+async def test_a_look_that_outlives_its_screen_draws_nothing(seeded: Seeded) -> None:
+    """The watch's look is awaited in a worker; when the app closes meanwhile
+    the main screen's widgets are gone, and the redraw failed the worker
+    (NoMatches 'LedgerTable', seen as a failed console test under load)."""
+    app = seeded.app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await app.main.query_one(LedgerTable).remove()
+        await app.main.feed._look(False)  # no error: nothing left to draw on

@@ -18,6 +18,7 @@ import sqlite3
 from collections.abc import Callable, Coroutine
 from functools import partial
 
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.worker import Worker
 
@@ -173,7 +174,12 @@ class LedgerFeed:
         else:
             self._post_counts(look.counts)
             if not self._paging():
-                self._redraw()
+                try:
+                    self._redraw()
+                except NoMatches:
+                    # The look outlived its screen: the app is closing and the
+                    # screen's widgets are gone (failed a console test under load).
+                    return
         self._screen.post_message(CompletionsRecorded(await self._watch.completions(reader)))
 
     def _paging(self) -> bool:
