@@ -346,7 +346,7 @@ async def _control(
     if path is None:
         yield
         return
-    from reclaim_tui.runner.control import ControlServer
+    from reclaim_tui.runner.control_server import ControlServer
 
     server = ControlServer(path, engine, loop, settings)
     await server.start()
