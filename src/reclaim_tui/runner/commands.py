@@ -13,9 +13,11 @@
     Prune(statuses, older_than_s, …)    Pruned(report)   archive fsync'd before each delete
     any of them, refused or broken      Failed(kind, error)
 
-Both hosts run them with `execute` (execute.py). The process host and its worker also exchange
-Launch → Started | Failed, Abort and Quit, and send every message as one
-JSON line: `encode`/`decode`, tagged with the message's class name.
+Both hosts run them with `execute` (execute.py). The process host and its
+worker also exchange Launch → Started | Failed, Abort and Quit; a service's
+control socket also answers ServiceStatus and SetPace(paused, interval,
+concurrency) with ServiceState (or Failed). Every message is one JSON line:
+`encode`/`decode`, tagged with the message's class name.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ __all__ = [
     "Retry",
     "RowCommand",
     "RowsOutcome",
+    "ServiceState",
+    "ServiceStatus",
+    "SetPace",
     "Started",
     "Submit",
     "Tick",
@@ -325,7 +330,46 @@ class Quit(Message):
     """Cancel what runs, close the engine, exit."""
 
 
-_PROCESS_MESSAGES = (Launch, Started, Abort, Quit)
+# -- a service's own state, over its control socket (control_server.py) ---------------
+@dataclass(frozen=True)
+class ServiceStatus(Message):
+    """How the service runs now: replied with `ServiceState`."""
+
+
+@dataclass(frozen=True)
+class SetPace(Message):
+    """Pause/resume the service, set its pass interval or calls in flight (None:
+    as it is) → the new `ServiceState`, or Failed(ConfigError): nothing changed."""
+
+    paused: Any = None
+    interval: Any = None
+    concurrency: Any = None
+
+
+@dataclass(frozen=True)
+class ServiceState(Message):
+    """A service's own state (runner/service_state.py)."""
+
+    state: str  # up / paused / draining (a stopped service answers nothing)
+    interval: float
+    concurrency: int
+    max_concurrency: int | None  # the adaptive ceiling (None: a fixed limit)
+    passes: int
+    last_pass_at: float | None = None  # epoch seconds
+    last_summary: str = ""
+    #: (cause, message): its last pass found the API unreachable or refusing it
+    last_unavailable: tuple[str, str] | None = None
+    totals: dict[str, int] = field(default_factory=dict)
+    pid: int = 0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        down = data.get("last_unavailable")
+        data = {**data, "last_unavailable": None if down is None else (str(down[0]), str(down[1]))}
+        return cls(**data)
+
+
+_PROCESS_MESSAGES = (Launch, Started, Abort, Quit, ServiceStatus, SetPace, ServiceState)
 #: Every message by its wire tag; the unions above are the one list of commands and replies.
 _KINDS: dict[str, type[Message]] = {
     kind.__name__: kind for kind in (*get_args(Command), *get_args(Reply), *_PROCESS_MESSAGES)

@@ -10,6 +10,8 @@ on its engine — one process, one SDK client, one ledger connection.
     (on connect)                   Started(owner, settings)   id 0
     Tick                           Passed(report of the service's next pass)
     Retry · Cancel · Adopt …       their replies, as from the worker
+    ServiceStatus                  ServiceState(up/paused/draining, pace, last pass)
+    SetPace(paused, interval, …)   ServiceState, or Failed(ConfigError) for a bad value
 
 A `Tick` does not start a pass: it waits for the service's next one (the
 service keeps its own schedule) and returns that pass's report, so the
@@ -39,6 +41,9 @@ from reclaim_tui.runner.commands import (
     Message,
     Quit,
     Reply,
+    ServiceState,
+    ServiceStatus,
+    SetPace,
     Started,
     Submit,
     decode,
@@ -134,7 +139,39 @@ class AttachedHost(EngineHost):
             report.merge(await super().submit(part, send=send))
         return report
 
+    async def status(self) -> ServiceState:
+        """The service's own state; ReclaimError when it is gone (or stopping)."""
+        return await self._service(ServiceStatus())
+
+    async def set_pace(
+        self,
+        *,
+        paused: bool | None = None,
+        interval: float | None = None,
+        concurrency: int | None = None,
+    ) -> ServiceState:
+        """Pause/resume the service, set its pass interval or its calls in
+        flight; ConfigError (from the service) for a value it refuses."""
+        return await self._service(SetPace(paused, interval, concurrency))
+
+    async def _service(self, message: ServiceStatus | SetPace) -> ServiceState:
+        await self._started.wait()
+        if self._start_error is not None:
+            raise ReclaimError(f"not attached: {self._start_error}")
+        reply = await self._send(message)
+        if isinstance(reply, Failed):
+            raise reply.exception()
+        if not isinstance(reply, ServiceState):
+            raise ReclaimError(f"service: {type(reply).__name__} in reply to {message}")
+        return reply
+
     async def _request(self, command: Command) -> Reply:
+        reply = await self._send(command)
+        if not is_reply(reply):
+            raise ReclaimError(f"service: {type(reply).__name__} in reply to {command}")
+        return reply
+
+    async def _send(self, command: Message) -> Message:
         if self._gone is not None:
             await self.stop()
             await self._start()  # the service came back (or this fails with why)
@@ -155,8 +192,6 @@ class AttachedHost(EngineHost):
             raise
         finally:
             self._waiting.pop(ident, None)
-        if not is_reply(reply):
-            raise ReclaimError(f"service: {type(reply).__name__} in reply to {command}")
         return reply
 
     async def _read_replies(self, reader: asyncio.StreamReader) -> None:

@@ -4,7 +4,9 @@
 its user may connect); runner/control.py is the console's side and says
 what travels on it. The server runs a console's commands on the service's
 engine, and asks the service (`ServiceSide`: the loop in runner/service.py
-builds this server, never the other way round) for its next pass.
+builds this server, never the other way round) for its next pass, its own
+state (`ServiceStatus`) and a new pace (`SetPace`: pause/resume, the pass
+interval, the API calls in flight, each checked before any is applied).
 
 A service serves at most `MAX_CONSOLES` consoles at once (another is told
 so and hung up on), and reads lines of at most `CONTROL_LINE_LIMIT` (an
@@ -35,6 +37,9 @@ from reclaim_tui.runner.commands import (
     Failed,
     Message,
     Passed,
+    ServiceState,
+    ServiceStatus,
+    SetPace,
     Started,
     Tick,
     encode,
@@ -70,6 +75,15 @@ class ServiceSide(Protocol):
         """One line in the service's log."""
         ...
 
+    def state(self) -> ServiceState:
+        """How it runs now: up/paused/draining, its pace, its last pass."""
+        ...
+
+    def set_pace(self, command: SetPace) -> ServiceState:
+        """Pause/resume, the pass interval, the calls in flight (ConfigError:
+        a bad value, and nothing changed)."""
+        ...
+
 
 class _ControlSession(Server):
     """One attached console: its Ticks wait for the service's next pass."""
@@ -79,11 +93,15 @@ class _ControlSession(Server):
         self.loop = loop
 
     async def _execute(self, message: Message) -> Message:
-        if isinstance(message, Tick):
-            try:
+        try:
+            if isinstance(message, Tick):
                 return Passed(await self.loop.next_pass())
-            except ReclaimError as exc:
-                return Failed.of(exc)
+            if isinstance(message, ServiceStatus):
+                return self.loop.state()
+            if isinstance(message, SetPace):
+                return self.loop.set_pace(message)
+        except ReclaimError as exc:
+            return Failed.of(exc)
         if not is_command(message):
             return Failed.of(ReclaimError(f"unknown engine command {type(message).__name__}"))
         return await execute(self.engine, message)
