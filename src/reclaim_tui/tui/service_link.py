@@ -45,6 +45,8 @@ class ServiceLink:
             self.view.lost(f"no answer in {ANSWER_WITHIN:g} s")
         except ReclaimError as exc:
             self.view.lost(str(exc))
+        except Exception as exc:  # a reply this console cannot read: gone to it all the same
+            self.view.lost(f"{type(exc).__name__}: {exc}")
         else:
             if self.view.seen(state):
                 self.main.feed.watch(force=True)  # its passes changed rows
