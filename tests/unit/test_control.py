@@ -29,7 +29,8 @@ from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import ConfigError, ReclaimError
 from reclaim_tui.runner.commands import Retry, RowsOutcome
-from reclaim_tui.runner.control import AttachedHost, ControlServer
+from reclaim_tui.runner.control import AttachedHost
+from reclaim_tui.runner.control_server import ControlServer
 from reclaim_tui.runner.service import ServiceLoop
 
 CONFIG = EngineConfig(first_poll=0.0, max_attempts=1)
@@ -188,7 +189,8 @@ async def test_the_console_reconnects_once_the_service_is_back(
 async def test_prune_counts_its_age_from_the_instant_the_operator_confirmed(
     engine: Engine, clock: ManualClock
 ) -> None:
-    from reclaim_tui.runner.commands import Prune, Pruned, execute
+    from reclaim_tui.runner.commands import Prune, Pruned
+    from reclaim_tui.runner.execute import execute
 
     await engine.ledger.insert_jobs([("late-row", '{"input": "x", "model": "m"}', "m")], "test")
     async with engine.ledger.write() as db:

@@ -13,9 +13,11 @@
     Prune(statuses, older_than_s, …)    Pruned(report)   archive fsync'd before each delete
     any of them, refused or broken      Failed(kind, error)
 
-Both hosts run `execute`. The process host and its worker also exchange
-Launch → Started | Failed, Abort and Quit, and send every message as one
-JSON line: `encode`/`decode`, tagged with the message's class name.
+Both hosts run them with `execute` (execute.py). The process host and its
+worker also exchange Launch → Started | Failed, Abort and Quit; a service's
+control socket also answers ServiceStatus and SetPace(paused, interval,
+concurrency) with ServiceState (or Failed). Every message is one JSON line:
+`encode`/`decode`, tagged with the message's class name.
 """
 
 from __future__ import annotations
@@ -24,16 +26,12 @@ import dataclasses
 import json
 from collections import Counter
 from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any, Self, TypeGuard, assert_never, get_args
+from typing import Any, Self, TypeGuard, get_args
 
 from reclaim_tui import errors
 from reclaim_tui.config import Settings
-from reclaim_tui.core.engine import cancelling
-from reclaim_tui.core.engine.engine import Engine
-from reclaim_tui.core.ledger.prune import discard, prune
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
-from reclaim_tui.errors import OperatorError, ReclaimError
+from reclaim_tui.errors import ReclaimError
 
 __all__ = [
     "ACTOR",
@@ -58,12 +56,14 @@ __all__ = [
     "Retry",
     "RowCommand",
     "RowsOutcome",
+    "ServiceState",
+    "ServiceStatus",
+    "SetPace",
     "Started",
     "Submit",
     "Tick",
     "decode",
     "encode",
-    "execute",
     "is_command",
     "is_reply",
 ]
@@ -330,7 +330,46 @@ class Quit(Message):
     """Cancel what runs, close the engine, exit."""
 
 
-_PROCESS_MESSAGES = (Launch, Started, Abort, Quit)
+# -- a service's own state, over its control socket (control_server.py) ---------------
+@dataclass(frozen=True)
+class ServiceStatus(Message):
+    """How the service runs now: replied with `ServiceState`."""
+
+
+@dataclass(frozen=True)
+class SetPace(Message):
+    """Pause/resume the service, set its pass interval or calls in flight (None:
+    as it is) → the new `ServiceState`, or Failed(ConfigError): nothing changed."""
+
+    paused: Any = None
+    interval: Any = None
+    concurrency: Any = None
+
+
+@dataclass(frozen=True)
+class ServiceState(Message):
+    """A service's own state (runner/service_state.py)."""
+
+    state: str  # up / paused / draining (a stopped service answers nothing)
+    interval: float
+    concurrency: int
+    max_concurrency: int | None  # the adaptive ceiling (None: a fixed limit)
+    passes: int
+    last_pass_at: float | None = None  # epoch seconds
+    last_summary: str = ""
+    #: (cause, message): its last pass found the API unreachable or refusing it
+    last_unavailable: tuple[str, str] | None = None
+    totals: dict[str, int] = field(default_factory=dict)
+    pid: int = 0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        down = data.get("last_unavailable")
+        data = {**data, "last_unavailable": None if down is None else (str(down[0]), str(down[1]))}
+        return cls(**data)
+
+
+_PROCESS_MESSAGES = (Launch, Started, Abort, Quit, ServiceStatus, SetPace, ServiceState)
 #: Every message by its wire tag; the unions above are the one list of commands and replies.
 _KINDS: dict[str, type[Message]] = {
     kind.__name__: kind for kind in (*get_args(Command), *get_args(Reply), *_PROCESS_MESSAGES)
@@ -359,66 +398,3 @@ def decode(line: bytes) -> tuple[int, Message]:
     if message_type is None:
         raise ReclaimError(f"unknown engine message {kind!r}")
     return ident, message_type.from_json(data)
-
-
-# -- the engine's side ------------------------------------------------------------------------
-async def execute(engine: Engine, command: Command) -> Reply:
-    """Run one command on the engine; a ReclaimError becomes a Failed reply."""
-    try:
-        return await _run(engine, command)
-    except ReclaimError as exc:
-        return Failed.of(exc)
-
-
-async def _run(engine: Engine, command: Command) -> Reply:
-    match command:
-        case Tick():
-            # The loop's passes are not an operator's doing: their own actor.
-            return Passed(await engine.acting_as(Actor.CONSOLE_LOOP).tick())
-        case Retry() | Cancel() | Adopt() | Answer() | PollNow() | Discard():
-            return await _each_row(engine, command)
-        case Recover(idems=idems):
-            return Passed(await engine.recover_orphans(force=True, idems=idems))
-        case Replay(idems=idems):
-            return Passed(await engine.replay(force=True, idems=idems))
-        case Submit(jobs=jobs, send=send):
-            return Passed(await engine.submit(jobs, send=send))
-        case Prune(statuses=statuses, older_than_s=older_than_s, archive=archive, at=at):
-            report = await prune(
-                engine.ledger,
-                statuses=statuses,
-                older_than_s=older_than_s,
-                now=engine.clock.now() if at is None else at,
-                archive=Path(archive) if archive else None,
-            )
-            return Pruned(report.as_json())
-        case _:
-            assert_never(command)
-
-
-async def _each_row(engine: Engine, command: RowCommand) -> RowsOutcome:
-    """Apply a row action to every key; an OperatorError refuses that row only."""
-    applied, refused, pending = 0, [], []
-    for idem in command.idems:
-        try:
-            match command:
-                case Retry():
-                    await engine.operator.retry(idem, actor=ACTOR)
-                case Cancel():
-                    row = await engine.operator.cancel(idem, actor=ACTOR)
-                    if cancelling.is_pending(row):
-                        pending.append(f"{idem}: {row.last_error}")
-                case Adopt(interaction_id=interaction_id):
-                    await engine.operator.adopt(idem, interaction_id, actor=ACTOR)
-                case Answer(text=text, refine=refine):
-                    await engine.operator.answer(idem, text, actor=ACTOR, refine=refine)
-                case PollNow():
-                    await engine.operator.poll_now(idem, actor=ACTOR)
-                case Discard(archive=archive):
-                    await discard(
-                        engine.ledger, idem, now=engine.clock.now(), archive=Path(archive)
-                    )
-            applied += 1
-        except OperatorError as exc:
-            refused.append(str(exc))
-    return RowsOutcome(applied, refused, pending)

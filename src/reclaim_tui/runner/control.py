@@ -1,7 +1,7 @@
 """A running service's control socket, and the console's host attached to it.
 
-`reclaim-tui run --control PATH` listens on a Unix socket (mode 0600: only
-its user may connect). A console started with `--attach PATH` runs no loop
+`reclaim-tui run --control PATH` listens on a Unix socket (runner/control_server.py).
+A console started with `--attach PATH` runs no loop
 and no engine of its own: `AttachedHost` sends the same commands the
 console's worker takes (commands.py, JSON lines), and the service runs them
 on its engine — one process, one SDK client, one ledger connection.
@@ -10,12 +10,8 @@ on its engine — one process, one SDK client, one ledger connection.
     (on connect)                   Started(owner, settings)   id 0
     Tick                           Passed(report of the service's next pass)
     Retry · Cancel · Adopt …       their replies, as from the worker
-
-A service serves at most `MAX_CONSOLES` consoles at once (another is told
-so and hung up on), and reads lines of at most `CONTROL_LINE_LIMIT` (an
-attached console sends a big submit in parts): what a client of the
-socket can make the service hold is bounded. Refusals are said in the
-service log, once per cause per minute.
+    ServiceStatus                  ServiceState(up/paused/draining, pace, last pass)
+    SetPace(paused, interval, …)   ServiceState, or Failed(ConfigError) for a bad value
 
 A `Tick` does not start a pass: it waits for the service's next one (the
 service keeps its own schedule) and returns that pass's report, so the
@@ -32,18 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import math
-import os
-import stat
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from reclaim_tui.config import Settings
-from reclaim_tui.core.engine.engine import Engine
-from reclaim_tui.core.ledger.urls import is_database_url
-from reclaim_tui.core.models import Actor, JobSpec, PassReport
+from reclaim_tui.core.models import JobSpec, PassReport
 from reclaim_tui.errors import ConfigError, ReclaimError
 from reclaim_tui.runner.commands import (
     LINE_LIMIT,
@@ -51,201 +39,21 @@ from reclaim_tui.runner.commands import (
     Command,
     Failed,
     Message,
-    Passed,
     Quit,
     Reply,
+    ServiceState,
+    ServiceStatus,
+    SetPace,
     Started,
     Submit,
-    Tick,
     decode,
     encode,
-    execute,
-    is_command,
     is_reply,
 )
+from reclaim_tui.runner.control_server import CONTROL_LINE_LIMIT, socket_path_ok
 from reclaim_tui.runner.host import EngineHost
-from reclaim_tui.runner.worker import Send, Server
 
-if TYPE_CHECKING:
-    from reclaim_tui.runner.service import ServiceLoop
-
-__all__ = [
-    "CONTROL_LINE_LIMIT",
-    "MAX_CONSOLES",
-    "AttachedHost",
-    "ControlServer",
-    "service_settings",
-    "socket_path_ok",
-]
-
-#: Longest line the service reads from a console (a console splits a bigger submit).
-CONTROL_LINE_LIMIT = 8 * 1024 * 1024
-#: Consoles attached at once.
-MAX_CONSOLES = 8
-#: Seconds between two lines of the service log about the same kind of refusal.
-COMPLAINT_INTERVAL = 60.0
-
-
-class _ControlSession(Server):
-    """One attached console: its Ticks wait for the service's next pass."""
-
-    def __init__(self, engine: Engine, send: Send, loop: ServiceLoop) -> None:
-        super().__init__(engine.acting_as(Actor.CONSOLE), send)
-        self.loop = loop
-
-    async def _execute(self, message: Message) -> Message:
-        if isinstance(message, Tick):
-            try:
-                return Passed(await self.loop.next_pass())
-            except ReclaimError as exc:
-                return Failed.of(exc)
-        if not is_command(message):
-            return Failed.of(ReclaimError(f"unknown engine command {type(message).__name__}"))
-        return await execute(self.engine, message)
-
-
-class ControlServer:
-    """Serves attached consoles on a Unix socket while the service runs."""
-
-    def __init__(
-        self,
-        path: str | Path,
-        engine: Engine,
-        loop: ServiceLoop,
-        settings: Settings,
-        *,
-        max_consoles: int = MAX_CONSOLES,
-        line_limit: int = CONTROL_LINE_LIMIT,
-    ):
-        self.path = Path(path)
-        self.engine = engine
-        self.loop = loop
-        self.settings = settings
-        self.max_consoles = max_consoles
-        self.line_limit = line_limit
-        self.sessions = 0
-        self.refused: Counter[str] = Counter()
-        self._said: dict[str, float] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._server: asyncio.AbstractServer | None = None
-        self._stop = asyncio.Event()
-        self._inode: int | None = None
-
-    async def start(self) -> None:
-        """Bind (refusing a path another live service holds), mode 0600."""
-        socket_path_ok(self.path)
-        await _refuse_live(self.path)
-        old = os.umask(0o177)
-        try:
-            self._server = await asyncio.start_unix_server(
-                self._session, path=str(self.path), limit=self.line_limit
-            )
-        except OSError as exc:
-            raise ConfigError(f"--control {self.path}: cannot listen: {exc}") from exc
-        finally:
-            os.umask(old)
-        self._inode = self.path.lstat().st_ino
-
-    async def stop(self) -> None:
-        """Stop listening, end every session — the commands they run are
-        cancelled and awaited, so none outlives the engine closed next —
-        and remove the socket (if it is still ours)."""
-        self._stop.set()
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=10.0)
-        if self._server is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
-        with contextlib.suppress(FileNotFoundError):
-            if self._inode is not None and self.path.lstat().st_ino == self._inode:
-                self.path.unlink()
-
-    async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.sessions >= self.max_consoles:
-            await self._turn_away(writer)
-            return
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        self.sessions += 1
-
-        async def send(message: Message, ident: int) -> None:
-            writer.write(encode(message, ident))
-            with contextlib.suppress(ConnectionError):
-                await writer.drain()
-
-        try:
-            await send(Started(self.engine.owner, _absolute(self.settings).to_wire()), 0)
-            await _ControlSession(self.engine, send, self.loop).serve(reader, self._stop)
-        except (ConnectionError, ReclaimError):
-            pass  # the console went away mid-line: its commands were cancelled
-        except asyncio.CancelledError:
-            pass  # the service stops (stop() cancelled the session)
-        except Exception as exc:  # a line that is not a command: said once, the session ends
-            error = f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, ValueError) and "limit" in str(exc):  # asyncio's readline
-                error = f"a line longer than {self.line_limit} bytes"
-            self._complain("bad-line", error[:300])
-        finally:
-            if task is not None:
-                self._tasks.discard(task)
-            self.sessions -= 1
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
-
-    async def _turn_away(self, writer: asyncio.StreamWriter) -> None:
-        """One console too many: told why (its attach fails with it), hung up on."""
-        why = f"the service serves {self.max_consoles} consoles already; try again later"
-        self._complain("consoles", why)
-        with contextlib.suppress(Exception):
-            writer.write(encode(Failed.of(ReclaimError(why)), 0))
-            await asyncio.wait_for(writer.drain(), 2.0)
-        writer.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(writer.wait_closed(), 2.0)
-
-    def _complain(self, cause: str, error: str) -> None:
-        """Said in the service log once per cause per COMPLAINT_INTERVAL."""
-        self.refused[cause] += 1
-        now = self.engine.clock.now()
-        if now - self._said.get(cause, -math.inf) < COMPLAINT_INTERVAL:
-            return
-        self._said[cause] = now
-        self.loop.say("control_refused", cause=cause, error=error, refused=self.refused[cause])
-
-
-def _absolute(settings: Settings) -> Settings:
-    """The settings an attaching console reads its ledger and files by: paths
-    made absolute (the console may run in another folder)."""
-    db = settings.db if is_database_url(settings.db) else str(Path(settings.db).resolve())
-    return settings.with_(db=db, out=str(Path(settings.out).resolve()))
-
-
-async def _refuse_live(path: Path) -> None:
-    """A socket file nobody answers on is a dead service's: removed. A live
-    one, or any other kind of file, is refused (never deleted)."""
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(mode):
-        raise ConfigError(f"--control {path}: exists and is not a socket; not touching it")
-    try:
-        _, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path)), 2.0)
-    except (ConnectionRefusedError, FileNotFoundError):
-        path.unlink(missing_ok=True)
-        return
-    except (OSError, TimeoutError) as exc:
-        raise ConfigError(
-            f"--control {path}: cannot tell whether a service holds it: {exc}"
-        ) from exc
-    writer.close()
-    raise ConfigError(f"--control {path}: another service is listening there")
+__all__ = ["AttachedHost", "service_settings"]
 
 
 #: Seconds an attaching console waits for the service's first line.
@@ -331,7 +139,39 @@ class AttachedHost(EngineHost):
             report.merge(await super().submit(part, send=send))
         return report
 
+    async def status(self) -> ServiceState:
+        """The service's own state; ReclaimError when it is gone (or stopping)."""
+        return await self._service(ServiceStatus())
+
+    async def set_pace(
+        self,
+        *,
+        paused: bool | None = None,
+        interval: float | None = None,
+        concurrency: int | None = None,
+    ) -> ServiceState:
+        """Pause/resume the service, set its pass interval or its calls in
+        flight; ConfigError (from the service) for a value it refuses."""
+        return await self._service(SetPace(paused, interval, concurrency))
+
+    async def _service(self, message: ServiceStatus | SetPace) -> ServiceState:
+        await self._started.wait()
+        if self._start_error is not None:
+            raise ReclaimError(f"not attached: {self._start_error}")
+        reply = await self._send(message)
+        if isinstance(reply, Failed):
+            raise reply.exception()
+        if not isinstance(reply, ServiceState):
+            raise ReclaimError(f"service: {type(reply).__name__} in reply to {message}")
+        return reply
+
     async def _request(self, command: Command) -> Reply:
+        reply = await self._send(command)
+        if not is_reply(reply):
+            raise ReclaimError(f"service: {type(reply).__name__} in reply to {command}")
+        return reply
+
+    async def _send(self, command: Message) -> Message:
         if self._gone is not None:
             await self.stop()
             await self._start()  # the service came back (or this fails with why)
@@ -352,8 +192,6 @@ class AttachedHost(EngineHost):
             raise
         finally:
             self._waiting.pop(ident, None)
-        if not is_reply(reply):
-            raise ReclaimError(f"service: {type(reply).__name__} in reply to {command}")
         return reply
 
     async def _read_replies(self, reader: asyncio.StreamReader) -> None:
@@ -400,11 +238,3 @@ def _parts(jobs: Sequence[JobSpec], send: bool, budget: int) -> list[list[JobSpe
         parts[-1].append(job)
         size += cost
     return [part for part in parts if part] or [[]]
-
-
-def socket_path_ok(path: str | Path) -> Path:
-    """Unix socket paths are limited to ~107 bytes (sun_path): say so up front."""
-    p = Path(path)
-    if len(os.fsencode(p)) >= 104:
-        raise ConfigError(f"{p}: too long for a Unix socket path (keep it under 104 bytes)")
-    return p

@@ -39,8 +39,8 @@ from reclaim_tui.runner.commands import (
     RowsOutcome,
     Submit,
     Tick,
-    execute,
 )
+from reclaim_tui.runner.execute import execute
 
 __all__ = ["EngineHost", "EngineOpener", "ThreadHost"]
 

@@ -23,24 +23,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import json
 import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.ledger.identity import FileSnapshot, LedgerReplacedError, changed, snapshot
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.urls import shown_db
-from reclaim_tui.core.models import Actor, JobSpec, PassReport
-from reclaim_tui.errors import LedgerBusyError, LedgerError, LedgerUnavailableError, ReclaimError
+from reclaim_tui.core.models import JobSpec, PassReport
+from reclaim_tui.errors import LedgerBusyError, LedgerError, ReclaimError
+from reclaim_tui.runner.commands import ServiceState, SetPace
+from reclaim_tui.runner.service_start import (
+    InboxOptions,
+    control_socket,
+    engine_when_reachable,
+    inbox_server,
+    warm,
+)
+from reclaim_tui.runner.service_state import ServiceRecord, checked_pace
 
 __all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
@@ -78,6 +87,10 @@ class ServiceLoop:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     passes: int = 0
     stopping: bool = False
+    #: set over the control socket (`set_pace`): no pass starts while paused
+    paused: bool = False
+    #: its passes, the last one's time and outcome (`state`, over the control socket)
+    record: ServiceRecord = field(default_factory=ServiceRecord)
     #: the first wait after a ledger that could not be used (doubles to 30 s)
     retry_after: float = 1.0
     _pass: asyncio.Task[PassReport] | None = None
@@ -113,6 +126,38 @@ class ServiceLoop:
                 waiter.set_exception(ReclaimError("the service stopped"))
             else:
                 waiter.set_result(report)
+
+    def state(self) -> ServiceState:
+        """How the service runs now (its control socket's `ServiceStatus`)."""
+        config = self.engine.config
+        return self.record.state(
+            stopping=self.stopping,
+            paused=self.paused,
+            interval=self.max_sleep,
+            concurrency=config.concurrency,
+            max_concurrency=config.max_concurrency,
+        )
+
+    def set_pace(self, command: SetPace) -> ServiceState:
+        """Pause/resume, the pass interval, the calls in flight: all checked
+        first (ConfigError: nothing changed), said in the log, then the loop
+        woken so a new pace or a resume does not wait out the old sleep."""
+        pace = checked_pace(command)
+        if pace.paused is not None:
+            self.paused = pace.paused
+        if pace.interval is not None:
+            self.max_sleep = pace.interval
+            self.min_sleep = min(self.min_sleep, pace.interval)
+        if pace.concurrency is not None:
+            n = pace.concurrency
+            self.engine.config = dataclasses.replace(
+                self.engine.config, concurrency=n, max_concurrency=n
+            )
+        changed = {k: v for k, v in dataclasses.asdict(pace).items() if v is not None}
+        if changed:
+            self.say("pace", **changed)
+        self.wake.set()
+        return self.state()
 
     def say(self, event: str, **fields: object) -> None:
         """One JSON line: what a supervisor or a log reader greps for."""
@@ -186,6 +231,9 @@ class ServiceLoop:
         code = 0
         while not self.stopping:
             self.wake.clear()
+            if self.paused and not once:
+                await self.wake.wait()  # a resume, a new pace or a signal
+                continue
             await self._check_file()
             self._pass = asyncio.create_task(self.engine.tick(first))
             try:
@@ -205,6 +253,7 @@ class ServiceLoop:
                 # newer schema, a foreign file) still end it.
                 if once:
                     raise
+                self.record.failed(f"ledger unavailable: {exc}")
                 await self._wait_for_ledger(exc)
                 continue
             except LedgerError:
@@ -218,6 +267,7 @@ class ServiceLoop:
                 self._ledger_failures = 0
             first = ()
             self.passes += 1
+            self.record.passed(report)
             self._report(report)
             self._freeze_once()
             self._tell_waiters(report)
@@ -263,16 +313,6 @@ class ServiceLoop:
             await asyncio.wait_for(self.wake.wait(), wait)
 
 
-@dataclass(frozen=True)
-class InboxOptions:
-    """The webhook inbox run inside the service (`--inbox-listen`)."""
-
-    listen: str
-    secrets: tuple[str, ...] = ()
-    jwks_url: str | None = None
-    audience: str | None = None
-
-
 async def run_service(
     settings: Settings,
     jobs: Sequence[JobSpec] = (),
@@ -287,13 +327,16 @@ async def run_service(
     out = log or sys.stderr
     async with contextlib.AsyncExitStack() as stack:
         # --once is a tick in the service's shape: it exits 4 as a tick does.
-        engine = await _engine_when_reachable(stack, settings, out, wait=not once)
+        engine = await engine_when_reachable(stack, settings, out, wait=not once)
         loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep)
         loop.install_signals()
         # A service is started to work: build the SDK's client (~0.8 s of CPU for
         # its import) before `ready`, not inside the first job's window (issue 27).
-        sdk = await _warm(engine)
-        async with _inbox(settings, inbox, loop) as url, _control(settings, control, engine, loop):
+        sdk = await warm(engine)
+        async with (
+            inbox_server(settings, inbox, loop.wake.set) as url,
+            control_socket(settings, control, engine, loop),
+        ):
             loop.say(
                 "ready",
                 db=shown_db(settings.db),
@@ -303,78 +346,3 @@ async def run_service(
                 sdk=sdk,
             )
             return await loop.run(jobs, once=once)
-
-
-async def _engine_when_reachable(
-    stack: contextlib.AsyncExitStack, settings: Settings, out: TextIO, *, wait: bool
-) -> Engine:
-    """The engine, once its ledger can be opened. A database server not
-    reachable yet (a service started by systemd before its database) is
-    waited for as it is mid-run: `ledger_unavailable` lines, 1 s doubling to
-    30 s; any other ledger error ends the service at once."""
-    failures = 0
-    while True:
-        try:
-            return await stack.enter_async_context(open_engine(settings, actor=Actor.SERVICE))
-        except LedgerUnavailableError as exc:
-            if not wait:
-                raise
-            failures += 1
-            pause = min(30.0, 2.0 ** (failures - 1))
-            line = {"at": round(time.time(), 3), "event": "ledger_unavailable", "pid": os.getpid()}
-            line |= {"error": str(exc), "retry_in_s": pause, "starting": True}
-            print(json.dumps(line, separators=(",", ":")), file=out, flush=True)
-            await asyncio.sleep(pause)
-
-
-async def _warm(engine: Engine) -> str | None:
-    """Build the backend's API client now; the SDK it uses (`google-genai 3.6.1`),
-    or None for a backend without one (the tests' fake)."""
-    warm = getattr(engine.backend, "warm", None)
-    if warm is None:
-        return None
-    await warm()
-    from importlib.metadata import version
-
-    return f"google-genai {version('google-genai')}"
-
-
-@contextlib.asynccontextmanager
-async def _control(
-    settings: Settings, path: str | None, engine: Engine, loop: ServiceLoop
-) -> AsyncIterator[None]:
-    if path is None:
-        yield
-        return
-    from reclaim_tui.runner.control import ControlServer
-
-    server = ControlServer(path, engine, loop, settings)
-    await server.start()
-    try:
-        yield
-    finally:
-        await server.stop()
-
-
-@contextlib.asynccontextmanager
-async def _inbox(
-    settings: Settings, options: InboxOptions | None, loop: ServiceLoop
-) -> AsyncIterator[str | None]:
-    if options is None:
-        yield None
-        return
-    from reclaim_tui.core.clock import SystemClock
-    from reclaim_tui.inbox.command import parse_listen
-    from reclaim_tui.inbox.server import InboxServer
-    from reclaim_tui.inbox.verify import Verifier
-
-    host, port = parse_listen(options.listen)
-    verifier = Verifier(SystemClock(), options.secrets, options.jwks_url, options.audience)
-    # Its own connection: the inbox writes while a pass holds the engine's.
-    async with open_ledger(settings.with_(busy_timeout=2.0)) as ledger:
-        server = InboxServer(ledger, verifier, host=host, port=port, on_kept=loop.wake.set)
-        await server.start()
-        try:
-            yield server.url
-        finally:
-            await server.stop()

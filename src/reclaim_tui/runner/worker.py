@@ -42,9 +42,9 @@ from reclaim_tui.runner.commands import (
     Started,
     decode,
     encode,
-    execute,
     is_command,
 )
+from reclaim_tui.runner.execute import execute
 
 __all__ = ["main", "open_launch"]
 

@@ -10,7 +10,9 @@ Workers of the app and what they post:
             paint, open the reader, hand it to the screen (which reads and watches)
     loop    a pass every `interval` s, run by the engine host (a worker process
             for real backends, runner/host.py) → TickFinished / TickFailed, to
-            the main screen
+            the main screen; attached to a service (`--attach`), the service's
+            own state instead, every second, and the loop's keys act on the
+            service (service_link.py)
     settings  the settings file written after a change (config.ConsoleSettings)
 """
 
@@ -33,6 +35,7 @@ from textual.widgets import Input
 from textual.worker import WorkerState
 
 from reclaim_tui.config import (
+    MAX_INTERVAL,
     ConsoleSettings,
     console_settings_path,
     load_console_settings,
@@ -41,13 +44,16 @@ from reclaim_tui.config import (
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ReclaimError
+from reclaim_tui.runner.control import AttachedHost
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS, action_enabled, bindings
 from reclaim_tui.tui.messages import TickFailed, TickFinished
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.main import MainScreen
+from reclaim_tui.tui.service_link import ServiceLink
 from reclaim_tui.tui.state import ConsoleState
 from reclaim_tui.tui.typeahead import PasteGuard, TypeAhead
+from reclaim_tui.tui.widgets.command_line import CommandLine, pace_argument
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 
 __all__ = ["ReclaimApp"]
@@ -81,6 +87,10 @@ class ReclaimApp(App[None]):
         self._froze = False
         self.typeahead = TypeAhead(self, self._opens_line)
         self.paste_guard = PasteGuard()
+        #: Attached to a service: its state, and the loop's keys act on it.
+        self.service: ServiceLink | None = None
+        if isinstance(self.host, AttachedHost):
+            self.service = ServiceLink(self.host, self.main, self.pace)
 
     def _apply(self, saved: ConsoleSettings) -> None:
         if saved.theme is not None:
@@ -234,6 +244,9 @@ class ReclaimApp(App[None]):
         except ReclaimError as exc:
             self.exit(return_code=4, message=f"error: {exc}")
             return
+        if self.service is not None:  # the service runs the passes: show its own state
+            self.run_worker(self.service.watch(), group="loop", exclusive=True)
+            return
         self.pace.idle()
         self.main.show_bar()
         self.reclaim_loop()
@@ -277,7 +290,8 @@ class ReclaimApp(App[None]):
         state = self.main.state
         return ConsoleSettings(
             theme=self.theme,
-            interval=self.pace.interval,
+            # Attached, the pace shown is the service's: the file keeps the console's own.
+            interval=self.pace.interval if self.service is None else self.remembered.interval,
             page_size=self.config.page_size,
             hidden=frozenset(state.hidden),
             detail_width=state.detail_width,
@@ -288,17 +302,52 @@ class ReclaimApp(App[None]):
 
     # -- the loop's keys ------------------------------------------------------------------
     def action_toggle_pause(self) -> None:
+        if self.service is not None:
+            self.service.toggle_pause()
+            return
         paused = self.pace.toggle_pause()
         self.notify("reclaim loop paused" if paused else "reclaim loop resumed")
         self._paced()
 
     def action_slower(self) -> None:
+        if self.service is not None:
+            self.service.step_interval(longer=True)
+            return
         self.notify(f"a pass every {self.pace.step_interval(longer=True):g}s")
         self._paced()
 
     def action_faster(self) -> None:
+        if self.service is not None:
+            self.service.step_interval(longer=False)
+            return
         self.notify(f"a pass every {self.pace.step_interval(longer=False):g}s")
         self._paced()
+
+    def on_command_line_entered(self, event: CommandLine.Entered) -> None:
+        """`:interval S` and `:concurrency N` (the screen's own verbs are its)."""
+        command = event.command
+        if command.verb not in ("interval", "concurrency"):
+            return
+        value = pace_argument(command)
+        if self.service is not None:
+            if command.verb == "interval":
+                self.service.set(interval=value)
+            else:
+                self.service.set(concurrency=int(value))
+        elif command.verb == "concurrency":
+            self.notify(
+                ":concurrency sets an attached service's; this console's engine runs"
+                " with its --concurrency",
+                severity="warning",
+            )
+        elif not 0 < value <= MAX_INTERVAL:
+            self.notify(
+                f":interval: more than 0 and at most {MAX_INTERVAL:g} seconds", severity="error"
+            )
+        else:
+            self.pace.interval = value
+            self.notify(f"a pass every {value:g}s")
+            self._paced()
 
     def _paced(self) -> None:
         self.main.show_bar()

@@ -29,6 +29,8 @@ class ConsoleConfig:
     #: How often the console looks for changes made by anyone (cron ticks too).
     watch_every: float = 1.0
     subtitle: str = ""
+    #: The service's control socket this console is attached to (None: not attached).
+    attach: str | None = None
     #: Ask before an action that sends a job again (settings.toml `confirm`).
     confirm: bool = True
     #: Freeze the objects alive once the screen is up (`gc.freeze`): see

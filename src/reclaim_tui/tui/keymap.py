@@ -123,7 +123,6 @@ KEYS: tuple[KeySpec, ...] = (
         "Command line: :failed :model pro :filter TEXT :view NAME :sort COLUMN [asc|desc]"
         " :fleet :costs :charts :prune 30d :help :q",
         _NAV,
-        footer=False,
     ),
     KeySpec(
         "slash",
@@ -166,7 +165,6 @@ KEYS: tuple[KeySpec, ...] = (
         "Costs",
         "Costs: tokens and USD by status / model / day (the tab's rows)",
         _VIEW,
-        footer=False,
     ),
     KeySpec(
         "S",
@@ -175,7 +173,6 @@ KEYS: tuple[KeySpec, ...] = (
         "Charts",
         "Charts: completions, failures, API errors; run times; models",
         _VIEW,
-        footer=False,
     ),
     KeySpec(
         "enter",
@@ -184,7 +181,6 @@ KEYS: tuple[KeySpec, ...] = (
         "Detail",
         "Open / close the row's detail",
         _NAV,
-        footer=False,
     ),
     KeySpec(
         "pagedown,pageup",
@@ -197,8 +193,8 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     KeySpec("g", "g / home", "first_page", "First", "First row of the view", _NAV, footer=False),
     KeySpec("G", "G / end", "last_page", "Last", "Last row of the view", _NAV, footer=False),
-    # Not in the footer: at 140 columns it has just room for the keys it shows.
-    KeySpec("f", "f", "follow", "Follow", "Follow the row live (its timeline)", _JOB, footer=False),
+    # f v $ S : enter: in the footer where they fit (widgets/footer.py drops them first).
+    KeySpec("f", "f", "follow", "Follow", "Follow the row live (its timeline)", _JOB),
     KeySpec(
         "v",
         "v",
@@ -206,7 +202,6 @@ KEYS: tuple[KeySpec, ...] = (
         "Raw",
         "The stored interaction as JSON",
         _JOB,
-        footer=False,
         views=_ONE_JOB,
         footer_in=("follow",),
     ),

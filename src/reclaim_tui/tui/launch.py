@@ -73,6 +73,7 @@ def make_app(
         clock=clock,
         models=[settings.model],
         subtitle=f"{shown_db(settings.db)}{mode}",
+        attach=attach,
     )
     return ReclaimApp(config)
 

@@ -1,5 +1,7 @@
 """`:fleet`: who holds leases on the ledger and who wrote to it in the last
-hour (core/ledger/fleet.py), read when opened; `r` reads it again."""
+hour (core/ledger/fleet.py), read when opened; `r` reads it again. A console
+attached to a service also shows that service's own state and last pass, as
+its control socket said it (service_view.py), and marks its lease line."""
 
 from __future__ import annotations
 
@@ -16,12 +18,38 @@ from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger.fleet import Fleet, read_fleet
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.tui.format import age
+from reclaim_tui.tui.service_view import ServiceView
 
 __all__ = ["FleetScreen", "fleet_text"]
 
 
-def fleet_text(fleet: Fleet, now: float) -> Content:
-    parts: list[Content | str | tuple[str, str]] = [
+Part = Content | str | tuple[str, str]
+#: A service's state word and its style.
+_STATE_STYLE = {"up": "$success", "paused": "$warning", "draining": "$warning"}
+
+
+def _service_parts(view: ServiceView) -> list[Part]:
+    """The attached service, as its control socket said it last."""
+    parts: list[Part] = [
+        ("Attached service", "bold $accent"),
+        "  (its own state, from its control socket)\n",
+    ]
+    s = view.state
+    if s is None:
+        why = f"gone: {view.gone}" if view.gone else "no answer yet"
+        return [*parts, ("  " + why, "bold $error"), "\n\n"]
+    return [
+        *parts,
+        (f"  pid {s.pid:<8} ", "bold"),
+        (f"{s.state:<9}", _STATE_STYLE.get(s.state, "")),
+        f" {view.pace_text()} · {s.passes:,} passes\n  {view.last_text()}\n\n",
+    ]
+
+
+def fleet_text(fleet: Fleet, now: float, service: ServiceView | None = None) -> Content:
+    attached = service.state if service is not None else None
+    parts: list[Part] = [*_service_parts(service)] if service is not None else []
+    parts += [
         ("Lease holders", "bold $accent"),
         "  (a lease: a process working on a row; dead: provably gone, its leases void)\n",
     ]
@@ -33,10 +61,13 @@ def fleet_text(fleet: Fleet, now: float) -> Content:
         left = h.until - now
         until = f"lease ends in {age(left)}" if left > 0 else f"last lease ended {age(-left)} ago"
         pid = f"pid {h.pid}" if h.pid is not None else "pid ?"
+        ours = attached is not None and h.pid == attached.pid
         parts += [
             (f"  {h.host:<24} {pid:<11}", "bold"),
             (f" {word:<5}", style),
-            f"  holds {h.held:,} · lapsed {h.lapsed:,} · {until}\n",
+            f"  holds {h.held:,} · lapsed {h.lapsed:,} · {until}",
+            (f" · the attached service, {attached.state}" if ours and attached else "", "bold"),
+            "\n",
         ]
     parts += ["\n", ("Wrote in the last hour", "bold $accent"), "  (events, by actor)\n"]
     if not fleet.writers:
@@ -78,4 +109,9 @@ class FleetScreen(ModalScreen[None]):
     async def _read(self) -> None:
         now = self.clock.now()
         fleet = await read_fleet(self.ledger, now)
-        self.query_one("#fleet", Static).update(fleet_text(fleet, now))
+        self.query_one("#fleet", Static).update(fleet_text(fleet, now, self._service()))
+
+    def _service(self) -> ServiceView | None:
+        """The attached service's view (app.py's `service` link), if any."""
+        view = getattr(getattr(self.app, "service", None), "view", None)
+        return view if isinstance(view, ServiceView) else None

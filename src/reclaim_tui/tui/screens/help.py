@@ -1,5 +1,9 @@
 """`?`: every key, from the same table the bindings are built from; the keys
-of the view it was opened from come first."""
+of the view it was opened from come first, and of those the actions (the
+groups of keys that change something: operate, the reclaim loop) first, so
+submit, retry, cancel, recover and replay are in view when it opens, even at
+80×24 (issue 25, D9). A terminal wide enough shows the actions and the rest
+side by side."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -20,6 +24,10 @@ __all__ = ["HelpScreen"]
 
 
 Part = Content | str | tuple[str, str]
+#: Groups with a key that changes something (operate, the reclaim loop): listed first.
+ACTION_GROUPS = tuple(dict.fromkeys(k.group for k in KEYS if k.mutating))
+#: From this terminal width the help shows the actions and the rest side by side.
+TWO_COLUMNS = 156
 
 
 def _keys(specs: list[KeySpec], width: int) -> list[Part]:
@@ -34,26 +42,34 @@ def _keys(specs: list[KeySpec], width: int) -> list[Part]:
     return parts
 
 
-def help_text(readonly: bool, view: str = "main") -> Content:
+def help_columns(readonly: bool, view: str = "main") -> tuple[Content, Content]:
+    """The help in two parts: this view's actions, then everything else."""
     shown = [k for k in KEYS if not (readonly and k.mutating)]
     width = max(len(k.shown) for k in shown)
     here = [k for k in shown if view in k.views]
+    actions = [k for k in here if k.group in ACTION_GROUPS]
     others = [k for k in shown if view not in k.views]
-    parts: list[Part] = [(f"Keys here: {VIEWS[view]}", "bold $text-primary"), "\n\n"]
-    parts += _keys(here, width)
+    first: list[Part] = [(f"Keys here: {VIEWS[view]}", "bold $text-primary"), "\n\n"]
+    first += _keys(actions, width)
+    rest = _keys([k for k in here if k.group not in ACTION_GROUPS], width)
     if others:
-        parts += [("Keys of the other views", "bold $text-primary"), "\n\n", *_keys(others, width)]
+        rest += [("Keys of the other views", "bold $text-primary"), "\n\n", *_keys(others, width)]
     if readonly:
-        parts.append(("Read-only console: operator actions and the loop are off.\n", "$warning"))
-    parts += [glossary_text(), "\n"]
-    parts.append(
+        rest.append(("Read-only console: operator actions and the loop are off.\n", "$warning"))
+    rest += [glossary_text(), "\n"]
+    rest.append(
         (
             "Every action goes through the engine and is written to the row's timeline"
             " with actor 'console'; the reclaim loop's passes with 'console-loop'.",
             "$text-muted",
         )
     )
-    return Content.assemble(*parts)
+    return Content.assemble(*first), Content.assemble(*rest)
+
+
+def help_text(readonly: bool, view: str = "main") -> Content:
+    first, rest = help_columns(readonly, view)
+    return Content.assemble(first, rest)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -63,6 +79,10 @@ class HelpScreen(ModalScreen[None]):
         width: 76; max-height: 100%; height: auto;
         border: round $accent; background: $surface; padding: 0 1;
     }
+    HelpScreen > VerticalScroll.-wide { width: 152; }
+    HelpScreen Horizontal { height: auto; }
+    HelpScreen Horizontal > Static { width: 1fr; }
+    HelpScreen Horizontal > #help-actions { margin-right: 2; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "dismiss", "Close"),
@@ -92,4 +112,11 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll() as scroll:
             scroll.border_title = f"keys · {VIEWS[self.view]}"
             scroll.border_subtitle = "esc closes"
-            yield Static(help_text(self.readonly, self.view))
+            if self.app.size.width < TWO_COLUMNS:
+                yield Static(help_text(self.readonly, self.view))
+                return
+            scroll.add_class("-wide")
+            first, rest = help_columns(self.readonly, self.view)
+            with Horizontal():
+                yield Static(first, id="help-actions")
+                yield Static(rest, id="help-rest")

@@ -140,6 +140,8 @@ class MainScreen(JobScreen):
         self.show_bar()
         if self.host is None:
             note = "read-only: watching the ledger; no loop, no operator actions"
+        elif self.config.attach:
+            note = f"console started, attached to {self.config.attach}: the service's passes"
         else:
             mode = "paused (P resumes)" if self.pace.paused else "running"
             note = f"console started; reclaim loop {mode}, a pass every {self.pace.interval:g}s"

@@ -30,6 +30,7 @@ __all__ = [
     "Command",
     "CommandLine",
     "column_names",
+    "pace_argument",
     "parse_command",
     "prune_arguments",
     "saved_view",
@@ -49,6 +50,8 @@ Verb = Literal[
     "sort",
     "view",
     "fleet",
+    "interval",
+    "concurrency",
 ]
 #: Words that name a tab besides its id (its short label, the singular).
 _ALIASES = {t.short: t.id for t in TABS} | {"orphan": "orphans", "unconsumed": "done"}
@@ -69,6 +72,8 @@ _WORDS: dict[str, Verb] = {
     "sort": "sort",
     "view": "view",
     "fleet": "fleet",
+    "interval": "interval",
+    "concurrency": "concurrency",
 }
 #: `:sort` words → table columns (the columns' own keys work too).
 SORT_NAMES = {
@@ -95,6 +100,8 @@ COMMANDS = (
     "sort ",
     "view ",
     "fleet",
+    "interval ",
+    "concurrency ",
     "help",
     "quit",
 )
@@ -126,7 +133,22 @@ def parse_command(line: str) -> Command:
         column_names(Command(verb, rest))
     if verb == "sort":
         sort_arguments(rest)
+    if verb in ("interval", "concurrency"):
+        pace_argument(Command(verb, rest))
     return Command(verb, rest)
+
+
+def pace_argument(command: Command) -> float:
+    """The number of `:interval SECONDS` or `:concurrency N` (its range is
+    the service's to check, or the app's for its own loop)."""
+    what = "SECONDS (the longest wait between passes)" if command.verb == "interval" else "N"
+    try:
+        value = float(command.argument)
+    except ValueError:
+        raise ValueError(f":{command.verb} {what}: {command.argument!r} is not a number") from None
+    if command.verb == "concurrency" and not value.is_integer():
+        raise ValueError(f":concurrency N: {command.argument!r} is not a whole number")
+    return value
 
 
 def saved_view(views: dict[str, str], name: str) -> str:

@@ -1,6 +1,9 @@
-"""The footer, fitted to the width: a narrow one keeps the titles of a few
-keys (keymap's `titled`) and shows the others' keys only, instead of letting
-them run under the palette's key."""
+"""The footer, fitted to the width, never running under the palette's key.
+In the order tried until it fits: every key with its title; the keys listed
+"where they fit" (`WHERE_THEY_FIT`: f, v, $, S, :, enter, issue 25 D9) by
+their key only, then fewer of them (the others keep their titles); then
+every key but a few (keymap's `titled`) by its key only, with as many of
+the where-they-fit keys as fit."""
 
 from __future__ import annotations
 
@@ -11,7 +14,11 @@ from textual.widgets._footer import FooterKey
 
 from reclaim_tui.tui.keymap import TITLED
 
-__all__ = ["ConsoleFooter"]
+__all__ = ["WHERE_THEY_FIT", "ConsoleFooter"]
+
+#: Actions the footer shows where they fit (by their key only), the first kept longest:
+#: f, v, $, S, :, enter (the table's own enter opens the detail).
+WHERE_THEY_FIT = ("follow", "raw_json", "costs", "charts", "command_line", "select_cursor")
 
 
 def _cells(widget: Widget) -> int:
@@ -32,12 +39,30 @@ class ConsoleFooter(Footer):
         # the footer's first layout.
         self._width = self.app.size.width
         widgets = list(super().compose())
-        if sum(_cells(w) for w in widgets) > self._width:
-            for widget in widgets:
-                if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
-                    if widget.action not in TITLED:
-                        widget.description = ""
-        yield from widgets
+        keys = [w for w in widgets if isinstance(w, FooterKey)]
+        extra = sorted(
+            (k for k in keys if k.action in WHERE_THEY_FIT),
+            key=lambda k: WHERE_THEY_FIT.index(k.action),
+        )
+        plain = [k for k in keys if k.action not in TITLED and not k.has_class("-command-palette")]
+        if self._fits(widgets):
+            yield from widgets
+            return
+        for key in extra:
+            key.description = ""
+        for untitled in ((), plain):
+            for key in untitled:
+                key.description = ""
+            for kept in range(len(extra), -1, -1):
+                left_out = set(extra[kept:])
+                shown = [w for w in widgets if w not in left_out]
+                if self._fits(shown):
+                    yield from shown
+                    return
+        yield from [w for w in widgets if w not in set(extra)]
+
+    def _fits(self, widgets: list[Widget]) -> bool:
+        return sum(_cells(w) for w in widgets) <= self._width
 
     def on_resize(self) -> None:
         if self.app.size.width != self._width:

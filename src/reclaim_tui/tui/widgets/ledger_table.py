@@ -74,6 +74,7 @@ class LedgerTable(DataTable[Text]):
         # DataTable's home/end scroll sideways; here they go to the view's ends.
         Binding("home", "scroll_top", "First row", show=False),
         Binding("end", "scroll_bottom", "Last row", show=False),
+        Binding("enter", "select_cursor", "Detail"),  # shown: the footer lists enter (D9)
     ]
 
     @dataclass

@@ -15,8 +15,12 @@ MIN_TRUNCATED = 16
 
 @dataclass
 class LoopBarState:
-    mode: str = "starting"  # running / paused / ticking / read-only / starting
+    #: running / paused / ticking / read-only / starting; attached to a
+    #: service, the service's own: attaching / up / paused / draining / gone
+    mode: str = "starting"
     interval: float = 2.0
+    #: attached: the service's API calls in flight ("16 calls"; "" otherwise)
+    calls: str = ""
     last: str = ""
     sort: str = ""
     filter: str = ""
@@ -62,10 +66,16 @@ def bar_parts(s: LoopBarState) -> list[Part]:
         "paused": "bold $warning",
         "read-only": "bold $secondary",
         "ticking": "bold $accent",
+        "draining": "bold $warning",
+        "gone": "bold $error",
+        "attaching": "bold $secondary",
     }.get(s.mode, "bold $success")
     parts = [Part(9, Content.styled(f"● {s.mode}", mode_style))]
-    if s.mode not in ("read-only",):
+    # A gone service's pace is not known (what it was is not what runs).
+    if s.mode not in ("read-only", "gone", "attaching"):
         parts.append(Part(3, Content(f" every {s.interval:g}s")))
+        if s.calls:
+            parts.append(Part(3, Content(f" · {s.calls}")))
     if s.api:
         style = "$success" if s.api == "ok" else "bold $error"
         parts.append(Part(6, Content.assemble(" │ ", (f"API {s.api}", style))))
