@@ -19,7 +19,7 @@ import pytest
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
-from reclaim_tui.core.ledger.base import Ledger
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import ConfigError
@@ -40,7 +40,7 @@ class Running:
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[Running]:
     path = Path(f"/tmp/rt-pace-{os.getpid()}-{id(tmp_path)}.sock")
-    ledger = await Ledger.open(str(tmp_path / "ledger.db"))
+    ledger = await open_ledger(str(tmp_path / "ledger.db"))
     fake = FakeBackend()
     config = EngineConfig(first_poll=0.0, max_attempts=1, concurrency=4)
     engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=config)
