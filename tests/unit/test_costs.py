@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reclaim_tui.cli_costs import costs
+from reclaim_tui.cli.costs import costs
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.costs import (
     CostFilter,
