@@ -19,17 +19,8 @@ import click
 from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.cli.options import options
 from reclaim_tui.config import Settings
-from reclaim_tui.core.costs import (
-    PRICES_ENV,
-    CostFilter,
-    CostRow,
-    GroupBy,
-    PriceTable,
-    cost_totals,
-    format_usd,
-    grand_total,
-    load_prices,
-)
+from reclaim_tui.core.cost_totals import CostFilter, CostRow, GroupBy, cost_totals, grand_total
+from reclaim_tui.core.costs import PRICES_ENV, PriceTable, format_usd, load_prices
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError, LedgerError, ReclaimError
 
