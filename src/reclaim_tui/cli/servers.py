@@ -88,7 +88,7 @@ async def inbox(
 ) -> None:
     """Receive the API's webhooks into the ledger (verified, kept once, then 200)."""
     from reclaim_tui.inbox.command import serve_inbox
-    from reclaim_tui.inbox.server import ConnectionLimits
+    from reclaim_tui.inbox.limits import ConnectionLimits
 
     require_folder(db)
     limits = ConnectionLimits(
