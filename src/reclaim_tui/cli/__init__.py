@@ -20,13 +20,10 @@ from typing import ClassVar
 
 import click
 
-from reclaim_tui.cli.console import console, demo
-from reclaim_tui.cli.costs import costs
-from reclaim_tui.cli.data import export, migrate, status
-from reclaim_tui.cli.jobs import run_command, submit, tick
+# The modules, not their commands, by name: a command named like its module
+# (console, costs, prune) would hide the module behind `reclaim_tui.cli.<name>`.
+from reclaim_tui.cli import console, costs, data, jobs, prune, rows
 from reclaim_tui.cli.options import bound_numbers
-from reclaim_tui.cli.prune import prune
-from reclaim_tui.cli.rows import adopt, answer, cancel, recover, replay, retry, show
 
 __all__ = ["cli", "main"]
 
@@ -64,14 +61,19 @@ def cli(ctx: click.Context) -> None:
     if ctx.invoked_subcommand is None:
         # Parsed as `reclaim-tui console` with no flags, so the RECLAIM_*
         # variables apply (ctx.invoke would take the bare defaults).
-        with console.make_context("console", [], parent=ctx) as console_ctx:
-            console.invoke(console_ctx)
+        command = console.console
+        with command.make_context("console", [], parent=ctx) as console_ctx:
+            command.invoke(console_ctx)
 
 
 # Their order here is not --help's: the group lists its commands by name.
-for _command in (tick, run_command, submit, show, retry, cancel, adopt, answer, recover, replay):
-    cli.add_command(_command)
-for _command in (status, export, costs, prune, migrate, console, demo):
+_COMMANDS = (
+    *(jobs.tick, jobs.run_command, jobs.submit),
+    *(rows.show, rows.retry, rows.cancel, rows.adopt, rows.answer, rows.recover, rows.replay),
+    *(data.status, data.export, costs.costs, prune.prune, data.migrate),
+    *(console.console, console.demo),
+)
+for _command in _COMMANDS:
     cli.add_command(_command)
 # After every command is added: no numeric flag without a range (the lazy
 # commands' modules bound their own).
