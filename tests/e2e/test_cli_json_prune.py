@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from reclaim_tui import cli as cli_module
-from reclaim_tui.cli import cli, parse_age
+from reclaim_tui.cli import cli
+from reclaim_tui.cli import prune as prune_module
+from reclaim_tui.cli.prune import parse_age
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.fakes import fake_output_text
 from reclaim_tui.core.ledger.opening import open_ledger
@@ -299,7 +300,7 @@ def test_prune_killed_between_archive_and_delete_loses_nothing_when_run_again(
 def test_prune_asks_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "ledger.db")
     seed(db, [("old", Status.CONSUMED, 40), ("new", Status.CONSUMED, 1)])
-    monkeypatch.setattr(cli_module, "_interactive", lambda: True)
+    monkeypatch.setattr(prune_module, "_interactive", lambda: True)
     runner = CliRunner()
     declined = runner.invoke(cli, ["prune", "--db", db, "--older-than", "30d"], input="n\n")
     assert declined.exit_code == 2 and "prune 1 row (consumed=1)" in declined.output

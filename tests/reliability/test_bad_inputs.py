@@ -1,5 +1,5 @@
 """Bad input and bad files: each gets a clear error and its documented exit code
-(README / cli.py: 3 jobs file refused, 4 ledger unusable), never a traceback,
+(README / cli/__init__.py: 3 jobs file refused, 4 ledger unusable), never a traceback,
 and the ledger is unchanged or consistent afterwards."""
 
 from __future__ import annotations

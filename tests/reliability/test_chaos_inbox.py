@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from reclaim_tui.cli import EXIT_API_UNAVAILABLE
+from reclaim_tui.cli.common import EXIT_API_UNAVAILABLE
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.models import JobSpec
 from tests.helpers import EmulatorProcess, Workspace, record_figures

@@ -10,18 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reclaim_tui.cli_costs import costs
+from reclaim_tui.cli.costs import costs
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.costs import (
-    CostFilter,
-    Tokens,
-    cost_of,
-    cost_totals,
-    estimate_resubmit,
-    format_usd,
-    grand_total,
-    load_prices,
-)
+from reclaim_tui.core.cost_estimate import estimate_resubmit
+from reclaim_tui.core.cost_totals import CostFilter, cost_totals, grand_total
+from reclaim_tui.core.costs import Tokens, cost_of, format_usd, load_prices
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.pg_sql import SqliteOnlyError, to_postgres
 from reclaim_tui.core.ledger.port import Ledger

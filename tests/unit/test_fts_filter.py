@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.costs import CostFilter, cost_totals, load_prices
+from reclaim_tui.core.cost_totals import CostFilter, cost_totals
+from reclaim_tui.core.costs import load_prices
 from reclaim_tui.core.ledger import queries, text_search
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader

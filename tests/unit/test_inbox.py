@@ -26,7 +26,8 @@ from reclaim_tui.core.ledger import inbox
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import attempt_tag
-from reclaim_tui.inbox.server import InboxServer, RateLimit
+from reclaim_tui.inbox.limits import RateLimit
+from reclaim_tui.inbox.server import InboxServer
 from reclaim_tui.inbox.verify import Verifier
 
 SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()

@@ -36,7 +36,8 @@ from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import GonePolicy, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import LedgerError, MaybeCreatedError, NotCreatedError
-from reclaim_tui.inbox.server import InboxServer, RateLimit
+from reclaim_tui.inbox.limits import RateLimit
+from reclaim_tui.inbox.server import InboxServer
 from reclaim_tui.inbox.verify import Refused, Verifier
 from tests.unit.test_inbox import (
     OTHER_SECRET,
@@ -471,7 +472,7 @@ async def test_a_refresh_hanging_on_the_jwks_starves_deliveries_signed_by_a_cach
     await _until(lambda: box.jwks.fetches >= 2)
     forged: list[asyncio.Future[tuple[int, Any]]] = []
     # 30: more than the executor's threads (min(32, cpus + 4)), fewer than the
-    # connections one client may hold (32, inbox/server.py ConnectionLimits):
+    # connections one client may hold (32, inbox/limits.py ConnectionLimits):
     # here the forger and the API share an address, which they do not in life.
     for n in range(30):
         stranger = make_keys(f"kid-{n}")

@@ -17,7 +17,8 @@ import pytest
 
 from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.inbox.server import ConnectionLimits, InboxServer, RateLimit
+from reclaim_tui.inbox.limits import ConnectionLimits, RateLimit
+from reclaim_tui.inbox.server import InboxServer
 from reclaim_tui.inbox.verify import Verifier
 from tests.unit.test_inbox import SECRET, event_body, hmac_headers
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Literal
 
-from reclaim_tui.core.costs import CostRow, PriceTable, group_row, usage_sums_sql
+from reclaim_tui.core.cost_totals import CostRow, group_row, usage_sums_sql
+from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = [

@@ -13,7 +13,8 @@ from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.errors import ConfigError
-from reclaim_tui.inbox.server import ConnectionLimits, InboxServer
+from reclaim_tui.inbox.limits import ConnectionLimits
+from reclaim_tui.inbox.server import InboxServer
 from reclaim_tui.inbox.verify import Verifier
 
 __all__ = ["parse_listen", "serve_inbox"]

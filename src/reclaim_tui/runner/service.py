@@ -55,7 +55,7 @@ __all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
 #: Statuses a pass can act on (a `done` row waits for its sink's replay).
 _ACTIVE = "('reserving', 'submitted', 'done')"
-#: `run --once`'s exit when the API was unreachable or refusing us (cli.py's, as `tick`).
+#: `run --once`'s exit when the API was unreachable or refusing us (cli/common.py's, as `tick`).
 EXIT_API_UNAVAILABLE = 6
 
 

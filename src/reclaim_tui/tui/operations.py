@@ -29,7 +29,8 @@ from typing import Any, Protocol
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
-from reclaim_tui.core.costs import Estimate, format_usd
+from reclaim_tui.core.cost_estimate import Estimate
+from reclaim_tui.core.costs import format_usd
 from reclaim_tui.core.engine.engine import PassReport
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import check_job, parse_jobs_bytes

@@ -19,16 +19,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from reclaim_tui.core.costs import (
-    PRICES_ENV,
-    CostFilter,
-    CostRow,
-    GroupBy,
-    PriceTable,
-    cost_totals,
-    format_usd,
-    grand_total,
-)
+from reclaim_tui.core.cost_totals import CostFilter, CostRow, GroupBy, cost_totals, grand_total
+from reclaim_tui.core.costs import PRICES_ENV, PriceTable, format_usd
 from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = ["CostLoader", "CostsScreen", "cost_loader", "totals_line"]

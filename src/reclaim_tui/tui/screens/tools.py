@@ -10,13 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reclaim_tui.core.costs import (
-    CostFilter,
-    Estimate,
-    PriceTable,
-    estimate_resubmit,
-    load_prices,
-)
+from reclaim_tui.core.cost_estimate import Estimate, estimate_resubmit
+from reclaim_tui.core.cost_totals import CostFilter
+from reclaim_tui.core.costs import PriceTable, load_prices
 from reclaim_tui.core.ledger.prune import count_prunable
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError, LedgerError

@@ -1,7 +1,7 @@
 """`reclaim-tui costs`: what the ledger's jobs cost, by status, model or day.
 
-A command of its own module (cli.py registers it: `cli.add_command(costs)`);
-it reads the ledger only, never calls the API.
+A command of its own module (cli/__init__.py registers it); it reads the
+ledger only, never calls the API.
 """
 
 from __future__ import annotations
@@ -17,19 +17,10 @@ from typing import Any
 import click
 
 from reclaim_tui.bootstrap import open_ledger
-from reclaim_tui.cli_options import options
+from reclaim_tui.cli.options import options
 from reclaim_tui.config import Settings
-from reclaim_tui.core.costs import (
-    PRICES_ENV,
-    CostFilter,
-    CostRow,
-    GroupBy,
-    PriceTable,
-    cost_totals,
-    format_usd,
-    grand_total,
-    load_prices,
-)
+from reclaim_tui.core.cost_totals import CostFilter, CostRow, GroupBy, cost_totals, grand_total
+from reclaim_tui.core.costs import PRICES_ENV, PriceTable, format_usd, load_prices
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError, LedgerError, ReclaimError
 

@@ -68,20 +68,21 @@ def _seconds(high: float, *, positive: bool = False) -> Finite:
     return Finite(0.0, high, min_open=positive)
 
 
-def bound_numbers(group: click.Group) -> None:
-    """Give every numeric flag of every command under `group` that has no
-    range yet a generous one: finite, not negative, at most 10^9 (a fraction,
-    `--…-rate`, at most 1). A safety net: the flags that matter name their own."""
-    for command in group.commands.values():
-        if isinstance(command, click.Group):
-            bound_numbers(command)
-            continue
-        for param in command.params:
-            if type(param.type) is click.types.FloatParamType:
-                high = 1.0 if (param.name or "").endswith("_rate") else 1e9
-                param.type = Finite(0.0, high)
-            elif type(param.type) is click.types.IntParamType:
-                param.type = click.IntRange(0, 10**9)
+def bound_numbers(command: click.Command) -> None:
+    """Give every numeric flag of `command` (a group: of every command under
+    it) that has no range yet a generous one: finite, not negative, at most 10^9
+    (a fraction, `--…-rate`, at most 1). A safety net: the flags that matter
+    name their own."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            bound_numbers(sub)
+        return
+    for param in command.params:
+        if type(param.type) is click.types.FloatParamType:
+            high = 1.0 if (param.name or "").endswith("_rate") else 1e9
+            param.type = Finite(0.0, high)
+        elif type(param.type) is click.types.IntParamType:
+            param.type = click.IntRange(0, 10**9)
 
 
 def _pg_schema(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

@@ -1,0 +1,314 @@
+"""The commands that read or copy a ledger whole: `status` (counts and ages),
+`export` (JSON Lines or CSV), `migrate` (SQLite ⇄ PostgreSQL, then proved).
+`costs` and `prune` have modules of their own (cli/costs.py, cli/prune.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import click
+
+from reclaim_tui.bootstrap import open_ledger
+from reclaim_tui.cli.common import count_of, echo_json, json_option, reader_settings, run
+from reclaim_tui.cli.options import options
+from reclaim_tui.core.export import iso_time, write_export
+from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.retention import Attention, attention
+from reclaim_tui.core.ledger.urls import shown_db
+from reclaim_tui.core.ledger.views import View
+from reclaim_tui.core.models import Row, Status
+from reclaim_tui.errors import ConfigError
+
+__all__ = ["export", "migrate", "status"]
+
+
+@click.command()
+@options("db")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@options("retention_days")
+@run
+async def status(db: str, as_json: bool, retention_days: float) -> None:
+    """Counts by status and the oldest age in each."""
+    async with open_ledger(reader_settings(db), readonly=True, create=False) as ledger:
+        counts = await ledger.counts()
+        orphans, orphans_since = await _orphans(ledger)
+        seen = await attention(ledger, retention_days)
+        now = ledger.clock.now()
+        text_index = getattr(ledger, "text_index_note", None)
+    at_risk = seen.past_retention
+    # `oldest_since` (ISO-8601 UTC) says when; `oldest_age_s` (seconds) how
+    # long ago, as it always did: scripts and tests read it, and an age is
+    # what `status` shows. Both come from the same instant.
+    data: dict[str, dict[str, Any]] = {
+        s.value: _oldest(now, counts.get(s.value, (0, None))[0], counts.get(s.value, (0, None))[1])
+        for s in Status
+    }
+    data["orphans"] = _oldest(now, orphans, orphans_since)
+    data["past_retention"] = {
+        **_oldest(now, at_risk.count, at_risk.oldest_submitted_at),
+        "retention_days": retention_days,
+    }
+    # Submitted rows, counted again by what they wait for.
+    data["asking"] = _oldest(now, seen.asking, None)
+    data["unknown_status"] = _oldest(now, seen.unknown_status, None)
+    data["not_found"] = _oldest(now, seen.not_found, None)
+    data["not_found_held"] = _oldest(now, seen.not_found_held, None)
+    data["plans_ready"] = _oldest(now, seen.plans_ready, None)
+    if text_index:
+        click.echo(f"note: {text_index}", err=True)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"{'status':<11} {'count':>9}  oldest")
+    for name, v in data.items():
+        if name in (
+            "past_retention",
+            "asking",
+            "unknown_status",
+            "not_found",
+            "not_found_held",
+            "plans_ready",
+        ):
+            continue
+        age = v["oldest_age_s"]
+        click.echo(f"{name:<11} {v['count']:>9}  {_fmt_age(age) if age is not None else '-'}")
+    for line in _attention_lines(seen, retention_days):
+        click.echo(line, err=True)
+
+
+@click.command()
+@click.option(
+    "--from", "source", required=True, metavar="DB",
+    help="The ledger to copy: a SQLite file or a postgresql:// URL (not changed).",
+)  # fmt: skip
+@click.option(
+    "--to", "target", required=True, metavar="DB",
+    help="The ledger to copy into: created when new; rows already there are kept.",
+)  # fmt: skip
+@click.option(
+    "--batch", default=2000, show_default=True, type=click.IntRange(1, 100_000),
+    help="Rows per transaction in the target.",
+)  # fmt: skip
+@click.option("--check", "check_only", is_flag=True, help="Only compare the two ledgers.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@run
+async def migrate(source: str, target: str, batch: int, check_only: bool, as_json: bool) -> None:
+    """Copy a ledger to another engine (SQLite ⇄ PostgreSQL), then prove it.
+
+    Jobs, events, results and the webhook inbox are copied with their ids, a
+    batch per transaction; running it again finishes a copy that was cut
+    short and writes nothing once it is whole. Then every row of every table
+    is compared, column by column: exit 0 only when the target holds exactly
+    the source. Stop what writes to the source first (ticks, service, console).
+    """
+    from reclaim_tui.core.ledger.transfer import compare, copy_ledger
+
+    if source == target:
+        raise ConfigError("--from and --to name the same ledger")
+    async with (
+        open_ledger(reader_settings(source), readonly=True, create=False) as src,
+        open_ledger(reader_settings(target), create=not check_only) as dst,
+    ):
+        copies = [] if check_only else await copy_ledger(src, dst, batch=batch)
+        checked = await compare(src, dst)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "copied": {c.name: {"read": c.read, "written": c.written} for c in copies},
+                    "same": checked.same,
+                    "sequences_behind": checked.sequences,
+                    "tables": {
+                        t.name: {
+                            "source": t.source,
+                            "target": t.target,
+                            "different": t.different,
+                            "first_different": t.differing,
+                            "source_digest": t.source_digest,
+                            "target_digest": t.target_digest,
+                        }
+                        for t in checked.tables
+                    },
+                },
+                indent=2,
+            )
+        )
+    else:
+        written = {c.name: c.written for c in copies}
+        click.echo(f"{'table':<15} {'source':>9} {'target':>9} {'written':>9}  check")
+        for t in checked.tables:
+            verdict = "same" if t.same else f"{t.different} differ: {', '.join(t.differing[:5])}"
+            shown = written.get(t.name, "-")
+            click.echo(f"{t.name:<15} {t.source:>9} {t.target:>9} {shown:>9}  {verdict}")
+        for behind in checked.sequences:
+            click.echo(f"sequence behind: {behind}", err=True)
+        click.echo(
+            f"{shown_db(target)} holds every row of {shown_db(source)}"
+            if checked.same
+            else f"error: {shown_db(target)} does not hold exactly {shown_db(source)}",
+            err=not checked.same,
+        )
+    if not checked.same:
+        sys.exit(1)
+
+
+async def _orphans(ledger: Ledger) -> tuple[int, float | None]:
+    """How many orphans there are (core/ledger/schema.py's rule, as the console's
+    orphans tab counts them) and when the oldest one's create was sent.
+
+    An orphan's age runs from its `sent_at`: from then on the create's outcome
+    is unknown, and that clock is what an operator weighs (how long the
+    interaction may have run and cost, how near the API's retention it is).
+    `state_since` can be much older (a row waits in `reserving` through every
+    outside-failure back-off before it is sent). Rows with no `sent_at`
+    (written before that column existed) fall back to `state_since`.
+    """
+    reader = ConsoleReader(ledger, ledger, ledger.clock)
+    await reader.refresh_liveness()
+    count, oldest = 0, None
+    async for rows in reader.iter_view(View(orphans=True)):
+        count += len(rows)
+        for row in rows:
+            since = row.sent_at if row.sent_at is not None else row.state_since
+            oldest = since if oldest is None else min(oldest, since)
+    return count, oldest
+
+
+def _attention_lines(seen: Attention, retention_days: float) -> list[str]:
+    """What `status` warns about, on stderr, one line each."""
+    lines = []
+    if seen.past_retention.count:
+        lines.append(
+            f"warning: {seen.past_retention.count} submitted row(s) older than the API's"
+            f" retention ({retention_days:g} days): their interactions may be gone; run `tick`"
+            " to collect what is left (a 404 follows --on-gone)"
+        )
+    if seen.asking:
+        lines.append(
+            f"note: {seen.asking} submitted row(s) wait for an operator: their interaction"
+            " requires action (see `show KEY`; `answer KEY TEXT` or `cancel KEY`)"
+        )
+    if seen.plans_ready:
+        lines.append(
+            f"note: {seen.plans_ready} planning job(s) have a research plan ready (see `show"
+            " KEY`): `answer KEY TEXT` approves it, `answer --refine KEY TEXT` asks for a new one"
+        )
+    if seen.unknown_status:
+        lines.append(
+            f"note: {seen.unknown_status} submitted row(s) report an API status this version"
+            " does not know; they are polled with backoff until their deadline"
+        )
+    if seen.not_found:
+        lines.append(
+            f"note: {seen.not_found} submitted row(s) answer 404 inside the API's retention:"
+            " no proof of loss, polled again with backoff for --gone-grace"
+        )
+    if seen.not_found_held:
+        lines.append(
+            f"warning: {seen.not_found_held} submitted row(s) answered 404 for longer than"
+            " --gone-grace: held for an operator (still polled rarely; `cancel KEY` then"
+            " `retry KEY` resends — possible duplicate spend)"
+        )
+    return lines
+
+
+def _oldest(now: float, count: int, since: float | None) -> dict[str, Any]:
+    """A `status --json` entry: how many, and since when the oldest waits."""
+    return {"count": count, "oldest_age_s": _age(now, since), "oldest_since": iso_time(since)}
+
+
+def _age(now: float, since: float | None) -> float | None:
+    return round(now - since, 1) if since is not None else None
+
+
+def _fmt_age(seconds: float) -> str:
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    if s < 172800:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
+@click.command()
+@options("db")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON Lines (one row a line) or CSV.",
+)
+@click.option(
+    "--status",
+    "only",
+    type=click.Choice([*(s.value for s in Status), "orphans"]),
+    default=None,
+    help="Only the rows in this status, or the orphans (as `status` counts them).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to this file instead of stdout.",
+)
+@json_option
+@run
+async def export(db: str, fmt: str, only: str | None, output: str | None, as_json: bool) -> None:
+    """Every row (or one status) as JSON Lines or CSV, to stdout or --output.
+
+    Times are ISO-8601 UTC, the spec is a JSON object (in CSV: its JSON
+    text), and a row's stored result adds its output_text and usage. With
+    --json (and --output), what was written is reported as one JSON document."""
+    if as_json and not output:
+        raise click.UsageError("--json reports what --output wrote: give -o FILE as well")
+    written = 0
+    async with open_ledger(reader_settings(db), readonly=True, create=False) as ledger:
+        with open(output, "w", encoding="utf-8", newline="") if output else _stdout() as out:
+            async for rows in _export_pages(ledger, only):
+                results = await ledger.results([r.idem for r in rows])
+                write_export(rows, fmt, out, results=results, header=written == 0)
+                written += len(rows)
+            if fmt == "csv" and written == 0:
+                write_export([], fmt, out)
+    if as_json:
+        echo_json({"rows": written, "format": fmt, "status": only, "output": output})
+    elif output:
+        click.echo(f"{count_of(written, 'row')} written to {output}", err=True)
+
+
+def _stdout() -> Any:
+    """stdout as a context manager that leaves it open."""
+    return contextlib.nullcontext(sys.stdout)
+
+
+async def _export_pages(ledger: Ledger, only: str | None) -> AsyncIterator[list[Row]]:
+    """The rows an export writes, a page at a time: every row in key order,
+    or those of one status (or the orphans) in the console's age order."""
+    if only is None:
+        page: list[Row] = []
+        async for row in ledger.iter_rows():
+            page.append(row)
+            if len(page) == 2000:
+                yield page
+                page = []
+        if page:
+            yield page
+        return
+    reader = ConsoleReader(ledger, ledger, ledger.clock)
+    if only == "orphans":
+        await reader.refresh_liveness()
+        view = View(orphans=True)
+    else:
+        view = View(statuses=frozenset({Status(only)}))
+    async for rows in reader.iter_view(view):
+        yield rows

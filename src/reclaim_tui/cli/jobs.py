@@ -1,0 +1,183 @@
+"""The job commands: `tick` (one pass for cron), `run` (the loop as a
+service), `submit` (reserve a jobs file's jobs and send them)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+import click
+
+from reclaim_tui.bootstrap import open_engine
+from reclaim_tui.cli.common import (
+    NoApi,
+    echo_json,
+    json_option,
+    print_report,
+    read_jobs,
+    run,
+    settings_from,
+)
+from reclaim_tui.cli.options import API, DAY, ENGINE, LEDGER, PASS, SEND, Finite, options
+from reclaim_tui.core.export import iso_time, report_record
+from reclaim_tui.core.models import Actor, PassReport
+from reclaim_tui.errors import ConfigError, LedgerError
+from reclaim_tui.inbox import GOOGLE_JWKS_URL
+
+__all__ = ["run_command", "submit", "tick"]
+
+
+@click.command()
+@options(ENGINE)
+@click.option(
+    "--jobs", "jobs_path", default=None, help="JSON Lines jobs file to submit first ('-' = stdin)."
+)
+@click.option("--fail-on-errors", is_flag=True, help="Exit 1 when any row recorded an error.")
+@json_option
+@run
+async def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw: Any) -> None:
+    """One headless pass for cron: recover, submit, send, reclaim, replay."""
+    settings = settings_from(kw)
+    jobs = read_jobs(jobs_path, settings) if jobs_path else []
+    async with open_engine(settings, actor=Actor.TICK) as engine:
+        started = engine.ledger.clock.now()
+        try:
+            report = await engine.tick(jobs)
+        except LedgerError as exc:
+            if exc.report is not None:
+                # What the pass did before the ledger failed it, its rows
+                # named; then the error and its exit code (4).
+                finished = engine.ledger.clock.now()
+                times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
+                _report_failed(exc.report, as_json=as_json, extra=times)
+            raise
+        finished = engine.ledger.clock.now()
+    times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
+    print_report(report, fail_on_errors, settings, as_json=as_json, extra=times)
+
+
+def _report_failed(report: PassReport, *, as_json: bool, extra: dict[str, Any]) -> None:
+    """The report of a pass a ledger error ended (its exit code follows)."""
+    if as_json:
+        echo_json(report_record(report, **extra))
+    else:
+        click.echo(report.summary())
+    for idem, message in report.errors[:20]:
+        click.echo(f"  {idem}: {message}", err=True)
+
+
+@click.command("run")
+@options(ENGINE)
+@click.option(
+    "--jobs", "jobs_path", default=None, help="JSON Lines jobs file to submit first ('-' = stdin)."
+)
+@click.option("--once", is_flag=True, help="One pass, then exit (a cron tick in this shape).")
+@click.option(
+    "--log",
+    "log_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Append the service's JSON lines (ready, pass, draining, stopped) here, not stderr.",
+)
+@click.option(
+    "--idle-sleep",
+    default=5.0,
+    show_default=True,
+    type=Finite(0.0, DAY, min_open=True),
+    help="The longest sleep between passes when nothing is due sooner.",
+)
+@click.option(
+    "--inbox-listen",
+    default=None,
+    help="HOST:PORT: run the webhook inbox in this process too (events wake the loop).",
+)
+@click.option(
+    "--inbox-secret",
+    "inbox_secrets",
+    multiple=True,
+    help="With --inbox-listen: a static webhook's signing secret (whsec_…).",
+)
+@click.option(
+    "--inbox-jwks-url",
+    default=GOOGLE_JWKS_URL,
+    show_default=True,
+    help="With --inbox-listen: keys for dynamic webhooks' JWTs.",
+)
+@click.option(
+    "--control",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Unix socket (mode 0600) a console attaches to: `reclaim-tui console --attach PATH`.",
+)
+@run
+async def run_command(
+    jobs_path: str | None,
+    once: bool,
+    log_path: str | None,
+    idle_sleep: float,
+    inbox_listen: str | None,
+    inbox_secrets: tuple[str, ...],
+    inbox_jwks_url: str,
+    control: str | None,
+    **kw: Any,
+) -> None:
+    """The reclaim loop as a service (systemd-friendly): passes until SIGTERM.
+
+    The first SIGTERM/SIGINT drains (the pass in progress finishes), a second
+    cancels it. JSON lines say ready / pass / draining / stopped. Exit 0
+    when drained, 130 when cancelled.
+    """
+    from reclaim_tui.runner.service import InboxOptions, run_service
+
+    if idle_sleep <= 0:
+        raise ConfigError("--idle-sleep must be positive")
+    settings = settings_from(kw)
+    jobs = read_jobs(jobs_path, settings) if jobs_path else []
+    inbox = None
+    if inbox_listen:
+        inbox = InboxOptions(inbox_listen, inbox_secrets, inbox_jwks_url or None)
+    serve = functools.partial(
+        run_service, settings, jobs, once=once, inbox=inbox, idle_sleep=idle_sleep, control=control
+    )
+    if log_path:
+        with open(log_path, "a", encoding="utf-8") as log:
+            code = await serve(log=log)
+    else:
+        code = await serve()
+    if code:
+        sys.exit(code)
+
+
+@click.command()
+@options(LEDGER, API, PASS, SEND)
+@click.argument("jobs_path", metavar="FILE")
+@click.option(
+    "--no-send",
+    is_flag=True,
+    help="Only validate and reserve; a running service (or the next tick) sends them."
+    " No API key needed, the SDK is not loaded.",
+)
+@json_option
+@run
+async def submit(jobs_path: str, no_send: bool, as_json: bool, **kw: Any) -> None:
+    """Validate FILE (JSON Lines), reserve its jobs and send them."""
+    settings = settings_from(kw)
+    jobs = read_jobs(jobs_path, settings)
+    if not jobs and not as_json:
+        click.echo(f"no jobs in {jobs_path} (blank lines and # comments only): nothing reserved")
+        return
+    # --no-send: for a producer beside a running service, which sends from its warm
+    # client (a second cold process paid ~2 s of CPU to send them itself: issue 27).
+    backend = NoApi() if no_send else None
+    async with open_engine(settings, actor=Actor.CLI, backend=backend) as engine:
+        report = await engine.submit(jobs, send=not no_send)
+    if as_json:
+        print_report(report, False, settings, as_json=True)
+        return
+    click.echo(
+        f"{report.counts['inserted']} reserved, {report.counts['already_present']} "
+        f"already in the ledger; {report.summary()}"
+    )
+    if report.unavailable is not None:
+        print_report(PassReport(unavailable=report.unavailable), False, settings)
