@@ -28,8 +28,8 @@ from reclaim_tui.runner.commands import (
     Tick,
     decode,
     encode,
-    execute,
 )
+from reclaim_tui.runner.execute import execute
 
 KEYED = JobSpec("with a key", "m", {"temperature": 0.2}, "k-1")
 
