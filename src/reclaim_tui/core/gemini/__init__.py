@@ -1,6 +1,7 @@
 """The Backend port on google-genai's `client.aio.interactions` (real API or emulator).
 
 backend.py    GeminiBackend, and the JSON → RemoteInteraction conversion
+answers.py    a 200 answer's JSON read as the SDK would dump it, without its models
 errors.py     SDK and transport exceptions → the BackendError tree; key redaction
 fastpath.py   the version-guarded fast path: memoized SDK helpers, `_FastCall`
 fastcalls.py  `_FastGet` / `_FastCreate`, the stock get and create without overhead
