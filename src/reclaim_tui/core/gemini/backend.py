@@ -116,7 +116,9 @@ class GeminiBackend:
     the real API cannot be searched. The backend owns the finder and closes it
     in `aclose`. `fast_path=False` keeps the stock SDK calls (benchmarks,
     tests); the default memoizes the SDK's helpers and sends get and create through
-    `_FastGet` / `_FastCreate`.
+    `_FastGet` / `_FastCreate`. `http_client` is an async client of the httpx shape
+    for the SDK (`HttpOptions.httpx_async_client`; benchmarks/cpu_per_call.py
+    compares transports with it); None keeps the SDK's own.
     """
 
     def __init__(
@@ -128,6 +130,7 @@ class GeminiBackend:
         finder: LabelFinder | None = None,
         fast_path: bool = True,
         webhook_url: str | None = None,
+        http_client: Any = None,
     ) -> None:
         if not api_key:
             if base_url is None:
@@ -143,6 +146,7 @@ class GeminiBackend:
         self._say = Redactor(api_key)
         self._api_key = api_key
         self._want_fast = fast_path
+        self._http_client = http_client
         self._built = False
         self._fast = False
         # _client, _interactions, _fast_get, _fast_create and _fast_scope are
@@ -178,6 +182,7 @@ class GeminiBackend:
             base_url=self.base_url,
             timeout=max(1, int(self.request_timeout * 1000)),
             retry_options=types.HttpRetryOptions(attempts=1),
+            httpx_async_client=self._http_client,
         )
         self._fast = self._want_fast and install_fast_path()
         self._fast_scope = _fast_path
