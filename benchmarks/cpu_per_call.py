@@ -78,9 +78,9 @@ def _calls(which: str, base_url: str) -> tuple[Any, Any, Any]:
             from httpx_aiohttp.httpx2 import Httpx2AiohttpClient
 
             http_client = Httpx2AiohttpClient()
-        backend = GeminiBackend(
-            API_KEY, base_url, fast_path=which != "stock", http_client=http_client
-        )
+        # No http_client argument unless one is set: older trees (PYTHONPATH) lack it.
+        extra = {"http_client": http_client} if http_client is not None else {}
+        backend = GeminiBackend(API_KEY, base_url, fast_path=which != "stock", **extra)
 
         async def create(i: int) -> str:
             spec = JobSpec(input=f"Summarise report #{i} in one line.", model=MODEL)
