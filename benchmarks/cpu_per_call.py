@@ -8,6 +8,11 @@ completed ones (after 20 unmeasured warm-up calls), and reports the mean per cal
 the table shows medians over runs.
 
   reclaim-tui          GeminiBackend (fast path: memoized SDK helpers + fast get)
+  … on DefaultAioHttpClient   the same with `HttpOptions(httpx_async_client=…)` set to
+                       google-genai's `DefaultAioHttpClient` (httpx over aiohttp, the
+                       httpx-aiohttp package); `aiohttp2`: httpx-aiohttp's httpx2 client
+                       (the SDK's own httpx2 over aiohttp). Both need httpx-aiohttp
+                       installed (not a dependency): `--variants` picks what to run.
   GeminiBackend stock  GeminiBackend(fast_path=False): the same backend on the stock SDK
   SDK aio              genai.Client().aio.interactions.create / get (default options)
   SDK sync             genai.Client().interactions.create / get, as the baseline calls it
@@ -34,6 +39,8 @@ from _emulator import API_KEY, EmulatorProcess
 
 VARIANTS = {
     "ours": "reclaim-tui (fast path)",
+    "aiohttp": "reclaim-tui on DefaultAioHttpClient",
+    "aiohttp2": "reclaim-tui on Httpx2AiohttpClient",
     "stock": "GeminiBackend stock",
     "aio": "SDK aio",
     "sync": "SDK sync (baseline's calls)",
@@ -61,8 +68,19 @@ def _calls(which: str, base_url: str) -> tuple[Any, Any, Any]:
     from reclaim_tui.core.gemini import GeminiBackend
     from reclaim_tui.core.models import JobSpec
 
-    if which in ("ours", "stock"):
-        backend = GeminiBackend(API_KEY, base_url, fast_path=which == "ours")
+    if which in ("ours", "stock", "aiohttp", "aiohttp2"):
+        http_client: Any = None
+        if which == "aiohttp":  # google-genai's own, httpx over aiohttp (httpx-aiohttp)
+            from google.genai._interactions import DefaultAioHttpClient
+
+            http_client = DefaultAioHttpClient()
+        elif which == "aiohttp2":  # httpx2 (the SDK's own stack) over aiohttp
+            from httpx_aiohttp.httpx2 import Httpx2AiohttpClient
+
+            http_client = Httpx2AiohttpClient()
+        # No http_client argument unless one is set: older trees (PYTHONPATH) lack it.
+        extra = {"http_client": http_client} if http_client is not None else {}
+        backend = GeminiBackend(API_KEY, base_url, fast_path=which != "stock", **extra)
 
         async def create(i: int) -> str:
             spec = JobSpec(input=f"Summarise report #{i} in one line.", model=MODEL)
@@ -153,6 +171,9 @@ def main() -> None:
         print(json.dumps(asyncio.run(child(a.child, a.base_url, a.calls))))
         return
     chosen = [v for v in a.variants.split(",") if v]
+    from google.genai import __version__ as sdk
+
+    print(f"google-genai {sdk}; load before: {Path('/proc/loadavg').read_text().strip()}")
     results: dict[str, list[dict[str, float]]] = {v: [] for v in chosen}
     # Interactions never finish by themselves: the child completes them via the admin API.
     with EmulatorProcess("--latency", "1000000") as emu:
@@ -166,7 +187,9 @@ def main() -> None:
         f"Client CPU per call (ms), {a.calls} calls each, {a.runs} runs in fresh processes,"
         " medians; emulator in its own process"
     )
-    print(table(["client", "create", "get (pending)", "get (completed)"], rows))
+    rows = [[*r, r[1] + r[3]] for r in rows]  # a job: its create and its completed get
+    print(table(["client", "create", "get (pending)", "get (completed)", "job"], rows))
+    print(f"load after: {Path('/proc/loadavg').read_text().strip()}")
     if "ours" in results:
         ours = rows[chosen.index("ours")]
         for v in chosen:

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend, LabelFinder
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.ledger import opening
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Actor
-from reclaim_tui.core.sinks import Sink, load_sink
+
+if TYPE_CHECKING:
+    from reclaim_tui.core.engine.engine import Engine
+    from reclaim_tui.core.sinks import Sink
 
 __all__ = ["make_backend", "open_engine", "open_ledger"]
 
@@ -71,6 +74,11 @@ async def open_engine(
 ) -> AsyncIterator[Engine]:
     """An engine on the writable ledger; the ledger and the backend (given or
     built) are closed on exit. `sink` defaults to the settings' sink."""
+    # Imported here: the commands that only read the ledger (status, show, export)
+    # import neither the engine nor the sinks (issue 27).
+    from reclaim_tui.core.engine.engine import Engine
+    from reclaim_tui.core.sinks import load_sink
+
     # Backend first: a missing API key fails before the sink or the ledger is touched.
     if backend is None:
         backend = make_backend(settings)

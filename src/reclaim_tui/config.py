@@ -11,11 +11,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reclaim_tui.core.engine.engine import EngineConfig
 from reclaim_tui.core.models import Actor, GonePolicy, OrphanPolicy
 from reclaim_tui.errors import ConfigError
+
+if TYPE_CHECKING:
+    from reclaim_tui.core.engine.policy import EngineConfig
 
 __all__ = [
     "COLUMN_NAMES",
@@ -121,6 +123,10 @@ class Settings:
         return self
 
     def engine_config(self, actor: Actor | None = None) -> EngineConfig:
+        # Here, not at the top: a command that only reads the ledger (status, show,
+        # export) never imports the engine (issue 27).
+        from reclaim_tui.core.engine.policy import EngineConfig
+
         config = EngineConfig(
             concurrency=self.concurrency or ADAPTIVE_START,
             max_concurrency=self.concurrency

@@ -21,7 +21,8 @@ from google import genai
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reclaim_tui.core.gemini import GeminiBackend, fastcalls, fastpath, install_fast_path
+from reclaim_tui.core.gemini import GeminiBackend, fastcalls, fastpath
+from reclaim_tui.core.gemini.fastpath import install_fast_path
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.errors import BackendError

@@ -47,6 +47,7 @@ except SystemExit:
     pass
 finally:
     sys.__stderr__.write("MODULES " + json.dumps(sorted({m.split('.')[0] for m in sys.modules})))
+    sys.__stderr__.write("\\nOURS " + json.dumps(sorted(m for m in sys.modules if "reclaim" in m)))
 """
 #: Packages only other commands use: the emulator's and the inbox's HTTP server and
 #: signatures (aiohttp, cryptography, PyJWT, standardwebhooks), the SDK and its stack,
@@ -131,3 +132,43 @@ def test_submit_no_send_reserves_without_a_key_or_the_sdk(tmp_path: Path) -> Non
         tick += ["--out", str(tmp_path / "out")]
         sent = subprocess.run(tick, capture_output=True, text=True, timeout=120, env=clean_env())
         assert json.loads(sent.stdout)["counts"]["sent"] == 3, sent.stdout + sent.stderr
+
+
+#: reclaim-tui's own modules a command must not import (issue 27, the idle tick's
+#: start-up): the fast path's modules come with the SDK, when a call is due; the
+#: commands that only read the ledger import neither the engine, the sinks nor the
+#: Gemini backend (`config.py` imported the whole engine for `EngineConfig`, and
+#: `bootstrap.py` the engine and the sinks for `open_engine`).
+_FAST_PATH = {
+    "reclaim_tui.core.gemini.fastpath",
+    "reclaim_tui.core.gemini.fastcalls",
+    "reclaim_tui.core.gemini.answers",
+}
+_READERS_SKIP = {"reclaim_tui.core.engine.engine", "reclaim_tui.core.sinks", *_FAST_PATH}
+
+
+@pytest.mark.parametrize(
+    ("command", "unused"),
+    [
+        (["tick", "--base-url", "http://127.0.0.1:9", "--api-key", "k"], _FAST_PATH),
+        (["status"], _READERS_SKIP | {"reclaim_tui.core.gemini"}),
+        (["show", "nothing-here"], _READERS_SKIP | {"reclaim_tui.core.gemini"}),
+        (["export", "--format", "jsonl"], _READERS_SKIP | {"reclaim_tui.core.gemini"}),
+    ],
+    ids=["tick-nothing-due", "status", "show", "export"],
+)
+def test_a_command_imports_only_our_modules_it_uses(
+    tmp_path: Path, command: list[str], unused: set[str]
+) -> None:
+    db = str(tmp_path / "l.db")
+    first = [sys.executable, "-m", "reclaim_tui", "tick", "--db", db, "--api-key", "k"]
+    subprocess.run([*first, "--base-url", "http://127.0.0.1:9"], capture_output=True, timeout=120)
+    argv = ["reclaim-tui", command[0], "--db", db, *command[1:]]
+    script = f"import sys; sys.argv = {argv!r}\n" + _CLI
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    line = [x for x in done.stderr.splitlines() if x.startswith("OURS ")][-1]
+    loaded = set(json.loads(line.removeprefix("OURS ")))
+    assert "reclaim_tui.cli" in loaded
+    assert not loaded & unused, done.stderr

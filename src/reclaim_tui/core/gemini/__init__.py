@@ -1,6 +1,7 @@
 """The Backend port on google-genai's `client.aio.interactions` (real API or emulator).
 
 backend.py    GeminiBackend, and the JSON → RemoteInteraction conversion
+answers.py    a 200 answer's JSON read as the SDK would dump it, without its models
 errors.py     SDK and transport exceptions → the BackendError tree; key redaction
 fastpath.py   the version-guarded fast path: memoized SDK helpers, `_FastCall`
 fastcalls.py  `_FastGet` / `_FastCreate`, the stock get and create without overhead
@@ -12,18 +13,12 @@ from reclaim_tui.core.gemini.backend import (
     interaction_from_json,
     resolve_api_key,
 )
-from reclaim_tui.core.gemini.fastpath import (
-    FAST_PATH_SDK_VERSION,
-    FAST_PATH_SDK_VERSIONS,
-    install_fast_path,
-)
 
+# The fast path's modules (fastpath.py, fastcalls.py, answers.py) are imported with
+# the SDK, when the backend builds its client: not here (an idle tick, issue 27).
 __all__ = [
     "EMULATOR_DEFAULT_KEY",
-    "FAST_PATH_SDK_VERSION",
-    "FAST_PATH_SDK_VERSIONS",
     "GeminiBackend",
-    "install_fast_path",
     "interaction_from_json",
     "resolve_api_key",
 ]

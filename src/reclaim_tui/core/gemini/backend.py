@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from reclaim_tui.core.backend import LabelFinder, map_api_status
 from reclaim_tui.core.gemini.errors import Redactor, create_error, read_error
-from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
-from reclaim_tui.core.gemini.fastpath import _fast_path, install_fast_path
 from reclaim_tui.core.ledger.inbox import ATTEMPT_FIELD, KEY_FIELD
 from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, RemoteInteraction, RemoteState
 from reclaim_tui.core.outputs import output_text
 from reclaim_tui.errors import BackendError, ConfigError, TransientReadError
+
+if TYPE_CHECKING:
+    from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
 
 __all__ = ["EMULATOR_DEFAULT_KEY", "GeminiBackend", "interaction_from_json", "resolve_api_key"]
 
@@ -103,7 +105,7 @@ def _webhook_config(own: Any, url: str, idem: str, attempt: str | None) -> dict[
 
 
 # -- the backend ------------------------------------------------------------------------
-_LAZY = frozenset({"_client", "_interactions", "_fast_get", "_fast_create"})
+_LAZY = frozenset({"_client", "_interactions", "_fast_get", "_fast_create", "_fast_scope"})
 
 
 class GeminiBackend:
@@ -114,7 +116,9 @@ class GeminiBackend:
     the real API cannot be searched. The backend owns the finder and closes it
     in `aclose`. `fast_path=False` keeps the stock SDK calls (benchmarks,
     tests); the default memoizes the SDK's helpers and sends get and create through
-    `_FastGet` / `_FastCreate`.
+    `_FastGet` / `_FastCreate`. `http_client` is an async client of the httpx shape
+    for the SDK (`HttpOptions.httpx_async_client`; benchmarks/cpu_per_call.py
+    compares transports with it); None keeps the SDK's own.
     """
 
     def __init__(
@@ -126,6 +130,7 @@ class GeminiBackend:
         finder: LabelFinder | None = None,
         fast_path: bool = True,
         webhook_url: str | None = None,
+        http_client: Any = None,
     ) -> None:
         if not api_key:
             if base_url is None:
@@ -141,16 +146,19 @@ class GeminiBackend:
         self._say = Redactor(api_key)
         self._api_key = api_key
         self._want_fast = fast_path
+        self._http_client = http_client
         self._built = False
         self._fast = False
-        # _client, _interactions, _fast_get and _fast_create are built on
-        # first use (__getattr__ → _build).
+        # _client, _interactions, _fast_get, _fast_create and _fast_scope are
+        # built on first use (__getattr__ → _build).
 
     #: Built by `_build`, on the first access of any of them.
     _client: Any
     _interactions: Any
     _fast_get: _FastGet | None
     _fast_create: _FastCreate | None
+    #: fastpath._fast_path: the memoized SDK helpers are on inside its block
+    _fast_scope: Callable[[bool], AbstractContextManager[None]]
 
     def __getattr__(self, name: str) -> Any:
         # Only called for attributes not set yet: the SDK's, before `_build`.
@@ -166,12 +174,18 @@ class GeminiBackend:
         from google import genai
         from google.genai import types
 
+        # The fast path's modules come with the SDK: an idle tick imports neither.
+        from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
+        from reclaim_tui.core.gemini.fastpath import _fast_path, install_fast_path
+
         options = types.HttpOptions(
             base_url=self.base_url,
             timeout=max(1, int(self.request_timeout * 1000)),
             retry_options=types.HttpRetryOptions(attempts=1),
+            httpx_async_client=self._http_client,
         )
         self._fast = self._want_fast and install_fast_path()
+        self._fast_scope = _fast_path
         self._client = genai.Client(api_key=self._api_key, http_options=options)
         self._interactions = self._client.aio.interactions
         self._fast_get = _FastGet.attach(self._interactions) if self._fast else None
@@ -223,7 +237,7 @@ class GeminiBackend:
             )
         await self._ensure_built()
         try:
-            with _fast_path(self.fast_path):
+            with self._fast_scope(self.fast_path):
                 if spec.agent:
                     # Agents go through the stock create: the fast path's body
                     # template is verified for model requests only.
@@ -265,7 +279,7 @@ class GeminiBackend:
     async def _read(self, what: str, handle: str) -> RemoteInteraction:
         await self._ensure_built()
         try:
-            with _fast_path(self.fast_path):
+            with self._fast_scope(self.fast_path):
                 if what == "get":
                     interaction = await self._get(handle)
                 else:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from reclaim_tui.core.gemini.answers import plain_answer
 from reclaim_tui.core.gemini.fastpath import _FastCall
 
 # Even memoized, the stock `interactions.get` spends ~1.2 ms of CPU and `create` ~1 ms on
@@ -24,7 +25,9 @@ from reclaim_tui.core.gemini.fastpath import _FastCall
 # URL, headers and timeout it produced; each call then sends through the SDK's own httpx
 # client and parses the answer with the SDK's own parser and error mapping. What is sent
 # and what comes back are the stock path's (tests/unit/test_gemini_fastpath.py compares
-# both). Neither retries: one call, one request (create: exactly one POST per attempt).
+# both); a 200 answer in the shape answers.py checks is read straight from its JSON as
+# the dict the backend would have dumped (tests/contract/test_direct_answers.py).
+# Neither retries: one call, one request (create: exactly one POST per attempt).
 _PLACEHOLDER_ID = "reclaimtuiplaceholderid0"
 _SAFE_ID = re.compile(r"[A-Za-z0-9._~-]{1,512}")  # spliced verbatim into the URL
 _JSON_SEPARATORS = (",", ":")
@@ -99,6 +102,9 @@ class _FastGet(_FastCall):
         p = self._p
         text = response.text
         if p["match_response"](response, "200", "application/json"):
+            plain = plain_answer(text)
+            if plain is not None:  # the SDK's dump of it, without its models
+                return plain
             try:
                 parsed = p["unmarshal_json_response"](p["Interaction"], response, text, False)
             except Exception as exc:
@@ -215,6 +221,10 @@ class _FastCreate(_FastCall):
     async def create(self, body: Any) -> Any:
         """Send one POST (never repeated) and parse the answer the stock way."""
         response = await self._send("POST", self._url, body)
+        if self._p["match_response"](response, "200", "application/json"):
+            plain = plain_answer(response.text)
+            if plain is not None:  # the SDK's dump of it, without its models
+                return plain
         try:
             parsed = self._parse(response)
         except Exception as exc:

@@ -250,7 +250,8 @@ class _FastCall:
     """What `_FastGet` and `_FastCreate` share: the layout check, the request template,
     auth, the send and the SDK's error wrapping. Use `attach(interactions)`: None when
     the SDK's layout is not the one this was written against (then the stock call is
-    used). Calls return what the stock calls return (SDK objects) and raise what they
+    used). Calls return what the stock calls return (SDK objects; a 200 answer in the
+    shape core/gemini/answers.py checks: the dict the backend would dump) and raise what they
     raise (the SDK's `APIError` classes), so the backend maps both the same way.
     """
 
