@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from reclaim_tui.cli import cli
 from tests.helpers import run_cli
@@ -61,7 +62,10 @@ def test_a_key_already_in_the_ledger_for_another_spec_is_refused_naming_both(
 def _commands(
     group: click.Group, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[str, click.Command]]:
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # every command is lazy: load each
+        command = group.get_command(ctx, name)
+        assert command is not None
         if isinstance(command, click.Group):
             yield from _commands(command, (*path, name))
         else:
@@ -181,3 +185,17 @@ def test_numbers_past_a_float_in_a_jobs_file_are_bad_lines_not_tracebacks(
     for line in (1, 2, 3):
         assert f"line {line}:" in proc.stderr
     assert "line 4" not in proc.stderr
+
+
+def test_the_emulators_flags_are_explained_and_refuse_nan() -> None:
+    """Issue 25, 8: `emulator --help` listed flags with no text; the numeric
+    walk never reached the lazily loaded emulator, whose `--queued-share nan`
+    was accepted (issue 22, 7)."""
+    ctx = click.Context(cli)
+    emulator = cli.get_command(ctx, "emulator")
+    assert emulator is not None
+    unexplained = [p.opts[0] for p in emulator.params if isinstance(p, click.Option) and not p.help]
+    assert unexplained == []
+    result = CliRunner().invoke(cli, ["emulator", "--queued-share", "nan"])
+    assert result.exit_code == 2
+    assert "--queued-share" in result.output

@@ -20,21 +20,36 @@ from typing import ClassVar
 
 import click
 
-# The modules, not their commands, by name: a command named like its module
-# (console, costs, prune) would hide the module behind `reclaim_tui.cli.<name>`.
-from reclaim_tui.cli import console, costs, data, jobs, prune, rows
 from reclaim_tui.cli.options import bound_numbers
 
 __all__ = ["cli", "main"]
 
 
 class _LazyGroup(click.Group):
-    """A group whose heavier commands are imported only when named (or listed by
-    --help): `reclaim-tui emulator` pulls in aiohttp, cryptography and PyJWT, half of
-    an idle tick's start-up when every command imported it (issue 27). The server
-    commands (cli/servers.py) come the same way."""
+    """A group whose commands are imported only when named (or listed by
+    --help): a command imports only what it uses (issue 27). `reclaim-tui
+    emulator` pulls in aiohttp, cryptography and PyJWT, and `status` the
+    console's queries; an idle `tick` needs neither. Each command's numeric
+    flags get their bounds as it loads (options.py, `bound_numbers`)."""
 
     lazy: ClassVar[dict[str, str]] = {
+        "tick": "reclaim_tui.cli.jobs:tick",
+        "run": "reclaim_tui.cli.jobs:run_command",
+        "submit": "reclaim_tui.cli.jobs:submit",
+        "show": "reclaim_tui.cli.rows:show",
+        "retry": "reclaim_tui.cli.rows:retry",
+        "cancel": "reclaim_tui.cli.rows:cancel",
+        "adopt": "reclaim_tui.cli.rows:adopt",
+        "answer": "reclaim_tui.cli.rows:answer",
+        "recover": "reclaim_tui.cli.rows:recover",
+        "replay": "reclaim_tui.cli.rows:replay",
+        "status": "reclaim_tui.cli.data:status",
+        "export": "reclaim_tui.cli.data:export",
+        "costs": "reclaim_tui.cli.costs:costs",
+        "prune": "reclaim_tui.cli.prune:prune",
+        "migrate": "reclaim_tui.cli.data:migrate",
+        "console": "reclaim_tui.cli.console:console",
+        "demo": "reclaim_tui.cli.console:demo",
         "emulator": "reclaim_tui.emulator.command:emulator",
         "inbox": "reclaim_tui.cli.servers:inbox",
         "webhooks": "reclaim_tui.cli.servers:webhooks",
@@ -50,6 +65,7 @@ class _LazyGroup(click.Group):
         module, _, name = where.partition(":")
         command = getattr(importlib.import_module(module), name)
         assert isinstance(command, click.Command)
+        bound_numbers(command)  # no numeric flag without a range (idempotent)
         return command
 
 
@@ -61,23 +77,10 @@ def cli(ctx: click.Context) -> None:
     if ctx.invoked_subcommand is None:
         # Parsed as `reclaim-tui console` with no flags, so the RECLAIM_*
         # variables apply (ctx.invoke would take the bare defaults).
-        command = console.console
+        command = cli.get_command(ctx, "console")
+        assert command is not None
         with command.make_context("console", [], parent=ctx) as console_ctx:
             command.invoke(console_ctx)
-
-
-# Their order here is not --help's: the group lists its commands by name.
-_COMMANDS = (
-    *(jobs.tick, jobs.run_command, jobs.submit),
-    *(rows.show, rows.retry, rows.cancel, rows.adopt, rows.answer, rows.recover, rows.replay),
-    *(data.status, data.export, costs.costs, prune.prune, data.migrate),
-    *(console.console, console.demo),
-)
-for _command in _COMMANDS:
-    cli.add_command(_command)
-# After every command is added: no numeric flag without a range (the lazy
-# commands' modules bound their own).
-bound_numbers(cli)
 
 
 def main() -> None:

@@ -6,10 +6,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from reclaim_tui.cli.options import Finite
+
 if TYPE_CHECKING:
     from reclaim_tui.emulator.webhook_settings import WebhookFaults, WebhookSettings
 
 __all__ = ["emulator"]
+
+#: A fraction of requests: a real number in [0, 1] (`nan` was accepted: issue 22, 7).
+_SHARE = Finite(0.0, 1.0)
 
 
 @click.command()
@@ -42,13 +47,31 @@ __all__ = ["emulator"]
 @click.option(
     "--fail-rate", default=0.0, type=float, help="Fraction of interactions ending failed."
 )
-@click.option("--rate-429", default=0.0, type=float)
-@click.option("--rate-500", default=0.0, type=float)
-@click.option("--rate-503", default=0.0, type=float)
+@click.option(
+    "--rate-429", default=0.0, type=_SHARE, help="Fraction of requests answered 429 (rate limited)."
+)
+@click.option(
+    "--rate-500",
+    default=0.0,
+    type=_SHARE,
+    help="Fraction of requests answered 500.",
+)
+@click.option(
+    "--rate-503", default=0.0, type=_SHARE, help="Fraction of requests answered 503 (unavailable)."
+)
 @click.option("--drop-rate", default=0.0, type=float, help="Accepted-then-dropped creates.")
-@click.option("--slow-rate", default=0.0, type=float)
-@click.option("--slow-seconds", default=0.0, type=float)
-@click.option("--seed", default=0, type=int)
+@click.option(
+    "--slow-rate",
+    default=0.0,
+    type=_SHARE,
+    help="Fraction answered after --slow-seconds.",
+)
+@click.option(
+    "--slow-seconds", default=0.0, type=float, help="How long a slow request waits (--slow-rate)."
+)
+@click.option(
+    "--seed", default=0, type=int, help="Seed of the fault and latency draws (a run repeats)."
+)
 @click.option(
     "--incomplete-rate",
     default=0.0,
@@ -89,7 +112,7 @@ __all__ = ["emulator"]
 @click.option(
     "--queued-share",
     default=0.0,
-    type=click.FloatRange(0.0, 1.0, max_open=True),
+    type=Finite(0.0, 1.0, max_open=True),
     help="Share of a background run spent 'queued' (the real API was recorded never"
     " showing it: 0 by default).",
 )
