@@ -24,7 +24,13 @@ _SHARE = Finite(0.0, 1.0)
     show_default=True,
     help="Bind address (loopback unless told otherwise).",
 )
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=8765,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port).",
+)
 @click.option(
     "--api-key",
     default=None,
