@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.widgets import Tab, Tabs
 
-from reclaim_tui.tui.keymap import TABS, TabSpec
+from reclaim_tui.tui.tabs import TABS, TabSpec
 
 __all__ = ["StatusTabs", "compact_count"]
 
