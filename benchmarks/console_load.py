@@ -391,7 +391,9 @@ async def measure(
                 continue
             cpu = time.thread_time()
             spent = await press_and_wait(app, key, kind)
-            timings.setdefault("_ui_cpu", []).append(time.thread_time() - cpu)
+            used = time.thread_time() - cpu
+            timings.setdefault("_ui_cpu", []).append(used)
+            timings.setdefault(f"_ui_cpu {kind}", []).append(used)
             if os.environ.get("BENCH_DEBUG"):
                 print(
                     key, kind, f"{spent * 1000:.2f}", app.table.cursor_row, app.table.current_idem()
@@ -399,7 +401,9 @@ async def measure(
             timings.setdefault(kind, []).append(spent)
             await asyncio.sleep(0.02)  # an operator's pace, and room for the loop to run
         for text in ("status:failed", "model:pro", "error:attempts", "chapter 7", ""):
+            cpu = time.thread_time()
             timings.setdefault("filter", []).append(await apply_filter(app, text))
+            timings.setdefault("_ui_cpu filter", []).append(time.thread_time() - cpu)
         # A filtered first page, typed: each text replaces the one before.
         timings["text filter (3+)"] = []  # first: the headline
         for kind, text in texts:
@@ -435,6 +439,13 @@ def report(timings: dict[str, list[float]]) -> None:
         f" {pct(cpu, 0.99) * 1000:>9.1f} {max(cpu) * 1000:>9.1f}"
         "   (per key; the rest of a key's time is waiting: SQL, GIL, a busy CPU)"
     )
+    for kind in ("tab", "page", "cursor", "filter"):
+        cpu = timings.get(f"_ui_cpu {kind}")
+        if cpu:
+            print(
+                f"{'  UI CPU, ' + kind:<22} {len(cpu):>5} {pct(cpu, 0.5) * 1000:>9.1f}"
+                f" {pct(cpu, 0.99) * 1000:>9.1f} {max(cpu) * 1000:>9.1f}"
+            )
     print(f"loop log lines during the run: {int(timings['_ticks'][0])}")
     if TIMEOUTS:
         print(f"never shown (timed out, counted at the limit): {TIMEOUTS}")

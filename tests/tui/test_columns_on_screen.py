@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reclaim_tui.tui.widgets.ledger_table import COLUMNS
+from reclaim_tui.tui.widgets.table_cells import COLUMNS
 
 from .conftest import Seeded
 from .pilot_helpers import press, settle, until

@@ -27,8 +27,8 @@ from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.tui.app import ReclaimApp
-from reclaim_tui.tui.keymap import TABS
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
+from reclaim_tui.tui.tabs import TABS
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 
 from .conftest import START, Seeded, _seed

@@ -8,8 +8,9 @@ from textual.command import CommandList
 
 from reclaim_tui.core.models import Actor, Status
 from reclaim_tui.tui.format import age
-from reclaim_tui.tui.keymap import KEYS, TABS
+from reclaim_tui.tui.keymap import KEYS
 from reclaim_tui.tui.screens.help import HelpScreen
+from reclaim_tui.tui.tabs import TABS
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.loop_log import LoopLog
 

@@ -12,7 +12,7 @@ from reclaim_tui.core.ledger.views import Detail
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.row_notes import NOT_FOUND, PLAN_READY
 from reclaim_tui.tui.format import attention_text
-from reclaim_tui.tui.operations import answer_refusal, asked
+from reclaim_tui.tui.questions import answer_refusal, asked
 from reclaim_tui.tui.widgets.detail_pane import render_detail
 
 from .test_actors import _cancelled_row

@@ -29,7 +29,7 @@ from textual.widgets import DataTable
 
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.tui import columns
-from reclaim_tui.tui.widgets import ledger_table
+from reclaim_tui.tui.widgets import plain_table, table_cells
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 
 from .conftest import Seeded
@@ -85,7 +85,7 @@ def every_column(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every column at any width, as the table had before it chose columns by
     width (tui/columns.py): these tests compare drawings of a table wider
     than its screen, scrolled sideways."""
-    everything = frozenset(key for key, _ in ledger_table.COLUMNS)
+    everything = frozenset(key for key, _ in table_cells.COLUMNS)
     monkeypatch.setattr(columns, "fit", lambda width, chosen=None: everything)
     monkeypatch.setattr(columns, "error_width", lambda width, shown: max(16, width - 118))
 
@@ -133,7 +133,7 @@ async def test_every_cell_is_drawn_as_datatable_draws_it(theme: str) -> None:
                         cell = table._data[table._row_locations.get_key(row)][  # type: ignore[index]
                             table._column_locations.get_key(column)  # type: ignore[index]
                         ]
-                        if ledger_table._plain_text(cell):
+                        if plain_table.plain_text(cell):
                             drawn_here += 1
         # The comparison is of the table's own drawing, not DataTable's twice.
         assert table._plain_cells and drawn_here > len(shown) * 9 * 4 * 0.8
@@ -149,8 +149,8 @@ async def test_cells_it_cannot_draw_plainly_are_left_to_datatable() -> None:
         Text("x", overflow="ellipsis"),
         "a str",
     ):
-        assert not ledger_table._plain_text(cell), cell
-    assert ledger_table._plain_text(Text("réponse…", style=Style(color="red")))
+        assert not plain_table.plain_text(cell), cell
+    assert plain_table.plain_text(Text("réponse…", style=Style(color="red")))
 
     app = TableApp()
     async with app.run_test(size=(160, 40)) as pilot:

@@ -11,11 +11,11 @@ import pytest
 from textual.widgets import Static
 
 from reclaim_tui.core.models import Status
+from reclaim_tui.tui.actions.tools import archive_path
 from reclaim_tui.tui.screens.charts import ChartsScreen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.costs import CostsScreen
 from reclaim_tui.tui.screens.follow import FollowScreen
-from reclaim_tui.tui.screens.tools import archive_path
 from reclaim_tui.tui.widgets.command_line import CommandLine
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from tests.tui.conftest import Seeded

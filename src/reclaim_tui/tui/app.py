@@ -45,8 +45,9 @@ from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.runner.control import AttachedHost
+from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
-from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS, action_enabled, bindings
+from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS
 from reclaim_tui.tui.messages import TickFailed, TickFinished
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.main import MainScreen

@@ -18,7 +18,7 @@ from reclaim_tui.core.ledger.views import (
     sort_refusal,
 )
 from reclaim_tui.core.models import Status
-from reclaim_tui.tui.keymap import TABS, TabSpec
+from reclaim_tui.tui.tabs import TABS, TabSpec
 
 __all__ = ["ConsoleState", "Cursor", "Move", "Window"]
 

@@ -20,7 +20,7 @@ from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.models import Row
 from reclaim_tui.errors import LedgerError
-from reclaim_tui.tui.keymap import bindings
+from reclaim_tui.tui.bindings import bindings
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.screens.job_screen import JobScreen
 from reclaim_tui.tui.widgets.follow_view import FollowView

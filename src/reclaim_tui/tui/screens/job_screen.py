@@ -15,7 +15,7 @@ from textual.screen import Screen
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.models import Row, StoredResult
 from reclaim_tui.errors import LedgerError
-from reclaim_tui.tui import operations
+from reclaim_tui.tui import external_viewer
 from reclaim_tui.tui.screens.raw_json import RawJsonScreen
 from reclaim_tui.tui.screens.viewer import move_cursor, open_in_viewer
 
@@ -73,7 +73,7 @@ class JobScreen(Screen[None]):
         stored = await self._stored()
         if stored is not None:
             idem, result = stored
-            text = operations.pretty_json(result.raw_json) if result is not None else None
+            text = external_viewer.pretty_json(result.raw_json) if result is not None else None
             self.app.push_screen(RawJsonScreen(idem, text, readonly=self.readonly))
 
     @work(group="job", exclusive=True)
@@ -89,5 +89,5 @@ class JobScreen(Screen[None]):
             await open_in_viewer(self, variable, result.output_text, f"{idem}.md")
         else:  # a failed job's paid partial output: the interaction is all there is
             await open_in_viewer(
-                self, variable, operations.pretty_json(result.raw_json), f"{idem}.json"
+                self, variable, external_viewer.pretty_json(result.raw_json), f"{idem}.json"
             )

@@ -1,17 +1,23 @@
 """The main screen: the ledger table with its tabs and filter, the loop bar, the
 row's detail and the loop's activity, and every key that works on them.
 
-It reacts to what its workers post: the reads' (feed.py: RowsChanged,
-DetailLoaded, CountsChanged, CompletionsRecorded), the operator actions'
-(group "ops", operations.py: ActionFinished), and the app's reclaim loop's
-(TickFinished, TickFailed).
+The screen composes the widgets, binds the keys (keymap.py) and hands each key
+and message to the module that does it (tui/actions/, which sees the screen
+only through actions/port.py's `MainPort`):
+
+    rows.py     retry, cancel, poll now, discard, recover, replay, adopt,
+                answer, the marks
+    tools.py    costs, charts, :prune, submit, export
+    view.py     tabs, filter, sorts, the command line, the panels
+    updates.py  what the workers found: the reads' (feed.py: RowsChanged,
+                DetailLoaded, CountsChanged, CompletionsRecorded), the operator
+                actions' (group "ops", operations.py: ActionFinished), and the
+                app's reclaim loop's (TickFinished, TickFailed)
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import ClassVar
 
 from textual import on, work
@@ -23,46 +29,30 @@ from textual.widgets import DataTable, Header, Input
 
 from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.views import SORTS, View
-from reclaim_tui.core.models import Row, Status
-from reclaim_tui.core.row_notes import PLAN_READY
-from reclaim_tui.errors import LedgerError
-from reclaim_tui.runner.commands import Adopt, Answer, Cancel, Retry
-from reclaim_tui.tui import operations, row_actions
+from reclaim_tui.core.models import Row
+from reclaim_tui.tui.actions import rows, tools, updates, view
+from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.feed import LedgerFeed
-from reclaim_tui.tui.format import attention_text, inbox_text, shorten_error
-from reclaim_tui.tui.keymap import TABS, action_enabled, bindings
 from reclaim_tui.tui.messages import (
     ActionFinished,
     CompletionsRecorded,
     CountsChanged,
     DetailLoaded,
     RowsChanged,
-    SubmitFinished,
     TickFailed,
     TickFinished,
     while_shown,
 )
 from reclaim_tui.tui.operations import Done, OperatorEngine
 from reclaim_tui.tui.pace import LoopPace
-from reclaim_tui.tui.screens import tools
-from reclaim_tui.tui.screens.ask import PlanScreen, adopt_screen, answer_screen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
-from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
-from reclaim_tui.tui.screens.fleet import FleetScreen
 from reclaim_tui.tui.screens.follow import FollowScreen
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.screens.job_screen import JobScreen
-from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
-from reclaim_tui.tui.state import ConsoleState, Cursor, Window
-from reclaim_tui.tui.widgets.command_line import (
-    Command,
-    CommandLine,
-    column_names,
-    saved_view,
-    sort_arguments,
-)
+from reclaim_tui.tui.state import ConsoleState, Cursor
+from reclaim_tui.tui.tabs import TABS
+from reclaim_tui.tui.widgets.command_line import CommandLine
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
 from reclaim_tui.tui.widgets.footer import ConsoleFooter
@@ -105,13 +95,13 @@ class MainScreen(JobScreen):
         self.host = config.host
         self.readonly = self.host is None
         self.pace = pace
-        #: The price table, read at the first costs, charts or retry (screens/tools.py).
+        #: The price table, read at the first costs, charts or retry (actions/tools.py).
         self.prices: PriceTable | None = None
         self.state = ConsoleState()
         self.bar = LoopBarState()
         self.feed = LedgerFeed(self, self.state, config, redraw=self.rerender)
         #: The row whose detail was asked for last (shown, or on its way).
-        self._detail_for: str | None = None
+        self.detail_for: str | None = None
 
     # -- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -166,91 +156,41 @@ class MainScreen(JobScreen):
         """Read through `reader` (the app's): the first page, then watch the ledger."""
         self.feed.follow(reader)
 
-    # -- reacting --------------------------------------------------------------------------
+    def rerender(self, cursor: Cursor = "keep") -> None:
+        updates.rerender(self, cursor)
+
+    def show_bar(self) -> None:
+        updates.show_bar(self)
+
+    def show_panels(self) -> None:
+        view.show_panels(self)
+
+    def panels_changed(self) -> None:
+        self.post_message(self.PanelsChanged())
+
+    def open_line(self, key: str) -> Input | None:
+        return view.open_line(self, key)
+
+    # -- reacting (actions/updates.py) --------------------------------------------------
     @while_shown
     def on_rows_changed(self, event: RowsChanged) -> None:
-        if event.counts is not None:
-            self._show_counts(event.counts)
-        for follow in self._follow_screens():
-            follow.reload()  # the ledger changed: the followed job may have
-        if event.view != self.state.view():
-            return  # the operator moved on before this page arrived
-        before = self.table.current_row()
-        self.state.window = Window(event.page, event.view, event.offset)
-        self.table.has_before, self.table.has_after = event.page.has_before, event.page.has_after
-        self.rerender(event.cursor)
-        after = self.table.current_row()
-        # The highlighted row left the tab (it moved to another status): the
-        # cursor is on its neighbour now, and the detail says so.
-        left, pane = None, self.query_one(DetailPane)
-        if event.cursor != "keep":
-            pane.forget_left(self.config.clock.now())  # the operator moved on
-        elif before is not None and before.idem not in self.table.rows:
-            left = before.idem
-        if after is not None and (after != before or left):
-            self._load_detail(after.idem, left)
-        elif after is None:
-            note = (left, "the tab is empty now") if left else None
-            pane.show(None, self.config.clock.now(), True, note)
-
-    def _follow_screens(self) -> list[FollowScreen]:
-        """The follow view, shown or under help or the raw JSON."""
-        return [s for s in self.app.screen_stack if isinstance(s, FollowScreen)]
-
-    def _load_detail(self, idem: str, left: str | None = None) -> None:
-        self._detail_for = idem
-        self.feed.load_detail(idem, left)
-
-    def rerender(self, cursor: Cursor = "keep") -> None:
-        rows, now = self.state.window.page.rows, self.config.clock.now()
-        self.table.show_rows(rows, now, self.state.marks, self.feed.dead, cursor)
-        self.query_one(DetailPane).redraw(now)  # the detail's ages move with the table's
-        for follow in self._follow_screens():
-            follow.redraw()
-        self.show_bar()
+        updates.rows_changed(self, event)
 
     @while_shown
     def on_counts_changed(self, event: CountsChanged) -> None:
-        self._show_counts(event)
-
-    def _show_counts(self, event: CountsChanged) -> None:
-        self.state.counts, self.state.orphans = event.counts, event.orphans
-        if event.attention is not None:
-            self.bar.attention = attention_text(event.attention)
-        if event.inbox is not None:
-            now = self.config.clock.now()
-            self.bar.inbox = inbox_text(event.inbox, now)
-            refused_at = event.inbox.refused_at
-            self.bar.inbox_alarm = refused_at is not None and now - refused_at < 300
-        self.query_one(StatusTabs).show_counts({t.id: self.state.tab_count(t) for t in TABS})
-        self.show_bar()
+        updates.counts_changed(self, event)
 
     @while_shown
     def on_detail_loaded(self, event: DetailLoaded) -> None:
-        if event.idem == self.table.current_idem():
-            self.query_one(DetailPane).show(event.detail, self.config.clock.now(), left=event.left)
+        updates.detail_loaded(self, event)
 
     @while_shown
     def on_tick_finished(self, event: TickFinished) -> None:
-        self.query_one(LoopLog).tick(event.report, event.seconds, event.at)
-        self.bar.last = f"last pass {event.seconds:.2f}s: {event.report.summary()}"
-        down, deferred = event.report.unavailable, event.report.counts["deferred"]
-        if down:
-            self.bar.api = f"unavailable ({down[0]})"
-        else:
-            self.bar.api = f"degraded ({deferred} deferred)" if deferred else "ok"
-        if down:
-            self.query_one(LoopLog).line(
-                event.at,
-                f"API unreachable or refusing us ({down[0]}): {shorten_error(down[1], 200)}",
-                error=True,
-            )
-        self.feed.watch(force=True)
+        updates.tick_finished(self, event)
 
     @while_shown
     def on_tick_failed(self, event: TickFailed) -> None:
-        self.query_one(LoopLog).line(event.at, f"pass failed: {event.error}", error=True)
-        self.bar.last = "last pass failed (see log)"
+        updates.tick_failed(self, event)
 
     @while_shown
     def on_completions_recorded(self, event: CompletionsRecorded) -> None:
@@ -258,19 +198,11 @@ class MainScreen(JobScreen):
 
     @while_shown
     def on_action_finished(self, event: ActionFinished) -> None:
-        self.notify(event.text, severity=event.severity)
-        self.query_one(LoopLog).line(self.config.clock.now(), f"console: {event.text}")
-        self.feed.watch(force=True)
+        updates.action_finished(self, event)
 
     @on(DataTable.RowHighlighted, "#table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        # A redraw highlights rows on its way to the cursor's: only the row
-        # under the cursor counts, and only when its detail is not on its way.
-        idem = event.row_key.value
-        if idem is None or self.feed.reader is None or idem != self.table.current_idem():
-            return
-        if idem != self._detail_for:
-            self._load_detail(idem)
+        updates.highlighted(self, event.row_key.value)
 
     @on(DataTable.RowSelected, "#table")
     def _selected(self) -> None:
@@ -289,46 +221,21 @@ class MainScreen(JobScreen):
 
     @on(Input.Submitted, "#filter")
     def _filter_entered(self, event: Input.Submitted) -> None:
-        try:
-            self.state.set_filter(event.value)
-        except ValueError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        self.query_one(FilterBar).close()
-        self.table.focus()
-        self.feed.load_page("first", cursor="top")
+        view.enter_filter(self, event.value)
 
-    # -- view keys (no I/O: a new state, then a new window) -----------------------------------
-    def show_bar(self) -> None:
-        s, bar = self.state, self.bar
-        bar.mode, bar.interval, bar.marks = self.pace.mode, self.pace.interval, len(s.marks)
-        bar.sort, bar.filter = s.sort.label, s.filter_text
-        bar.window = s.window_text()
-        # The app's loop may report a pass while the screen is being torn
-        # down (quit during a pass): there is no bar left to show it on.
-        for widget in self.query(LoopBar):
-            widget.show(bar)
+    @on(CommandLine.Entered)
+    def _command(self, event: CommandLine.Entered) -> None:
+        view.enter_command(self, event.command)
 
+    # -- view keys (actions/view.py: no I/O, a new state, then a new window) ---------------
     def action_show_tab(self, tab: str) -> None:
-        self.state.tab = tab
-        self.query_one(StatusTabs).active = tab
-        self.feed.load_page("first", cursor="top")
-
-    def set_sort(self, index: int) -> None:
-        self.state.sort_index, self.state.column_sort = index, None
-        self.feed.load_page("first", cursor="top")
+        view.show_tab(self, tab)
 
     def action_sort_by(self, column: str, descending: bool | None = None) -> None:
-        """Sort by any column (shift+letter again: the other way; `:sort`)."""
-        try:
-            self.state.sort_by(column, descending)
-        except ValueError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        self.feed.load_page("first", cursor="top")
+        view.sort_by(self, column, descending)
 
     def action_cycle_sort(self) -> None:
-        self.set_sort((self.state.sort_index + 1) % len(SORTS))
+        view.cycle_sort(self)
 
     def action_first_page(self) -> None:
         self.feed.load_page("first", cursor="top")
@@ -337,47 +244,25 @@ class MainScreen(JobScreen):
         self.feed.load_page("last", cursor="bottom")
 
     def action_filter(self) -> None:
-        self.query_one(FilterBar).open(self.state.filter_text)
+        view.open_filter(self)
 
-    def open_line(self, key: str) -> Input | None:
-        """Open the line `key` opens (`/` the filter, `:` the command line) and
-        return its input, for the keys typed after it (tui/typeahead.py)."""
-        if key == "slash":
-            self.action_filter()
-            return self.query_one(FilterBar)
-        if key == "colon":
-            self.action_command_line()
-            return self.query_one(CommandLine).input
-        return None
+    def action_command_line(self) -> None:
+        view.open_command_line(self)
 
     def action_toggle_detail(self) -> None:
-        if self.maximized is not None:
-            self.minimize()
-            self.table.focus()
-        else:
-            pane = self.query_one(DetailPane)
-            self.maximize(pane, container=False)
-            pane.focus()
+        view.toggle_detail(self)
 
     def action_clear(self) -> None:
-        bar, line = self.query_one(FilterBar), self.query_one(CommandLine)
-        if line.is_open:
-            line.close()
-            self.table.focus()
-        elif bar.has_class("-open"):
-            bar.close()
-            self.table.focus()
-        elif self.maximized is not None:
-            self.action_toggle_detail()
-        elif self.state.marks:
-            self.state.marks.clear()
-            self.rerender()
-        elif self.state.filter_text:
-            self.state.set_filter("")
-            self.feed.load_page("first", cursor="top")
+        view.clear(self)
 
     def action_refresh(self) -> None:
         self.feed.watch(force=True)
+
+    def action_toggle_panel(self, panel: str) -> None:
+        view.toggle_panel(self, panel)
+
+    def action_detail_width(self, step: int) -> None:
+        view.width_detail(self, step)
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(readonly=self.readonly))
@@ -395,50 +280,7 @@ class MainScreen(JobScreen):
     def _back_from_follow(self, _: None) -> None:
         self.table.focus()
 
-    # -- the command line and the panels ------------------------------------------------------
-    def action_command_line(self) -> None:
-        self.query_one(FilterBar).close()
-        self.query_one(CommandLine).open()
-
-    @on(CommandLine.Entered)
-    def _command(self, event: CommandLine.Entered) -> None:
-        line, command = self.query_one(CommandLine), event.command
-        if command.verb == "view":
-            try:
-                command = Command("filter", saved_view(self.state.views, command.argument))
-            except ValueError as exc:
-                line.say(str(exc))
-                return
-        if command.verb in ("model", "filter"):
-            try:
-                self._filter_by(command)
-            except ValueError as exc:
-                line.say(str(exc))
-                return
-        line.close()
-        self.table.focus()
-        if command.verb == "tab":
-            self.action_show_tab(command.argument)
-        elif command.verb == "help":
-            self.action_help()
-        elif command.verb == "quit":
-            self.app.exit()
-        elif command.verb == "costs":
-            self.action_costs()
-        elif command.verb == "charts":
-            self.action_charts()
-        elif command.verb == "prune":
-            self.prune(command)
-        elif command.verb == "fleet":
-            self.app.push_screen(FleetScreen(self.feed.opened().background, self.config.clock))
-        elif command.verb == "sort":
-            self.action_sort_by(*sort_arguments(command.argument))
-        elif command.verb == "columns":
-            self.state.columns = column_names(command)
-            self.table.choose_columns(self.state.columns)
-            self.post_message(self.PanelsChanged())  # the app remembers it
-
-    # -- views over the whole ledger (screens/tools.py) -------------------------------------
+    # -- views over the whole ledger and the bulk tools (actions/tools.py) ------------------
     @work(group="tools")
     async def action_costs(self) -> None:
         await tools.open_costs(self)
@@ -447,36 +289,13 @@ class MainScreen(JobScreen):
     async def action_charts(self) -> None:
         await tools.open_charts(self)
 
-    @work(group="ops")
-    async def prune(self, command: Command) -> None:
-        await tools.prune_rows(self, command)
+    def action_submit(self) -> None:
+        tools.submit(self)
 
-    def _filter_by(self, command: Command) -> None:
-        if command.verb == "model":
-            self.state.set_model(command.argument)
-        else:
-            self.state.set_filter(command.argument)
-        self.feed.load_page("first", cursor="top")
+    def action_export(self) -> None:
+        tools.export(self)
 
-    def action_toggle_panel(self, panel: str) -> None:
-        shown = self.state.toggle_panel(panel)
-        self.show_panels()
-        self.notify(f"{panel} {'shown' if shown else 'hidden'} ({panel[0].upper()} toggles)")
-        self.post_message(self.PanelsChanged())
-
-    def action_detail_width(self, step: int) -> None:
-        self.state.step_detail_width(step)
-        self.show_panels()
-        self.post_message(self.PanelsChanged())
-
-    def show_panels(self) -> None:
-        """The panels as the state has them: hidden ones hidden, the detail's width (app.tcss)."""
-        for panel in ("detail", "log"):
-            self.set_class(panel in self.state.hidden, f"-hide-{panel}")
-        for width in range(1, 5):
-            self.set_class(width == self.state.detail_width, f"-detail-{width}")
-
-    # -- operator keys (operations.py does the work) --------------------------------------------
+    # -- operator keys (actions/rows.py asks; operations.py does the work) ------------------
     @work(group="ops")
     async def operate(self, action: Callable[[], Awaitable[Done]]) -> None:
         """Run an operator action; unmark the rows it is done with; say how it went."""
@@ -491,192 +310,40 @@ class MainScreen(JobScreen):
 
         self.app.push_screen(ConfirmScreen(title, question, yes), answered)
 
-    def _targets(self) -> list[str]:
-        if self.state.marks:
-            return sorted(self.state.marks)
-        current = self.table.current_idem()
-        return [current] if current else []
-
     def action_refuse(self, what: str) -> None:
         self.notify(f"read-only console: {what} is disabled", severity="warning")
 
     @work(group="ops")
     async def action_retry(self) -> None:
-        checked = await self._check("retry", operations.RETRYABLE)
-        if checked is None:
-            return
-        retry = partial(self.operate, self._row_action("retried", Retry(tuple(checked.eligible))))
-        if not self.config.confirm:
-            retry()  # the operator turned the questions off (settings.toml)
-            return
-        # Every row retried is sent again, and paid for again: ask first, with the cost.
-        estimate = await tools.resubmit_estimate(self, checked.eligible)
-        question = operations.retry_question(checked, estimate, marked=bool(self.state.marks))
-        self.confirm("retry", question, "Retry", retry)
+        await rows.retry(self)
 
     @work(group="ops")
     async def action_cancel_jobs(self) -> None:
-        checked = await self._check("cancel", operations.CANCELLABLE)
-        if checked is None:
-            return
-        cancel = self._row_action("cancelled", Cancel(tuple(checked.eligible)))
-        question = operations.cancel_question(checked, marked=bool(self.state.marks))
-        self.confirm("cancel", question, "Cancel jobs", lambda: self.operate(cancel))
-
-    async def _check(self, verb: str, applies_to: tuple[Status, ...]) -> operations.Checked | None:
-        """The targets `verb` applies to; None (and a line saying why) when none."""
-        targets = self._targets()
-        if not targets:
-            self.notify(f"no row to {verb}", severity="warning")
-            return None
-        try:
-            checked = await operations.check_rows(self.feed.opened(), verb, targets, applies_to)
-        except (LedgerError, sqlite3.OperationalError) as exc:
-            self.notify(f"ledger read failed: {exc}", severity="error")
-            return None
-        if not checked.eligible:
-            self.notify(checked.refusal(), severity="error")
-            return None
-        return checked
-
-    def _row_action(self, verb: str, command: Retry | Cancel) -> Callable[[], Awaitable[Done]]:
-        return partial(operations.run_rows, self.engine_host(), verb, command)
+        await rows.cancel(self)
 
     @work(group="ops")
     async def action_poll_now(self) -> None:
-        await row_actions.poll_now(self)
+        await rows.poll_now(self)
 
     def action_discard(self) -> None:
-        row_actions.discard_row(self)
+        rows.discard(self)
 
     @work(group="ops")
     async def action_recover(self) -> None:
-        marked = sorted(self.state.marks)
-        idems = marked or (await self.feed.opened().matching_idems(View(orphans=True)))[0]
-        if not idems:
-            self.notify("no orphans to recover", severity="warning")
-            return
-        recover = partial(operations.recover_rows, self.engine_host(), idems)
-        if not self.config.confirm:
-            self.operate(recover)  # the operator turned the questions off (settings.toml)
-            return
-        # A resubmitted orphan is paid for again (if the first create landed too): say how much.
-        estimate = await tools.resubmit_estimate(self, idems)
-        question = operations.recover_question(len(idems), marked=bool(marked), estimate=estimate)
-        self.confirm("recover orphans", question, "Recover", lambda: self.operate(recover))
+        await rows.recover(self)
 
     def action_replay(self) -> None:
-        marked = sorted(self.state.marks)
-        waiting = self.state.counts.get(Status.DONE.value, 0)
-        if not marked and not waiting:
-            self.notify("no done-but-unconsumed rows to replay", severity="warning")
-            return
-        replay = partial(operations.replay_rows, self.engine_host(), marked or None)
-        question = operations.replay_question(len(marked), waiting)
-        self.confirm("replay", question, "Replay", lambda: self.operate(replay))
+        rows.replay(self)
 
     def action_adopt(self) -> None:
-        row = self.table.current_row()
-        if row is None:
-            self.notify("no row to adopt for", severity="warning")
-            return
-        refusal = operations.adopt_refusal(row)
-        if refusal is not None:
-            self.notify(refusal, severity="error")
-            return
-        engine, idem = self.engine_host(), row.idem
-
-        def answered(handle: str | None) -> None:
-            if handle:
-                verb = f"adopted {handle} for"
-                self.operate(partial(operations.run_rows, engine, verb, Adopt(idem, handle)))
-
-        self.app.push_screen(adopt_screen(idem, row.status.value), answered)
+        rows.adopt(self)
 
     def action_answer(self) -> None:
-        row = self.table.current_row()
-        if row is None:
-            self.notify("no row to answer", severity="warning")
-            return
-        refusal = operations.answer_refusal(row)
-        if refusal is not None:
-            self.notify(refusal, severity="error")
-            return
-        engine, idem = self.engine_host(), row.idem
-
-        plan = (row.last_error or "").startswith(PLAN_READY)
-        screen = answer_screen(idem, row.handle or "", operations.asked(row), plan=plan)
-
-        def answered(text: str | None) -> None:
-            if text:
-                refine = isinstance(screen, PlanScreen) and screen.refine
-                command = Answer(idem, text, refine=refine)
-                verb = "asked for a new plan of" if refine else "answered"
-                self.operate(partial(operations.run_rows, engine, verb, command))
-
-        self.app.push_screen(screen, answered)
-
-    def action_submit(self) -> None:
-        default = self.config.settings.model
-        models = sorted({default, *self.config.models})
-        screen = SubmitScreen(default, models, lambda request: self.submit_jobs(request, screen))
-
-        def finished(text: str | None) -> None:
-            if text:
-                self.post_message(ActionFinished(text))
-
-        self.app.push_screen(screen, finished)
-
-    @work(group="ops")
-    async def submit_jobs(self, request: SubmitRequest, screen: SubmitScreen) -> None:
-        engine, default = self.engine_host(), self.config.settings.model
-        outcome = await operations.submit_jobs(engine, request, default, screen.post_message)
-        if isinstance(outcome, SubmitFinished):
-            self.pace.kick()
-        screen.post_message(outcome)
-
-    def action_export(self) -> None:
-        name = str(self.config.files_dir / operations.export_file_name(self.config.clock.now()))
-        self._open_export(ExportRequest(name, "jsonl"))
-
-    def _open_export(self, last: ExportRequest, error: str = "") -> None:
-        """The export dialog; after a failed write, again with its path and why."""
-        view, files_dir = self.state.view(), self.config.files_dir
-        summary = operations.export_summary(
-            self.state.tab_spec.label, self.state.filter_text, files_dir
-        )
-
-        def chosen(request: ExportRequest | None) -> None:
-            if request:
-                self._export(view, request)
-
-        self.app.push_screen(ExportScreen(summary, last.path, error, last.fmt), chosen)
-
-    @work(group="ops")
-    async def _export(self, view: View, request: ExportRequest) -> None:
-        files_dir = self.config.files_dir
-        done = await operations.export_rows(self.feed.opened(), view, request, files_dir)
-        if done.finished.severity == "error":
-            # A bad path closed the dialog and lost what was typed: keep both.
-            self._open_export(request, done.finished.text)
-            return
-        self.post_message(done.finished)
+        rows.answer(self)
 
     def action_toggle_mark(self) -> None:
-        idem = self.table.current_idem()
-        if idem is None:
-            return
-        self.table.set_mark(idem, self.state.toggle_mark(idem))
-        self.show_bar()
-        self.table.action_cursor_down()
+        rows.toggle_mark(self)
 
     @work(group="ops")
     async def action_mark_all(self) -> None:
-        idems, capped = await self.feed.opened().matching_idems(self.state.view())
-        self.state.marks = set(idems)
-        self.rerender()
-        note = " (capped: narrow the filter)" if capped else ""
-        self.notify(
-            f"marked {len(idems):,} row{'s' if len(idems) != 1 else ''}{note}",
-            severity="warning" if capped else "information",
-        )
+        await rows.mark_all(self)

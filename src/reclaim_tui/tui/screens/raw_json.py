@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from reclaim_tui.tui.keymap import bindings
+from reclaim_tui.tui.bindings import bindings
 from reclaim_tui.tui.screens.help import HelpScreen
 from reclaim_tui.tui.screens.viewer import move_cursor, open_in_viewer
 

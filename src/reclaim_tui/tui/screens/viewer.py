@@ -12,7 +12,7 @@ from textual.app import SuspendNotSupported
 from textual.screen import Screen
 from textual.widget import Widget
 
-from reclaim_tui.tui import operations
+from reclaim_tui.tui import external_viewer
 
 __all__ = ["move_cursor", "open_in_viewer"]
 
@@ -31,12 +31,12 @@ def move_cursor(focused: Widget | None, down: bool) -> None:
 async def open_in_viewer(screen: Screen[Any], variable: str, text: str, name: str) -> None:
     """Show `text` in $PAGER / $EDITOR, the terminal handed over meanwhile."""
     app = screen.app
-    path = await asyncio.to_thread(operations.write_viewing_file, text, name)
+    path = await asyncio.to_thread(external_viewer.write_viewing_file, text, name)
     try:
         # A headless app (a test) has no terminal to hand over: the pager runs as it is.
         with contextlib.nullcontext() if app.is_headless else app.suspend():
             # Blocking on purpose: the pager has the terminal until it exits.
-            error = operations.run_viewer(variable, path)
+            error = external_viewer.run_viewer(variable, path)
     except SuspendNotSupported:
         error = f"this terminal cannot be handed over to ${variable}"
     finally:

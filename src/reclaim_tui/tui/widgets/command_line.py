@@ -22,7 +22,7 @@ from reclaim_tui.core.ledger.prune import parse_age, prunable_statuses
 from reclaim_tui.core.ledger.views import SORT_COLUMNS
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError
-from reclaim_tui.tui.keymap import TABS
+from reclaim_tui.tui.tabs import TABS
 from reclaim_tui.tui.widgets.filter_bar import LINE_MAX
 
 __all__ = [

@@ -245,6 +245,8 @@ class DetailPane(VerticalScroll):
         #: The text shown (the glossary puts its words first).
         self._text = ""
         self._detail: Detail | None = None
+        #: What the body shows (see `_update`).
+        self._drawn: Content | None = None
         self._left: tuple[str, str] | None = None
         #: What a result's tokens cost (the main screen reads the table at start).
         self.prices: PriceTable | None = None
@@ -268,7 +270,7 @@ class DetailPane(VerticalScroll):
         self.shows += 1
         if detail is None:
             self.border_title = "detail"
-            self._body().update(self._with_note(self._empty_text(empty)))
+            self._update(self._with_note(self._empty_text(empty)))
             return
         self.border_title = f"detail · {detail.row.idem}"
         self.redraw(now)
@@ -279,7 +281,7 @@ class DetailPane(VerticalScroll):
             content = render_detail(self._detail, now, self.prices)
             # The row's own lines (not the timestamps' and timeline's labels).
             self._text = content.plain.split("timestamps (UTC)")[0]
-            self._body().update(self._with_note(content))
+            self._update(self._with_note(content))
 
     def forget_left(self, now: float) -> None:
         """Stop saying that a row left the tab (the operator moved on)."""
@@ -290,6 +292,13 @@ class DetailPane(VerticalScroll):
     def action_explain(self) -> None:
         """`?` here: what the words of the row shown mean (tui/glossary.py)."""
         self.app.push_screen(GlossaryScreen(self._text))
+
+    def _update(self, content: Content) -> None:
+        """Show `content`; the same again is not (the table's redraws redraw the
+        detail for its ages, and an update lays the screen out again)."""
+        if content != self._drawn:
+            self._drawn = content
+            self._body().update(content)
 
     def _body(self) -> Static:
         return self.query_one("#detail-body", Static)

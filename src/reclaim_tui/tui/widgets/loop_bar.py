@@ -108,6 +108,7 @@ class LoopBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._state = LoopBarState()
+        self._drawn: Content | None = None
 
     def show(self, s: LoopBarState) -> None:
         self._state = s
@@ -120,4 +121,9 @@ class LoopBar(Static):
         width = self.content_region.width
         parts = bar_parts(self._state)
         # Before the first layout the width is 0: everything, fitted on resize.
-        self.update(fit(parts, width) if width else Content("").join(p.content for p in parts))
+        content = fit(parts, width) if width else Content("").join(p.content for p in parts)
+        # The bar is shown again at every new window and every second's
+        # counts, mostly unchanged: an update lays the screen out again.
+        if content != self._drawn:
+            self._drawn = content
+            self.update(content)

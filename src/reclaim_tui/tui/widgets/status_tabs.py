@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.widgets import Tab, Tabs
 
-from reclaim_tui.tui.keymap import TABS, TabSpec
+from reclaim_tui.tui.tabs import TABS, TabSpec
 
 __all__ = ["StatusTabs", "compact_count"]
 
@@ -72,7 +72,11 @@ class StatusTabs(Tabs):
                 break
         self.set_class(form[2], "-tight")
         for tab, label in zip(TABS, self._labels(form), strict=True):
-            self.query_one(f"#{tab.id}", Tab).label = label
+            widget = self.query_one(f"#{tab.id}", Tab)
+            # A new label lays the tabs out again and moves the underline:
+            # only for a count that changed (counts come every second).
+            if widget.label.plain != label:
+                widget.label = label
 
     def _labels(self, form: Form) -> list[str]:
         return [

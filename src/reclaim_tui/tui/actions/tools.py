@@ -1,6 +1,6 @@
-"""The main screen's views over the whole ledger: costs (`$`), charts (`S`)
-and `:prune`. Kept out of screens/main.py (its size); each is called from a
-worker of the main screen, so every read here is off the UI's loop."""
+"""The main screen's views over the whole ledger and its bulk tools: costs
+(`$`), charts (`S`), `:prune`, submit (`s`) and export (`E`). Each read is
+called from a worker of the main screen, so it runs off the UI's loop."""
 
 from __future__ import annotations
 
@@ -8,34 +8,37 @@ import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from reclaim_tui.core.cost_estimate import Estimate, estimate_resubmit
 from reclaim_tui.core.cost_totals import CostFilter
 from reclaim_tui.core.costs import PriceTable, load_prices
 from reclaim_tui.core.ledger.prune import count_prunable
+from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError, LedgerError
-from reclaim_tui.tui import operations
+from reclaim_tui.tui import operations, questions
+from reclaim_tui.tui.actions.port import MainPort
+from reclaim_tui.tui.messages import ActionFinished, SubmitFinished
 from reclaim_tui.tui.screens.charts import ChartsScreen, chart_loader
 from reclaim_tui.tui.screens.costs import CostsScreen, cost_loader
+from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
+from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 from reclaim_tui.tui.widgets.command_line import Command, prune_arguments
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 
-if TYPE_CHECKING:
-    from reclaim_tui.tui.screens.main import MainScreen
-
 __all__ = [
     "archive_path",
+    "export",
     "open_charts",
     "open_costs",
     "prune_rows",
     "resubmit_estimate",
     "show_prices_in_detail",
+    "submit",
 ]
 
 
-async def _prices(screen: MainScreen) -> PriceTable | None:
+async def _prices(screen: MainPort) -> PriceTable | None:
     """The price table (the shipped one, or $RECLAIM_PRICES), read once."""
     if screen.prices is None:
         try:
@@ -46,7 +49,7 @@ async def _prices(screen: MainScreen) -> PriceTable | None:
     return screen.prices
 
 
-async def show_prices_in_detail(screen: MainScreen) -> None:
+async def show_prices_in_detail(screen: MainPort) -> None:
     """Read the price table at start, so the detail prices a result's tokens;
     a broken override file is said when costs are opened (`_prices`), not here."""
     if screen.prices is None:
@@ -62,7 +65,7 @@ async def show_prices_in_detail(screen: MainScreen) -> None:
     pane.redraw(screen.config.clock.now())
 
 
-async def open_costs(screen: MainScreen) -> None:
+async def open_costs(screen: MainPort) -> None:
     prices = await _prices(screen)
     reader = screen.feed.reader
     if prices is None or reader is None:
@@ -85,7 +88,7 @@ async def open_costs(screen: MainScreen) -> None:
     screen.app.push_screen(CostsScreen(load, prices, scope=scope))
 
 
-async def open_charts(screen: MainScreen) -> None:
+async def open_charts(screen: MainPort) -> None:
     prices = await _prices(screen)
     reader = screen.feed.reader
     if prices is None or reader is None:
@@ -93,7 +96,7 @@ async def open_charts(screen: MainScreen) -> None:
     screen.app.push_screen(ChartsScreen(chart_loader(reader.background, prices)))
 
 
-async def resubmit_estimate(screen: MainScreen, idems: Sequence[str]) -> Estimate | None:
+async def resubmit_estimate(screen: MainPort, idems: Sequence[str]) -> Estimate | None:
     """What sending these rows again would cost (None: no price table)."""
     prices = await _prices(screen)
     if prices is None:
@@ -111,7 +114,7 @@ def archive_path(files_dir: Path, now: float) -> Path:
     return files_dir / "archive" / f"pruned-{day}.jsonl"
 
 
-async def prune_rows(screen: MainScreen, command: Command) -> None:
+async def prune_rows(screen: MainPort, command: Command) -> None:
     """`:prune AGE [STATUS …]`: count, confirm with the count, then delete
     through the engine host (archived first)."""
     if screen.readonly:
@@ -132,10 +135,61 @@ async def prune_rows(screen: MainScreen, command: Command) -> None:
         screen.notify(f"nothing to prune: no {which} row in that state for more than {shown_age}")
         return
     archive = archive_path(screen.config.files_dir, now)
-    question = operations.prune_question(found, shown_age, archive)
+    question = questions.prune_question(found, shown_age, archive)
     host = screen.engine_host()
 
     async def run() -> operations.Done:
         return await operations.run_prune(host, statuses, age, archive, now)
 
     screen.confirm("prune", question, f"Prune {found.count:,}", lambda: screen.operate(run))
+
+
+def submit(screen: MainPort) -> None:
+    """The submit dialog; its jobs are sent through the engine host in a worker."""
+    default = screen.config.settings.model
+    models = sorted({default, *screen.config.models})
+
+    def send(request: SubmitRequest) -> None:
+        screen.run_worker(_submit_jobs(screen, request, dialog), group="ops")
+
+    dialog = SubmitScreen(default, models, send)
+
+    def finished(text: str | None) -> None:
+        if text:
+            screen.post_message(ActionFinished(text))
+
+    screen.app.push_screen(dialog, finished)
+
+
+async def _submit_jobs(screen: MainPort, request: SubmitRequest, dialog: SubmitScreen) -> None:
+    engine, default = screen.engine_host(), screen.config.settings.model
+    outcome = await operations.submit_jobs(engine, request, default, dialog.post_message)
+    if isinstance(outcome, SubmitFinished):
+        screen.pace.kick()
+    dialog.post_message(outcome)
+
+
+def export(screen: MainPort, last: ExportRequest | None = None, error: str = "") -> None:
+    """The export dialog; after a failed write, again with its path and why."""
+    config, state = screen.config, screen.state
+    if last is None:
+        name = str(config.files_dir / questions.export_file_name(config.clock.now()))
+        last = ExportRequest(name, "jsonl")
+    view = state.view()
+    summary = questions.export_summary(state.tab_spec.label, state.filter_text, config.files_dir)
+
+    def chosen(request: ExportRequest | None) -> None:
+        if request:
+            screen.run_worker(_export(screen, view, request), group="ops")
+
+    screen.app.push_screen(ExportScreen(summary, last.path, error, last.fmt), chosen)
+
+
+async def _export(screen: MainPort, view: View, request: ExportRequest) -> None:
+    files_dir = screen.config.files_dir
+    done = await operations.export_rows(screen.feed.opened(), view, request, files_dir)
+    if done.finished.severity == "error":
+        # A bad path closed the dialog and lost what was typed: keep both.
+        export(screen, request, done.finished.text)
+        return
+    screen.post_message(done.finished)

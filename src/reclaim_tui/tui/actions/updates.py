@@ -1,0 +1,150 @@
+"""Showing what the main screen's workers found (messages.py): a new window
+of rows, the counts, a row's detail, the reclaim loop's passes, an operator
+action's outcome. The screen's handlers call these; each redraws only what
+its message changed."""
+
+from __future__ import annotations
+
+from reclaim_tui.tui.actions.port import MainPort
+from reclaim_tui.tui.format import attention_text, inbox_text, shorten_error
+from reclaim_tui.tui.messages import (
+    ActionFinished,
+    CountsChanged,
+    DetailLoaded,
+    RowsChanged,
+    TickFailed,
+    TickFinished,
+)
+from reclaim_tui.tui.screens.follow import FollowScreen
+from reclaim_tui.tui.state import Cursor, Window
+from reclaim_tui.tui.tabs import TABS
+from reclaim_tui.tui.widgets.detail_pane import DetailPane
+from reclaim_tui.tui.widgets.loop_bar import LoopBar
+from reclaim_tui.tui.widgets.loop_log import LoopLog
+from reclaim_tui.tui.widgets.status_tabs import StatusTabs
+
+__all__ = [
+    "action_finished",
+    "counts_changed",
+    "detail_loaded",
+    "highlighted",
+    "rerender",
+    "rows_changed",
+    "show_bar",
+    "tick_failed",
+    "tick_finished",
+]
+
+
+def _follow_screens(screen: MainPort) -> list[FollowScreen]:
+    """The follow view, shown or under help or the raw JSON."""
+    return [s for s in screen.app.screen_stack if isinstance(s, FollowScreen)]
+
+
+def load_detail(screen: MainPort, idem: str, left: str | None = None) -> None:
+    screen.detail_for = idem
+    screen.feed.load_detail(idem, left)
+
+
+def rows_changed(screen: MainPort, event: RowsChanged) -> None:
+    if event.counts is not None:
+        counts_changed(screen, event.counts)
+    for follow in _follow_screens(screen):
+        follow.reload()  # the ledger changed: the followed job may have
+    if event.view != screen.state.view():
+        return  # the operator moved on before this page arrived
+    table = screen.table
+    before = table.current_row()
+    screen.state.window = Window(event.page, event.view, event.offset)
+    table.has_before, table.has_after = event.page.has_before, event.page.has_after
+    rerender(screen, event.cursor)
+    after = table.current_row()
+    # The highlighted row left the tab (it moved to another status): the
+    # cursor is on its neighbour now, and the detail says so.
+    left, pane, now = None, screen.query_one(DetailPane), screen.config.clock.now()
+    if event.cursor != "keep":
+        pane.forget_left(now)  # the operator moved on
+    elif before is not None and before.idem not in table.rows:
+        left = before.idem
+    if after is not None and (after != before or left):
+        load_detail(screen, after.idem, left)
+    elif after is None:
+        note = (left, "the tab is empty now") if left else None
+        pane.show(None, now, True, note)
+
+
+def highlighted(screen: MainPort, idem: str | None) -> None:
+    """A redraw highlights rows on its way to the cursor's: only the row
+    under the cursor counts, and only when its detail is not on its way."""
+    if idem is None or screen.feed.reader is None or idem != screen.table.current_idem():
+        return
+    if idem != screen.detail_for:
+        load_detail(screen, idem)
+
+
+def rerender(screen: MainPort, cursor: Cursor = "keep") -> None:
+    state, now = screen.state, screen.config.clock.now()
+    screen.table.show_rows(state.window.page.rows, now, state.marks, screen.feed.dead, cursor)
+    screen.query_one(DetailPane).redraw(now)  # the detail's ages move with the table's
+    for follow in _follow_screens(screen):
+        follow.redraw()
+    show_bar(screen)
+
+
+def show_bar(screen: MainPort) -> None:
+    s, bar, pace = screen.state, screen.bar, screen.pace
+    bar.mode, bar.interval, bar.marks = pace.mode, pace.interval, len(s.marks)
+    bar.sort, bar.filter = s.sort.label, s.filter_text
+    bar.window = s.window_text()
+    # The app's loop may report a pass while the screen is being torn
+    # down (quit during a pass): there is no bar left to show it on.
+    for widget in screen.query(LoopBar):
+        widget.show(bar)
+
+
+def counts_changed(screen: MainPort, event: CountsChanged) -> None:
+    state, bar = screen.state, screen.bar
+    state.counts, state.orphans = event.counts, event.orphans
+    if event.attention is not None:
+        bar.attention = attention_text(event.attention)
+    if event.inbox is not None:
+        now = screen.config.clock.now()
+        bar.inbox = inbox_text(event.inbox, now)
+        refused_at = event.inbox.refused_at
+        bar.inbox_alarm = refused_at is not None and now - refused_at < 300
+    screen.query_one(StatusTabs).show_counts({t.id: state.tab_count(t) for t in TABS})
+    show_bar(screen)
+
+
+def detail_loaded(screen: MainPort, event: DetailLoaded) -> None:
+    if event.idem == screen.table.current_idem():
+        screen.query_one(DetailPane).show(event.detail, screen.config.clock.now(), left=event.left)
+
+
+def tick_finished(screen: MainPort, event: TickFinished) -> None:
+    log, bar = screen.query_one(LoopLog), screen.bar
+    log.tick(event.report, event.seconds, event.at)
+    bar.last = f"last pass {event.seconds:.2f}s: {event.report.summary()}"
+    down, deferred = event.report.unavailable, event.report.counts["deferred"]
+    if down:
+        bar.api = f"unavailable ({down[0]})"
+    else:
+        bar.api = f"degraded ({deferred} deferred)" if deferred else "ok"
+    if down:
+        log.line(
+            event.at,
+            f"API unreachable or refusing us ({down[0]}): {shorten_error(down[1], 200)}",
+            error=True,
+        )
+    screen.feed.watch(force=True)
+
+
+def tick_failed(screen: MainPort, event: TickFailed) -> None:
+    screen.query_one(LoopLog).line(event.at, f"pass failed: {event.error}", error=True)
+    screen.bar.last = "last pass failed (see log)"
+
+
+def action_finished(screen: MainPort, event: ActionFinished) -> None:
+    screen.notify(event.text, severity=event.severity)
+    screen.query_one(LoopLog).line(screen.config.clock.now(), f"console: {event.text}")
+    screen.feed.watch(force=True)

@@ -1,0 +1,105 @@
+"""What the ledger table shows of a row: its columns, and each row's cells as
+plain one-line texts (the shape widgets/plain_table.py draws itself), coloured
+by status from the running theme.
+
+A window is 100 rows of ten cells, drawn again at every key and every
+second's refresh of the ages: building its 1,000 `Text`s (each scanned for
+control codes) was most of the UI thread's time in a new window (issue 27).
+A cell's `Text` is kept by what it is made of and shared: a status, a model,
+an age, an error repeat down the column and across windows. Nothing changes a
+cell's `Text` once made (the table replaces a cell, never edits it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.console import JustifyMethod
+from rich.style import Style
+from rich.text import Text
+
+from reclaim_tui.core.models import Row, Status
+from reclaim_tui.tui.format import age, next_poll, short, shorten_error
+
+__all__ = [
+    "CELLS_KEPT",
+    "COLUMNS",
+    "STATUS_COLOURS",
+    "mark_cell",
+    "row_cells",
+    "status_styles",
+]
+
+COLUMNS = (
+    ("mark", " "),
+    ("idem", "key"),
+    ("status", "status"),
+    ("model", "model"),
+    ("handle", "handle"),
+    ("attempts", "att"),
+    ("age", "age in state"),
+    ("next", "next poll"),
+    ("updated", "updated"),
+    ("error", "last error"),
+)
+#: Status → theme variable (resolved from the running theme, never hard-coded).
+STATUS_COLOURS = {
+    Status.RESERVING: "warning",
+    Status.SUBMITTED: "foreground",
+    Status.DONE: "primary-lighten-2",
+    Status.CONSUMED: "success",
+    Status.FAILED: "error",
+    Status.CANCELLED: "foreground-darken-3",
+}
+
+
+def status_styles(theme_variables: Mapping[str, str]) -> dict[Status, Style]:
+    """Each status's style in the running theme (`App.theme_variables`)."""
+    return {s: Style.parse(theme_variables.get(v, "")) for s, v in STATUS_COLOURS.items()}
+
+
+#: Cells kept (then made afresh): ~ten windows' worth of distinct cells.
+CELLS_KEPT = 8192
+_cells: dict[tuple[str, Style | str, str | None], Text] = {}
+
+
+def _cell(plain: str, style: Style | str = "", justify: JustifyMethod | None = None) -> Text:
+    """The cell showing `plain` in `style`: one `Text`, shared (module docstring)."""
+    key = (plain, style, justify)
+    text = _cells.get(key)
+    if text is None:
+        if len(_cells) >= CELLS_KEPT:
+            _cells.clear()
+        text = _cells[key] = Text(plain, style=style, justify=justify)
+    return text
+
+
+def mark_cell(marked: bool) -> Text:
+    return _cell("●" if marked else " ")
+
+
+def row_cells(
+    row: Row,
+    now: float,
+    marks: set[str],
+    dead: set[str],
+    styles: dict[Status, Style],
+    error_width: int,
+) -> list[Text]:
+    """The row's cells, one for each of `COLUMNS` (the table shows those that fit)."""
+    orphan = row.is_orphan(now, dead)
+    when = "orphan" if orphan and not row.held else next_poll(row, now)
+    error = shorten_error(row.last_error, error_width) if row.last_error else ""
+    failed = styles[Status.FAILED]
+    return [
+        mark_cell(row.idem in marks),
+        _cell(short(row.idem)),
+        _cell(row.status.value, styles[row.status]),
+        _cell(row.model),
+        _cell(row.handle or "—"),
+        _cell(str(row.attempts), justify="right"),
+        _cell(age(now - row.state_since), justify="right"),
+        _cell(when, failed if orphan else ""),
+        _cell(age(now - row.updated_at) + " ago", justify="right"),
+        _cell(error, failed if error else ""),
+    ]
