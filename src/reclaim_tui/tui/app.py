@@ -19,7 +19,6 @@ Workers of the app and what they post:
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -47,11 +46,13 @@ from reclaim_tui.errors import ReclaimError
 from reclaim_tui.runner.control import AttachedHost
 from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
+from reclaim_tui.tui.gc_freeze import StartupFreeze
 from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS
 from reclaim_tui.tui.messages import TickFailed, TickFinished
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.main import MainScreen
 from reclaim_tui.tui.service_link import ServiceLink
+from reclaim_tui.tui.settings_keeper import apply_saved, settings_now
 from reclaim_tui.tui.state import ConsoleState
 from reclaim_tui.tui.typeahead import PasteGuard, TypeAhead
 from reclaim_tui.tui.widgets.command_line import CommandLine, pace_argument
@@ -74,8 +75,11 @@ class ReclaimApp(App[None]):
         # A few hundred bytes read before the app runs: nothing is on screen yet.
         self.settings_path = console_settings_path()
         self.remembered, self.settings_problem = load_console_settings(self.settings_path)
-        self.interval_note = ""
-        self._apply(self.remembered)
+        applied = apply_saved(config, self.remembered, self.settings_path, self.available_themes)
+        if applied.theme is not None:
+            self.theme = applied.theme
+        self.settings_problem = self.settings_problem or applied.problem
+        self.interval_note = applied.interval_note
         mode = "read-only" if self.host is None else "starting"
         self.pace = LoopPace(config.interval, config.paused, mode)
         self.main = MainScreen(config, self.pace)
@@ -85,31 +89,13 @@ class ReclaimApp(App[None]):
         self.main.state.views = dict(self.remembered.views)
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
-        self._froze = False
+        self.startup_freeze = StartupFreeze()  # tui/gc_freeze.py
         self.typeahead = TypeAhead(self, self._opens_line)
         self.paste_guard = PasteGuard()
         #: Attached to a service: its state, and the loop's keys act on it.
         self.service: ServiceLink | None = None
         if isinstance(self.host, AttachedHost):
             self.service = ServiceLink(self.host, self.main, self.pace)
-
-    def _apply(self, saved: ConsoleSettings) -> None:
-        if saved.theme is not None:
-            if saved.theme in self.available_themes:
-                self.theme = saved.theme
-            else:
-                self.settings_problem = f"{self.settings_path}: no theme named {saved.theme!r}"
-        if saved.interval is not None:
-            if saved.interval != self.config.interval:
-                # Said at start: the flag (or its default) was not what runs.
-                self.interval_note = (
-                    f"a pass every {saved.interval:g}s, from {self.settings_path} (it wins over"
-                    f" --interval {self.config.interval:g}; + and - change it there)"
-                )
-            self.config.interval = saved.interval
-        if saved.page_size is not None:
-            self.config.page_size = saved.page_size
-        self.config.confirm = saved.confirm
 
     def on_mount(self) -> None:
         if self.settings_problem:
@@ -157,33 +143,15 @@ class ReclaimApp(App[None]):
         return self.main
 
     def on_main_screen_ready(self) -> None:
-        self._freeze_startup_objects()
+        if self.config.freeze_gc:
+            self.startup_freeze.freeze()
         self.boot()
-
-    def _freeze_startup_objects(self) -> None:
-        """Move everything alive now (the imports, the widget tree: ~200,000
-        objects) out of the collector's sight.
-
-        CPython's full collections scan every tracked object; with the
-        console's churn of segments and strips one ran every few seconds and
-        took ~200 ms of the UI thread (`console_load.py` with a gc callback,
-        issue 14), which a key pressed then waited out. Frozen objects are
-        still freed by reference counting; only cycles among them outlive
-        their use, and the objects alive at start-up are the console's for
-        its whole run. Undone at unmount (tests run many consoles in one
-        process)."""
-        if self.config.freeze_gc and not self._froze:
-            gc.collect()  # what is garbage now is not frozen with the rest
-            gc.freeze()
-            self._froze = True
 
     def on_main_screen_panels_changed(self) -> None:
         self.remember()
 
     async def on_unmount(self) -> None:
-        if self._froze:
-            gc.unfreeze()
-            self._froze = False
+        self.startup_freeze.thaw()
         if self.host is not None:
             await self.host.stop()
         if self.reader is not None:
@@ -288,18 +256,8 @@ class ReclaimApp(App[None]):
             self.remembered = now
 
     def console_settings(self) -> ConsoleSettings:
-        state = self.main.state
-        return ConsoleSettings(
-            theme=self.theme,
-            # Attached, the pace shown is the service's: the file keeps the console's own.
-            interval=self.pace.interval if self.service is None else self.remembered.interval,
-            page_size=self.config.page_size,
-            hidden=frozenset(state.hidden),
-            detail_width=state.detail_width,
-            confirm=self.config.confirm,
-            columns=state.columns,
-            views=self.remembered.views,  # the file's own (the console never edits them)
-        )
+        interval = self.pace.interval if self.service is None else None
+        return settings_now(self.theme, interval, self.config, self.main.state, self.remembered)
 
     # -- the loop's keys ------------------------------------------------------------------
     def action_toggle_pause(self) -> None:
