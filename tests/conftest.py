@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,11 +18,14 @@ from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.sinks import DirectorySink
+from tests.helpers.figures import RUN_ENV
+from tests.helpers.fixtures import figures_summary
+from tests.helpers.pg_pool import DatabasePool
 from tests.helpers.pgbouncer import PgBouncer, started_bouncer
 from tests.helpers.postgres import PostgresServer, started
 
 #: The fixtures that need PostgreSQL: a test using one gets the `postgres` marker.
-_PG_FIXTURES = frozenset({"pg_server", "pg_dsn", "pg_bouncer", "bouncer_dsn"})
+_PG_FIXTURES = frozenset({"pg_server", "pg_databases", "pg_dsn", "pg_bouncer", "bouncer_dsn"})
 _pg_databases = itertools.count(1)
 
 
@@ -91,17 +95,28 @@ def pg_server() -> Iterator[PostgresServer]:
         server.cleanup()
 
 
+@pytest.fixture(scope="session")
+def pg_databases(pg_server: PostgresServer) -> Iterator[DatabasePool]:
+    """`pg_server`'s fresh databases, created (and dropped) on a thread of their own
+    while the tests run (tests/helpers/pg_pool.py)."""
+    pool = DatabasePool(pg_server)
+    try:
+        yield pool
+    finally:
+        pool.close(drain=pg_server.external_dsn is not None)
+
+
 @pytest.fixture
-def pg_dsn(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterator[str]:
+def pg_dsn(pg_databases: DatabasePool, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh database for this test, named after it; dropped afterwards (with any
     connections the test left open). Its DSN: postgresql://postgres@127.0.0.1:PORT/NAME."""
     stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:40]
     # The pid: two sessions may share the server of RECLAIM_TEST_PG_DSN.
     name = f"t_{stem}_{os.getpid()}_{next(_pg_databases)}"
-    dsn = pg_server.create_database(name)
+    dsn = pg_databases.take(name)
     yield dsn
     # Dropped, not left for the end: each database is some 7 MB of disk.
-    pg_server.drop_database(name)
+    pg_databases.give_back(name)
 
 
 @pytest.fixture(scope="session", params=("transaction", "session"))
@@ -120,6 +135,18 @@ def pg_bouncer(request: pytest.FixtureRequest, pg_server: PostgresServer) -> Ite
 def bouncer_dsn(pg_bouncer: PgBouncer, pg_dsn: str) -> str:
     """This test's fresh database (`pg_dsn`), reached through `pg_bouncer`."""
     return pg_bouncer.via(pg_dsn)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # One id for the whole run, set before pytest-xdist starts its workers (they
+    # inherit it): every worker appends its reliability figures to one file.
+    os.environ.setdefault(RUN_ENV, str(os.getpid()))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    # Here, not in tests/reliability/conftest.py: the controller of an xdist run
+    # collects nothing, so it loads no conftest below this one.
+    figures_summary(terminalreporter)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,11 +1,6 @@
-"""Fixtures of the reliability tier, and the figures summary at the end of a run."""
+"""Fixtures of the reliability tier (its figures summary is printed by tests/conftest.py,
+which the controller of a pytest-xdist run loads too)."""
 
-from typing import Any
-
-from tests.helpers.fixtures import emulator, figures_summary, make_workspace
+from tests.helpers.fixtures import emulator, make_workspace
 
 __all__ = ["emulator", "make_workspace"]
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    figures_summary(terminalreporter)
