@@ -13,7 +13,7 @@ The ledger's statements are written once, in the SQL both engines share
     LIKE               ILIKE (SQLite's LIKE ignores ASCII case)
     CASE WHEN json_valid(c) THEN json_extract(c, '$.input') END
                        reclaim_input(c) (a function of the PostgreSQL schema)
-    json_extract(c, '$.name')    (c::json ->> 'name'), text: CAST it (core/costs.py
+    json_extract(c, '$.name')    (c::json ->> 'name'), text: CAST it (core/cost_totals.py
                        reads a stored usage's token counts this way)
 
 A statement holding anything SQLite-only that is not in this list is refused

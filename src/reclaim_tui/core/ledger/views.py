@@ -65,7 +65,7 @@ SORTS: tuple[Sort, ...] = (
     Sort("updated_at", False, "updated ↑ (earliest first)"),
 )
 
-#: The table's columns (tui/widgets/ledger_table.py) → (jobs column, then, name).
+#: The table's columns (tui/widgets/table_cells.py) → (jobs column, then, name).
 SORT_COLUMNS: dict[str, tuple[str, str | None, str]] = {
     "idem": ("idem", None, "key"),
     "status": ("status", "state_since", "status"),
