@@ -219,15 +219,28 @@ def test_run_waits_out_a_poolers_statement_clash(
     assert "ledger_back" in events and events[-1] == "stopped"
 
 
+def _finish_running(emu: EmulatorProcess) -> None:
+    """Complete every interaction still running (the cancelled one stays so)."""
+    for idem in emu.creates_by_idem():
+        for found in emu.find(idem):
+            if found.get("status") in ("queued", "in_progress"):
+                emu.finish(found["id"], "completed", f"text of {idem}")
+
+
 def test_every_command_and_the_inbox_through_the_pooler(
     pg_bouncer: PgBouncer, bouncer_dsn: str, pg_dsn: str, tmp_path: Path
 ) -> None:
     """tick, run, status, show, retry, cancel, export, migrate (both ways,
     with --check) and the webhook inbox, through PgBouncer in transaction
     mode and in session mode."""
-    with EmulatorProcess(tmp_path, latency=10.0) as emu:
+    # Nothing finishes on its own (an hour of latency): a loaded machine once
+    # took longer than a 10 s latency between the pooled tick and `cancel`,
+    # and c-0 was no longer a submitted row to cancel. Each interaction is
+    # finished by the emulator's admin call when the test wants it done.
+    with EmulatorProcess(tmp_path, latency=3600.0) as emu:
         local = Workspace(tmp_path / "local", emulator=emu)
         ok(local.tick(jobs=jobs_file(tmp_path / "m.jsonl", 3, "m")))
+        _finish_running(emu)  # the migrated rows are polled done through the pooler
         ok(run_cli(["migrate", "--from", str(local.db), "--to", bouncer_dsn]))
         ok(run_cli(["migrate", "--from", str(local.db), "--to", bouncer_dsn, "--check"]))
 
@@ -236,7 +249,7 @@ def test_every_command_and_the_inbox_through_the_pooler(
             # A missed event costs a poll after 5 s, not the default 120 s.
             ws.extra_flags = ("--webhook-url", inbox.url, "--webhook-poll", "5")
             ok(ws.tick("--json", jobs=jobs_file(tmp_path / "j5.jsonl", 5, "c")))
-            # Sent, not yet finished (10 s of latency): a submitted row to cancel.
+            # Sent, not finished (nothing finishes on its own): a submitted row to cancel.
             assert json.loads(ok(ws.cli("cancel", "c-0", "--json")).stdout)["status"] == "cancelled"
             assert json.loads(ok(ws.cli("retry", "c-0", "--json")).stdout)["status"] == "reserving"
             run = ws.engine_flags("run")
@@ -248,6 +261,7 @@ def test_every_command_and_the_inbox_through_the_pooler(
             )
             status = json.loads(ok(ws.cli("status", "--json", engine=False)).stdout)
             assert sum(status[s]["count"] for s in STATUSES) == 10
+            _finish_running(emu)  # now every job may complete (webhooks tell the inbox)
             _wait_for(lambda: len(LedgerView(pg_dsn)._query("SELECT * FROM inbox")) >= 5)
             ws.settle(max_wait=5.0)
         shown = json.loads(ok(ws.cli("show", "c-1", "--json", engine=False)).stdout)
