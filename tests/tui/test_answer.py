@@ -170,3 +170,41 @@ async def test_enter_on_a_plan_approves_it(seeded: Seeded) -> None:
     row = await seeded.get("submitted")
     follow = seeded.fake.remotes[row.handle]  # type: ignore[index]
     assert follow.spec.config["agent_config"]["collaborative_planning"] is False  # approved
+
+
+async def test_w_reads_a_long_plan_whole_from_its_stored_interaction(seeded: Seeded) -> None:
+    """Issue 25, 8: the dialog showed only what the row's note keeps of a plan
+    (its first 2,000 characters, cut with "…"); the plan is whole in the
+    interaction stored with the row, and the dialog reads it from there."""
+    import json
+    import sqlite3
+
+    from reclaim_tui.core.outputs import action_summary
+    from reclaim_tui.tui.screens.ask import PlanScreen
+
+    plan = "\n".join(f"{n}. Read and compare source {n} on the topic." for n in range(1, 200))
+    plan += "\nTHE LAST STEP: write the report."
+    raw = {"id": "int-plan", "status": "completed", "output_text": plan}
+    note = action_summary(raw, limit=2000)  # what the plan-ready transition records
+    assert "THE LAST STEP" not in note
+    await _plan_ready(seeded, "submitted", note)
+    idem = seeded.keys["submitted"]
+    with sqlite3.connect(seeded.db) as conn:
+        (job,) = conn.execute("SELECT id FROM jobs WHERE idem = ?", (idem,)).fetchone()
+        conn.execute(
+            "INSERT OR REPLACE INTO results(job, idem, interaction_id, output_text, usage,"
+            " raw_json, stored_at) VALUES (?, ?, ?, ?, NULL, ?, 0)",
+            (job, idem, "int-plan", plan, json.dumps(raw)),
+        )
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, idem)
+        await press(pilot, "w")
+        assert isinstance(app.screen, PlanScreen)
+
+        def shown() -> str:
+            return "".join(_text(s) for s in app.screen.query("#ask-explained Static"))
+
+        assert await until(pilot, lambda: "THE LAST STEP: write the report." in shown())
+        assert "199. Read and compare source 199" in shown()

@@ -20,6 +20,7 @@ from functools import partial
 from reclaim_tui.core.ledger.prune import PRUNABLE
 from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import Status
+from reclaim_tui.core.outputs import output_text
 from reclaim_tui.core.row_notes import PLAN_READY
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.runner.commands import Adopt, Answer, Cancel, Discard, PollNow, Retry
@@ -198,7 +199,15 @@ def answer(screen: MainPort) -> None:
     engine, idem = screen.engine_host(), row.idem
 
     plan = (row.last_error or "").startswith(PLAN_READY)
-    asking = answer_screen(idem, row.handle or "", questions.asked(row), plan=plan)
+
+    async def whole_plan() -> str | None:
+        """The plan's text from its stored interaction (the row's note has its start)."""
+        detail = await screen.feed.opened().detail(idem)
+        return output_text(detail.result.raw) if detail and detail.result else None
+
+    asking = answer_screen(
+        idem, row.handle or "", questions.asked(row), plan=plan, whole_plan=whole_plan
+    )
 
     def answered(text: str | None) -> None:
         if text:

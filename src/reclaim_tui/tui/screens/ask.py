@@ -5,6 +5,7 @@ research plan (`ctrl+r`: refine it, ask for a new plan instead)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -83,9 +84,28 @@ class PlanScreen(AskScreen):
         Binding("ctrl+r", "refine", "Refine the plan"),
     ]
 
-    def __init__(self, *args: str | Content) -> None:
+    def __init__(
+        self,
+        *args: str | Content,
+        whole: Callable[[], Awaitable[str | None]] | None = None,
+        explain: Callable[[str], Content] | None = None,
+    ) -> None:
         super().__init__(*args)  # type: ignore[arg-type]
         self.refine = False
+        #: Reads the plan whole from its stored interaction: the row's own
+        #: note keeps its first 2,000 characters (core/engine/polling.py).
+        self._whole, self._explain = whole, explain
+
+    def on_mount(self) -> None:
+        if self._whole is not None:
+            self.run_worker(self._show_whole(), group="plan", exclusive=True)
+
+    async def _show_whole(self) -> None:
+        assert self._whole is not None and self._explain is not None
+        text = await self._whole()
+        if text and self.is_attached:
+            self.explanation = self._explain(text)
+            self.query_one("#ask-explained Static", Static).update(self.explanation)
 
     def subtitle(self) -> str:
         return "enter approves · ctrl+r asks for a new plan · esc cancels"
@@ -106,18 +126,35 @@ def adopt_screen(idem: str, status: str) -> AskScreen:
     )
 
 
-def answer_screen(idem: str, handle: str, asked: str, *, plan: bool = False) -> AskScreen:
+def answer_screen(
+    idem: str,
+    handle: str,
+    asked: str,
+    *,
+    plan: bool = False,
+    whole_plan: Callable[[], Awaitable[str | None]] | None = None,
+) -> AskScreen:
+    """`whole_plan` reads the plan whole (the row's note holds its start)."""
     if plan:
-        explained = Content.assemble(
-            (f"{idem}", "bold"),
-            f" — interaction {handle} completed with a research plan:\n\n",
-            (asked or "(the plan is empty)", "italic"),
-            "\n\nEnter approves it (your text goes with the next turn, chained by"
-            " previous_interaction_id, and the research runs); ctrl+r sends your text"
-            " as a refinement and the agent plans again. To drop it, cancel the row (c).",
-        )
+
+        def explained(text: str) -> Content:
+            return Content.assemble(
+                (f"{idem}", "bold"),
+                f" — interaction {handle} completed with a research plan:\n\n",
+                (text or "(the plan is empty)", "italic"),
+                "\n\nEnter approves it (your text goes with the next turn, chained by"
+                " previous_interaction_id, and the research runs); ctrl+r sends your text"
+                " as a refinement and the agent plans again. To drop it, cancel the row (c).",
+            )
+
         return PlanScreen(
-            "approve or refine the plan", "approves", explained, "your answer", "answer-text"
+            "approve or refine the plan",
+            "approves",
+            explained(asked),
+            "your answer",
+            "answer-text",
+            whole=whole_plan,
+            explain=explained,
         )
     explanation = Content.assemble(
         (f"{idem}", "bold"),
