@@ -329,3 +329,24 @@ def test_a_plain_cell_has_the_layout_rich_gives_it() -> None:
     ]
     right = table._draw_plain(0, 2, base, 6, False, False, "7", Style.null(), "right")
     assert right == [[Segment(" ", plain), Segment("   7", plain), Segment(" ", plain)]]
+
+
+async def test_the_handle_column_fits_the_window_shown_not_the_first() -> None:
+    """Issue 25, 8: the handle column kept the width of the longest handle it
+    had ever shown (DataTable's auto width only grows), squeezing the error
+    column after a window of long handles was left."""
+    from dataclasses import replace
+
+    app = TableApp()
+    async with app.run_test(size=(200, 30)) as pilot:
+        table = app.query_one(LedgerTable)
+        long_rows = [replace(r, handle="v1_" + "x" * 60) for r in rows(6)]
+        table.show_rows(long_rows, NOW, set())
+        await pilot.pause()
+        handle = table.columns[next(k for k in table.columns if k.value == "handle")]
+        wide = handle.get_render_width(table)
+        short_rows = [replace(r, idem=f"s{r.idem}", handle="v1_short") for r in rows(6)]
+        table.show_rows(short_rows, NOW, set())
+        await pilot.pause()
+        assert handle.get_render_width(table) < wide
+        assert handle.get_render_width(table) <= len("v1_short") + 2 * table.cell_padding

@@ -143,6 +143,12 @@ class LedgerTable(PlainTable):
             self._update_cells(rows, cells)
             return
         self.clear()
+        # DataTable's auto widths only grow: a column fits the window shown,
+        # not the widest cell it ever held (the handle column kept a long
+        # handle's width and squeezed the error column: issue 25, 8).
+        for column in self.columns.values():
+            if column.auto_width:
+                column.content_width = column.label.cell_len
         for row, drawn in zip(rows, cells, strict=True):
             self.add_row(*self._visible(drawn), key=row.idem)
         self._drawn = cells
