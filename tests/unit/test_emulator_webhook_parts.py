@@ -195,4 +195,4 @@ def test_a_bad_webhook_flag_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(emulator_package, "run_forever", lambda *a, **k: None)
     result = CliRunner().invoke(emulator, ["--webhook-drop-rate=2"])
     assert result.exit_code == 2
-    assert "drop_rate" in result.output
+    assert "--webhook-drop-rate" in result.output  # named as typed (bounded at load)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reclaim_tui.cli.options import Finite
+from reclaim_tui.cli.options import Finite, bound_numbers
 
 if TYPE_CHECKING:
     from reclaim_tui.emulator.webhook_settings import WebhookFaults, WebhookSettings
@@ -266,3 +266,7 @@ def _webhook_options(kw: dict[str, Any]) -> tuple[WebhookSettings, WebhookFaults
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--webhook-*") from None
     return settings, faults
+
+
+# Every numeric flag a range, whoever loads the command (the CLI's group or a test).
+bound_numbers(emulator)
