@@ -48,6 +48,7 @@ from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.gc_freeze import StartupFreeze
 from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS
+from reclaim_tui.tui.ledger_switch import switch_ledger
 from reclaim_tui.tui.messages import TickFailed, TickFinished
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.main import MainScreen
@@ -283,8 +284,11 @@ class ReclaimApp(App[None]):
         self._paced()
 
     def on_command_line_entered(self, event: CommandLine.Entered) -> None:
-        """`:interval S` and `:concurrency N` (the screen's own verbs are its)."""
+        """`:ledger`, `:interval S` and `:concurrency N` (the screen's own verbs are its)."""
         command = event.command
+        if command.verb == "ledger":  # tui/ledger_switch.py
+            self.run_worker(switch_ledger(self, command.argument), group="switch", exclusive=True)
+            return
         if command.verb not in ("interval", "concurrency"):
             return
         value = pace_argument(command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,9 @@ class ConsoleConfig:
     attach: str | None = None
     #: Ask before an action that sends a job again (settings.toml `confirm`).
     confirm: bool = True
+    #: Builds the engine host for another ledger's settings (`:ledger`); None
+    #: where no engine runs here (read-only, attached).
+    host_factory: Callable[[Settings], EngineHost] | None = None
     #: Freeze the objects alive once the screen is up (`gc.freeze`): see
     #: `ReclaimApp.on_main_screen_ready`.
     freeze_gc: bool = True

@@ -58,6 +58,7 @@ class LedgerFeed:
         self._watch = LedgerWatch(config.settings.retention_days)
         self._page: tuple[Move, Worker[None]] | None = None
         self.reader: ConsoleReader | None = None
+        self._watching = False
 
     def opened(self) -> ConsoleReader:
         """The reader, for a read that cannot come before the app opened it."""
@@ -83,7 +84,18 @@ class LedgerFeed:
         self.reader = reader
         await self.load_page("first", cursor="top").wait()
         self.watch(force=True)
-        self._screen.set_interval(self._config.watch_every, self.watch)
+        if not self._watching:  # one timer, however many ledgers are followed
+            self._watching = True
+            self._screen.set_interval(self._config.watch_every, self.watch)
+
+    def leave(self) -> None:
+        """Stop reading this ledger (`:ledger`): its reads in flight are
+        cancelled and what was seen of it forgotten; `follow` reads the next."""
+        for group in ("boot", "page", "watch", "detail"):
+            self._screen.workers.cancel_group(self._screen, group)
+        self._watch = LedgerWatch(self._config.settings.retention_days)
+        self._page = None
+        self.reader = None
 
     # -- a window, a row ---------------------------------------------------------------
     def load_page(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
 from reclaim_tui.config import Settings
@@ -74,8 +75,18 @@ def make_app(
         models=[settings.model],
         subtitle=f"{shown_db(settings.db)}{mode}",
         attach=attach,
+        host_factory=(
+            None if host is None or attach is not None else _host_factory(backend, clock)
+        ),
     )
     return ReclaimApp(config)
+
+
+def _host_factory(backend: Backend | None, clock: Clock) -> Callable[[Settings], EngineHost]:
+    def build(settings: Settings) -> EngineHost:
+        return make_host(settings, backend, clock)
+
+    return build
 
 
 async def _preflight(settings: Settings, readonly: bool) -> None:

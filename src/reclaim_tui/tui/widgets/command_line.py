@@ -52,6 +52,7 @@ Verb = Literal[
     "fleet",
     "interval",
     "concurrency",
+    "ledger",
 ]
 #: Words that name a tab besides its id (its short label, the singular).
 _ALIASES = {t.short: t.id for t in TABS} | {"orphan": "orphans", "unconsumed": "done"}
@@ -74,6 +75,7 @@ _WORDS: dict[str, Verb] = {
     "fleet": "fleet",
     "interval": "interval",
     "concurrency": "concurrency",
+    "ledger": "ledger",
 }
 #: `:sort` words → table columns (the columns' own keys work too).
 SORT_NAMES = {
@@ -102,6 +104,7 @@ COMMANDS = (
     "fleet",
     "interval ",
     "concurrency ",
+    "ledger ",
     "help",
     "quit",
 )

@@ -1,0 +1,67 @@
+"""`:ledger PATH|URL`: the console moves to another ledger without a restart
+(issue 25; k9s's contexts).
+
+The new ledger is opened once first, read-only: a missing, corrupt, newer or
+foreign one is said, and the console stays where it was. Then the loop
+stops, the old engine and reader close, and the console boots on the new
+ledger as it booted at start — its engine (a worker process for a real
+backend), its reader, the first page of the same tab and filter. The marks
+are dropped (they name the old ledger's rows). A console attached to a
+service shows the service's ledger, so it refuses; a read-only console
+moves read-only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reclaim_tui.bootstrap import open_ledger
+from reclaim_tui.core.ledger.urls import is_database_url, shown_db
+from reclaim_tui.errors import ReclaimError
+
+if TYPE_CHECKING:
+    from reclaim_tui.tui.app import ReclaimApp
+
+__all__ = ["switch_ledger"]
+
+
+async def switch_ledger(app: ReclaimApp, target: str) -> None:
+    config = app.config
+    target = target.strip()
+    now = shown_db(config.settings.db)
+    if not target:
+        app.notify(f"the ledger shown: {now} · :ledger PATH|URL moves to another")
+        return
+    if app.service is not None:
+        app.notify(
+            ":ledger: this console is attached to a service and shows its ledger;"
+            " start a console without --attach to look at another",
+            severity="error",
+        )
+        return
+    if not is_database_url(target):
+        target = str(Path(target).expanduser().resolve())
+    if target == config.settings.db:
+        app.notify(f"already on {now}")
+        return
+    settings = config.settings.with_(db=target)
+    try:
+        async with open_ledger(settings, readonly=True, create=False):
+            pass  # opened once: what is wrong with it is said here, nothing changes
+        host = config.host_factory(settings) if config.host_factory is not None else None
+    except ReclaimError as exc:
+        app.notify(f":ledger: {exc}; still on {now}", severity="error")
+        return
+    app.workers.cancel_group(app, "loop")
+    app.main.feed.leave()
+    if app.host is not None:
+        await app.host.stop()
+    if app.reader is not None:
+        await app.reader.close()
+        app.reader = None
+    config.settings, config.host = settings, host
+    app.host = app.main.host = host
+    app.main.state.marks.clear()
+    app.sub_title = shown_db(target) + (" · read-only" if host is None else "")
+    app.boot()
+    app.notify(f"now on {shown_db(target)} (was {now})")
