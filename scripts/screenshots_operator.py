@@ -1,6 +1,8 @@
 """Regenerate the screenshots of the daily operator's features (issue 25):
 sort by a column, a structured filter, discard's confirmation, the fleet,
-the glossary on the detail pane, each at 160×48 and at 80×24, from the demo console.
+the glossary on the detail pane, the help (actions first), a paste the table
+ignored, `:ledger` on another ledger, each at 160×48 and at 80×24, from the
+demo console.
 
     python scripts/screenshots_operator.py [--seconds 40] [--out screenshots]
 
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +32,8 @@ from screenshots import (
     shutdown_race,
     type_keys,
 )
+from textual import events
+from textual.keys import _character_to_key
 
 from reclaim_tui.core.models import Status
 from reclaim_tui.tui.app import ReclaimApp
@@ -41,8 +47,22 @@ async def main(seconds: float, out: Path) -> None:
         await _shots(app, out, seconds, done)
 
 
+def _other_ledger(run: Path) -> Path:
+    """A second ledger for `:ledger`: three jobs reserved by the CLI."""
+    db = run / "other.db"
+    jobs = run / "other.jsonl"
+    lines = [json.dumps({"input": f"another team job {i}"}) + "\n" for i in range(3)]
+    jobs.write_text("".join(lines))
+    subprocess.run(
+        [sys.executable, "-m", "reclaim_tui", "submit", str(jobs), "--no-send", "--db", str(db)],
+        check=True,
+    )
+    return db
+
+
 async def _shots(app: ReclaimApp, out: Path, seconds: float, done: list[bool]) -> None:
-    async with app.run_test(size=SIZE) as pilot:
+    other = _other_ledger(Path(app.config.settings.db).parent)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         started = time.monotonic()
         while time.monotonic() - started < seconds:
             await pilot.pause(1.0)
@@ -75,6 +95,24 @@ async def _shots(app: ReclaimApp, out: Path, seconds: float, done: list[bool]) -
                 await pilot.press("enter", "question_mark")
                 await shoot(app, pilot, out, f"glossary{suffix}", wait=0.5)
                 await pilot.press("escape", "escape")
+            # ? on the table: the actions first.
+            await pilot.press("question_mark")
+            await shoot(app, pilot, out, f"help-actions{suffix}", wait=0.5)
+            await pilot.press("escape")
+            # A paste without bracketing: keys in one go, ignored and said.
+            for ch in "an unbracketed paste of a prompt, read as keys":
+                app.post_message(events.Key(_character_to_key(ch), ch))
+            await shoot(app, pilot, out, f"paste-ignored{suffix}", wait=0.8)
+            # :ledger on another ledger, then back.
+            here = app.config.settings.db
+            await pilot.press("colon")
+            await type_keys(pilot, f"ledger {other}")
+            await pilot.press("enter")
+            await shoot(app, pilot, out, f"ledger-switch{suffix}", wait=1.5)
+            await pilot.press("colon")
+            await type_keys(pilot, f"ledger {here}")
+            await pilot.press("enter")
+            await pilot.pause(1.5)
         done.append(True)
 
 

@@ -8,6 +8,7 @@ the app.
 
 from __future__ import annotations
 
+import functools
 import shlex
 import tempfile
 from pathlib import Path
@@ -58,8 +59,15 @@ def make_demo_app(
         clock=clock or SystemClock(),
         models=list(DEMO_MODELS),
         subtitle=f"demo · embedded emulator · {shown_db(settings.db)}",
+        # `:ledger`: another ledger's engine gets an embedded emulator of its
+        # own, with nothing seeded into that ledger and no trickle.
+        host_factory=functools.partial(_other_host, world={**world, "jobs": 0, "trickle": None}),
     )
     return ReclaimApp(config)
+
+
+def _other_host(settings: Settings, world: dict[str, object]) -> ProcessHost:
+    return ProcessHost(settings, opener=OPENER, args=world)
 
 
 def left_behind(settings: Settings) -> str:

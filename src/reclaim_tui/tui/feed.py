@@ -78,6 +78,7 @@ class LedgerFeed:
 
     def follow(self, reader: ConsoleReader) -> Worker[None]:
         """Read through `reader`: the first page, then watch the ledger."""
+        self.reader = reader  # now: a read asked before the first page uses it
         return self._run(partial(self._follow, reader), group="boot")
 
     async def _follow(self, reader: ConsoleReader) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reclaim_tui.bootstrap import open_ledger
+from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ReclaimError
 
@@ -49,19 +50,29 @@ async def switch_ledger(app: ReclaimApp, target: str) -> None:
         async with open_ledger(settings, readonly=True, create=False):
             pass  # opened once: what is wrong with it is said here, nothing changes
         host = config.host_factory(settings) if config.host_factory is not None else None
+        reader = await ConsoleReader.open(
+            target, clock=config.clock, busy_timeout=settings.busy_timeout
+        )
     except ReclaimError as exc:
         app.notify(f":ledger: {exc}; still on {now}", severity="error")
         return
+    # From here to `follow` nothing awaits: no read, key or pass sees a
+    # console between two ledgers.
     app.workers.cancel_group(app, "loop")
     app.main.feed.leave()
-    if app.host is not None:
-        await app.host.stop()
-    if app.reader is not None:
-        await app.reader.close()
-        app.reader = None
+    old_host, old_reader = app.host, app.reader
     config.settings, config.host = settings, host
     app.host = app.main.host = host
+    app.reader = reader
     app.main.state.marks.clear()
+    app.pace.mode = "read-only" if host is None else "starting"
     app.sub_title = shown_db(target) + (" · read-only" if host is None else "")
-    app.boot()
+    app.main.follow(reader)
+    if host is not None:
+        app.start_engine()
+    app.main.show_bar()
     app.notify(f"now on {shown_db(target)} (was {now})")
+    if old_host is not None:
+        await old_host.stop()
+    if old_reader is not None:
+        await old_reader.close()
