@@ -76,15 +76,18 @@ def demo_app(run: Path, *, seed: int = 7, interval: float = 1.0) -> ReclaimApp:
     return app
 
 
-async def settle(app: ReclaimApp, pilot, wait: float = 0.3) -> None:  # type: ignore[no-untyped-def]
+async def settle(app: ReclaimApp, pilot, wait: float = 0.3, toasts: bool = False) -> None:  # type: ignore[no-untyped-def]
     await app.settle()
     await pilot.pause(wait)
-    app.clear_notifications()
+    if not toasts:  # a picture of a feature keeps the toast it is about
+        app.clear_notifications()
     await pilot.pause(0.1)
 
 
-async def shoot(app: ReclaimApp, pilot, out: Path, name: str, wait: float = 0.3) -> None:  # type: ignore[no-untyped-def]
-    await settle(app, pilot, wait)
+async def shoot(
+    app: ReclaimApp, pilot, out: Path, name: str, wait: float = 0.3, toasts: bool = False
+) -> None:  # type: ignore[no-untyped-def]
+    await settle(app, pilot, wait, toasts)
     path = out / f"{name}.svg"
     path.write_text(app.export_screenshot(title=f"reclaim-tui demo — {name}"))
     print(f"wrote {path}", flush=True)

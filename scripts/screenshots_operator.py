@@ -102,13 +102,13 @@ async def _shots(app: ReclaimApp, out: Path, seconds: float, done: list[bool]) -
             # A paste without bracketing: keys in one go, ignored and said.
             for ch in "an unbracketed paste of a prompt, read as keys":
                 app.post_message(events.Key(_character_to_key(ch), ch))
-            await shoot(app, pilot, out, f"paste-ignored{suffix}", wait=0.8)
+            await shoot(app, pilot, out, f"paste-ignored{suffix}", wait=0.8, toasts=True)
             # :ledger on another ledger, then back.
             here = app.config.settings.db
             await pilot.press("colon")
             await type_keys(pilot, f"ledger {other}")
             await pilot.press("enter")
-            await shoot(app, pilot, out, f"ledger-switch{suffix}", wait=1.5)
+            await shoot(app, pilot, out, f"ledger-switch{suffix}", wait=1.5, toasts=True)
             await pilot.press("colon")
             await type_keys(pilot, f"ledger {here}")
             await pilot.press("enter")
