@@ -193,13 +193,18 @@ def test_real_server_every_form_works_and_hides_the_password(
     import psycopg
 
     password, pieces = "QXZJ%zz/Kw#qx@zj:Wk?Æß= 'Œqx%41", ["QXZJ", "qx@zj", "Œqx"]
+    # A role of this test's own: roles are the server's, not the database's,
+    # and the previous form's database (owned by its role) may still be
+    # being dropped by the test pool when this one starts.
+    role = f"secretive_{form}_{os.getpid()}"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("DROP ROLE IF EXISTS secretive")
         conn.execute(
-            psycopg.sql.SQL("CREATE ROLE secretive LOGIN SUPERUSER PASSWORD {}").format(password)
+            psycopg.sql.SQL("CREATE ROLE {} LOGIN SUPERUSER PASSWORD {}").format(
+                psycopg.sql.Identifier(role), password
+            )
         )
     parts = urlsplit(pg_dsn)
-    db = _dsns(password, parts.hostname or "", parts.port or 0, "secretive", parts.path[1:])[form]
+    db = _dsns(password, parts.hostname or "", parts.port or 0, role, parts.path[1:])[form]
     runner = CliRunner()
     cwd = os.getcwd()
     os.chdir(tmp_path)
