@@ -58,6 +58,7 @@ from reclaim_tui.tui.state import ConsoleState
 from reclaim_tui.tui.typeahead import PasteGuard, TypeAhead
 from reclaim_tui.tui.widgets.command_line import CommandLine, pace_argument
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
+from reclaim_tui.tui.worker_wait import finished
 
 __all__ = ["ReclaimApp"]
 
@@ -189,7 +190,8 @@ class ReclaimApp(App[None]):
             # The engine creates the ledger (the demo's); a database on a
             # server cannot be looked at from here, so wait for it there too.
             if is_database_url(db) or not Path(db).exists():
-                await starting.wait()
+                if not await finished(starting):
+                    return  # quit or replaced (`:ledger`) before the engine was up
         try:
             self.reader = await ConsoleReader.open(
                 self.config.settings.db,

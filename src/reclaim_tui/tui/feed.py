@@ -33,6 +33,7 @@ from reclaim_tui.tui.messages import (
 )
 from reclaim_tui.tui.state import ConsoleState, Cursor, Move
 from reclaim_tui.tui.watching import LedgerWatch
+from reclaim_tui.tui.worker_wait import finished
 
 __all__ = ["LedgerFeed"]
 
@@ -83,7 +84,9 @@ class LedgerFeed:
 
     async def _follow(self, reader: ConsoleReader) -> None:
         self.reader = reader
-        await self.load_page("first", cursor="top").wait()
+        # A tab or filter chosen before the first page arrives replaces its read:
+        # the watch starts all the same (the replacing read shows the rows).
+        await finished(self.load_page("first", cursor="top"))
         self.watch(force=True)
         if not self._watching:  # one timer, however many ledgers are followed
             self._watching = True
