@@ -115,7 +115,8 @@ async def test_created_today_is_since_local_midnight(reader: ConsoleReader) -> N
     [
         ("team:docs", "label:team=docs"),
         ("owner:me", "unknown filter word owner:"),
-        ("cost>0.10", "cost is not a filter"),
+        ("cost>ten", "number of US dollars"),
+        ("cost:0.10", "cost>0.5"),
         ("age>soon", "not an age"),
         ("attempts>two", "whole number"),
         ("label:=x", "label:KEY=VALUE"),

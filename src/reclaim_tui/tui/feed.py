@@ -131,7 +131,7 @@ class LedgerFeed:
                 if view.filter.text:
                     await reader.interrupt()  # a slow scan the operator replaced
                 raise
-            except (LedgerError, sqlite3.OperationalError) as exc:
+            except (LedgerError, sqlite3.OperationalError, ValueError) as exc:
                 if "interrupt" not in str(exc) or attempt:
                     self._screen.notify(f"ledger read failed: {exc}", severity="error")
                     self._post_counts(counts)
@@ -154,7 +154,7 @@ class LedgerFeed:
                 detail = await reader.detail(idem)
                 gone = (await reader.rows_by_idem([left])).get(left) if left else None
                 break
-            except (LedgerError, sqlite3.OperationalError) as exc:
+            except (LedgerError, sqlite3.OperationalError, ValueError) as exc:
                 # A replaced filter scan interrupts the whole page connection,
                 # and with it a detail read that shared it: read it again.
                 if "interrupt" not in str(exc) or attempt:

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.row_filters import structured_sql
 from reclaim_tui.core.ledger.schema import COLUMNS, orphan_sql
 from reclaim_tui.core.ledger.text_search import TEXT_SQL, like_pattern
@@ -30,10 +31,16 @@ _PER_STATUS = {"state_since": "jobs_status_age", "status": "jobs_status_age", "n
 
 
 def predicates(
-    view: View, now: float, dead: Sequence[str], hits: str | None = None, dialect: str = "sqlite"
+    view: View,
+    now: float,
+    dead: Sequence[str],
+    hits: str | None = None,
+    dialect: str = "sqlite",
+    prices: PriceTable | None = None,
 ) -> tuple[list[str], list[Any]]:
     """WHERE clauses (besides status and the keyset) and their parameters;
-    `hits`: the JSON list of ids the text index names for the filter text."""
+    `hits`: the JSON list of ids the text index names for the filter text;
+    `prices`: the table a `cost` word prices rows at."""
     clauses: list[str] = []
     params: list[Any] = []
     if view.orphans:
@@ -53,7 +60,7 @@ def predicates(
         for value in values:
             clauses.append(f"{column} LIKE ? ESCAPE '\\'")
             params.append(like_pattern(value))
-    words, word_params = structured_sql(flt.words, now, dialect)
+    words, word_params = structured_sql(flt.words, now, dialect, prices)
     return [*clauses, *words], [*params, *word_params]
 
 
@@ -78,13 +85,14 @@ def page_sql(
     limit: int,
     hits: str | None = None,
     dialect: str = "sqlite",
+    prices: PriceTable | None = None,
 ) -> tuple[str, list[Any]]:
     sort = view.sort
     op, scan_desc = _keyset(sort.column, sort.descending, direction)
     way = "DESC" if scan_desc else "ASC"
     exprs = [*(sort_sql(c) for c in sort.columns), "idem"]
     order = ", ".join(f"{e} {way}" for e in exprs)
-    extra, extra_params = predicates(view, now, dead, hits, dialect)
+    extra, extra_params = predicates(view, now, dead, hits, dialect, prices)
     keyset: list[str] = []
     keyset_params: list[Any] = []
     if start is not None and direction != "last":

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.inbox import InboxStats, received_for
 from reclaim_tui.core.ledger.inbox import stats as inbox_stats
 from reclaim_tui.core.ledger.opening import open_ledger
@@ -59,6 +60,9 @@ class ConsoleReader:
         self.clock = clock
         self.sizes: dict[str, int] = {}
         self._dead: list[str] = []
+        #: The price table a filter's `cost` word prices rows at (the console's,
+        #: the one `$` sums with); None: not read (a `cost` word is refused).
+        self.prices: PriceTable | None = None
 
     @classmethod
     async def open(
@@ -101,9 +105,9 @@ class ConsoleReader:
         """
         now = self.clock.now()
         hits = await text_hits(self._fast, view.filter.text)
-        dialect = self._fast.dialect
+        dialect, prices = self._fast.dialect, self.prices
         sql, params = _page_sql(
-            view, now, self._dead, self.sizes, start, direction, limit + 1, hits, dialect
+            view, now, self._dead, self.sizes, start, direction, limit + 1, hits, dialect, prices
         )
         rows = [row_from_tuple(r) for r in await _fetch(self._fast, sql, params)]
         more = len(rows) > limit
@@ -116,7 +120,7 @@ class ConsoleReader:
         if direction == "after":
             return Page(rows, has_before=True, has_after=more)
         sql, params = _page_sql(
-            view, now, self._dead, self.sizes, start, "before", 1, hits, dialect
+            view, now, self._dead, self.sizes, start, "before", 1, hits, dialect, prices
         )
         before = bool(await _fetch(self._fast, sql, params))
         return Page(rows, has_before=before, has_after=more)
@@ -127,9 +131,9 @@ class ConsoleReader:
         direction: Direction = "from"
         while True:
             hits = await text_hits(self._slow, view.filter.text)
-            now, dialect = self.clock.now(), self._slow.dialect
+            now, dialect, prices = self.clock.now(), self._slow.dialect, self.prices
             sql, params = _page_sql(
-                view, now, self._dead, self.sizes, start, direction, batch, hits, dialect
+                view, now, self._dead, self.sizes, start, direction, batch, hits, dialect, prices
             )
             rows = [row_from_tuple(r) for r in await _fetch(self._slow, sql, params)]
             if not rows:
@@ -151,7 +155,7 @@ class ConsoleReader:
         statuses, orphans, filter text and tokens), for totals over it (costs)."""
         hits = await text_hits(self._slow, view.filter.text)
         now, dialect = self.clock.now(), self._slow.dialect
-        clauses, params = predicates(view, now, self._dead, hits, dialect)
+        clauses, params = predicates(view, now, self._dead, hits, dialect, self.prices)
         statuses = view.effective_statuses()
         if statuses is not None:
             clauses.insert(0, "status IN (SELECT value FROM json_each(?))")

@@ -1,5 +1,5 @@
-"""The console filter's structured words (issue 25): labels, time ranges and
-attempts, beside the free text and `status:`/`model:`/`error:` of
+"""The console filter's structured words (issue 25): labels, time ranges,
+attempts and cost, beside the free text and `status:`/`model:`/`error:` of
 core/ledger/queries.py's RowFilter.
 
     label:team=docs   the job's label `team` is `docs` (label:team: has it)
@@ -7,17 +7,24 @@ core/ledger/queries.py's RowFilter.
     created>2d        created more than two days ago; created<1h; created:today
     updated<10m       changed in the last ten minutes; updated>1d; updated:today
     attempts>2        attempts=0, attempts<3, attempts:1
+    cost>0.5          US dollars, as `$` prices the row: cost<0.01, cost>=1, cost<=$2
 
 A time is relative to the clock when the page is read (a filter left on
 keeps meaning "the last ten minutes"); `today` is since local midnight.
 None of these has an index: each is a test on the rows the sort's index
 walks, as `model:` and `error:` always were.
 
-There is no `cost>…`: a row's cost is not stored. It is its stored usage
-(JSON in `results`) priced by the price table, which lives in Python
-(core/costs.py: per model, with long-context tiers, overridable by a file):
-a filter would join every row walked to its result and price it in SQL,
-with no index to stop early. The costs view (`$`) sums the filtered rows'.
+A row's cost is not stored: it is its stored usage (JSON in `results`)
+priced by the price table the console holds (the one `$` uses: shipped,
+overridden by `$RECLAIM_PRICES`; per model, long-context tiers), in SQL
+generated from that table (core/cost_sql.py), on both engines: each row
+walked is joined to its result by its key and priced. A row whose cost is
+unknown — no stored result yet, a usage without token counts, a model the
+table does not price — matches no `cost` word, neither `cost<X` nor
+`cost>X` (`$` counts those rows apart). A row has at most one stored result
+(a later one replaces it): `cost` is that interaction's; a continuation is a
+row of its own. A cost is a number of dollars, 0 or more (`cost>abc`,
+`cost:1`, `cost>-1` are refused, saying why).
 
 This module is part of the core: it must not import Textual.
 """
@@ -29,21 +36,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from reclaim_tui.core.cost_sql import row_cost_sql
+from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.prune import parse_age
 
 __all__ = ["KNOWN_WORDS", "Structured", "parse_word", "structured_sql"]
 
 #: The `word:` prefixes the filter knows (said when it meets another).
-KNOWN_WORDS = ("status", "model", "error", "label", "age", "created", "updated", "attempts")
+KNOWN_WORDS = (
+    "status", "model", "error", "label", "age", "created", "updated", "attempts", "cost",
+)  # fmt: skip
 _TIME_COLUMNS = {"age": "state_since", "created": "created_at", "updated": "updated_at"}
 _WORD = re.compile(r"(?P<name>[A-Za-z_]+)(?P<op>>=|<=|>|<|=|:)(?P<value>.*)", re.DOTALL)
 _LABEL_KEY = re.compile(r"[^\"\\\s=]+")
+#: Dollars: 0.5, .5, 2, $1.25 (no sign, no exponent, no inf/nan).
+_USD = re.compile(r"\$?(?P<usd>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 
 @dataclass(frozen=True, slots=True)
 class Structured:
-    """One structured word: `kind` label/time/attempts, its column or label
-    key, its operator (>, <, >=, <=, =, or "today"/"has"), its value."""
+    """One structured word: `kind` label/time/attempts/cost, its column or
+    label key, its operator (>, <, >=, <=, =, or "today"/"has"), its value."""
 
     kind: str
     name: str
@@ -78,18 +91,28 @@ def parse_word(token: str) -> Structured | None:
             raise ValueError(f"{token!r}: attempts is compared to a whole number (attempts>2)")
         return Structured("attempts", "attempts", "=" if op == ":" else op, int(value))
     if name == "cost":
-        raise ValueError(
-            "cost is not a filter (a row's cost is not stored: it is its usage priced by"
-            " the price table); $ shows the costs of the rows the filter shows"
-        )
+        return Structured("cost", "usd", op, _usd(token, op, value))
     if op == ":" and value:
         hint = f" (a label? label:{name}={value})" if "=" not in value else ""
         raise ValueError(
             f"unknown filter word {name}:{hint} — the words are"
-            f" {', '.join(w + ':' for w in KNOWN_WORDS[:4])} age, created, updated, attempts;"
+            f" {', '.join(w + ':' for w in KNOWN_WORDS[:4])} age, created, updated, attempts,"
+            " cost;"
             ' put text in quotes to search for it ("a:b")'
         )
     return None
+
+
+def _usd(token: str, op: str, value: str) -> float:
+    """The dollars of a `cost` word (ValueError: what is wrong with it)."""
+    if op not in (">", "<", ">=", "<="):
+        raise ValueError(f"{token!r}: a cost filter is cost>0.5, cost<0.01, cost>=1 or cost<=2")
+    found = _USD.fullmatch(value)
+    if found is None:
+        raise ValueError(
+            f"{token!r}: a cost is a number of US dollars, 0 or more (cost>0.5, cost<=$2)"
+        )
+    return float(found["usd"])
 
 
 def _midnight(now: float) -> float:
@@ -98,9 +121,10 @@ def _midnight(now: float) -> float:
 
 
 def structured_sql(
-    words: tuple[Structured, ...], now: float, dialect: str
+    words: tuple[Structured, ...], now: float, dialect: str, prices: PriceTable | None = None
 ) -> tuple[list[str], list[Any]]:
-    """WHERE clauses of `words` (all must hold) and their parameters."""
+    """WHERE clauses of `words` (all must hold) and their parameters; a
+    `cost` word is priced at `prices` (ValueError without a table)."""
     clauses: list[str] = []
     params: list[Any] = []
     for word in words:
@@ -127,6 +151,12 @@ def structured_sql(
                 flipped = {">": "<", "<": ">", ">=": "<=", "<=": ">="}[word.op]
                 clauses.append(f"{word.name} {flipped} ?")
                 params.append(now - float(word.value))
+        elif word.kind == "cost":
+            if prices is None:
+                raise ValueError("a cost filter needs the price table, and it could not be read")
+            cost, cost_params = row_cost_sql(prices, dialect)
+            clauses.append(f"{cost} {word.op} ?")
+            params += [*cost_params, float(word.value)]
         else:
             clauses.append(f"attempts {word.op} ?")
             params.append(word.value)

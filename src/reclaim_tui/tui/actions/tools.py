@@ -13,7 +13,7 @@ from reclaim_tui.core.cost_estimate import Estimate, estimate_resubmit
 from reclaim_tui.core.cost_totals import CostFilter
 from reclaim_tui.core.costs import PriceTable, load_prices
 from reclaim_tui.core.ledger.prune import count_prunable
-from reclaim_tui.core.ledger.views import View
+from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError, LedgerError
 from reclaim_tui.tui import operations, questions
@@ -31,6 +31,7 @@ __all__ = [
     "export",
     "open_charts",
     "open_costs",
+    "prices_for_filter",
     "prune_rows",
     "resubmit_estimate",
     "show_prices_in_detail",
@@ -47,6 +48,18 @@ async def _prices(screen: MainPort) -> PriceTable | None:
             screen.notify(str(exc), severity="error", timeout=10)
             return None
     return screen.prices
+
+
+def prices_for_filter(screen: MainPort, text: str) -> None:
+    """A filter's `cost` word prices the rows at the console's price table (the
+    one `$` uses): read it now if it was not yet (a small file, once);
+    ValueError, and the filter is refused, when it cannot be read."""
+    if screen.prices is not None or all(w.kind != "cost" for w in RowFilter.parse(text).words):
+        return
+    try:
+        screen.prices = load_prices(None)
+    except ConfigError as exc:
+        raise ValueError(f"a cost filter needs the price table: {exc}") from None
 
 
 async def show_prices_in_detail(screen: MainPort) -> None:

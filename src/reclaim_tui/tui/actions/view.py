@@ -72,6 +72,7 @@ def open_filter(screen: MainPort) -> None:
 
 def enter_filter(screen: MainPort, text: str) -> None:
     try:
+        tools.prices_for_filter(screen, text)
         screen.state.set_filter(text)
     except ValueError as exc:
         screen.notify(str(exc), severity="error")
@@ -139,6 +140,7 @@ def enter_command(screen: MainPort, command: Command) -> None:
             state.set_model(command.argument)
             first_window(screen)
         elif command.verb == "filter":
+            tools.prices_for_filter(screen, command.argument)
             state.set_filter(command.argument)
             first_window(screen)
     except ValueError as exc:

@@ -95,11 +95,10 @@ class MainScreen(JobScreen):
         self.host = config.host
         self.readonly = self.host is None
         self.pace = pace
-        #: The price table, read at the first costs, charts or retry (actions/tools.py).
-        self.prices: PriceTable | None = None
         self.state = ConsoleState()
         self.bar = LoopBarState()
         self.feed = LedgerFeed(self, self.state, config, redraw=self.rerender)
+        self._prices: PriceTable | None = None
         #: The row whose detail was asked for last (shown, or on its way).
         self.detail_for: str | None = None
 
@@ -152,8 +151,21 @@ class MainScreen(JobScreen):
     def job_reader(self) -> ConsoleReader | None:
         return self.feed.reader
 
+    @property
+    def prices(self) -> PriceTable | None:
+        """The price table, read at start or at the first costs, charts, retry
+        or `cost` filter (actions/tools.py); the reader's `cost` words use it."""
+        return self._prices
+
+    @prices.setter
+    def prices(self, table: PriceTable | None) -> None:
+        self._prices = table
+        if self.feed.reader is not None:
+            self.feed.reader.prices = table
+
     def follow(self, reader: ConsoleReader) -> None:
         """Read through `reader` (the app's): the first page, then watch the ledger."""
+        reader.prices = self._prices  # the filter's `cost` prices as `$` does
         self.feed.follow(reader)
 
     def rerender(self, cursor: Cursor = "keep") -> None:
