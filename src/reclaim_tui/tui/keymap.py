@@ -109,7 +109,8 @@ KEYS: tuple[KeySpec, ...] = (
         "/",
         "filter",
         "Filter",
-        "Filter: text, status:NAME, model:TEXT, label:K=V, age>1h, updated<10m, attempts>2",
+        "Filter: text, status:NAME, model:TEXT, label:K=V, age>1h, updated<10m, attempts>2,"
+        " cost>0.5",
         _VIEW,
         titled=True,
     ),

@@ -118,7 +118,7 @@ class RowFilter:
     """A parsed filter: free text over idem, handle and the spec's input, plus
     tokens `status:NAME`, `model:TEXT` and `error:TEXT` (substring, ASCII
     case-insensitive), and the structured words of core/ledger/row_filters.py
-    (`label:team=docs`, `age>1h`, `updated<10m`, `attempts>2`). A quoted
+    (`label:team=docs`, `age>1h`, `updated<10m`, `attempts>2`, `cost>0.5`). A quoted
     token ("a:b") is text. Text of 3+ characters is looked up in the trigram
     index; 1–2 characters are tested on every row walked."""
 
@@ -126,7 +126,7 @@ class RowFilter:
     statuses: frozenset[Status] = frozenset()
     models: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
-    #: label:, age/created/updated ranges, attempts (core/ledger/row_filters.py).
+    #: label:, age/created/updated ranges, attempts, cost (core/ledger/row_filters.py).
     words: tuple[Structured, ...] = ()
 
     @classmethod
