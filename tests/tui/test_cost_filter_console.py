@@ -5,12 +5,14 @@ unreadable price file is said, and the filter before it stays."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
 from reclaim_tui.core.costs import cost_of, load_prices
+from reclaim_tui.core.ledger.views import Page, View
 from reclaim_tui.tui.widgets.loop_bar import LoopBar
 
 from .conftest import Seeded
@@ -79,3 +81,31 @@ async def test_cost_filter_with_an_unreadable_price_file_is_refused(
         assert await until(pilot, notified(pilot, "a cost filter needs the price table"))
         assert app.state.filter_text == ""
         assert len(shown(pilot)) == total
+
+
+async def test_a_cost_scan_the_operator_replaces_is_interrupted(seeded: Seeded) -> None:
+    """Pricing every row walked is slow on a big ledger: a page read under a
+    `cost` word that another filter replaces is aborted, as a text scan is."""
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        reader = app.main.feed.opened()
+        read, interrupted = reader.page, []
+        scanning = asyncio.Event()
+
+        async def slow_page(view: View, *args: object, **kwargs: object) -> Page:
+            if view.filter.words:
+                scanning.set()
+                await asyncio.Event().wait()  # a scan over millions of rows
+            return await read(view, *args, **kwargs)  # type: ignore[arg-type]
+
+        async def interrupt() -> None:
+            interrupted.append(True)
+
+        reader.page = slow_page  # type: ignore[method-assign]
+        reader.interrupt = interrupt  # type: ignore[method-assign]
+        await pilot.press("slash", *"cost>0", "enter")
+        assert await until(pilot, scanning.is_set)
+        await press(pilot, "slash", "ctrl+u", *"status:failed", "enter")
+        assert await until(pilot, lambda: shown(pilot) == [seeded.keys["failed"]])
+        assert interrupted == [True]

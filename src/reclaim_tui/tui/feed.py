@@ -128,7 +128,7 @@ class LedgerFeed:
                 break
             except asyncio.CancelledError:
                 self._post_counts(counts)  # the page that replaced this one has none
-                if view.filter.text:
+                if view.filter.text or any(w.kind == "cost" for w in view.filter.words):
                     await reader.interrupt()  # a slow scan the operator replaced
                 raise
             except (LedgerError, sqlite3.OperationalError, ValueError) as exc:
