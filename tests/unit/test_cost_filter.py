@@ -21,6 +21,7 @@ from reclaim_tui.core.cost_totals import CostFilter, cost_totals, grand_total
 from reclaim_tui.core.costs import PriceTable, cost_of, load_prices
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.reads import stored_usage
 from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import Status
 from tests.helpers.pages import walk
@@ -120,6 +121,13 @@ def python_cost(row: Generated, prices: PriceTable) -> float | None:
     return cost_of(usage, row.model, prices)
 
 
+def _stored(usage: Any) -> str | None:
+    """The usage column: JSON, NULL, or text as it is (a hand edit)."""
+    if usage is None or isinstance(usage, str):
+        return usage
+    return json.dumps(usage)
+
+
 async def seed(db_url: str, rows: list[Generated]) -> None:
     specs = [json.dumps({"input": f"prompt {r.idem}", "model": r.model}) for r in rows]
     jobs = [
@@ -127,9 +135,7 @@ async def seed(db_url: str, rows: list[Generated]) -> None:
         for n, r in enumerate(rows)
     ]
     results = [
-        (r.idem, f"i-{r.idem}", None if r.usage is None else json.dumps(r.usage), NOW, r.idem)
-        for r in rows
-        if r.usage != "none"
+        (r.idem, f"i-{r.idem}", _stored(r.usage), NOW, r.idem) for r in rows if r.usage != "none"
     ]
     ledger = await open_ledger(db_url)
     try:
@@ -268,6 +274,24 @@ async def test_costs_of_a_cost_filtered_view_sum_its_rows(
     ]
     assert total.rows == total.priced == len(want) > 0
     assert total.usd == pytest.approx(sum(want), rel=1e-12)
+
+
+async def test_a_usage_that_is_not_json_is_unknown_on_sqlite(
+    tmp_path: Path, prices: PriceTable
+) -> None:
+    """A usage edited by hand into something else has no token counts (as
+    core/ledger/reads.py reads it): its cost is unknown, and no page fails."""
+    db = str(tmp_path / "ledger.db")
+    odd = Generated("c-odd", "flat", "done", 0, "{not json")
+    await seed(db, [odd, Generated("c-ok", "flat", "done", 0, {"total_output_tokens": 5})])
+    r = await ConsoleReader.open(db, clock=ManualClock(NOW))
+    r.prices = prices
+    try:
+        await r.counts()
+        assert await walk(r, View(filter=RowFilter.parse("cost>=0")), 5) == ["c-ok"]
+        assert cost_of(stored_usage(odd.usage), odd.model, prices) is None
+    finally:
+        await r.close()
 
 
 async def test_a_cost_word_without_a_price_table_is_refused(reader: ConsoleReader) -> None:

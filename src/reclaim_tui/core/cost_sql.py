@@ -19,6 +19,10 @@ later result replaces it): its cost is that interaction's usage. A
 continuation (`previous`) is a row of its own, with its own cost.
 
 Written in SQLite's SQL; core/ledger/pg_sql.py rewrites `json_extract`.
+Pricing is the slowest test a filter makes of a row it walks (a lookup of
+its result and a few JSON reads): on SQLite some 8 µs a row, against 1 µs
+for `attempts>2` (100,000 rows walked without a match: 0.8 s against 0.09 s,
+2-core box at a load of 7).
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ def row_cost_sql(prices: PriceTable, dialect: str, job: str = "jobs") -> tuple[s
         return "NULL", []
     # A usage that is not JSON would fail json_extract (and the page): on
     # SQLite it counts as no usage; PostgreSQL has no test before its cast.
-    usage = "CASE WHEN json_valid(x.usage) THEN x.usage END" if dialect == "sqlite" else "x.usage"
+    usage = "x.usage" if dialect == "postgres" else "CASE WHEN json_valid(x.usage) THEN x.usage END"
     counts = ", ".join(
         f"COALESCE({field_sql(n)}, 0) AS {alias}"
         for n, alias in zip(_COUNTS, ("i", "o", "h", "c", "u"), strict=True)
