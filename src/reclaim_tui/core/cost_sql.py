@@ -14,9 +14,12 @@ is the one `$` shows for it.
 It is NULL — unknown, matched by no comparison — for a row with no stored
 result (never sent, in flight), a usage with neither input nor output counts
 (or, on SQLite, a usage that is not JSON), or a model the table does not
-price. A row has at most one stored result (`results` is keyed by the job; a
-later result replaces it): its cost is that interaction's usage. A
-continuation (`previous`) is a row of its own, with its own cost.
+price. On PostgreSQL a usage that is not JSON, or a count that is not a
+whole number (neither is ever written by the engine: a hand edit), fails
+the read with a LedgerError that says so, as it fails `$`. A row has at
+most one stored result (`results` is keyed by the job; a later result
+replaces it): its cost is that interaction's usage. A continuation
+(`previous`) is a row of its own, with its own cost.
 
 Written in SQLite's SQL; core/ledger/pg_sql.py rewrites `json_extract`.
 Pricing is the slowest test a filter makes of a row it walks (a lookup of
