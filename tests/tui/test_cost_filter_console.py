@@ -57,6 +57,9 @@ async def test_cost_filter_shows_the_rows_the_consoles_prices_put_above_or_below
         await settle(pilot)
         assert f"rows 1–1 of 1 matching (of {total})" in bar(app)
 
+        await press(pilot, "colon", *"filter cost>=0.1", "enter")  # the command line too
+        assert await until(pilot, lambda: shown(pilot) == [consumed.idem])
+
         await press(pilot, "slash", "ctrl+u", *"cost>=0 status:done", "enter")
         assert await until(pilot, lambda: shown(pilot) == [done.idem])
 
