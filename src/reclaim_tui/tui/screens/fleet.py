@@ -108,7 +108,9 @@ def fleet_text(fleet: Fleet, now: float, service: ServiceView | None = None) -> 
         ("Lease holders", "bold $accent"),
         "  not registered (an older version); a lease: a process working on a row\n",
     ]
-    if not holders:
+    if not fleet.holders:
+        parts.append("  none: no row names a lease owner\n")
+    elif not holders:
         parts.append("  none: every lease owner is a process above\n")
     for h in holders:
         alive = {True: ("alive", "$success"), False: ("dead", "$error"), None: ("?", "")}
