@@ -76,7 +76,7 @@ async def test_a_tick_and_a_service_on_other_hosts_are_in_the_fleet(
             assert "service" in svc and " up " in svc and "every 0.3s" in svc, svc
             assert f"pid {service.pid}" in svc and "last pass" in svc, svc
             service.send_signal(signal.SIGTERM)
-            assert service.wait(60) == 0  # noqa: ASYNC101 — the console waits too
+            assert service.wait(60) == 0
             await press(pilot, "r")
             assert await until(pilot, lambda: "stopped" in _line(_fleet(app), "svc-host"), 30)
         # The read-only console registered nothing: only the tick and the service.
