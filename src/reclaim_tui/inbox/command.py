@@ -20,7 +20,7 @@ from reclaim_tui.inbox.limits import ConnectionLimits
 from reclaim_tui.inbox.server import InboxServer
 from reclaim_tui.inbox.verify import Verifier
 
-__all__ = ["parse_listen", "serve_inbox"]
+__all__ = ["keep_registered", "parse_listen", "serve_inbox"]
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -38,7 +38,7 @@ def _tally(server: InboxServer) -> str:
     )
 
 
-async def _serve_registered(ledger: Ledger, server: InboxServer, stop: asyncio.Event) -> None:
+async def keep_registered(ledger: Ledger, server: InboxServer, stop: asyncio.Event) -> None:
     """Until `stop`: the inbox's row in the process registry
     (core/ledger/registry.py) says it is up, with its counts, every BEAT
     seconds, and `stopped` at the end."""
@@ -90,7 +90,7 @@ async def serve_inbox(
                 file=sys.stderr,
                 flush=True,
             )
-            await _serve_registered(ledger, server, stop)
+            await keep_registered(ledger, server, stop)
         finally:
             await server.stop()
         print(
