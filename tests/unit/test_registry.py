@@ -77,6 +77,12 @@ async def test_a_process_says_who_it_is_its_passes_and_its_exit(db_url: str) -> 
         await beacon.stopped()
         assert (await _rows(ledger))[FAR][3] == "stopped"
         assert beacon.failures == 0
+        # A first pass is written even if it only polled: "no pass yet" would be wrong.
+        quiet = Beacon(ledger, "quiet-host|1|1|", "console", interval=2.0)
+        await quiet.start()
+        clock.advance(1)
+        await quiet.passed(_report())
+        assert (await _rows(ledger))["quiet-host|1|1|"][5:7] == (1, "idle")
     finally:
         await ledger.close()
 

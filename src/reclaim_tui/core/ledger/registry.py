@@ -136,9 +136,10 @@ class Beacon:
 
     async def passed(self, report: PassReport) -> None:
         """A pass finished: its counts, written at once unless it only polled
-        and the row was written less than BEAT seconds ago."""
+        (and is not the first) and the row was written less than BEAT
+        seconds ago."""
         self.record(report)
-        if _busy(report) or self._due():
+        if _busy(report) or self.passes == 1 or self._due():
             await self._write()
 
     async def changed(self, *, state: str | None = None, interval: float | None = None) -> None:

@@ -70,20 +70,23 @@ def _process_parts(p: Process, holder: Holder | None, now: float, attached: bool
     if p.condition == "stale":
         heard = f"no word for {age(now - p.seen_at)} · "
     elif p.condition == "gone":
-        heard = "its process is gone (no clean exit) · "
-    else:
+        heard = "died without a clean exit · "
+    elif p.last_pass_at is None or p.seen_at - p.last_pass_at > 1:
         heard = f"seen {age(now - p.seen_at)} ago · "
+    else:
+        heard = ""  # its last pass is when it was last heard from
     if p.last_pass_at is None:
-        last = "no pass yet" if p.kind != "inbox" else "nothing received yet"
+        last = "no pass yet" if p.kind != "inbox" else "nothing counted yet"
     else:
         noun = "counts" if p.kind == "inbox" else "last pass"
         last = f"{noun} {age(now - p.last_pass_at)} ago: {p.last_pass or ''}"
+    passes = "" if p.kind == "inbox" else f" · {p.passes:,} pass{'' if p.passes == 1 else 'es'}"
     return [
         (f"  {p.kind:<8} {p.host[:22]:<22} {pid:<11}", "bold"),
         (f" {word:<8}", style),
         f" {leases}",
         (" · the attached service" if attached else "", "bold"),
-        f"\n             {_interval(p.interval)}{heard}{last} · {p.passes:,} passes\n",
+        f"\n    {_interval(p.interval)}{heard}{last}{passes}\n",
     ]
 
 
@@ -92,8 +95,7 @@ def fleet_text(fleet: Fleet, now: float, service: ServiceView | None = None) -> 
     parts: list[Part] = [*_service_parts(service)] if service is not None else []
     parts += [
         ("Processes", "bold $accent"),
-        "  (each says here who it is, its state and last pass; stale: no word for a"
-        " while, gone: dead without a clean exit)\n",
+        "  (as each says itself; stale: silent too long, gone: died)\n",
     ]
     if not fleet.processes:
         parts.append("  none registered yet\n")
@@ -106,7 +108,7 @@ def fleet_text(fleet: Fleet, now: float, service: ServiceView | None = None) -> 
     parts += [
         "\n",
         ("Lease holders", "bold $accent"),
-        "  not registered (an older version); a lease: a process working on a row\n",
+        "  (not registered: an older version; a lease: a process working on a row)\n",
     ]
     if not fleet.holders:
         parts.append("  none: no row names a lease owner\n")
@@ -138,7 +140,7 @@ class FleetScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     FleetScreen { align: center middle; }
     FleetScreen > VerticalScroll {
-        width: 96; max-width: 100%; max-height: 100%; height: auto;
+        width: 120; max-width: 100%; max-height: 100%; height: auto;
         border: round $accent; background: $surface; padding: 0 1;
     }
     """
