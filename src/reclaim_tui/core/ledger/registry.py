@@ -18,7 +18,8 @@ state or interval, and `stopped` at a clean exit — one upsert, a small
 transaction of its own. A pass that only polled writes only when BEAT
 seconds passed since the last write, so an idle service does not sync the
 ledger's disk every few seconds. A registry write that fails is logged,
-never raised: the registry never fails a pass. A read-only ledger is never
+never raised: the registry never fails a pass; none is tried for BEAT
+seconds after it (a locked ledger costs a pass one busy_timeout, not more). A read-only ledger is never
 written (a `--readonly` console registers nothing).
 
 Rows of dead processes: read as `gone` when the process is provably dead on
@@ -120,6 +121,8 @@ class Beacon:
         self.written_at = -math.inf
         #: the registry writes that failed (logged; a test reads it)
         self.failures = 0
+        #: after a failed write, none is tried before this time
+        self.quiet_until = -math.inf
         parsed = LeaseOwner.parse(owner)
         self.host = parsed.host if parsed else owner
         self.pid = parsed.pid if parsed else None
@@ -165,9 +168,9 @@ class Beacon:
         return self.ledger.clock.now() - self.written_at >= BEAT
 
     async def _write(self, *, prune: bool = False, drop_stopped: bool = False) -> None:
-        if self.ledger.readonly:
-            return
         now = self.ledger.clock.now()
+        if self.ledger.readonly or now < self.quiet_until:
+            return
         values = (
             self.owner, self.kind, self.host, self.pid, self.started_at, now, self.state,
             self.interval, self.passes, self.last_pass_at, self.last_pass, __version__,
@@ -185,6 +188,9 @@ class Beacon:
                     )
         except Exception as exc:  # the registry never fails a pass
             self.failures += 1
+            # A locked or full ledger: no second wait of busy_timeout for the
+            # registry's sake before BEAT seconds passed (the exit's included).
+            self.quiet_until = now + BEAT
             log.warning("process registry: %s not written: %s", self.kind, exc)
             return
         self.written_at = now
