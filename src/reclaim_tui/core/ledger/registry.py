@@ -19,8 +19,9 @@ transaction of its own. A pass that only polled writes only when BEAT
 seconds passed since the last write, so an idle service does not sync the
 ledger's disk every few seconds. A registry write that fails is logged,
 never raised: the registry never fails a pass; none is tried for BEAT
-seconds after it (a locked ledger costs a pass one busy_timeout, not more). A read-only ledger is never
-written (a `--readonly` console registers nothing).
+seconds after it (a locked ledger costs a pass one busy_timeout, not
+more). A read-only ledger is never written (a `--readonly` console
+registers nothing).
 
 Rows of dead processes: read as `gone` when the process is provably dead on
 this host (`holder_alive`), `stale` when not heard from for longer than it

@@ -108,7 +108,7 @@ def fleet_text(fleet: Fleet, now: float, service: ServiceView | None = None) -> 
     parts += [
         "\n",
         ("Lease holders", "bold $accent"),
-        "  (not registered: an older version; a lease: a process working on a row)\n",
+        "  (unregistered: a CLI command, an older version; a lease: a process working on a row)\n",
     ]
     if not fleet.holders:
         parts.append("  none: no row names a lease owner\n")
