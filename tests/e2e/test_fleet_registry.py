@@ -87,3 +87,12 @@ async def test_a_tick_and_a_service_on_other_hosts_are_in_the_fleet(
         if service.poll() is None:
             service.send_signal(signal.SIGTERM)
             service.wait(60)
+
+
+async def test_run_once_registers_as_a_run(make_workspace: Callable[..., Workspace]) -> None:
+    """`run --once` is a tick in the service's shape: kind `run`, stopped after its pass."""
+    ws = make_workspace("once")
+    jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": "once"}])
+    done = ws.cli("run", "--once", "--jobs", str(jobs), env={"RECLAIM_OWNER_HOST": "once-host"})
+    assert done.returncode == 0, done.stderr
+    assert (await _registered(str(ws.db)))["once-host"][:3] == ("run", "stopped", 1)
