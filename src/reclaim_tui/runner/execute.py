@@ -82,8 +82,9 @@ async def _loop_pass(engine: Engine, interval: float | None, paused: bool) -> Pa
     """The console loop's pass (or, paused, none), said in the registry."""
     beacon = _BEACONS.get(engine)
     if beacon is None:
-        beacon = _BEACONS[engine] = Beacon(engine.ledger, engine.owner, "console")
-        beacon.interval = interval
+        state = "paused" if paused else "up"
+        beacon = Beacon(engine.ledger, engine.owner, "console", interval=interval, state=state)
+        _BEACONS[engine] = beacon
         await beacon.start()
     await beacon.changed(state="paused" if paused else "up", interval=interval)
     if paused:

@@ -258,7 +258,9 @@ class ServiceLoop:
             except asyncio.CancelledError:
                 if self.stopping:
                     self._tell_waiters(None)
-                    await self._registry_stopped()
+                    # Bounded: a second signal asks to be out now, whatever the ledger does.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._registry_stopped(), 5.0)
                     self.say("stopped", passes=self.passes, cancelled=True)
                     return 130
                 raise
