@@ -5,7 +5,6 @@ holder in its detail; a read-only console registers nothing."""
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 from collections import Counter
 from contextlib import closing
@@ -13,6 +12,7 @@ from contextlib import closing
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.fleet import read_fleet
 from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.owner import this_process
 from reclaim_tui.core.ledger.registry import Beacon, stale_after
 from reclaim_tui.core.ledger.schema import EVENT_SQL
 from reclaim_tui.core.models import PassReport
@@ -23,6 +23,8 @@ from .conftest import SEED_OWNER, Seeded
 from .pilot_helpers import SIZE, press, select, settle, until
 
 NOW = 1_800_000_000.0
+#: This host's name in owner strings (RECLAIM_OWNER_HOST may say another).
+HERE = this_process().host
 
 
 async def test_holders_and_writers_on_both_engines(db_url: str) -> None:
@@ -97,7 +99,7 @@ async def test_the_fleet_shows_every_registered_process(seeded: Seeded) -> None:
     app = seeded.app()  # paused: its loop only says so
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert await until(pilot, lambda: _processes(seeded.db).get(socket.gethostname()))
+        assert await until(pilot, lambda: _processes(seeded.db).get(HERE))
         await press(pilot, "colon", *"fleet", "enter")
         assert await until(pilot, lambda: isinstance(app.screen, FleetScreen))
         body = app.screen.query_one("#fleet")
@@ -113,11 +115,11 @@ async def test_the_fleet_shows_every_registered_process(seeded: Seeded) -> None:
         assert "last pass 0s ago: sent=3 consumed=2" in line("far-host")
         assert "service" in line("old-host") and "stale" in line("old-host")
         assert "no word for" in line("old-host")
-        mine = line(socket.gethostname())
+        mine = line(HERE)
         assert "console" in mine and "paused" in mine and "every 3600s" in mine, mine
         assert "none: no row names a lease owner" in text.split("Lease holders")[1]
     # Its engine closed cleanly with the console: stopped.
-    assert _processes(seeded.db)[socket.gethostname()] == ("console", "stopped")
+    assert _processes(seeded.db)[HERE] == ("console", "stopped")
 
 
 async def test_a_readonly_console_registers_nothing(seeded: Seeded) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import io
 import signal
-import socket
 import sqlite3
 import subprocess
 from collections import Counter
@@ -20,7 +19,7 @@ from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.fleet import read_fleet
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.owner import LeaseOwner, pid_space
+from reclaim_tui.core.ledger.owner import LeaseOwner, pid_space, this_process
 from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import (
@@ -91,7 +90,7 @@ async def test_alive_stale_gone_and_stopped(db_url: str) -> None:
     clock = ManualClock(NOW)
     ledger = await open_ledger(db_url, clock=clock)
     try:
-        dead = str(LeaseOwner(socket.gethostname(), 4_194_304_999, "1", pid_space()))
+        dead = str(LeaseOwner(this_process().host, 4_194_304_999, "1", pid_space()))
         for owner, kind in ((FAR, "service"), ("quiet-host|5|1|", "service"), (dead, "tick")):
             await Beacon(ledger, owner, kind, interval=5.0).start()
         stopped = Beacon(ledger, "done-host|9|1|", "tick")
