@@ -1,6 +1,6 @@
 """Regenerate the screenshots of the daily operator's features (issue 25):
-sort by a column, a structured filter, discard's confirmation, the fleet,
-the glossary on the detail pane, the help (actions first), a paste the table
+sort by a column, a structured filter, discard's confirmation, the
+glossary on the detail pane, the help (actions first), a paste the table
 ignored, `:ledger` on another ledger, each at 160×48 and at 80×24, from the
 demo console.
 
@@ -84,12 +84,8 @@ async def _shots(app: ReclaimApp, out: Path, seconds: float, done: list[bool]) -
                 await pilot.press("x")
                 await shoot(app, pilot, out, f"discard{suffix}", wait=0.5)
                 await pilot.press("n")
-            # :fleet: the lease holders and the recent writers.
-            await pilot.press("colon")
-            await type_keys(pilot, "fleet")
-            await pilot.press("enter")
-            await shoot(app, pilot, out, f"fleet{suffix}", wait=0.8)
-            await pilot.press("escape")
+            # :fleet has its own script, with real processes on several
+            # hosts: scripts/screenshots_fleet.py.
             # ? on the detail pane of a job in flight: its words first.
             if await cursor_to(app, pilot, lambda r: r.status == Status.SUBMITTED):
                 await pilot.press("enter", "question_mark")

@@ -1,6 +1,7 @@
 """`:fleet` in a console attached to a service shows the service's own state
 and last pass, as its control socket says it (issue 25: the fleet lacked
-them), and says it gone once the service stopped."""
+them), and says it gone once the service stopped; its registered line (issue 25's
+process registry) says it is the attached one, then stopped."""
 
 from __future__ import annotations
 
@@ -52,12 +53,19 @@ async def test_the_fleet_shows_the_attached_services_state(tmp_path: Path) -> No
                 text = _fleet(app)
                 assert f"pid {proc.pid}" in text and " up " in text, text
                 assert "service's last pass" in text and "passes" in text, text
+                # Its own line among the registered processes says it is the attached one.
+                mine = text.split("Processes")[1].split("Lease holders")[0]
+                assert f"pid {proc.pid}" in mine and "the attached service" in mine, text
                 proc.send_signal(signal.SIGTERM)
                 assert proc.wait(60) == 0
                 assert await until(pilot, lambda: app.pace.mode == "gone", 10)
                 await press(pilot, "r")  # read again
                 assert await until(pilot, lambda: "gone:" in _fleet(app)), _fleet(app)
-                assert f"pid {proc.pid}" not in _fleet(app).split("Lease holders")[0]
+                attached, processes = _fleet(app).split("Processes", 1)
+                assert f"pid {proc.pid}" not in attached
+                # The registry heard its clean exit: stopped, no longer the attached one.
+                line = next(x for x in processes.splitlines() if f"pid {proc.pid}" in x)
+                assert "stopped" in line and "attached" not in line, line
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

@@ -272,3 +272,23 @@ def test_pg_trgm_installed_later_is_found_and_a_missing_index_is_said(
     assert count == (3,)
     status = cli_run("status", "--db", owner)
     assert status.exit_code == 0 and "trigram" not in status.stderr, status.output
+
+
+def test_a_role_without_a_right_on_the_registry_still_works(
+    admin: psycopg.Connection[Any], pg_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 25's process registry is a table of its own: a DML role granted
+    before it existed (the README's grant, run before an upgrade) still
+    ticks; its process is not registered, and a warning names the grant."""
+    owner_setup(admin)
+    may_create(admin, "reclaim_owner")
+    assert cli_run("tick", "--db", as_role(pg_dsn, "reclaim_owner"), *API).exit_code == 0
+    admin.execute(DML_SQL)
+    admin.execute("REVOKE ALL ON reclaim_tui.processes FROM reclaim_app")
+    done = cli_run("tick", "--db", as_role(pg_dsn, "reclaim_app"), *API)
+    assert done.exit_code == 0, done.output
+    warned = caplog.text  # a warning on stderr, where no logging is configured
+    assert "process registry: tick not written" in warned
+    assert "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE processes" in warned
+    registered = admin.execute("SELECT kind, state FROM reclaim_tui.processes").fetchall()
+    assert registered == [("tick", "stopped")]  # the owner's tick only

@@ -4,6 +4,7 @@ flooding deliveries refused. In process, over real HTTP (aiohttp)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -25,7 +26,9 @@ from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.core.ledger import inbox
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.registry import BEAT
 from reclaim_tui.core.models import attempt_tag
+from reclaim_tui.inbox.command import keep_registered
 from reclaim_tui.inbox.limits import RateLimit
 from reclaim_tui.inbox.server import InboxServer
 from reclaim_tui.inbox.verify import Verifier
@@ -441,3 +444,23 @@ async def test_an_orphan_held_before_its_event_came_is_adopted_when_it_comes(
         assert fake.calls["create"] == 1
     finally:
         await ledger.close()
+
+
+async def test_the_inbox_registers_itself_with_its_counts(world: World) -> None:
+    """Issue 25: the inbox is in the fleet — up while it serves, its counts,
+    stopped at a clean exit (core/ledger/registry.py)."""
+    body = event_body()
+    assert (await world.post(body, hmac_headers(body, "msg_r1")))[0] == 200
+    stop = asyncio.Event()
+    serving = asyncio.create_task(keep_registered(world.ledger, world.server, stop))
+
+    async def registered() -> list[tuple[Any, ...]]:
+        return await world.ledger.select("SELECT kind, state, interval_s, last_pass FROM processes")
+
+    async with asyncio.timeout(30):
+        while not await registered():  # noqa: ASYNC110 — the task's first write
+            await asyncio.sleep(0.01)
+    assert [r[:3] for r in await registered()] == [("inbox", "up", BEAT)]
+    stop.set()
+    await asyncio.wait_for(serving, 30)
+    assert await registered() == [("inbox", "stopped", BEAT, "accepted=1 redeliveries=0 refused=0")]

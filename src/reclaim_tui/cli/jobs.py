@@ -21,6 +21,7 @@ from reclaim_tui.cli.common import (
 )
 from reclaim_tui.cli.options import API, DAY, ENGINE, LEDGER, PASS, SEND, Finite, options
 from reclaim_tui.core.export import iso_time, report_record
+from reclaim_tui.core.ledger.registry import Beacon
 from reclaim_tui.core.models import Actor, PassReport
 from reclaim_tui.errors import ConfigError, LedgerError
 from reclaim_tui.inbox import GOOGLE_JWKS_URL
@@ -42,6 +43,9 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw:
     jobs = read_jobs(jobs_path, settings) if jobs_path else []
     async with open_engine(settings, actor=Actor.TICK) as engine:
         started = engine.ledger.clock.now()
+        # Its row in the process registry: up now, its pass and `stopped` at the end.
+        beacon = Beacon(engine.ledger, engine.owner, "tick")
+        await beacon.start()
         try:
             report = await engine.tick(jobs)
         except LedgerError as exc:
@@ -51,7 +55,12 @@ async def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw:
                 finished = engine.ledger.clock.now()
                 times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
                 _report_failed(exc.report, as_json=as_json, extra=times)
+                beacon.record(exc.report)
             raise
+        else:
+            beacon.record(report)
+        finally:
+            await beacon.stopped()
         finished = engine.ledger.clock.now()
     times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
     print_report(report, fail_on_errors, settings, as_json=as_json, extra=times)

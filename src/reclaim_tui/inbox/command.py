@@ -12,12 +12,15 @@ from collections.abc import Sequence
 from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import SystemClock
+from reclaim_tui.core.ledger.owner import this_process
+from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.registry import BEAT, Beacon
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.inbox.limits import ConnectionLimits
 from reclaim_tui.inbox.server import InboxServer
 from reclaim_tui.inbox.verify import Verifier
 
-__all__ = ["parse_listen", "serve_inbox"]
+__all__ = ["keep_registered", "parse_listen", "serve_inbox"]
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -26,6 +29,27 @@ def parse_listen(listen: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ConfigError(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:8787")
     return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def _tally(server: InboxServer) -> str:
+    return (
+        f"accepted={server.accepted} redeliveries={server.duplicates}"
+        f" refused={sum(server.refused.values())}"
+    )
+
+
+async def keep_registered(ledger: Ledger, server: InboxServer, stop: asyncio.Event) -> None:
+    """Until `stop`: the inbox's row in the process registry
+    (core/ledger/registry.py) says it is up, with its counts, every BEAT
+    seconds, and `stopped` at the end."""
+    beacon = Beacon(ledger, str(this_process()), "inbox", interval=BEAT)
+    await beacon.start()
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), BEAT)
+        beacon.last_pass, beacon.last_pass_at = _tally(server), ledger.clock.now()
+        await beacon.beat()
+    await beacon.stopped()
 
 
 async def serve_inbox(
@@ -66,7 +90,7 @@ async def serve_inbox(
                 file=sys.stderr,
                 flush=True,
             )
-            await stop.wait()
+            await keep_registered(ledger, server, stop)
         finally:
             await server.stop()
         print(

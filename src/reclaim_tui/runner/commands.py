@@ -1,7 +1,7 @@
 """What the console asks of its engine: typed commands, their replies, one codec.
 
     command                             reply
-    Tick()                              Passed(report)
+    Tick(interval, paused)              Passed(report)   paused: no pass, an empty report
     Retry(idems) · Cancel(idems)        RowsOutcome(applied, refused)
     PollNow(idems)                      RowsOutcome   due at once: the next pass polls
     Discard(idems, archive)             RowsOutcome   archive line fsync'd, then deleted
@@ -90,7 +90,12 @@ class Message:
 # -- commands ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Tick(Message):
-    """One reclaim pass, as the loop runs it."""
+    """One reclaim pass, as the loop runs it every `interval` seconds;
+    `paused`: no pass, the loop only says it is paused (the process
+    registry, core/ledger/registry.py)."""
+
+    interval: float | None = None
+    paused: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,15 @@ worker process (worker.py) and a service's control socket (control_server.py).
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import assert_never
 
 from reclaim_tui.core.engine import cancelling
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.ledger.prune import discard, prune
-from reclaim_tui.core.models import Actor
+from reclaim_tui.core.ledger.registry import Beacon
+from reclaim_tui.core.models import Actor, PassReport
 from reclaim_tui.errors import OperatorError, ReclaimError
 from reclaim_tui.runner.commands import (
     ACTOR,
@@ -36,7 +38,7 @@ from reclaim_tui.runner.commands import (
     Tick,
 )
 
-__all__ = ["execute"]
+__all__ = ["execute", "stop_registered"]
 
 
 async def execute(engine: Engine, command: Command) -> Reply:
@@ -49,9 +51,8 @@ async def execute(engine: Engine, command: Command) -> Reply:
 
 async def _run(engine: Engine, command: Command) -> Reply:
     match command:
-        case Tick():
-            # The loop's passes are not an operator's doing: their own actor.
-            return Passed(await engine.acting_as(Actor.CONSOLE_LOOP).tick())
+        case Tick(interval=interval, paused=paused):
+            return Passed(await _loop_pass(engine, interval, paused))
         case Retry() | Cancel() | Adopt() | Answer() | PollNow() | Discard():
             return await _each_row(engine, command)
         case Recover(idems=idems):
@@ -71,6 +72,35 @@ async def _run(engine: Engine, command: Command) -> Reply:
             return Pruned(report.as_json())
         case _:
             assert_never(command)
+
+
+#: Each console engine's row in the process registry, made at its first Tick.
+_BEACONS: weakref.WeakKeyDictionary[Engine, Beacon] = weakref.WeakKeyDictionary()
+
+
+async def _loop_pass(engine: Engine, interval: float | None, paused: bool) -> PassReport:
+    """The console loop's pass (or, paused, none), said in the registry."""
+    beacon = _BEACONS.get(engine)
+    if beacon is None:
+        state = "paused" if paused else "up"
+        beacon = Beacon(engine.ledger, engine.owner, "console", interval=interval, state=state)
+        _BEACONS[engine] = beacon
+        await beacon.start()
+    await beacon.changed(state="paused" if paused else "up", interval=interval)
+    if paused:
+        await beacon.beat()
+        return PassReport()
+    # The loop's passes are not an operator's doing: their own actor.
+    report = await engine.acting_as(Actor.CONSOLE_LOOP).tick()
+    await beacon.passed(report)
+    return report
+
+
+async def stop_registered(engine: Engine) -> None:
+    """A console engine closing cleanly: its row says stopped."""
+    beacon = _BEACONS.pop(engine, None)
+    if beacon is not None:
+        await beacon.stopped()
 
 
 async def _each_row(engine: Engine, command: RowCommand) -> RowsOutcome:

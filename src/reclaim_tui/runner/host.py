@@ -40,7 +40,7 @@ from reclaim_tui.runner.commands import (
     Submit,
     Tick,
 )
-from reclaim_tui.runner.execute import execute
+from reclaim_tui.runner.execute import execute, stop_registered
 
 __all__ = ["EngineHost", "EngineOpener", "ThreadHost"]
 
@@ -96,8 +96,10 @@ class EngineHost(ABC):
             raise ReclaimError(f"engine error: {type(reply).__name__} in reply to {command}")
         return reply
 
-    async def tick(self) -> PassReport:
-        return (await self._expect(Tick(), Passed)).report
+    async def tick(self, interval: float | None = None, *, paused: bool = False) -> PassReport:
+        """A pass of the loop that runs one every `interval` s (paused: none,
+        the registry told so; core/ledger/registry.py)."""
+        return (await self._expect(Tick(interval, paused), Passed)).report
 
     async def rows(self, command: RowCommand) -> RowsOutcome:
         """Retry, Cancel or Adopt; refusals come back per row."""
@@ -173,6 +175,8 @@ class ThreadHost(EngineHost):
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if self._engine is not None:
+                await stop_registered(self._engine)
             if self._context is not None:
                 await self._context.__aexit__(None, None, None)
 

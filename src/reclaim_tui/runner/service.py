@@ -38,6 +38,7 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.ledger.identity import FileSnapshot, LedgerReplacedError, changed, snapshot
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.registry import BEAT, Beacon
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.models import JobSpec, PassReport
 from reclaim_tui.errors import LedgerBusyError, LedgerError, ReclaimError
@@ -103,6 +104,9 @@ class ServiceLoop:
     _froze: bool = False
     #: the ledger file as last checked (`_check_file`)
     _file: FileSnapshot | None = None
+    #: this process's row in the registry (core/ledger/registry.py); None: unregistered
+    beacon: Beacon | None = None
+    _draining: asyncio.Task[None] | None = None
 
     async def next_pass(self) -> PassReport:
         """The report of the next pass to finish (the service's own schedule:
@@ -176,6 +180,11 @@ class ServiceLoop:
             self.stopping = True
             self.say("draining", signal=signal.Signals(sig).name)
             self.wake.set()
+            if self.beacon is not None:  # said now: the pass may run a while yet
+                with contextlib.suppress(RuntimeError):  # no loop running (a test)
+                    self._draining = asyncio.get_running_loop().create_task(
+                        self.beacon.changed(state="draining")
+                    )
             return
         if self._pass is not None and not self._pass.done():
             self.say("cancelling", signal=signal.Signals(sig).name)
@@ -231,8 +240,16 @@ class ServiceLoop:
         code = 0
         while not self.stopping:
             self.wake.clear()
+            if self.beacon is not None and not once:  # a pause or a new interval
+                await self.beacon.changed(
+                    state="paused" if self.paused else "up", interval=self.max_sleep
+                )
             if self.paused and not once:
-                await self.wake.wait()  # a resume, a new pace or a signal
+                # Until a resume, a new pace or a signal; its row said alive meanwhile.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), BEAT)
+                if self.beacon is not None:
+                    await self.beacon.beat()
                 continue
             await self._check_file()
             self._pass = asyncio.create_task(self.engine.tick(first))
@@ -241,6 +258,9 @@ class ServiceLoop:
             except asyncio.CancelledError:
                 if self.stopping:
                     self._tell_waiters(None)
+                    # Bounded: a second signal asks to be out now, whatever the ledger does.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._registry_stopped(), 5.0)
                     self.say("stopped", passes=self.passes, cancelled=True)
                     return 130
                 raise
@@ -268,6 +288,8 @@ class ServiceLoop:
             first = ()
             self.passes += 1
             self.record.passed(report)
+            if self.beacon is not None:
+                await self.beacon.passed(report)
             self._report(report)
             self._freeze_once()
             self._tell_waiters(report)
@@ -283,8 +305,16 @@ class ServiceLoop:
                 await self._check_file()  # as for a pass: what happened to the file
                 raise
         self._tell_waiters(None)
+        await self._registry_stopped()
         self.say("stopped", passes=self.passes)
         return code
+
+    async def _registry_stopped(self) -> None:
+        """A clean exit, in the registry (after its `draining`, if said)."""
+        if self._draining is not None:
+            await asyncio.gather(self._draining, return_exceptions=True)
+        if self.beacon is not None:
+            await self.beacon.stopped()
 
     def _report(self, report: PassReport) -> None:
         now = time.monotonic()
@@ -328,7 +358,9 @@ async def run_service(
     async with contextlib.AsyncExitStack() as stack:
         # --once is a tick in the service's shape: it exits 4 as a tick does.
         engine = await engine_when_reachable(stack, settings, out, wait=not once)
-        loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep)
+        kind, interval = ("run", None) if once else ("service", idle_sleep)
+        beacon = Beacon(engine.ledger, engine.owner, kind, interval=interval)
+        loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep, beacon=beacon)
         loop.install_signals()
         # A service is started to work: build the SDK's client (~0.8 s of CPU for
         # its import) before `ready`, not inside the first job's window (issue 27).
@@ -337,6 +369,7 @@ async def run_service(
             inbox_server(settings, inbox, loop.wake.set) as url,
             control_socket(settings, control, engine, loop),
         ):
+            await beacon.start()
             loop.say(
                 "ready",
                 db=shown_db(settings.db),

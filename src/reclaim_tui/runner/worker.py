@@ -44,7 +44,7 @@ from reclaim_tui.runner.commands import (
     encode,
     is_command,
 )
-from reclaim_tui.runner.execute import execute
+from reclaim_tui.runner.execute import execute, stop_registered
 
 __all__ = ["main", "open_launch"]
 
@@ -177,6 +177,7 @@ async def amain() -> int:
             # The settings as this side understood them (the console checks).
             await send(Started(engine.owner, launch.settings.to_wire()), 0)
             await Server(engine, send).serve(reader, stop)
+            await stop_registered(engine)  # the console closed it: a clean exit
     except Exception as exc:
         if started:
             raise

@@ -19,6 +19,7 @@ Workers of the app and what they post:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -233,12 +234,15 @@ class ReclaimApp(App[None]):
                 self.pace.mode = "ticking"
                 self.main.show_bar()
                 try:
-                    report = await self.host.tick()
+                    report = await self.host.tick(self.pace.interval)
                 except ReclaimError as exc:
                     self.main.post_message(TickFailed(str(exc), clock.now()))
                 else:
                     elapsed = time.perf_counter() - started
                     self.main.post_message(TickFinished(report, elapsed, clock.now()))
+            else:  # no pass: the process registry hears it is paused (and alive)
+                with contextlib.suppress(ReclaimError):
+                    await self.host.tick(self.pace.interval, paused=True)
             self.pace.idle()
             self.main.show_bar()
             await self.pace.wait()

@@ -8,18 +8,22 @@ PostgreSQL) several.
               lease and whether it is provably alive (core/ledger/owner.py)
     writers   the actors of the last events (the newest EVENTS_READ at
               most, within `window` seconds), with counts and last write
+    processes every process the registry knows (core/ledger/registry.py):
+              its kind, host, state and last pass, alive, stale, gone or
+              stopped; its leases are the holder of the same owner string
 
 This module is part of the core: it must not import Textual.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.registry import Process, read_processes
 
-__all__ = ["EVENTS_READ", "Fleet", "Holder", "Writer", "read_fleet"]
+__all__ = ["EVENTS_READ", "Fleet", "Holder", "Process", "Writer", "read_fleet"]
 
 #: The newest events read for "who wrote recently" (an index range on id).
 EVENTS_READ = 20_000
@@ -47,10 +51,16 @@ class Writer:
 class Fleet:
     holders: list[Holder]
     writers: list[Writer]
+    processes: list[Process] = field(default_factory=list)
+
+    def holder(self, owner: str) -> Holder | None:
+        """The lease holder of that owner string, if it holds or held a row."""
+        return next((h for h in self.holders if h.owner == owner), None)
 
 
 async def read_fleet(ledger: Ledger, now: float, window: float = 3600.0) -> Fleet:
-    """The lease holders and the recent writers of `ledger` at `now`."""
+    """The lease holders, the recent writers and the registered processes of
+    `ledger` at `now`."""
     rows = await ledger.select(
         "SELECT lease_owner, SUM(CASE WHEN lease_until > ? THEN 1 ELSE 0 END), COUNT(*),"
         " MAX(lease_until) FROM jobs WHERE lease_owner IS NOT NULL GROUP BY lease_owner",
@@ -81,4 +91,4 @@ async def read_fleet(ledger: Ledger, now: float, window: float = 3600.0) -> Flee
         (Writer(actor, int(count), float(last)) for actor, count, last in recent),
         key=lambda w: -w.last,
     )
-    return Fleet(holders, writers)
+    return Fleet(holders, writers, await read_processes(ledger, now))

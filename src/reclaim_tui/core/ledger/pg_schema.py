@@ -150,6 +150,24 @@ PG_MIGRATIONS: tuple[str, ...] = (
     END
     $fn$
     """,
+    # 3: the process registry, as SQLite's migration 8 (core/ledger/registry.py).
+    f"""
+    CREATE TABLE processes (
+        owner        {_TEXT} PRIMARY KEY,
+        kind         {_TEXT} NOT NULL,
+        host         {_TEXT} NOT NULL,
+        pid          BIGINT,
+        started_at   {_REAL} NOT NULL,
+        seen_at      {_REAL} NOT NULL,
+        state        {_TEXT} NOT NULL,
+        interval_s   {_REAL},
+        passes       BIGINT NOT NULL DEFAULT 0,
+        last_pass_at {_REAL},
+        last_pass    TEXT,
+        version      TEXT NOT NULL
+    );
+    CREATE INDEX processes_seen ON processes(seen_at);
+    """,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 #: The console filter's indexes (any substring of 3+ characters, `ILIKE`);

@@ -229,6 +229,27 @@ MIGRATIONS: tuple[str, ...] = (
     # now by repair_edited (below), which runs before any migration; this
     # number makes a ledger already at 5 or 6 go through it once. No SQL of its own.
     "",
+    # 8: the process registry (issue 25, core/ledger/registry.py): every
+    # service, tick, console engine and inbox says here who it is, its state
+    # and its last pass, so the fleet shows the processes no console is
+    # attached to (other hosts, cron ticks). Keyed by the lease owner string.
+    """
+    CREATE TABLE processes (
+        owner        TEXT PRIMARY KEY,
+        kind         TEXT NOT NULL,
+        host         TEXT NOT NULL,
+        pid          INTEGER,
+        started_at   REAL NOT NULL,
+        seen_at      REAL NOT NULL,
+        state        TEXT NOT NULL,
+        interval_s   REAL,
+        passes       INTEGER NOT NULL DEFAULT 0,
+        last_pass_at REAL,
+        last_pass    TEXT,
+        version      TEXT NOT NULL
+    );
+    CREATE INDEX processes_seen ON processes(seen_at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,7 +1,10 @@
-"""`:fleet`: who holds leases on the ledger and who wrote to it in the last
-hour (core/ledger/fleet.py), read when opened; `r` reads it again. A console
+"""`:fleet`: every process the registry knows (services, ticks, consoles,
+inboxes, on every host: core/ledger/registry.py) with its state, last pass,
+leases and whether it is alive, stale, gone or stopped; the lease holders
+that never registered; who wrote to the ledger in the last hour
+(core/ledger/fleet.py). Read when opened; `r` reads it again. A console
 attached to a service also shows that service's own state and last pass, as
-its control socket said it (service_view.py), and marks its lease line."""
+its control socket said it (service_view.py), and marks its line."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger.fleet import Fleet, read_fleet
+from reclaim_tui.core.ledger.fleet import Fleet, Holder, Process, read_fleet
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.tui.format import age
 from reclaim_tui.tui.service_view import ServiceView
@@ -46,16 +49,72 @@ def _service_parts(view: ServiceView) -> list[Part]:
     ]
 
 
+def _interval(seconds: float | None) -> str:
+    return "" if seconds is None else f"every {seconds:g}s · "
+
+
+#: A registered process that is not running as it said, and its style.
+_CONDITION_STYLE = {"stale": "bold $warning", "gone": "bold $error", "stopped": "$text-muted"}
+
+
+def _process_parts(p: Process, holder: Holder | None, now: float, attached: bool) -> list[Part]:
+    """One registered process: who, where, its state; its interval, leases and last pass."""
+    if p.condition == "alive":
+        word, style = p.state, _STATE_STYLE.get(p.state, "")
+    else:
+        word, style = p.condition, _CONDITION_STYLE[p.condition]
+    pid = f"pid {p.pid}" if p.pid is not None else "pid ?"
+    leases = f"holds {holder.held:,}" if holder is not None else "holds 0"
+    if holder is not None and holder.lapsed:
+        leases += f" · lapsed {holder.lapsed:,}"
+    if p.condition == "stale":
+        heard = f"no word for {age(now - p.seen_at)} · "
+    elif p.condition == "gone":
+        heard = "died without a clean exit · "
+    elif p.last_pass_at is None or p.seen_at - p.last_pass_at > 1:
+        heard = f"seen {age(now - p.seen_at)} ago · "
+    else:
+        heard = ""  # its last pass is when it was last heard from
+    if p.last_pass_at is None:
+        last = "no pass yet" if p.kind != "inbox" else "nothing counted yet"
+    else:
+        noun = "counts" if p.kind == "inbox" else "last pass"
+        last = f"{noun} {age(now - p.last_pass_at)} ago: {p.last_pass or ''}"
+    passes = "" if p.kind == "inbox" else f" · {p.passes:,} pass{'' if p.passes == 1 else 'es'}"
+    return [
+        (f"  {p.kind:<8} {p.host[:22]:<22} {pid:<11}", "bold"),
+        (f" {word:<8}", style),
+        f" {leases}",
+        (" · the attached service" if attached else "", "bold"),
+        f"\n    {_interval(p.interval)}{heard}{last}{passes}\n",
+    ]
+
+
 def fleet_text(fleet: Fleet, now: float, service: ServiceView | None = None) -> Content:
     attached = service.state if service is not None else None
     parts: list[Part] = [*_service_parts(service)] if service is not None else []
     parts += [
+        ("Processes", "bold $accent"),
+        "  (as each says itself; stale: silent too long, gone: died)\n",
+    ]
+    if not fleet.processes:
+        parts.append("  none registered yet\n")
+    for p in fleet.processes:
+        ours = attached is not None and p.kind == "service" and p.pid == attached.pid
+        ours = ours and p.condition == "alive"
+        parts += _process_parts(p, fleet.holder(p.owner), now, ours)
+    registered = {p.owner for p in fleet.processes}
+    holders = [h for h in fleet.holders if h.owner not in registered]
+    parts += [
+        "\n",
         ("Lease holders", "bold $accent"),
-        "  (a lease: a process working on a row; dead: provably gone, its leases void)\n",
+        "  (unregistered: a CLI command, an older version; a lease: a process working on a row)\n",
     ]
     if not fleet.holders:
         parts.append("  none: no row names a lease owner\n")
-    for h in fleet.holders:
+    elif not holders:
+        parts.append("  none: every lease owner is a process above\n")
+    for h in holders:
         alive = {True: ("alive", "$success"), False: ("dead", "$error"), None: ("?", "")}
         word, style = alive[h.alive]
         left = h.until - now
@@ -81,7 +140,7 @@ class FleetScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     FleetScreen { align: center middle; }
     FleetScreen > VerticalScroll {
-        width: 96; max-width: 100%; max-height: 100%; height: auto;
+        width: 120; max-width: 100%; max-height: 100%; height: auto;
         border: round $accent; background: $surface; padding: 0 1;
     }
     """
