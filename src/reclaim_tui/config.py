@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -303,6 +302,8 @@ def load_console_settings(path: Path) -> tuple[ConsoleSettings, str | None]:
         return ConsoleSettings(), f"cannot read {path}: {exc}"
     if len(raw) > MAX_SETTINGS_BYTES:
         return ConsoleSettings(), f"{path} is over {MAX_SETTINGS_BYTES:,} bytes"
+    import tomllib  # the console's file only: not every command's start-up (issue 27)
+
     try:
         return ConsoleSettings.from_toml(tomllib.loads(text)), None
     except (tomllib.TOMLDecodeError, ValueError) as exc:

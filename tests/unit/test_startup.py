@@ -172,3 +172,34 @@ def test_a_command_imports_only_our_modules_it_uses(
     loaded = set(json.loads(line.removeprefix("OURS ")))
     assert "reclaim_tui.cli" in loaded
     assert not loaded & unused, done.stderr
+
+
+#: What an idle tick no longer imports (issue 27): it asks the ledger "anything
+#: due?" synchronously first (core/ledger/idle.py), so the event loop, aiosqlite,
+#: the engine and the sinks come only with work to do.
+_ASYNC_STACK = {"asyncio", "aiosqlite"}
+_ENGINE = {"reclaim_tui.bootstrap", "reclaim_tui.core.engine.engine", "reclaim_tui.core.sinks"}
+
+
+@pytest.mark.parametrize("due", [False, True], ids=["nothing-due", "a-row-due"])
+def test_an_idle_tick_imports_no_event_loop_and_no_engine(tmp_path: Path, due: bool) -> None:
+    db = str(tmp_path / "l.db")
+    first = [sys.executable, "-m", "reclaim_tui", "tick", "--db", db, "--api-key", "k"]
+    subprocess.run([*first, "--base-url", "http://127.0.0.1:9"], capture_output=True, timeout=120)
+    if due:  # one job reserved: the tick has a send to make (to a closed port)
+        jobs = tmp_path / "jobs.jsonl"
+        jobs.write_text('{"input": "due"}\n', encoding="utf-8")
+        no_send = [sys.executable, "-m", "reclaim_tui", "submit", "--db", db, "--no-send"]
+        subprocess.run([*no_send, str(jobs)], capture_output=True, timeout=120, check=True)
+    argv = ["reclaim-tui", "tick", "--db", db, "--base-url", "http://127.0.0.1:9"]
+    script = f"import sys; sys.argv = {[*argv, '--api-key', 'k']!r}\n" + _CLI
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    lines = done.stderr.splitlines()
+    packages = set(json.loads([x for x in lines if x.startswith("MODULES ")][-1][8:]))
+    ours = set(json.loads([x for x in lines if x.startswith("OURS ")][-1][5:]))
+    if due:  # the boundary is real: work to do loads them
+        assert _ASYNC_STACK <= packages and _ENGINE <= ours, done.stderr
+    else:
+        assert not packages & _ASYNC_STACK and not ours & _ENGINE, done.stderr

@@ -5,22 +5,17 @@ settings a command's flags make, a pass's report, `--json`, a key's prefix.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from reclaim_tui.config import Settings
-from reclaim_tui.core.export import report_record
-from reclaim_tui.core.jobsfile import read_jobs_file, read_jobs_stream
-from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.core.models import (
     GonePolicy,
@@ -37,6 +32,9 @@ from reclaim_tui.errors import (
     ReclaimError,
 )
 
+if TYPE_CHECKING:
+    from reclaim_tui.core.ledger.port import Ledger
+
 __all__ = [
     "EXIT_API_UNAVAILABLE",
     "EXIT_CODES",
@@ -44,6 +42,7 @@ __all__ = [
     "count_of",
     "echo_json",
     "exit_code",
+    "guarded",
     "json_option",
     "print_report",
     "read_jobs",
@@ -80,8 +79,20 @@ def run(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
 
     @wraps(coro_fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
+        import asyncio  # here: an idle tick ends before it needs an event loop (issue 27)
+
+        return asyncio.run(coro_fn(*args, **kwargs))
+
+    return guarded(wrapper)
+
+
+def guarded(fn: Callable[..., T]) -> Callable[..., T]:
+    """A command whose ReclaimErrors become a message and an exit code."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
         try:
-            return asyncio.run(coro_fn(*args, **kwargs))
+            return fn(*args, **kwargs)
         except ReclaimError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(exit_code(exc))
@@ -91,6 +102,8 @@ def run(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
 
 def settings_from(kw: dict[str, Any]) -> Settings:
     if kw.pop("verbose", False):
+        import logging  # only when asked for: an idle tick never logs (issue 27)
+
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     policy = OrphanPolicy(kw.pop("orphan_policy", OrphanPolicy.RESUBMIT.value))
     gone = GonePolicy(kw.pop("on_gone", GonePolicy.RESUBMIT.value))
@@ -153,6 +166,8 @@ class NoApi:
 
 
 def read_jobs(path: str, settings: Settings) -> list[JobSpec]:
+    from reclaim_tui.core.jobsfile import read_jobs_file, read_jobs_stream
+
     if path == "-":
         return read_jobs_stream(sys.stdin.buffer, source="<stdin>", default_model=settings.model)
     return read_jobs_file(path, default_model=settings.model)
@@ -170,6 +185,8 @@ def print_report(
     """A pass's report on stdout (a line, or one JSON document); its row
     errors and an API outage on stderr, with their exit codes either way."""
     if as_json:
+        from reclaim_tui.core.export import report_record
+
         echo_json(report_record(report, **(extra or {})))
     else:
         click.echo(summary or report.summary())

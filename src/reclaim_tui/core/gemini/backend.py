@@ -17,11 +17,11 @@ is the verified version, and through the stock SDK otherwise.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from reclaim_tui.core.api_key import resolve_api_key
 from reclaim_tui.core.backend import LabelFinder, map_api_status
 from reclaim_tui.core.gemini.errors import Redactor, create_error, read_error
 from reclaim_tui.core.ledger.inbox import ATTEMPT_FIELD, KEY_FIELD
@@ -35,14 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["EMULATOR_DEFAULT_KEY", "GeminiBackend", "interaction_from_json", "resolve_api_key"]
 
 EMULATOR_DEFAULT_KEY = "emulator-key"
-
-
-def resolve_api_key(flag_value: str | None) -> str | None:
-    """The API key from the flag, else GEMINI_API_KEY, else GOOGLE_API_KEY."""
-    for value in (flag_value, os.environ.get("GEMINI_API_KEY"), os.environ.get("GOOGLE_API_KEY")):
-        if value:
-            return value
-    return None
 
 
 # -- output mapping ---------------------------------------------------------------------

@@ -47,8 +47,10 @@ from reclaim_tui.core.models import PassReport
 
 __all__ = [
     "BEAT",
+    "DROP_STOPPED_SQL",
     "KINDS",
     "RETENTION",
+    "UPSERT_SQL",
     "Beacon",
     "Process",
     "read_processes",
@@ -67,13 +69,17 @@ RETENTION = 7 * 86400.0
 #: The most rows the fleet reads (the newest heard from first).
 PROCESSES_READ = 200
 
-_UPSERT = (
+UPSERT_SQL = (
     "INSERT INTO processes(owner, kind, host, pid, started_at, seen_at, state, interval_s,"
     " passes, last_pass_at, last_pass, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT(owner) DO UPDATE SET kind = excluded.kind, seen_at = excluded.seen_at,"
     " state = excluded.state, interval_s = excluded.interval_s, passes = excluded.passes,"
     " last_pass_at = excluded.last_pass_at, last_pass = excluded.last_pass,"
     " version = excluded.version"
+)
+#: A clean exit drops the older stopped rows of its host and kind (one tick row a host).
+DROP_STOPPED_SQL = (
+    "DELETE FROM processes WHERE host = ? AND kind = ? AND state = 'stopped' AND owner != ?"
 )
 _COLUMNS = (
     "owner, kind, host, pid, started_at, seen_at, state, interval_s, passes,"
@@ -178,15 +184,11 @@ class Beacon:
         )  # fmt: skip
         try:
             async with self.ledger.write() as db:
-                await db.execute(_UPSERT, values)
+                await db.execute(UPSERT_SQL, values)
                 if prune:
                     await db.execute("DELETE FROM processes WHERE seen_at < ?", (now - RETENTION,))
                 if drop_stopped:
-                    await db.execute(
-                        "DELETE FROM processes WHERE host = ? AND kind = ? AND state = 'stopped'"
-                        " AND owner != ?",
-                        (self.host, self.kind, self.owner),
-                    )
+                    await db.execute(DROP_STOPPED_SQL, (self.host, self.kind, self.owner))
         except Exception as exc:  # the registry never fails a pass
             self.failures += 1
             # A locked or full ledger: no second wait of busy_timeout for the

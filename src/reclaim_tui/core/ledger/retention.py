@@ -15,9 +15,12 @@ whose interaction answers 404 inside the retention (polled again through
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY, UNKNOWN_STATUS
+
+if TYPE_CHECKING:  # the CLI's flags read PAID_TIER_DAYS without the port (issue 27)
+    from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = [
     "FREE_TIER_DAYS",

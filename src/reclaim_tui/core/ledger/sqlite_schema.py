@@ -11,8 +11,7 @@ core/ledger/pg_schema.py.
 from __future__ import annotations
 
 import sqlite3
-
-import aiosqlite
+from typing import TYPE_CHECKING
 
 from reclaim_tui.core.ledger.schema import input_text_sql
 from reclaim_tui.errors import (
@@ -23,6 +22,9 @@ from reclaim_tui.errors import (
     LedgerFullError,
     LedgerReadOnlyError,
 )
+
+if TYPE_CHECKING:  # aiosqlite (and asyncio) only where a connection is opened
+    import aiosqlite
 
 __all__ = [
     "MIGRATIONS",
