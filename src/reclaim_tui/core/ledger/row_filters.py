@@ -38,7 +38,6 @@ from typing import Any
 
 from reclaim_tui.core.cost_sql import row_cost_sql
 from reclaim_tui.core.costs import PriceTable
-from reclaim_tui.core.ledger.prune import parse_age
 
 __all__ = ["KNOWN_WORDS", "Structured", "parse_word", "structured_sql"]
 
@@ -85,6 +84,9 @@ def parse_word(token: str) -> Structured | None:
             return Structured("time", _TIME_COLUMNS[name], "today", 0.0)
         if op not in (">", "<", ">=", "<="):
             raise ValueError(f"{token!r}: a time filter is {name}>1h, {name}<10m or {name}:today")
+        # Here: `status` reads views without pruning's modules (issue 27, start-up).
+        from reclaim_tui.core.ledger.prune import parse_age
+
         return Structured("time", _TIME_COLUMNS[name], op, parse_age(value))
     if name == "attempts":
         if not value.isdigit():
