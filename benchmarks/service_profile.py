@@ -4,9 +4,9 @@ The service is started on an empty ledger against the emulator (latency 0) and
 waits; py-spy then samples it (`--nonblocking`, CPU samples only, every thread)
 while N jobs arrive and are consumed, as in `service.py`. Each sample is put in
 one bucket by the libraries below reclaim-tui's outermost frame (the
-command's own cli.py frames at the root aside):
+command's own cli/ frames at the root aside):
 
-  HTTP stack   httpx, httpcore, h11, anyio
+  HTTP stack   httpx, httpcore, h11, anyio; the fast path's own connections (wire.py)
   SDK models   google-genai and pydantic (building and dumping its models)
   sqlite       aiosqlite's thread (and sqlite3 called from it)
   sink         core/sinks.py and what it calls (temp files, fsync, renames)
@@ -41,19 +41,33 @@ from service import _cpu_seconds, _env, _reserve
 PY_SPY = Path(sys.executable).with_name("py-spy")
 BUCKETS = ("HTTP stack", "SDK models", "sqlite", "sink", "asyncio", "ours", "other")
 _LIBS = (
-    ("HTTP stack", ("httpx", "httpcore", "h11/", "anyio/", "aiohttp/", "multidict/", "yarl/")),
+    (
+        "HTTP stack",
+        (
+            "httpx",
+            "httpcore",
+            "h11/",
+            "anyio/",
+            "aiohttp/",
+            "multidict/",
+            "yarl/",
+            "gemini/wire.py",
+        ),
+    ),
     ("SDK models", ("genai/", "pydantic")),
     ("sqlite", ("aiosqlite/", "sqlite3/")),
 )
 
 
 def _root_frame(frame: str) -> bool:
-    return "reclaim_tui/cli.py" in frame or "reclaim_tui/__main__.py" in frame
+    # The CLI is a package (cli/__init__.py's main, cli/common.py's asyncio.run): its
+    # frames are the root of every sample, never "ours" (they were, once cli.py split).
+    return "reclaim_tui/cli" in frame or "reclaim_tui/__main__.py" in frame
 
 
 def bucket(frames: list[str]) -> str:
     """The bucket of one sample; `frames` root first, each 'function (file:line)'."""
-    # The command's own frames (cli.py → asyncio.run) are at the root of every sample.
+    # The command's own frames (cli/ → asyncio.run) are at the root of every sample.
     ours = [i for i, f in enumerate(frames) if "reclaim_tui/" in f and not _root_frame(f)]
     if any("reclaim_tui/core/sinks.py" in f for f in frames):
         return "sink"
