@@ -24,6 +24,7 @@ from tests.helpers.fixtures import figures_summary
 from tests.helpers.pg_pool import DatabasePool
 from tests.helpers.pgbouncer import PgBouncer, started_bouncer
 from tests.helpers.postgres import PostgresServer, started
+from tests.helpers.slow_first import slow_first
 
 #: The fixtures that need PostgreSQL: a test using one gets the `postgres` marker.
 _PG_FIXTURES = frozenset({"pg_server", "pg_databases", "pg_dsn", "pg_bouncer", "bouncer_dsn"})
@@ -157,7 +158,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     figures_summary(terminalreporter)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Under xdist, the known-long tests first (tests/helpers/slow_first.py).
+    slow_first(config, items)
     # `-m postgres` / `-m "not postgres"` select by fixture, marked or not.
     for item in items:
         callspec = getattr(item, "callspec", None)
