@@ -18,11 +18,13 @@ from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.sinks import DirectorySink
+from tests.helpers import bytecode
 from tests.helpers.figures import RUN_ENV
 from tests.helpers.fixtures import figures_summary
 from tests.helpers.pg_pool import DatabasePool
 from tests.helpers.pgbouncer import PgBouncer, started_bouncer
 from tests.helpers.postgres import PostgresServer, started
+from tests.helpers.slow_first import slow_first
 
 #: The fixtures that need PostgreSQL: a test using one gets the `postgres` marker.
 _PG_FIXTURES = frozenset({"pg_server", "pg_databases", "pg_dsn", "pg_bouncer", "bouncer_dsn"})
@@ -141,6 +143,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # One id for the whole run, set before pytest-xdist starts its workers (they
     # inherit it): every worker appends its reliability figures to one file.
     os.environ.setdefault(RUN_ENV, str(os.getpid()))
+    # The run's bytecode, compiled once for every process it starts (the workers inherit
+    # the variable): see tests/helpers/bytecode.py.
+    bytecode.precompile(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    bytecode.remove()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -149,7 +158,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     figures_summary(terminalreporter)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Under xdist, the known-long tests first (tests/helpers/slow_first.py).
+    slow_first(config, items)
     # `-m postgres` / `-m "not postgres"` select by fixture, marked or not.
     for item in items:
         callspec = getattr(item, "callspec", None)
