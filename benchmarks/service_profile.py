@@ -6,7 +6,7 @@ while N jobs arrive and are consumed, as in `service.py`. Each sample is put in
 one bucket by the libraries below reclaim-tui's outermost frame (the
 command's own cli/ frames at the root aside):
 
-  HTTP stack   httpx, httpcore, h11, anyio; the fast path's own connections (wire.py)
+  HTTP stack   httpx, httpcore, h11, anyio
   SDK models   google-genai and pydantic (building and dumping its models)
   sqlite       aiosqlite's thread (and sqlite3 called from it)
   sink         core/sinks.py and what it calls (temp files, fsync, renames)
@@ -41,19 +41,7 @@ from service import _cpu_seconds, _env, _reserve
 PY_SPY = Path(sys.executable).with_name("py-spy")
 BUCKETS = ("HTTP stack", "SDK models", "sqlite", "sink", "asyncio", "ours", "other")
 _LIBS = (
-    (
-        "HTTP stack",
-        (
-            "httpx",
-            "httpcore",
-            "h11/",
-            "anyio/",
-            "aiohttp/",
-            "multidict/",
-            "yarl/",
-            "gemini/wire.py",
-        ),
-    ),
+    ("HTTP stack", ("httpx", "httpcore", "h11/", "anyio/", "aiohttp/", "multidict/", "yarl/")),
     ("SDK models", ("genai/", "pydantic")),
     ("sqlite", ("aiosqlite/", "sqlite3/")),
 )

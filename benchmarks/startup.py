@@ -57,10 +57,11 @@ def main() -> None:
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}", flush=True)
     cpu: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as work:
-        db = str(Path(work) / "ledger.db")
         envs = {tree: _env(tree, Path(work) / f"pycache-{i}") for i, tree in enumerate(trees)}
-        for tree in trees:  # each tree makes the ledger and its bytecode once, unmeasured
-            env = envs[tree]
+        # A ledger per tree: a newer tree's schema is refused by an older one.
+        dbs = {tree: str(Path(work) / f"ledger-{i}.db") for i, tree in enumerate(trees)}
+        for tree in trees:  # each tree makes its ledger and its bytecode once, unmeasured
+            env, db = envs[tree], dbs[tree]
             _cpu(
                 [sys.executable, "-m", "reclaim_tui", *COMMANDS["tick, nothing due"], "--db", db],
                 env,
@@ -68,7 +69,7 @@ def main() -> None:
             )
         for _ in range(a.runs):
             for tree in trees:
-                env = envs[tree]
+                env, db = envs[tree], dbs[tree]
                 cpu.setdefault(("python -c pass", tree), []).append(
                     _cpu([sys.executable, "-c", "pass"], env, work)
                 )

@@ -43,5 +43,5 @@ def test_the_service_profile_puts_the_event_loop_in_its_own_bucket() -> None:
         "run_service (reclaim_tui/runner/service.py:80)",
         "get (reclaim_tui/core/gemini/backend.py:270)",
     ]
-    assert bucket([*root, *ours, "send (reclaim_tui/core/gemini/wire.py:150)"]) == "HTTP stack"
+    assert bucket([*root, *ours, "send (httpcore/_async/connection.py:101)"]) == "HTTP stack"
     assert bucket([*root, *ours, "loads (json/__init__.py:346)"]) == "ours"

@@ -152,7 +152,16 @@ _READERS_SKIP = {"reclaim_tui.core.engine.engine", "reclaim_tui.core.sinks", *_F
     [
         (["tick", "--base-url", "http://127.0.0.1:9", "--api-key", "k"], _FAST_PATH),
         # status reads the console's views, whose age filter is pruning's: not its modules
-        (["status"], _READERS_SKIP | {"reclaim_tui.core.gemini", "reclaim_tui.core.ledger.prune"}),
+        # ... nor the price table's (the filter's cost word prices rows only when used)
+        (
+            ["status"],
+            _READERS_SKIP
+            | {
+                "reclaim_tui.core.gemini",
+                "reclaim_tui.core.ledger.prune",
+                "reclaim_tui.core.costs",
+            },
+        ),
         (["show", "nothing-here"], _READERS_SKIP | {"reclaim_tui.core.gemini"}),
         (["export", "--format", "jsonl"], _READERS_SKIP | {"reclaim_tui.core.gemini"}),
     ],

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.row_filters import structured_sql
 from reclaim_tui.core.ledger.schema import COLUMNS, orphan_sql
 from reclaim_tui.core.ledger.text_search import TEXT_SQL, like_pattern
 from reclaim_tui.core.ledger.views import Direction, Key, View, sort_sql
 from reclaim_tui.core.models import Status
+
+if TYPE_CHECKING:
+    from reclaim_tui.core.costs import PriceTable
 
 __all__ = ["SMALL_STATUS", "page_sql", "predicates"]
 

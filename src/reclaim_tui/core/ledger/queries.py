@@ -28,10 +28,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.inbox import InboxStats, received_for
 from reclaim_tui.core.ledger.inbox import stats as inbox_stats
 from reclaim_tui.core.ledger.opening import open_ledger
@@ -44,6 +43,9 @@ from reclaim_tui.core.ledger.schema import row_from_tuple
 from reclaim_tui.core.ledger.text_search import text_hits
 from reclaim_tui.core.ledger.views import Detail, Direction, Key, Page, View
 from reclaim_tui.core.models import Row
+
+if TYPE_CHECKING:
+    from reclaim_tui.core.costs import PriceTable
 
 __all__ = ["MATCH_CAP", "ConsoleReader"]
 

@@ -34,10 +34,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reclaim_tui.core.cost_sql import row_cost_sql
-from reclaim_tui.core.costs import PriceTable
+if TYPE_CHECKING:
+    from reclaim_tui.core.costs import PriceTable
 
 __all__ = ["KNOWN_WORDS", "Structured", "parse_word", "structured_sql"]
 
@@ -156,6 +156,10 @@ def structured_sql(
         elif word.kind == "cost":
             if prices is None:
                 raise ValueError("a cost filter needs the price table, and it could not be read")
+            # Here: the price table's module (importlib.resources, tempfile…) is
+            # not `status`'s start-up cost (issue 27).
+            from reclaim_tui.core.cost_sql import row_cost_sql
+
             cost, cost_params = row_cost_sql(prices, dialect)
             clauses.append(f"{cost} {word.op} ?")
             params += [*cost_params, float(word.value)]
