@@ -18,6 +18,12 @@ its result: all N rows consumed, N creates (no job sent twice), N deliveries.
                                   [--backends fake,emulator] [--pg auto|URL]
                                   [--server-cpus 0 --client-cpus 1]
 
+Besides the wall clock, each row gives the CPU a job cost, in medians: the
+workers' (getrusage of the reaped worker processes) plus, for `--pg auto`,
+the server's (/proc: the postmaster, its processes and those it reaped),
+and the server's alone. On a loaded machine the wall clock is shared with
+whatever else runs; the CPU per job is what the work itself costs.
+
 `--pg auto` starts a throwaway PostgreSQL server (tests/helpers/postgres.py:
 Debian's postgresql package, initdb + pg_ctl on a free loopback port) with
 fsync and synchronous_commit on; a URL uses that server (a database per run
@@ -32,6 +38,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -140,6 +147,27 @@ class PgDatabases:
         else:
             self.base = spec
 
+    def cpu_seconds(self) -> float:
+        """CPU the `auto` server has used so far: the postmaster, the
+        processes it runs, and those it has reaped (0 for a URL's server)."""
+        if self.server is None:
+            return 0.0
+        postmaster = int((self.server.data_dir / "postmaster.pid").read_text().split()[0])
+        ticks = 0
+        for proc in Path("/proc").iterdir():
+            try:
+                if not proc.name.isdigit():
+                    continue
+                stat = (proc / "stat").read_text()
+                fields = stat[stat.rindex(")") + 2 :].split()
+                if int(proc.name) == postmaster:
+                    ticks += sum(int(f) for f in fields[11:15])  # + reaped children
+                elif int(fields[1]) == postmaster:
+                    ticks += int(fields[11]) + int(fields[12])
+            except (OSError, ValueError):
+                pass  # gone meanwhile: counted in the postmaster's reaped children
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def pin(self, cpus: set[int]) -> None:
         """The server on `cpus`: the postmaster and the processes it runs now
         (a backend forked later inherits the postmaster's affinity)."""
@@ -202,6 +230,15 @@ async def _check(db: str, n: int) -> None:
         raise RuntimeError(f"not every job consumed: {counts}")
 
 
+#: (workers' CPU seconds, the server's) of each run, in order
+CPU: list[tuple[float, float]] = []
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def one_run(
     engine: str, backend: str, workers: int, n: int, pg: PgDatabases | None,
     emulator_url: str | None, run: int, cpus: set[int] | None = None,
@@ -214,6 +251,8 @@ def one_run(
             # whatever reclaim_tui the interpreter had installed).
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
             started = time.perf_counter()
+            workers_cpu = _children_cpu()
+            server_cpu = pg.cpu_seconds() if engine == "postgresql" and pg else 0.0
             procs = [
                 subprocess.Popen(
                     [
@@ -242,6 +281,12 @@ def one_run(
                     raise RuntimeError(f"worker exited {proc.returncode}")
                 results.append(json.loads(out.strip().splitlines()[-1]))
             seconds = time.perf_counter() - started
+            CPU.append(
+                (
+                    _children_cpu() - workers_cpu,
+                    (pg.cpu_seconds() if engine == "postgresql" and pg else 0.0) - server_cpu,
+                )
+            )
             asyncio.run(_check(db, n))
             delivered = sum(r["delivered"] for r in results)
             if delivered != n:
@@ -306,8 +351,12 @@ def main() -> None:
                               f" {seconds:.2f} s", file=sys.stderr)  # fmt: skip
                     rate = a.jobs / median(times)
                     base = base or rate
+                    cpu = CPU[-a.runs :]
+                    per_job = [1000 * (w + s) / a.jobs for w, s in cpu]
+                    server = [1000 * s / a.jobs for _, s in cpu]
                     rows.append([engine, backend, workers, a.jobs, median(times), rate,
-                                 f"{rate / base:.2f}x"])  # fmt: skip
+                                 f"{rate / base:.2f}x", f"{median(per_job):.2f}",
+                                 f"{median(server):.2f}"])  # fmt: skip
     finally:
         if emu is not None:
             emu.__exit__(None, None, None)
@@ -322,7 +371,7 @@ def main() -> None:
           f" load average {min(load):.1f}–{max(load):.1f} on {os.cpu_count()} cores"
           + pinned)  # fmt: skip
     print(table(["engine", "backend", "processes", "jobs", "seconds", "jobs/s",
-                 "vs 1 process"], rows))  # fmt: skip
+                 "vs 1 process", "CPU ms/job", "server CPU ms/job"], rows))  # fmt: skip
 
 
 if __name__ == "__main__":
