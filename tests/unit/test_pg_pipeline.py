@@ -8,6 +8,7 @@ whole transaction back and leaves the connection usable."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import tempfile
@@ -23,6 +24,8 @@ from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import RemoteInteraction, RemoteState, Status, Transition
 from reclaim_tui.errors import LedgerConflictError
+from tests.helpers.pgbouncer import PgBouncer, started_bouncer
+from tests.helpers.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres
 
@@ -203,3 +206,54 @@ async def test_an_error_mid_pipeline_rolls_back_the_batch_and_the_ledger_goes_on
         assert list(marked) == [keys[0]] and marked[keys[0]].attempts == 1
     finally:
         await ledger.close()
+
+
+async def test_two_hosts_pipelining_through_one_pooled_server_connection(
+    pg_server: PostgresServer, pg_dsn: str
+) -> None:
+    """PgBouncer 1.18 in transaction mode with ONE server connection: two
+    hosts' group commits and reads, pipelined and at once, take turns on it
+    (a pipeline is one transaction, its Syncs inside it; no prepared
+    statement is left on the connection for the other host to meet)."""
+    bouncer = started_bouncer(PgBouncer(pg_server, pool_mode="transaction", pool_size=1))
+    try:
+        url = bouncer.via(pg_dsn)
+        hosts = [await open_ledger(url, clock=ManualClock()) for _ in range(2)]
+        await hosts[0].insert_jobs([(f"k{i:02d}", "{}", "m") for i in range(40)], "test")
+        owners = ["host-a|1|1|boot", "host-b|2|2|boot"]
+        claimed = [
+            sorted(r.idem for r in (await h.claim_sendable(o, limit=20, lease_seconds=60)).rows)
+            for h, o in zip(hosts, owners, strict=True)
+        ]
+
+        async def work(ledger: Ledger, owner: str, keys: list[str]) -> list[str]:
+            applied: list[str] = []
+            for start in range(0, len(keys), 4):
+                batch = keys[start : start + 4]
+                marked, _ = await ledger.write_batch(owner, "engine", sending=batch[:2])
+                assert sorted(marked) == batch[:2]
+                _, done = await ledger.write_batch(
+                    owner,
+                    "engine",
+                    transitions=[
+                        Transition(k, Status.RESERVING, Status.FAILED, "given up", {})
+                        for k in batch
+                    ],
+                )
+                applied += done
+                assert (await ledger.get(batch[0])) is not None
+            return applied
+
+        done = await asyncio.gather(
+            *(work(h, o, k) for h, o, k in zip(hosts, owners, claimed, strict=True))
+        )
+        assert done == claimed
+        counts = await hosts[1].counts()
+        assert counts["failed"][0] == 40
+        events = [len(await hosts[0].events(k)) for k in claimed[0] + claimed[1]]
+        # reserved, the sending attempt (two of each four), given up
+        assert events == [3, 3, 2, 2] * 10
+        for ledger in hosts:
+            await ledger.close()
+    finally:
+        bouncer.cleanup()
