@@ -36,7 +36,8 @@ OWNER = "host-a|1|1|boot"
 async def round_trips(ledger: Ledger) -> AsyncIterator[list[int]]:
     """Count the round trips on the ledger's connection while the block
     runs: in libpq's protocol trace, each turn from what the client sent
-    (F) to what the server answered (B) is one wait for the server."""
+    (F) to what the server answered (B) is one wait for the server. And
+    check that no statement was prepared on the server."""
     conn = cast(Any, ledger).connection
     counted: list[int] = []
     fd, name = tempfile.mkstemp(prefix="pgtrace-")
@@ -46,7 +47,11 @@ async def round_trips(ledger: Ledger) -> AsyncIterator[list[int]]:
             yield counted
         finally:
             conn.pgconn.untrace()
-        sides = [line.split("\t")[1] for line in Path(name).read_text().splitlines()]
+        lines = Path(name).read_text().splitlines()
+        # No named (server-side prepared) statement: a transaction pooler
+        # hands the next transaction to another server connection.
+        assert [line for line in lines if '\tParse\t "_' in line] == []
+        sides = [line.split("\t")[1] for line in lines]
         counted.append(sum(1 for a, b in itertools.pairwise(sides) if (a, b) == ("F", "B")))
     finally:
         os.close(fd)
