@@ -16,11 +16,20 @@ its result: all N rows consumed, N creates (no job sent twice), N deliveries.
 
     python benchmarks/postgres.py [--jobs 2000] [--runs 3] [--workers 1,2,4]
                                   [--backends fake,emulator] [--pg auto|URL]
+                                  [--server-cpus 0 --client-cpus 1]
+
+Besides the wall clock, each row gives the CPU a job cost, in medians: the
+workers' (getrusage of the reaped worker processes) plus, for `--pg auto`,
+the server's (/proc: the postmaster, its processes and those it reaped),
+and the server's alone. On a loaded machine the wall clock is shared with
+whatever else runs; the CPU per job is what the work itself costs.
 
 `--pg auto` starts a throwaway PostgreSQL server (tests/helpers/postgres.py:
 Debian's postgresql package, initdb + pg_ctl on a free loopback port) with
 fsync and synchronous_commit on; a URL uses that server (a database per run
-is created in it and dropped).
+is created in it and dropped). `--server-cpus`/`--client-cpus` pin the `auto`
+server and the workers to CPUs (sched_setaffinity, as `taskset` does): on a
+small machine, the server on its own cores, so K workers share the others.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -41,6 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))  # this tree's reclaim_tui, not an installed one
 
 from _common import median, table  # noqa: E402
 
@@ -121,7 +132,7 @@ class PgDatabases:
     """A database per run on a server (started here with `auto`; stopped by
     `close`, also when the benchmark is stopped with SIGTERM)."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, cpus: set[int] | None = None) -> None:
         self.server: Any = None
         # SIGTERM (timeout, kill) ends the run through its finally blocks,
         # which stop the server, instead of leaving it running.
@@ -131,8 +142,47 @@ class PgDatabases:
 
             self.server = PostgresServer().start()
             self.base = self.server.dsn("postgres")
+            if cpus:
+                self.pin(cpus)
         else:
             self.base = spec
+
+    def cpu_seconds(self) -> float:
+        """CPU the `auto` server has used so far: the postmaster, the
+        processes it runs, and those it has reaped (0 for a URL's server)."""
+        if self.server is None:
+            return 0.0
+        postmaster = int((self.server.data_dir / "postmaster.pid").read_text().split()[0])
+        ticks = 0
+        for proc in Path("/proc").iterdir():
+            try:
+                if not proc.name.isdigit():
+                    continue
+                stat = (proc / "stat").read_text()
+                fields = stat[stat.rindex(")") + 2 :].split()
+                if int(proc.name) == postmaster:
+                    ticks += sum(int(f) for f in fields[11:15])  # + reaped children
+                elif int(fields[1]) == postmaster:
+                    ticks += int(fields[11]) + int(fields[12])
+            except (OSError, ValueError):
+                pass  # gone meanwhile: counted in the postmaster's reaped children
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def pin(self, cpus: set[int]) -> None:
+        """The server on `cpus`: the postmaster and the processes it runs now
+        (a backend forked later inherits the postmaster's affinity)."""
+        postmaster = int((self.server.data_dir / "postmaster.pid").read_text().split()[0])
+        for task in Path(f"/proc/{postmaster}/task").iterdir():
+            os.sched_setaffinity(int(task.name), cpus)
+        for proc in Path("/proc").iterdir():
+            try:
+                if (
+                    proc.name.isdigit()
+                    and int((proc / "stat").read_text().split()[3]) == postmaster
+                ):
+                    os.sched_setaffinity(int(proc.name), cpus)
+            except (OSError, ValueError):
+                pass  # gone meanwhile
 
     def create(self) -> str:
         import psycopg
@@ -180,16 +230,29 @@ async def _check(db: str, n: int) -> None:
         raise RuntimeError(f"not every job consumed: {counts}")
 
 
+#: (workers' CPU seconds, the server's) of each run, in order
+CPU: list[tuple[float, float]] = []
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def one_run(
     engine: str, backend: str, workers: int, n: int, pg: PgDatabases | None,
-    emulator_url: str | None, run: int,
+    emulator_url: str | None, run: int, cpus: set[int] | None = None,
 ) -> float:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-pg-") as d:
         db = pg.create() if engine == "postgresql" and pg else str(Path(d) / "ledger.db")
         try:
             asyncio.run(_reserve(db, n, f"{engine}-{backend}-{workers}-{run}"))
-            env = {**os.environ, "PYTHONPATH": str(ROOT)}
+            # This tree's code in the workers too (PYTHONPATH=ROOT alone ran
+            # whatever reclaim_tui the interpreter had installed).
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
             started = time.perf_counter()
+            workers_cpu = _children_cpu()
+            server_cpu = pg.cpu_seconds() if engine == "postgresql" and pg else 0.0
             procs = [
                 subprocess.Popen(
                     [
@@ -206,6 +269,7 @@ def one_run(
                     ],
                     env={**env, "RECLAIM_OWNER_HOST": f"bench-host-{i}"},
                     stdout=subprocess.PIPE,
+                    preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
                     text=True,
                 )
                 for i in range(workers)
@@ -217,6 +281,12 @@ def one_run(
                     raise RuntimeError(f"worker exited {proc.returncode}")
                 results.append(json.loads(out.strip().splitlines()[-1]))
             seconds = time.perf_counter() - started
+            CPU.append(
+                (
+                    _children_cpu() - workers_cpu,
+                    (pg.cpu_seconds() if engine == "postgresql" and pg else 0.0) - server_cpu,
+                )
+            )
             asyncio.run(_check(db, n))
             delivered = sum(r["delivered"] for r in results)
             if delivered != n:
@@ -237,6 +307,8 @@ def main() -> None:
     ap.add_argument("--backends", default="fake,emulator")
     ap.add_argument("--engines", default="postgresql,sqlite")
     ap.add_argument("--pg", default="auto", help="auto (a throwaway server) or a server's URL")
+    ap.add_argument("--server-cpus", default="", help="pin the `auto` server to these CPUs (0,1)")
+    ap.add_argument("--client-cpus", default="", help="pin the workers to these CPUs")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--backend", default="fake", help=argparse.SUPPRESS)
     ap.add_argument("--base-url", default="", help=argparse.SUPPRESS)
@@ -250,7 +322,9 @@ def main() -> None:
     engines = a.engines.split(",")
     backends = a.backends.split(",")
     counts = [int(w) for w in a.workers.split(",")]
-    pg = PgDatabases(a.pg) if "postgresql" in engines else None
+    server_cpus = {int(c) for c in a.server_cpus.split(",") if c}
+    client_cpus = {int(c) for c in a.client_cpus.split(",") if c}
+    pg = PgDatabases(a.pg, server_cpus) if "postgresql" in engines else None
     emu = None
     load = [os.getloadavg()[0]]
     try:
@@ -268,24 +342,36 @@ def main() -> None:
                         if emu is not None:
                             emu.reset()
                         url = emu.base_url if emu is not None else None
-                        seconds = one_run(engine, backend, workers, a.jobs, pg, url, run)
+                        seconds = one_run(
+                            engine, backend, workers, a.jobs, pg, url, run, client_cpus
+                        )
                         times.append(seconds)
                         load.append(os.getloadavg()[0])
                         print(f"  {engine} {backend} {workers} workers run {run + 1}:"
                               f" {seconds:.2f} s", file=sys.stderr)  # fmt: skip
                     rate = a.jobs / median(times)
                     base = base or rate
+                    cpu = CPU[-a.runs :]
+                    per_job = [1000 * (w + s) / a.jobs for w, s in cpu]
+                    server = [1000 * s / a.jobs for _, s in cpu]
                     rows.append([engine, backend, workers, a.jobs, median(times), rate,
-                                 f"{rate / base:.2f}x"])  # fmt: skip
+                                 f"{rate / base:.2f}x", f"{median(per_job):.2f}",
+                                 f"{median(server):.2f}"])  # fmt: skip
     finally:
         if emu is not None:
             emu.__exit__(None, None, None)
         if pg is not None:
             pg.close()
+    pinned = (
+        f"; server on CPUs {a.server_cpus or 'any'}, workers on {a.client_cpus or 'any'}"
+        if server_cpus or client_cpus
+        else ""
+    )
     print(f"One ledger, K tick processes as K hosts, {a.runs} runs each, medians;"
-          f" load average {min(load):.1f}–{max(load):.1f} on {os.cpu_count()} cores")  # fmt: skip
+          f" load average {min(load):.1f}–{max(load):.1f} on {os.cpu_count()} cores"
+          + pinned)  # fmt: skip
     print(table(["engine", "backend", "processes", "jobs", "seconds", "jobs/s",
-                 "vs 1 process"], rows))  # fmt: skip
+                 "vs 1 process", "CPU ms/job", "server CPU ms/job"], rows))  # fmt: skip
 
 
 if __name__ == "__main__":

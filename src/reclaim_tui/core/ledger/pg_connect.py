@@ -9,8 +9,9 @@ one connection.
 - `ServerClock`: leases are written in the database server's time.
 - `map_pg_error`: the LedgerError subclass a server error is, naming the
   grant a refused right needs (`noting` records the statement and role).
-- `read_once`/`stop_read`: one read in its own transaction; a read the
-  console replaced is stopped by the server, never mid-protocol.
+- `read_once`/`stop_read`: one read in its own transaction, one round
+  trip (a pipeline); a read the console replaced is stopped by the server,
+  never mid-protocol; `settle` rolls back what a failed pipeline left.
 - `said_if_slow`: a wait behind a full pooler is logged, not silent.
 """
 
@@ -21,14 +22,15 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.adapt import Dumper
 from psycopg.conninfo import make_conninfo
+from psycopg.pq import PipelineStatus, TransactionStatus
 
 from reclaim_tui.core.ledger import pg_text
 from reclaim_tui.core.ledger.urls import pg_params, scrub
@@ -49,10 +51,13 @@ __all__ = [
     "ServerClock",
     "dial",
     "map_pg_error",
+    "note_statement",
     "noting",
+    "pipelined",
     "quote_ident",
     "read_once",
     "said_if_slow",
+    "settle",
     "stop_read",
 ]
 
@@ -109,10 +114,15 @@ def noting(sql: str, conn: psycopg.AsyncConnection[Any]) -> Iterator[None]:
     try:
         yield
     except pg_errors.InsufficientPrivilege as exc:
-        if not any(n.startswith(_STATEMENT) for n in getattr(exc, "__notes__", ())):
-            exc.add_note(_STATEMENT + " ".join(sql.split())[:90])
-            exc.add_note(_ROLE + str(conn.info.user))
+        note_statement(exc, sql, conn)
         raise
+
+
+def note_statement(exc: BaseException, sql: str, conn: psycopg.AsyncConnection[Any]) -> None:
+    """Note on `exc` (a refused right) the statement it was refused for, once."""
+    if not any(n.startswith(_STATEMENT) for n in getattr(exc, "__notes__", ())):
+        exc.add_note(_STATEMENT + " ".join(sql.split())[:90])
+        exc.add_note(_ROLE + str(conn.info.user))
 
 
 _STATEMENT, _ROLE = "reclaim statement: ", "reclaim role: "
@@ -177,15 +187,60 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
 
 
 async def read_once(
-    conn: psycopg.AsyncConnection[Any], settings: str, text: str, params: Sequence[Any]
+    conn: psycopg.AsyncConnection[Any], settings: Sequence[str], text: str, params: Sequence[Any]
 ) -> list[Any]:
     """One read in its own transaction (`BEGIN READ ONLY` on a read-only
-    ledger), its settings local to it."""
-    async with conn.transaction():
-        await conn.execute(settings)
-        with noting(text, conn):
+    ledger), its settings local to it, in one round trip; the rows are
+    read once the COMMIT is back."""
+    with noting(text, conn):
+        async with pipelined(conn, settings):
             cur = await conn.execute(text, params)
-        return await cur.fetchall() if cur.description else []
+    return await cur.fetchall() if cur.description else []
+
+
+@asynccontextmanager
+async def pipelined(
+    conn: psycopg.AsyncConnection[Any], settings: Sequence[str]
+) -> AsyncIterator[psycopg.AsyncPipeline]:
+    """One transaction in one pipeline (psycopg's pipeline mode): BEGIN
+    (READ ONLY on a read-only connection), `settings`, the block's
+    statements and COMMIT are sent as they come and waited for once, by the
+    Sync that leaves the pipeline; a statement whose result the block reads
+    waits earlier (core/ledger/pg_session.py). Not psycopg's
+    `transaction()`, which syncs on entering and before COMMIT (3 round
+    trips for one statement). A block that raised sends no COMMIT: what the
+    failed pipeline left is rolled back (`settle`)."""
+    try:
+        async with conn.pipeline() as pipeline:
+            await conn.execute("BEGIN READ ONLY" if conn.read_only else "BEGIN")
+            for setting in settings:
+                await conn.execute(setting)
+            yield pipeline
+            await conn.execute("COMMIT")
+    except BaseException:
+        await settle(conn)
+        raise
+
+
+async def settle(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Leave no transaction behind: a failed pipeline leaves its transaction
+    open on the server (the statements after the error, COMMIT included, are
+    skipped): roll it back (one round trip, after an error only). A
+    connection left mid-protocol (a wait cancelled) is closed: the next use
+    dials again."""
+    if conn.closed:
+        return
+    status = conn.info.transaction_status
+    if conn.pgconn.pipeline_status == PipelineStatus.OFF:
+        if status in (TransactionStatus.IDLE, TransactionStatus.UNKNOWN):
+            return
+        if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+            try:
+                await conn.execute("ROLLBACK")
+                return
+            except psycopg.Error:
+                pass
+    await conn.close()
 
 
 async def stop_read(conn: psycopg.AsyncConnection[Any], read: asyncio.Future[list[Any]]) -> None:

@@ -4,16 +4,33 @@ The ledger's SQL modules (core/ledger/base.py, compare_and_set.py, inbox.py,
 prune.py…) are written once against aiosqlite's `execute`/`executemany`;
 inside `PgLedger.write()` they get a `PgSession`, which rewrites each
 statement for the server (core/ledger/pg_sql.py).
+
+The transaction runs in psycopg's pipeline mode (PgLedger.write): a
+statement is sent at once and its result read only when it is needed, so
+the statements between two reads share one round trip, and those after the
+last read share the COMMIT's:
+
+    await db.execute(…)               sent, and its result waited for: its
+                                      `rowcount` is known on return
+    async with db.execute(…) as cur   sent; `fetchall`/`fetchone` wait for
+                                      the result (with any sent before it)
+    await db.executemany(…)           sent; nothing waits: its `rowcount` is
+                                      known once the transaction committed
+
+An error of a statement nobody waited for is raised at the next wait or at
+the COMMIT, which then rolls the whole transaction back, as an error at the
+statement itself did: a write is all or nothing either way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import psycopg
+from psycopg import errors as pg_errors
 
-from reclaim_tui.core.ledger.pg_connect import noting
+from reclaim_tui.core.ledger.pg_connect import note_statement, noting
 from reclaim_tui.core.ledger.pg_sql import reorder, to_postgres
 
 __all__ = ["PgSession"]
@@ -22,29 +39,37 @@ __all__ = ["PgSession"]
 class _Cursor:
     """The part of an aiosqlite cursor the ledger's statements use."""
 
-    def __init__(self, cur: psycopg.AsyncCursor[Any]) -> None:
+    def __init__(self, session: PgSession, cur: psycopg.AsyncCursor[Any]) -> None:
+        self._session = session
         self._cur = cur
-        self.rowcount = cur.rowcount
+
+    @property
+    def rowcount(self) -> int:
+        return self._cur.rowcount
 
     async def fetchall(self) -> list[Any]:
+        await self._session.arrived(self._cur)
         return await self._cur.fetchall() if self._cur.description else []
 
     async def fetchone(self) -> Any:
+        await self._session.arrived(self._cur)
         return await self._cur.fetchone() if self._cur.description else None
 
 
 class _Run:
-    """`await session.execute(…)` and `async with session.execute(…) as cur`."""
+    """`await session.execute(…)` (the result waited for) and
+    `async with session.execute(…) as cur` (waited for by a fetch)."""
 
-    def __init__(self, run: Any) -> None:
-        self._run = run
+    def __init__(self, session: PgSession, sql: str, params: Sequence[Any]) -> None:
+        self._session = session
+        self._sql = sql
+        self._params = params
 
-    def __await__(self) -> Any:
-        return self._run.__await__()
+    def __await__(self) -> Generator[Any, None, _Cursor]:
+        return self._session.run(self._sql, self._params, wait=True).__await__()
 
     async def __aenter__(self) -> _Cursor:
-        cursor: _Cursor = await self._run
-        return cursor
+        return await self._session.run(self._sql, self._params, wait=False)
 
     async def __aexit__(self, *exc: object) -> None:
         return None
@@ -52,29 +77,75 @@ class _Run:
 
 class PgSession:
     """A transaction's statements, in the aiosqlite connection's shape the
-    ledger's SQL modules are written against."""
+    ledger's SQL modules are written against (see the module's text)."""
 
     dialect = "postgres"
     #: Appended to a SELECT of rows a compare-and-set is about to write.
     row_lock = " FOR UPDATE"
 
-    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+    def __init__(
+        self, conn: psycopg.AsyncConnection[Any], pipeline: psycopg.AsyncPipeline | None = None
+    ) -> None:
         self._conn = conn
+        self._pipeline = pipeline
+        #: statements sent whose results have not been read yet, in order
+        self._sent: list[tuple[psycopg.AsyncCursor[Any], str]] = []
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> _Run:
-        return _Run(self._execute(sql, params))
+        return _Run(self, sql, params)
 
-    async def _execute(self, sql: str, params: Sequence[Any]) -> _Cursor:
+    async def run(self, sql: str, params: Sequence[Any], *, wait: bool) -> _Cursor:
         text, order = to_postgres(sql)
         cur = self._conn.cursor()
-        with noting(text, self._conn):
-            await cur.execute(text, reorder(params, order))
-        return _Cursor(cur)
+        await self._send(cur, text, cur.execute(text, reorder(params, order)))
+        if wait:
+            await self.arrived(cur)
+        return _Cursor(self, cur)
+
+    async def send(self, text: str, params: Any) -> _Cursor:
+        """Send a statement written for PostgreSQL (psycopg's placeholders,
+        not rewritten); its result is read by a fetch, or after the COMMIT."""
+        cur = self._conn.cursor()
+        await self._send(cur, text, cur.execute(text, params))
+        return _Cursor(self, cur)
 
     async def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> _Cursor:
         text, order = to_postgres(sql)
         cur = self._conn.cursor()
         if seq:
+            await self._send(cur, text, cur.executemany(text, [reorder(p, order) for p in seq]))
+        return _Cursor(self, cur)  # rowcount: the rows all of them changed
+
+    async def _send(self, cur: psycopg.AsyncCursor[Any], text: str, sending: Any) -> None:
+        if self._pipeline is None:
             with noting(text, self._conn):
-                await cur.executemany(text, [reorder(p, order) for p in seq])
-        return _Cursor(cur)  # rowcount: the rows all of them changed
+                await sending
+            return
+        self._sent.append((cur, text))
+        try:
+            await sending  # may read the results of statements sent before
+        except psycopg.Error as exc:
+            self.attribute(exc)
+            raise
+
+    async def arrived(self, cur: psycopg.AsyncCursor[Any]) -> None:
+        """Wait for `cur`'s result (one round trip for every statement sent
+        and not yet read)."""
+        if self._pipeline is None or cur.pgresult is not None or not self._sent:
+            return
+        try:
+            await self._pipeline.sync()
+        except psycopg.Error as exc:
+            self.attribute(exc)
+            raise
+        self._sent.clear()
+
+    def attribute(self, exc: BaseException) -> None:
+        """Name the statement a refused right was refused for: in a
+        pipeline, the first one sent whose result never arrived."""
+        if not isinstance(exc, pg_errors.InsufficientPrivilege):
+            return
+        for cur, text in self._sent:
+            if cur.pgresult is None and cur.statusmessage is None:
+                note_statement(exc, text, self._conn)
+                return

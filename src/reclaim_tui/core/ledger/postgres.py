@@ -57,17 +57,19 @@ from contextlib import asynccontextmanager
 from typing import Any, Self
 
 import psycopg
-from psycopg.pq import TransactionStatus
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.ledger import pg_write
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.pg_connect import (
     ServerClock,
     dial,
     map_pg_error,
+    pipelined,
     quote_ident,
     read_once,
     said_if_slow,
+    settle,
     stop_read,
 )
 from reclaim_tui.core.ledger.pg_schema import migrate, schema_for, stored_version, text_index
@@ -75,6 +77,7 @@ from reclaim_tui.core.ledger.pg_session import PgSession
 from reclaim_tui.core.ledger.pg_sql import reorder, to_postgres
 from reclaim_tui.core.ledger.schema import chunks
 from reclaim_tui.core.ledger.urls import shown_db as redact
+from reclaim_tui.core.models import Actor, Row, Transition
 from reclaim_tui.errors import LedgerError, LedgerPermissionError, LedgerReadOnlyError
 
 __all__ = ["PgLedger"]
@@ -146,6 +149,10 @@ class PgLedger(LedgerBase):
         return ledger
 
     def _settings(self) -> str:
+        """`_setting_list` as one command list (outside a pipeline)."""
+        return "; ".join(self._setting_list())
+
+    def _setting_list(self) -> list[str]:
         """What every transaction sets first, for itself only (`SET LOCAL`):
         session-level settings leaked through a transaction pooler to other
         clients, and were missing on the server connection the pooler gave
@@ -164,7 +171,7 @@ class PgLedger(LedgerBase):
             # 1M rows (6-10 s) instead of the trigram indexes (12-23 ms).
             # Planning each read anew costs 1-8 ms.
             settings.append("SET LOCAL plan_cache_mode = force_custom_plan")
-        return "; ".join(settings)
+        return settings
 
     async def _check_durable(self) -> None:
         cur = await self._conn.execute("SHOW synchronous_commit")
@@ -196,6 +203,7 @@ class PgLedger(LedgerBase):
             # A read cancelled while it was being stopped: its transaction
             # ends (rolled back) before the next one begins.
             await asyncio.wait({self._reading})
+        await settle(self._conn)
         if self._conn.closed or self._conn.broken:
             await self._conn.close()
             self._conn = await dial(self._url, self._busy_timeout, self.readonly)
@@ -224,26 +232,41 @@ class PgLedger(LedgerBase):
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Any]:
         """One transaction. READ COMMITTED, as every statement written for it
-        is a compare-and-set re-checked on the row it locks."""
+        is a compare-and-set re-checked on the row it locks. In a pipeline
+        (core/ledger/pg_session.py): BEGIN, the settings and the statements
+        up to the first read share one round trip, the rest share COMMIT's."""
         if self.readonly:
             raise LedgerReadOnlyError(f"{self.path}: opened read-only")
         async with self._lock:
+            session: PgSession | None = None
             try:
                 conn = await self._live()
-                async with conn.transaction():
-                    await conn.execute(self._settings())
-                    yield PgSession(conn)
+                async with pipelined(conn, self._setting_list()) as pipeline:
+                    session = PgSession(conn, pipeline)
+                    yield session
             except psycopg.Error as exc:
+                if session is not None:
+                    session.attribute(exc)
                 raise map_pg_error(exc, self.path) from exc
             finally:
-                # A cancellation mid-statement may leave the protocol mid-way:
-                # drop the connection (the server rolls back) and dial again.
-                status = self._conn.info.transaction_status
-                if not self._conn.closed and status not in (
-                    TransactionStatus.IDLE,
-                    TransactionStatus.UNKNOWN,
-                ):
-                    await self._conn.close()
+                await settle(self._conn)  # cancelled mid-protocol: closed, dialled again
+
+    async def write_batch(
+        self,
+        owner: str,
+        actor: Actor,
+        *,
+        sending: Sequence[str] = (),
+        transitions: Sequence[Transition] = (),
+    ) -> tuple[dict[str, Row], list[str]]:
+        """As LedgerBase.write_batch, in one round trip (core/ledger/pg_write.py)."""
+        now = self.clock.now()
+        groups = pg_write.shapes(transitions, now)
+        if groups is None:
+            return await super().write_batch(owner, actor, sending=sending, transitions=transitions)
+        async with self.write() as db:
+            sent = await pg_write.send(db, owner, actor, sending, groups, now)
+        return await pg_write.collect(sent, transitions)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         text, order = to_postgres(sql)
@@ -252,7 +275,7 @@ class PgLedger(LedgerBase):
                 conn = await self._live()
             except psycopg.Error as exc:
                 raise map_pg_error(exc, self.path) from exc
-            work = read_once(conn, self._settings(), text, reorder(params, order))
+            work = read_once(conn, self._setting_list(), text, reorder(params, order))
             read = asyncio.ensure_future(work)
             self._reading = read
             try:
