@@ -146,19 +146,20 @@ def _statements(
     cut into the sizes of `_SIZES`, one key at most once per statement (a key
     given twice is moved again by a later statement, from where the first
     left it)."""
-    shapes: dict[tuple[str, ...], list[_Group]] = {}
+    shapes: dict[tuple[str, ...], list[tuple[set[str], _Group]]] = {}
     for t in transitions:
         cols = transition_columns(t, now)
         rounds = shapes.setdefault(tuple(sorted(cols)), [])
-        for group in rounds:
-            if all(other.idem != t.idem for other, _ in group):
+        for keys, group in rounds:
+            if t.idem not in keys:
+                keys.add(t.idem)
                 group.append((t, cols))
                 break
         else:
-            rounds.append([(t, cols)])
+            rounds.append(({t.idem}, [(t, cols)]))
     out: list[tuple[tuple[str, ...], _Group]] = []
     for names, rounds in shapes.items():
-        for group in rounds:
+        for _, group in rounds:
             start = 0
             while start < len(group):
                 size = next(n for n in _SIZES if n <= len(group) - start)
