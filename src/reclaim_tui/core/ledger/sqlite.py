@@ -14,17 +14,17 @@ are `LedgerBase`'s (core/ledger/base.py); `open_ledger`
 from __future__ import annotations
 
 import asyncio
-import functools
+import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.ledger import sqlite_writes as writes
+from reclaim_tui.core.ledger import sqlite_writes
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.identity import (
     LEDGER_ID_SQL,
@@ -32,7 +32,7 @@ from reclaim_tui.core.ledger.identity import (
     refuse_replaced,
     write_marker,
 )
-from reclaim_tui.core.ledger.port import Claim
+from reclaim_tui.core.ledger.schema import EVENT_SQL, chunks
 from reclaim_tui.core.ledger.sqlite_schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -49,8 +49,6 @@ from reclaim_tui.errors import (
 )
 
 __all__ = ["SqliteLedger"]
-
-T = TypeVar("T")
 
 
 class SqliteLedger(LedgerBase):
@@ -273,31 +271,6 @@ class SqliteLedger(LedgerBase):
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
 
-    async def _in_thread(self, body: Callable[[sqlite3.Connection], T]) -> T:
-        """`body` as one write transaction in ONE hand-over (`_whole`)."""
-        if self.readonly:
-            raise LedgerReadOnlyError(f"{self.path}: opened read-only")
-        async with self._lock:
-            try:
-                return await _whole(self._db, body)
-            except sqlite3.Error as exc:
-                raise map_sqlite_error(exc, self.path) from exc
-
-    # -- the hot writes, each one hand-over (sqlite_writes.py) -------------------------
-    async def _claim(
-        self,
-        owner: str,
-        where: str,
-        params: Sequence[Any],
-        *,
-        limit: int,
-        lease_seconds: float,
-    ) -> Claim:
-        until = (now := self.clock.now()) + lease_seconds
-        claim = functools.partial(writes.claim, owner=owner, where=where, params=params)
-        rows = await self._in_thread(lambda conn: claim(conn, limit=limit, until=until, now=now))
-        return Claim(owner, rows)
-
     async def write_batch(
         self,
         owner: str,
@@ -306,32 +279,43 @@ class SqliteLedger(LedgerBase):
         sending: Sequence[str] = (),
         transitions: Sequence[Transition] = (),
     ) -> tuple[dict[str, Row], list[str]]:
+        """`LedgerBase.write_batch` in statements that do not grow with the
+        batch (core/ledger/sqlite_writes.py)."""
         now = self.clock.now()
-        return await self._in_thread(
-            lambda conn: writes.write_batch(conn, owner, actor, sending, transitions, now)
-        )
-
-    async def renew(self, owner: str, idems: Iterable[str], lease_seconds: float) -> set[str]:
-        keys = list(idems)
-        if not keys:
-            return set()
-        until = self.clock.now() + lease_seconds
-        return await self._in_thread(lambda conn: writes.renew(conn, owner, keys, until))
-
-    async def release(self, owner: str, idems: Iterable[str]) -> int:
-        keys = list(idems)
-        if not keys:
-            return 0
-        return await self._in_thread(lambda conn: writes.release(conn, owner, keys))
+        async with self.write() as db:
+            return await sqlite_writes.write_batch(db, owner, actor, sending, transitions, now)
 
     # -- inserting jobs --------------------------------------------------------------
     async def insert_jobs(
         self, jobs: Sequence[tuple[str, str, str]], actor: str
     ) -> tuple[list[str], list[str]]:
-        """Reserve new rows (idem, spec_json, model) in one transaction; returns
-        (inserted, already present). An existing key is never overwritten."""
+        """Reserve new rows (idem, spec_json, model) in one transaction.
+
+        Returns (inserted, already present). An existing key is never
+        overwritten: the ledger already owns that job (DESIGN §3 defect 1 is
+        about what happens next, and the engine's own passes handle it).
+        """
         now = self.clock.now()
-        inserted = await self._in_thread(lambda conn: writes.insert_jobs(conn, jobs, actor, now))
+        inserted: list[str] = []
+        async with self.write() as db:
+            for chunk in chunks(jobs, 5000):
+                # Inside the write lock, "not present now" means "inserted below".
+                async with db.execute(
+                    "SELECT idem FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
+                    (json.dumps([j[0] for j in chunk]),),
+                ) as cur:
+                    existing = {r[0] for r in await cur.fetchall()}
+                fresh = {j[0]: j for j in chunk if j[0] not in existing}
+                await db.executemany(
+                    "INSERT INTO jobs(idem, spec, model, status, created_at, state_since,"
+                    " updated_at, next_at) VALUES (?,?,?,'reserving',?,?,?,?)",
+                    [(i, spec, model, now, now, now, now) for i, spec, model in fresh.values()],
+                )
+                inserted.extend(fresh)
+            await db.executemany(
+                EVENT_SQL,
+                [(now, idem, actor, None, "reserving", "reserved") for idem in inserted],
+            )
         present = set(inserted)
         return inserted, [idem for idem, _, _ in jobs if idem not in present]
 
@@ -346,19 +330,6 @@ class SqliteLedger(LedgerBase):
     async def sequences_behind(self) -> list[str]:
         """Id counters whose next id a row already has (SQLite: none)."""
         return []
-
-
-async def _whole(db: aiosqlite.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
-    """`body` in one write transaction run wholly inside aiosqlite's thread
-    (core/ledger/sqlite_writes.py): one hand-over for the whole batch, not one
-    per statement. Cancelling the caller does not cut it short: it runs to its
-    COMMIT or ROLLBACK, before anything queued after it. Through aiosqlite's
-    own queue to its thread (0.21–0.22: `_execute(fn)` runs fn there, as for
-    each of its statements; `_conn` is the sqlite3 connection that thread owns)."""
-    result: T = await db._execute(  # type: ignore[no-untyped-call]
-        lambda: writes.transaction(db._conn, body)
-    )
-    return result
 
 
 async def _reap(connection: aiosqlite.Connection) -> None:
