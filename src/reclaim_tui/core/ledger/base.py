@@ -25,9 +25,9 @@ from reclaim_tui.core.ledger.compare_and_set import apply_transitions, mark_send
 from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.ledger.schema import (
-    COLUMNS,
     EVENT_SQL,
     chunks,
+    claim_sql,
     lease_free_sql,
     row_from_tuple,
 )
@@ -180,11 +180,7 @@ class LedgerBase(ABC):
         `UPDATE … RETURNING`."""
         now = self.clock.now()
         free, free_params = lease_free_sql(now, await self.dead_holders(owner))
-        sql = (
-            "UPDATE jobs SET prev_owner = lease_owner, lease_owner = ?, lease_until = ?"
-            f" WHERE idem IN (SELECT idem FROM jobs WHERE {where} AND {free}"
-            f" ORDER BY next_at LIMIT ?{self.claim_lock}) RETURNING {COLUMNS}"
-        )
+        sql = claim_sql(where, free, self.claim_lock)
         # updated_at is left alone: a claim is not a state change, and not
         # touching its index keeps a claim cheap (the console shows leases
         # from lease_owner, refreshed with the row's next transition).

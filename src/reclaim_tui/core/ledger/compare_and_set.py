@@ -25,7 +25,13 @@ from reclaim_tui.core.ledger.schema import (
 )
 from reclaim_tui.core.models import Actor, RemoteInteraction, Row, Status, Transition
 
-__all__ = ["apply_transitions", "mark_sending", "operator_cas"]
+__all__ = [
+    "apply_transitions",
+    "mark_sending",
+    "operator_cas",
+    "result_params",
+    "transition_columns",
+]
 
 
 async def mark_sending(
@@ -73,7 +79,12 @@ async def apply_transitions(
     # Sorted: on PostgreSQL the rows are locked in this order, the one order
     # every writer of several rows takes (no lock cycle between two of them).
     held = await _held(db, owner, sorted({t.idem for t in transitions}))
-    todo = [t for t in transitions if held.get(t.idem) == t.expect.value]
+    todo: list[Transition] = []
+    for t in transitions:
+        if held.get(t.idem) == t.expect.value:
+            todo.append(t)
+            # A key given twice moves on from where this one leaves it.
+            held[t.idem] = "" if t.release else t.to.value
     await _write_transitions(db, todo, now, owner)
     # A poll that found the job still running changes no state and
     # says nothing: it is counted in `polls`, not written as an event.
@@ -109,14 +120,7 @@ async def _write_transitions(
     # its changes plus the bookkeeping below.
     groups: dict[tuple[str, ...], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for t in todo:
-        cols = dict(t.changes)
-        cols["status"] = t.to.value
-        if t.to != t.expect:
-            cols["state_since"] = now
-        if t.release:
-            cols["lease_owner"] = None
-            cols["lease_until"] = 0.0
-        cols["updated_at"] = now
+        cols = transition_columns(t, now)
         groups[tuple(sorted(cols))].append((t.idem, cols))
     for names, group in groups.items():
         assign = ", ".join(f"{n} = ?" for n in names)
@@ -133,7 +137,7 @@ async def _write_transitions(
             " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
             " usage = excluded.usage, raw_json = excluded.raw_json,"
             " stored_at = excluded.stored_at",
-            [_result_params(t.idem, t.result, now) for t in results if t.result],
+            [result_params(t.idem, t.result, now) for t in results if t.result],
         )
 
 
@@ -146,7 +150,22 @@ def _row_lock(db: aiosqlite.Connection, of: str = "") -> str:
     return f"{lock}{of}" if lock else ""
 
 
-def _result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[Any, ...]:
+def transition_columns(t: Transition, now: float) -> dict[str, Any]:
+    """The columns a transition writes: its changes plus the bookkeeping
+    (status, state_since on a change of state, the lease dropped, updated_at)."""
+    cols = dict(t.changes)
+    cols["status"] = t.to.value
+    if t.to != t.expect:
+        cols["state_since"] = now
+    if t.release:
+        cols["lease_owner"] = None
+        cols["lease_until"] = 0.0
+    cols["updated_at"] = now
+    return cols
+
+
+def result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[Any, ...]:
+    """A result's values (idem, interaction_id, output_text, usage, raw_json, stored_at)."""
     return (
         idem,
         result.id,

@@ -17,9 +17,12 @@ from reclaim_tui.core.models import Row, Status
 
 __all__ = [
     "COLUMNS",
+    "EVENT_BY_ID_SQL",
     "EVENT_SQL",
     "ORPHAN_SQL",
+    "RESULT_BY_ID_SQL",
     "chunks",
+    "claim_sql",
     "input_text_sql",
     "lease_free_sql",
     "orphan_sql",
@@ -47,6 +50,32 @@ EVENT_SQL = (
     "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
     " SELECT ?1, id, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE idem = ?2"
 )
+#: The same where the job's id is already known (the statement that moved
+#: the row returned it): no lookup of the key.
+EVENT_BY_ID_SQL = (
+    "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+#: A job's result by its id (job, idem, interaction_id, output_text, usage,
+#: raw_json, stored_at); a second result of the row replaces the first.
+RESULT_BY_ID_SQL = (
+    "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json, stored_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(job) DO UPDATE SET"
+    " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
+    " usage = excluded.usage, raw_json = excluded.raw_json, stored_at = excluded.stored_at"
+)
+
+
+def claim_sql(where: str, free: str, lock: str) -> str:
+    """A claim: up to `LIMIT ?` rows matching `where` whose lease is `free`,
+    the first due first, taken in ONE `UPDATE … RETURNING` (parameters: the
+    owner, the lease's end, then `where`'s and `free`'s, then the limit).
+    `lock` ends the row selection (PostgreSQL: FOR UPDATE SKIP LOCKED)."""
+    return (
+        "UPDATE jobs SET prev_owner = lease_owner, lease_owner = ?, lease_until = ?"
+        f" WHERE idem IN (SELECT idem FROM jobs WHERE {where} AND {free}"
+        f" ORDER BY next_at LIMIT ?{lock}) RETURNING {COLUMNS}"
+    )
 
 
 # The one spelling in SQL of "nobody can act on this row" and of "orphan"

@@ -24,6 +24,7 @@ from typing import Any, Self
 import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
+from reclaim_tui.core.ledger import sqlite_writes
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.identity import (
     LEDGER_ID_SQL,
@@ -39,6 +40,7 @@ from reclaim_tui.core.ledger.sqlite_schema import (
     migration_statements,
     repair_edited,
 )
+from reclaim_tui.core.models import Actor, Row, Transition
 from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
@@ -268,6 +270,20 @@ class SqliteLedger(LedgerBase):
                     return list(await cur.fetchall())
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
+
+    async def write_batch(
+        self,
+        owner: str,
+        actor: Actor,
+        *,
+        sending: Sequence[str] = (),
+        transitions: Sequence[Transition] = (),
+    ) -> tuple[dict[str, Row], list[str]]:
+        """`LedgerBase.write_batch` in statements that do not grow with the
+        batch (core/ledger/sqlite_writes.py)."""
+        now = self.clock.now()
+        async with self.write() as db:
+            return await sqlite_writes.write_batch(db, owner, actor, sending, transitions, now)
 
     # -- inserting jobs --------------------------------------------------------------
     async def insert_jobs(
