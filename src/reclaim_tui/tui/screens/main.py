@@ -26,6 +26,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Header, Input
+from textual.worker import Worker
 
 from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.queries import ConsoleReader
@@ -152,9 +153,10 @@ class MainScreen(JobScreen):
     def job_reader(self) -> ConsoleReader | None:
         return self.feed.reader
 
-    def follow(self, reader: ConsoleReader) -> None:
-        """Read through `reader` (the app's): the first page, then watch the ledger."""
-        self.feed.follow(reader)
+    def follow(self, reader: ConsoleReader) -> Worker[None]:
+        """Read through `reader` (the app's): the first page, then watch the
+        ledger; the worker returned is done once the first page is read."""
+        return self.feed.follow(reader)
 
     def rerender(self, cursor: Cursor = "keep") -> None:
         updates.rerender(self, cursor)
