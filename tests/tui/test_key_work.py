@@ -126,3 +126,32 @@ async def test_the_engine_and_the_freeze_wait_for_the_first_page(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
     assert seen == ["frozen, rows shown: 1", "engine started, rows shown: 1"]
+
+
+async def test_rows_added_at_once_are_the_rows_add_row_adds(seeded: Seeded) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.table
+        order = [table._row_locations.get_key(i) for i in range(table.row_count)]
+        data = {key: dict(cells) for key, cells in table._data.items()}
+
+        def state() -> tuple[object, ...]:
+            return (
+                [table._row_locations.get_key(i) for i in range(table.row_count)],
+                {key: dict(cells) for key, cells in table._data.items()},
+                dict(table.rows),
+                table.cursor_coordinate,
+                set(table._new_rows),
+            )
+
+        table.clear()
+        table.add_plain_rows((k.value, list(data[k].values())) for k in order if k and k.value)
+        ours = state()
+        assert len(order) > 2 and ours[1] == data
+        table.clear()
+        table._new_rows.clear()
+        for key in order:
+            assert key is not None and key.value is not None
+            table.add_row(*data[key].values(), key=key.value)
+        assert state() == ours
