@@ -6,8 +6,9 @@ the main screen (screens/main.py) shows and reads the ledger and has every
 other key.
 
 Workers of the app and what they post:
-    boot    once the main screen is up: start the engine host beside the first
-            paint, open the reader, hand it to the screen (which reads and watches)
+    boot    once the main screen is up: open the reader, hand it to the screen
+            (which reads and watches), and once its first page is drawn start
+            the engine host (first, when the engine must create the ledger)
     loop    a pass every `interval` s, run by the engine host (a worker process
             for real backends, runner/host.py) → TickFinished / TickFailed, to
             the main screen; attached to a service (`--attach`), the service's
@@ -45,6 +46,7 @@ from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.runner.control import AttachedHost
+from reclaim_tui.runner.host import EngineHost
 from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.gc_freeze import StartupFreeze
@@ -146,8 +148,6 @@ class ReclaimApp(App[None]):
         return self.main
 
     def on_main_screen_ready(self) -> None:
-        if self.config.freeze_gc:
-            self.startup_freeze.freeze()
         self.boot()
 
     def on_main_screen_panels_changed(self) -> None:
@@ -185,13 +185,14 @@ class ReclaimApp(App[None]):
     # -- workers --------------------------------------------------------------------------
     @work(group="boot")
     async def boot(self) -> None:
-        if self.host is not None:
-            starting = self.start_engine()
+        host, engine_first = self.host, False
+        if host is not None:
             db = self.config.settings.db
             # The engine creates the ledger (the demo's); a database on a
             # server cannot be looked at from here, so wait for it there too.
             if is_database_url(db) or not Path(db).exists():
-                if not await finished(starting):
+                engine_first = True
+                if not await finished(self.start_engine()):
                     return  # quit or replaced (`:ledger`) before the engine was up
         try:
             self.reader = await ConsoleReader.open(
@@ -206,11 +207,23 @@ class ReclaimApp(App[None]):
         note = getattr(self.reader.background, "text_index_note", None)
         if note:
             self.notify(note, title="text filter", severity="warning")
-        self.main.follow(self.reader)
+        if not await finished(self.main.follow(self.reader)):
+            return  # quit or replaced (`:ledger`) before the first page
+        # After the first page is drawn: the collector's freeze (a full
+        # collection) and the engine's worker process (a new interpreter
+        # importing the engine, on a busy machine a core taken from the
+        # first paint) were the first paint's to wait for (issue 27).
+        self.call_after_refresh(self._after_first_page, host, engine_first)
+
+    def _after_first_page(self, host: EngineHost | None, engine_started: bool) -> None:
+        if self.config.freeze_gc:
+            self.startup_freeze.freeze()
+        if host is not None and not engine_started and self.host is host:
+            self.start_engine()  # (a `:ledger` switch since starts its own host)
 
     @work(group="boot")
     async def start_engine(self) -> None:
-        """Start the engine host beside the first paint, then the loop."""
+        """Start the engine host, then the loop."""
         assert self.host is not None
         try:
             await self.host.start()

@@ -26,6 +26,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Header, Input
+from textual.worker import Worker
 
 from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.queries import ConsoleReader
@@ -163,10 +164,11 @@ class MainScreen(JobScreen):
         if self.feed.reader is not None:
             self.feed.reader.prices = table
 
-    def follow(self, reader: ConsoleReader) -> None:
-        """Read through `reader` (the app's): the first page, then watch the ledger."""
+    def follow(self, reader: ConsoleReader) -> Worker[None]:
+        """Read through `reader` (the app's): the first page, then watch the
+        ledger; the worker returned is done once the first page is read."""
         reader.prices = self._prices  # the filter's `cost` prices as `$` does
-        self.feed.follow(reader)
+        return self.feed.follow(reader)
 
     def rerender(self, cursor: Cursor = "keep") -> None:
         updates.rerender(self, cursor)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -297,8 +298,16 @@ class DetailPane(VerticalScroll):
         """Show `content`; the same again is not (the table's redraws redraw the
         detail for its ages, and an update lays the screen out again)."""
         if content != self._drawn:
+            body, drawn = self._body(), self._drawn
+            # As many lines as before, all fitting the width (a redraw of the
+            # ages, the usual case): the body keeps its height, and the
+            # screen is not laid out again (issue 27: a key's UI time).
+            width, lines = body.content_size.width, None
+            if drawn is not None and width > 0:
+                lines = _lines(content, width)
+            same = lines is not None and drawn is not None and lines == _lines(drawn, width)
             self._drawn = content
-            self._body().update(content)
+            body.update(content, layout=not same)
 
     def _body(self) -> Static:
         return self.query_one("#detail-body", Static)
@@ -309,3 +318,9 @@ class DetailPane(VerticalScroll):
 
     def _with_note(self, body: Content) -> Content:
         return left_note(self._left) + body if self._left is not None else body
+
+
+def _lines(content: Content, width: int) -> int | None:
+    """How many lines `content` takes at `width`; None when one would wrap."""
+    lines = content.plain.split("\n")
+    return len(lines) if all(cell_len(line) <= width for line in lines) else None

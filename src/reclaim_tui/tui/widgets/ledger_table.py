@@ -91,8 +91,10 @@ class LedgerTable(PlainTable):
             if key in shown:
                 width = self._error_width() if key == "error" else None
                 self.add_column(label, key=key, width=width)
-        for row, cells in zip(self.rows_shown, self._drawn, strict=True):
-            self.add_row(*self._visible(cells), key=row.idem)
+        self.add_plain_rows(
+            (row.idem, self._visible(cells))
+            for row, cells in zip(self.rows_shown, self._drawn, strict=True)
+        )
         if self.rows_shown:
             self.move_cursor(row=max(0, min(cursor, len(self.rows_shown) - 1)), animate=False)
 
@@ -149,8 +151,9 @@ class LedgerTable(PlainTable):
         for column in self.columns.values():
             if column.auto_width:
                 column.content_width = column.label.cell_len
-        for row, drawn in zip(rows, cells, strict=True):
-            self.add_row(*self._visible(drawn), key=row.idem)
+        self.add_plain_rows(
+            (row.idem, self._visible(drawn)) for row, drawn in zip(rows, cells, strict=True)
+        )
         self._drawn = cells
         if not rows:
             return

@@ -126,4 +126,4 @@ class LoopBar(Static):
         # counts, mostly unchanged: an update lays the screen out again.
         if content != self._drawn:
             self._drawn = content
-            self.update(content)
+            self.update(content, layout=False)  # one line, as wide as the screen, whatever it says

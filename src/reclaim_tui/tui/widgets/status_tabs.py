@@ -62,6 +62,12 @@ class StatusTabs(Tabs):
     def on_resize(self) -> None:
         self._relabel()
 
+    def _highlight_active(self, animate: bool = True) -> None:
+        """The underline moves to the new tab at once: Textual's slides it for
+        0.3 s, a screen drawn again at every frame, ~18 of them, each
+        taking the UI thread from the new tab's window (issue 27)."""
+        super()._highlight_active(animate=False)
+
     def _relabel(self) -> None:
         width, form = self.size.width, FORMS[-1]
         for candidate in FORMS:
