@@ -18,7 +18,6 @@ from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.sinks import DirectorySink
-from tests.helpers import bytecode
 from tests.helpers.figures import RUN_ENV
 from tests.helpers.fixtures import figures_summary
 from tests.helpers.pg_pool import DatabasePool
@@ -143,13 +142,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # One id for the whole run, set before pytest-xdist starts its workers (they
     # inherit it): every worker appends its reliability figures to one file.
     os.environ.setdefault(RUN_ENV, str(os.getpid()))
-    # The run's bytecode, compiled once for every process it starts (the workers inherit
-    # the variable): see tests/helpers/bytecode.py.
-    bytecode.precompile(config)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    bytecode.remove()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
