@@ -154,7 +154,11 @@ def test_operator_commands_print_the_row_as_json_and_errors_keep_their_codes(
     refused(run_cli(["retry", "--db", str(ws.db), "held", "--json"]), 5, "error:")
     ok(ws.tick())  # sends it
 
-    # An orphan: the tick dies after its create was sent, before the answer.
+    # An orphan: the tick dies after its create was sent, before the answer. `sub`,
+    # refused by the dead API above, is cancelled first: its backoff (wall clock)
+    # may run out between the ticks on a loaded machine, and the crashing tick
+    # would then send it first and die on *its* create (CI, stop 30).
+    ok(ws.cli("cancel", "sub", "--json"))
     more = write_jobs(ws.root / "more.jsonl", [{"input": "orphaned", "key": "orphan"}])
     assert ws.tick(jobs=more, crash_at="after_create_before_handle").returncode == -9
     orphans = ws.root / "orphans.jsonl"

@@ -209,10 +209,7 @@ class ReclaimApp(App[None]):
             self.notify(note, title="text filter", severity="warning")
         if not await finished(self.main.follow(self.reader)):
             return  # quit or replaced (`:ledger`) before the first page
-        # After the first page is drawn: the collector's freeze (a full
-        # collection) and the engine's worker process (a new interpreter
-        # importing the engine, on a busy machine a core taken from the
-        # first paint) were the first paint's to wait for (issue 27).
+        # The gc freeze and the engine's process wait for the first paint (issue 27).
         self.call_after_refresh(self._after_first_page, host, engine_first)
 
     def _after_first_page(self, host: EngineHost | None, engine_started: bool) -> None:

@@ -44,6 +44,7 @@ from reclaim_tui import __version__
 from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import PassReport
+from reclaim_tui.errors import LedgerBusyError, LedgerReadOnlyError
 
 __all__ = [
     "BEAT",
@@ -194,7 +195,12 @@ class Beacon:
             # A locked or full ledger: no second wait of busy_timeout for the
             # registry's sake before BEAT seconds passed (the exit's included).
             self.quiet_until = now + BEAT
-            log.warning("process registry: %s not written: %s", self.kind, exc)
+            # A ledger that cannot be written at all (locked, a read-only file) is
+            # the pass's own error, said once by the command (its exit 4); a
+            # right missing on the registry's table alone is this warning's.
+            whole = isinstance(exc, LedgerBusyError) or type(exc) is LedgerReadOnlyError
+            level = logging.DEBUG if whole else logging.WARNING
+            log.log(level, "process registry: %s not written: %s", self.kind, exc)
             return
         self.written_at = now
 
