@@ -31,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from reclaim_tui.core.ledger.compare_and_set import transition_columns
 from reclaim_tui.core.ledger.pg_session import PgSession
 from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
 from reclaim_tui.core.models import Actor, RemoteInteraction, Row, Transition
@@ -99,14 +100,7 @@ def shapes(transitions: Sequence[Transition], now: float) -> Shapes | None:
         return None
     groups: Shapes = defaultdict(list)
     for n, t in enumerate(transitions):
-        cols = dict(t.changes)
-        cols["status"] = t.to.value
-        if t.to != t.expect:
-            cols["state_since"] = now
-        if t.release:
-            cols["lease_owner"] = None
-            cols["lease_until"] = 0.0
-        cols["updated_at"] = now
+        cols = transition_columns(t, now)  # what the shared statements write
         if not set(cols) <= _TYPES.keys():
             return None
         groups[tuple(sorted(cols))].append((n, t, cols))
