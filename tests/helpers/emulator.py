@@ -15,6 +15,7 @@ from typing import Any
 
 from reclaim_tui.emulator.admin import AdminClient
 from reclaim_tui.emulator.server import free_port
+from tests.helpers.forkserver import popen_forked
 
 __all__ = ["EmulatorProcess"]
 
@@ -61,7 +62,18 @@ class EmulatorProcess:
     def start(self, timeout: float = 20.0) -> EmulatorProcess:
         log = open(self.log_path, "wb")
         env = {k: v for k, v in os.environ.items() if not k.startswith("RECLAIM_")}
-        self._proc = subprocess.Popen(
+        env["PYTHONUNBUFFERED"] = "1"
+        # Forked from the suite's fork server when it can be (tests/helpers/forkserver.py).
+        from tests.helpers.procs import clean_env  # procs imports this module
+
+        forked = popen_forked(
+            self._args[3:],
+            env=env,
+            base_env=clean_env(),
+            output=log.fileno(),
+            new_session=True,
+        )
+        self._proc = forked or subprocess.Popen(  # type: ignore[assignment]
             self._args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
         log.close()

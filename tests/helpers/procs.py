@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from tests.helpers.emulator import EmulatorProcess
+from tests.helpers.forkserver import popen_forked, run_forked
 from tests.helpers.ledgerdb import LedgerView
 
 __all__ = [
@@ -59,7 +60,18 @@ def run_cli(
     timeout: float = 120.0,
     cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m reclaim_tui ARGS` to completion (text output captured)."""
+    """`python -m reclaim_tui ARGS` to completion (text output captured): forked from
+    the fork server when it can be (tests/helpers/forkserver.py says when and why)."""
+    forked = run_forked(
+        args,
+        env=env if env is not None else clean_env(),
+        base_env=clean_env(),
+        input=input,
+        timeout=timeout,
+        cwd=cwd,
+    )
+    if forked is not None:
+        return forked
     return subprocess.run(
         [sys.executable, "-m", "reclaim_tui", *args],
         env=dict(env) if env is not None else clean_env(),
@@ -177,9 +189,16 @@ class Workspace:
     ) -> subprocess.Popen[bytes]:
         """A tick in the background; stdout+stderr go to a file under root."""
         log_path = self.root / (log_name or f"tick-{time.monotonic_ns()}.log")
+        args = self.tick_args(*extra, jobs=jobs)
         with open(log_path, "wb") as log:
+            forked = popen_forked(
+                args, env=self.env(env), base_env=clean_env(), output=log.fileno()
+            )
+            if forked is not None:
+                forked.log_path = log_path  # type: ignore[attr-defined]
+                return forked  # type: ignore[return-value]  # Popen's part the tests use
             proc = subprocess.Popen(
-                [sys.executable, "-m", "reclaim_tui", *self.tick_args(*extra, jobs=jobs)],
+                [sys.executable, "-m", "reclaim_tui", *args],
                 env=self.env(env),
                 stdout=log,
                 stderr=subprocess.STDOUT,
