@@ -209,8 +209,8 @@ class ReclaimApp(App[None]):
             self.notify(note, title="text filter", severity="warning")
         if not await finished(self.main.follow(self.reader)):
             return  # quit or replaced (`:ledger`) before the first page
-        # The gc freeze and the engine's process wait for the first paint (issue 27).
-        self.call_after_refresh(self._after_first_page, host, engine_first)
+        # Freeze, engine: after the paint of the page's RowsChanged (feed.py; issue 27).
+        self.main.call_later(self.call_after_refresh, self._after_first_page, host, engine_first)
 
     def _after_first_page(self, host: EngineHost | None, engine_started: bool) -> None:
         if self.config.freeze_gc:
