@@ -38,6 +38,10 @@ def test_a_follow_up_whose_answer_was_lost_is_an_orphan_of_its_turn(tmp_path: Pa
         again = ws.cli("answer", "plan", "yes, go on")
         assert again.returncode == 5 and "outcome is unknown" in again.stderr, again.stderr
         assert create_ids(emu, "plan") == [first, follow_up]  # no third create
+        # A held orphan is recovered when due (ledger/base.py, claim_orphans): wait for
+        # it, as an operator's later `recover` would. (This test used to pass only
+        # because a CLI process took longer to start than the row took to be due.)
+        time.sleep(max(0.0, float(row(ws, "plan")["next_at"]) - time.time()) + 0.05)
         ok(ws.cli("recover", "plan"))
         adopted = row(ws, "plan")
         assert (adopted["handle"], adopted["held"], adopted["inflight"]) == (follow_up, 0, 0)
