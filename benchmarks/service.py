@@ -7,6 +7,9 @@ ledger and waits (its `ready` line, then one idle pass); the N jobs then
 the ledger shows every one consumed. Beside it, in the same run against the
 same emulator process (latency 0, reset between runs):
 
+  service + submit  the same service, the jobs arriving by `reclaim-tui submit
+              --no-send FILE` (a fresh process that validates and inserts; no
+              SDK): the clock starts before it, its CPU counts with the service's
   tick loop   reclaim-tui ticking in one process from a cold start (the
               throughput benchmark's default), its whole run
   baseline    the seed design, --ticks 2 --interval 0, its whole run
@@ -25,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -69,7 +73,27 @@ async def _reserve(db: Path, jobs: Path) -> None:
         await ledger.close()
 
 
-def service_run(emu: EmulatorProcess, a: argparse.Namespace, run: int) -> dict[str, float]:
+def _submit(db: Path, jobs: Path) -> float:
+    """`reclaim-tui submit --no-send FILE`, a fresh process (what a producer beside a
+    running service runs); returns its CPU seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [sys.executable, "-m", "reclaim_tui", "submit", "--no-send", "--db", str(db), str(jobs)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"submit --no-send: exit {done.returncode}: {done.stderr[-500:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def service_run(
+    emu: EmulatorProcess, a: argparse.Namespace, run: int, via_submit: bool = False
+) -> dict[str, float]:
+    """`via_submit`: the jobs arrive by `submit --no-send` (its CPU counted with the
+    service's), else reserved by this process (the service's CPU alone)."""
     emu.reset()
     with tempfile.TemporaryDirectory(prefix="bench-service-") as d:
         work = Path(d)
@@ -88,13 +112,15 @@ def service_run(emu: EmulatorProcess, a: argparse.Namespace, run: int) -> dict[s
             time.sleep(0.5)  # warm: a few idle passes
             cpu_before = _cpu_seconds(proc.pid)
             start = time.perf_counter()
-            asyncio.run(_reserve(db, jobs))
+            submit_cpu = _submit(db, jobs) if via_submit else 0.0
+            if not via_submit:
+                asyncio.run(_reserve(db, jobs))
             while consumed_count(db) < a.jobs:
                 if time.perf_counter() - start > 600:
                     raise RuntimeError("the service did not consume every job")
                 time.sleep(0.01)
             elapsed = time.perf_counter() - start
-            cpu = _cpu_seconds(proc.pid) - cpu_before  # the warm service's own CPU
+            cpu = _cpu_seconds(proc.pid) - cpu_before + submit_cpu  # the warm service's own
         finally:
             proc.terminate()
             proc.wait(30)
@@ -155,7 +181,7 @@ def main() -> None:
     a = ap.parse_args()
     print(f"load average before: {os.getloadavg()}", flush=True)
     dbos = dbos_python(a.dbos_python)
-    designs: tuple[str, ...] = ("service (warm)", "tick loop", "baseline")
+    designs: tuple[str, ...] = ("service (warm)", "service + submit", "tick loop", "baseline")
     if dbos is None:
         print(f"DBOS: skipped, no dbos importable by {a.dbos_python} (see the docstring)")
     else:
@@ -164,6 +190,7 @@ def main() -> None:
     with EmulatorProcess("--latency", "0") as emu:
         for run in range(a.runs):
             results["service (warm)"].append(service_run(emu, a, run))
+            results["service + submit"].append(service_run(emu, a, run, via_submit=True))
             for which in ("tick loop", "baseline"):
                 results[which].append(other_run(emu, which, a, run))
             if dbos is not None:
@@ -181,6 +208,7 @@ def main() -> None:
     print(f"\nEmulator latency 0, first poll {a.first_poll:g} s, {a.runs} runs each, medians")
     print(table(["design", "jobs", "seconds", "jobs/s", "CPU ms/job"], rows))
     print(f"service (warm) / baseline: {rate['service (warm)'] / rate['baseline']:.1f}x")
+    print(f"service + submit / baseline: {rate['service + submit'] / rate['baseline']:.1f}x")
     print(f"tick loop / baseline: {rate['tick loop'] / rate['baseline']:.1f}x")
     if "DBOS" in rate:
         print(f"DBOS / baseline: {rate['DBOS'] / rate['baseline']:.1f}x")

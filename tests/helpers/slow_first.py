@@ -8,9 +8,10 @@ them; a run in one process keeps pytest's order (its scoped fixtures, the PgBoun
 pair, are set up once per group that way). The seconds only order: a test missing
 here, or slower or faster than written, runs as before, just not first.
 
-Measured with `./dev test --durations=60` (4 workers, tmpfs, a loaded 2-core machine,
-the full run of 2026-12-05 that took 15 min 40 s); a parametrized test is one entry
-(its cases took about the same), by file and name.
+Measured with `./dev test --durations=60` (4 workers, tmpfs, the 2-core machine at load
+~4, the CLI processes forked from the fork server: the full run of 2026-12-05 10:01 that
+took 8 min 51 s), the tests of 8 s and more; a parametrized test is one entry (its
+longest case), by file and name.
 """
 
 from __future__ import annotations
@@ -21,110 +22,85 @@ __all__ = ["LONG_SECONDS", "slow_first"]
 
 LONG_SECONDS: dict[str, dict[str, int]] = {
     "tests/reliability/test_chaos_inbox.py": {
-        "test_chaos_with_the_inbox_never_creates_an_accepted_job_twice": 141,
+        "test_chaos_with_the_inbox_never_creates_an_accepted_job_twice": 118,
     },
     "tests/reliability/test_chaos.py": {
-        "test_chaos_soak_loses_nothing": 119,
-        "test_chaos_soak_on_postgresql_across_hosts_and_a_server_restart": 86,
-    },
-    "tests/reliability/test_secrets.py": {
-        "test_the_api_key_is_never_stored_or_logged": 102,
-    },
-    "tests/reliability/test_crash_sweep.py": {
-        "test_orphan_policy_hold_ends_in_the_held_state": 101,
-        "test_crash_at_every_point_recovers_every_job": 44,
+        "test_chaos_soak_loses_nothing": 97,
+        "test_chaos_soak_on_postgresql_across_hosts_and_a_server_restart": 41,
     },
     "tests/reliability/test_state_machine.py": {
-        "test_ledger_state_machine": 86,
+        "test_ledger_state_machine": 80,
     },
-    "tests/reliability/test_no_hidden_retries.py": {
-        "test_one_post_per_attempt_when_the_answer_is_lost_or_late": 63,
+    "tests/reliability/test_secrets.py": {
+        "test_the_api_key_is_never_stored_or_logged": 51,
     },
     "tests/e2e/test_pgbouncer.py": {
-        "test_every_command_and_the_inbox_through_the_pooler": 45,
-        "test_every_tick_through_the_pooler_works": 26,
-        "test_no_session_state_leaks_through_a_transaction_pooler": 25,
-        "test_a_pass_that_could_not_record_its_sends_says_so": 24,
-        "test_run_waits_out_a_poolers_statement_clash": 15,
+        "test_every_command_and_the_inbox_through_the_pooler": 23,
+        "test_run_waits_out_a_poolers_statement_clash": 13,
     },
-    "tests/e2e/test_attempt_labels.py": {
-        "test_a_late_event_of_a_pruned_job_is_not_news_of_a_new_job_with_its_key": 44,
-        "test_a_retry_whose_answer_was_lost_never_adopts_the_old_failed_interaction": 38,
-        "test_label_lookup_after_a_kill_never_adopts_a_pruned_jobs_interaction": 35,
+    "tests/reliability/test_crash_sweep.py": {
+        "test_orphan_policy_hold_ends_in_the_held_state": 22,
+        "test_crash_at_every_point_recovers_every_job": 8,
     },
-    "tests/e2e/test_cli_planning.py": {
-        "test_plan_ready_then_refine_then_approve_through_the_cli": 43,
+    "tests/reliability/test_no_hidden_retries.py": {
+        "test_one_post_per_attempt_when_the_answer_is_lost_or_late": 19,
     },
     "tests/e2e/test_cli_json_prune.py": {
-        "test_operator_commands_print_the_row_as_json_and_errors_keep_their_codes": 42,
-        "test_pass_and_read_commands_print_one_json_document_with_iso_times": 18,
-    },
-    "tests/reliability/test_overlap.py": {
-        "test_eight_ticks_at_once_create_and_consume_each_job_once": 42,
-    },
-    "tests/e2e/test_follow_up_orphan.py": {
-        "test_a_follow_up_whose_answer_was_lost_is_an_orphan_of_its_turn": 38,
-    },
-    "tests/reliability/test_bad_inputs.py": {
-        "test_full_disk_sink_leaves_done_and_a_later_replay_consumes": 38,
-        "test_keys_that_escape_the_sink_directory_are_refused": 33,
-        "test_real_full_disk_for_the_directory_sink": 27,
-    },
-    "tests/reliability/test_replay_kill.py": {
-        "test_a_replay_killed_half_way_loses_nothing": 37,
-    },
-    "tests/e2e/test_cli.py": {
-        "test_operator_retry_cancel_adopt": 34,
-        "test_a_refused_key_exits_6_spends_nothing_and_the_jobs_resume_once_fixed": 22,
-        "test_tick_until_consumed_then_status_show_export": 19,
-        "test_two_ticks_at_once_create_and_consume_each_job_once": 15,
-        "test_jobs_from_stdin": 15,
-    },
-    "tests/e2e/test_inbox.py": {
-        "test_static_webhooks_over_the_cli_and_their_hmac_deliveries": 34,
-        "test_events_wake_rows_one_create_one_get_per_job": 20,
-    },
-    "tests/reliability/test_zombie.py": {
-        "test_zombie_inside_the_sink_changes_nothing": 29,
-        "test_zombie_in_a_slow_create_changes_nothing": 25,
-    },
-    "tests/e2e/test_cli_defects.py": {
-        "test_retry_and_recover_say_the_next_tick_sends": 28,
-    },
-    "tests/e2e/test_nul_text.py": {
-        "test_nul_in_input_and_result_ticks_on_both_engines": 27,
-    },
-    "tests/e2e/test_ledger_replaced.py": {
-        "test_mv_of_an_older_copy_under_run_stops_it": 21,
-        "test_cp_of_an_older_copy_under_run_stops_it": 16,
-        "test_truncated_under_run_stops_it_and_a_tick_refuses_to_start_over": 16,
+        "test_operator_commands_print_the_row_as_json_and_errors_keep_their_codes": 18,
     },
     "tests/e2e/test_attach_service_state.py": {
-        "test_the_attached_console_shows_and_sets_the_services_own_state": 20,
+        "test_the_attached_console_shows_and_sets_the_services_own_state": 15,
     },
-    "tests/e2e/test_cancel_pending.py": {
-        "test_cancel_with_the_api_down_exits_6_and_the_next_tick_cancels_remotely": 20,
+    "tests/e2e/test_cli_planning.py": {
+        "test_plan_ready_then_refine_then_approve_through_the_cli": 14,
     },
-    "tests/tui/test_engine_process.py": {
-        "test_console_keys_drive_the_worker_process": 18,
-    },
-    "tests/unit/test_pg_secrets.py": {
-        "test_keyword_dsn_is_a_server_not_a_file": 17,
-    },
-    "tests/e2e/test_cli_small.py": {
-        "test_run_once_with_the_api_down_exits_6_like_tick": 15,
-    },
-    "tests/e2e/test_deep_research.py": {
-        "test_a_deep_research_job_delivers_the_final_report": 15,
-    },
-    "tests/e2e/test_fleet_attached.py": {
-        "test_the_fleet_shows_the_attached_services_state": 14,
+    "tests/e2e/test_attempt_labels.py": {
+        "test_label_lookup_after_a_kill_never_adopts_a_pruned_jobs_interaction": 13,
+        "test_a_late_event_of_a_pruned_job_is_not_news_of_a_new_job_with_its_key": 11,
+        "test_a_retry_whose_answer_was_lost_never_adopts_the_old_failed_interaction": 8,
     },
     "tests/tui/test_keys_operate.py": {
-        "test_s_jsonl_tab_then_tab_reaches_the_path_field": 13,
+        "test_s_jsonl_tab_then_tab_reaches_the_path_field": 12,
+    },
+    "tests/tui/test_engine_process.py": {
+        "test_console_keys_drive_the_worker_process": 11,
+    },
+    "tests/reliability/test_overlap.py": {
+        "test_eight_ticks_at_once_create_and_consume_each_job_once": 10,
+    },
+    "tests/tui/test_pace_commands.py": {
+        "test_interval_sets_the_local_loop_and_bad_values_are_refused": 10,
+    },
+    "tests/e2e/test_ledger_full.py": {
+        "test_full_disk_under_the_ledger_makes_the_service_wait_then_go_on": 10,
     },
     "tests/e2e/test_pg_startup.py": {
-        "test_a_full_session_pool_is_named_while_waited_for": 12,
+        "test_run_started_before_its_database_waits_for_it": 10,
+        "test_a_full_session_pool_is_named_while_waited_for": 9,
+    },
+    "tests/unit/test_forkserver.py": {
+        "test_environment_folder_and_stdin_are_the_requests": 10,
+    },
+    "tests/tui/test_cost_filter_console.py": {
+        "test_cost_filter_shows_the_rows_the_consoles_prices_put_above_or_below": 9,
+    },
+    "tests/tui/test_command_line.py": {
+        "test_model_and_filter": 9,
+    },
+    "tests/e2e/test_cli.py": {
+        "test_operator_retry_cancel_adopt": 9,
+    },
+    "tests/unit/test_pg_secrets.py": {
+        "test_keyword_dsn_is_a_server_not_a_file": 9,
+    },
+    "tests/e2e/test_follow_up_orphan.py": {
+        "test_a_follow_up_whose_answer_was_lost_is_an_orphan_of_its_turn": 8,
+    },
+    "tests/tui/test_tools.py": {
+        "test_costs_cover_the_rows_the_filter_shows": 8,
+    },
+    "tests/tui/test_console_postgres.py": {
+        "test_tabs_detail_and_filter_read_postgresql": 8,
     },
 }
 
