@@ -46,7 +46,6 @@ from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.runner.control import AttachedHost
-from reclaim_tui.runner.host import EngineHost
 from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.gc_freeze import StartupFreeze
@@ -61,7 +60,7 @@ from reclaim_tui.tui.state import ConsoleState
 from reclaim_tui.tui.typeahead import PasteGuard, TypeAhead
 from reclaim_tui.tui.widgets.command_line import CommandLine, pace_argument
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
-from reclaim_tui.tui.worker_wait import finished
+from reclaim_tui.tui.worker_wait import finished, painted
 
 __all__ = ["ReclaimApp"]
 
@@ -209,13 +208,10 @@ class ReclaimApp(App[None]):
             self.notify(note, title="text filter", severity="warning")
         if not await finished(self.main.follow(self.reader)):
             return  # quit or replaced (`:ledger`) before the first page
-        # Freeze, engine: after the paint of the page's RowsChanged (feed.py; issue 27).
-        self.main.call_later(self.call_after_refresh, self._after_first_page, host, engine_first)
-
-    def _after_first_page(self, host: EngineHost | None, engine_started: bool) -> None:
+        await painted(self, self.main)  # the page's RowsChanged (feed.py) shown: issue 27
         if self.config.freeze_gc:
             self.startup_freeze.freeze()
-        if host is not None and not engine_started and self.host is host:
+        if host is not None and not engine_first and self.host is host:
             self.start_engine()  # (a `:ledger` switch since starts its own host)
 
     @work(group="boot")
@@ -241,7 +237,7 @@ class ReclaimApp(App[None]):
         while True:
             if not self.pace.paused:
                 started = time.perf_counter()
-                self.pace.mode = "ticking"
+                self.pace.ticking()
                 self.main.show_bar()
                 try:
                     report = await self.host.tick(self.pace.interval)

@@ -25,6 +25,7 @@ class LoopPace:
         self.paused = paused
         self.mode = mode
         self._kick = asyncio.Event()
+        self._passed = False
 
     def idle(self) -> None:
         """Between passes: the mode says whether another one will come."""
@@ -48,9 +49,20 @@ class LoopPace:
         """Wake the loop now: new jobs, or a new pace, should not wait out the old interval."""
         self._kick.set()
 
+    def ticking(self) -> None:
+        """A pass begins."""
+        self.mode = "ticking"
+        self._passed = True
+
     async def wait(self) -> None:
         """Until the next pass is due or a kick, whichever comes first. A kick
-        that came during the pass just made is forgotten: that pass saw it."""
-        self._kick.clear()
+        that came during the pass just made is forgotten: that pass saw it. One
+        that came while the loop was paused is not (P pressed while the paused
+        loop told the process registry it is alive: forgotten, the resumed pass
+        waited out the whole interval)."""
+        if self._passed:
+            self._kick.clear()
+            self._passed = False
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._kick.wait(), self.interval)
+        self._kick.clear()  # taken: the next wait waits again

@@ -8,8 +8,11 @@ page's read (exclusive group), `:ledger` and quitting cancel what is in flight.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from textual.app import App
+from textual.message_pump import MessagePump
 from textual.worker import Worker, WorkerCancelled
 
 
@@ -23,3 +26,13 @@ async def finished(worker: Worker[Any]) -> bool:
     except WorkerCancelled:
         return False
     return True
+
+
+async def painted(app: App[Any], node: MessagePump) -> None:
+    """Return once `node` has handled the messages queued on it now and the screen
+    has been painted after them. Awaited inside a worker, it keeps that worker busy
+    until then (what waits for the console to settle waits for it too), where a bare
+    `call_after_refresh` would leave nothing to wait for."""
+    done = asyncio.Event()
+    node.call_later(app.call_after_refresh, done.set)
+    await done.wait()
