@@ -27,6 +27,7 @@ import atexit
 import json
 import locale
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -81,15 +82,7 @@ class _Server:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-        for name in (self.path,):
-            try:
-                os.unlink(name)
-            except OSError:
-                pass
-        try:
-            os.rmdir(self.folder)
-        except OSError:
-            pass
+        shutil.rmtree(self.folder, ignore_errors=True)  # the socket's folder
 
 
 _lock = threading.Lock()
