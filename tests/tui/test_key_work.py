@@ -109,23 +109,27 @@ async def test_a_tab_s_underline_moves_without_an_animation(
 async def test_the_engine_and_the_freeze_wait_for_the_first_page(
     seeded: Seeded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[str] = []
+    seen: list[tuple[str, int]] = []
     app = seeded.app()
     real_start, real_freeze = EngineHost.start, StartupFreeze.freeze
 
     async def start(self: EngineHost) -> None:
-        seen.append(f"engine started, rows shown: {app.table.renders}")
+        seen.append(("engine started", app.table.renders))
         await real_start(self)
 
     def freeze(self: StartupFreeze) -> None:
-        seen.append(f"frozen, rows shown: {app.table.renders}")
+        seen.append(("frozen", app.table.renders))
         real_freeze(self)
 
     monkeypatch.setattr(EngineHost, "start", start)
     monkeypatch.setattr(StartupFreeze, "freeze", freeze)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-    assert seen == ["frozen, rows shown: 1", "engine started, rows shown: 1"]
+    # The first page must be on screen (at least one render) before either;
+    # a second page (the follow loop's re-read, on a loaded machine) may
+    # already have come too: CI saw 2 once, which is as right as 1.
+    assert [what for what, _ in seen] == ["frozen", "engine started"]
+    assert all(renders >= 1 for _, renders in seen), seen
 
 
 async def test_rows_added_at_once_are_the_rows_add_row_adds(seeded: Seeded) -> None:
