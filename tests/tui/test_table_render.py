@@ -350,3 +350,29 @@ async def test_the_handle_column_fits_the_window_shown_not_the_first() -> None:
         await pilot.pause()
         assert handle.get_render_width(table) < wide
         assert handle.get_render_width(table) <= len("v1_short") + 2 * table.cell_padding
+
+
+@pytest.mark.parametrize("own", [True, False])
+async def test_the_header_takes_the_widths_the_new_rows_bring(
+    own: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A header drawn after new rows arrived but before the table measured
+    them (its idle) kept the labels' widths while the rows below it were
+    drawn at theirs: CI's screenshot of the console, once (stop 31)."""
+    if not own:
+        monkeypatch.setattr(LedgerTable, "_update_dimensions", DataTable._update_dimensions)
+    app = TableApp()
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.query_one(LedgerTable)
+        await pilot.pause()
+        table.show_rows(rows(6), NOW, set())
+        early = table._render_line(0, 0, 160, table.rich_style)  # before the idle
+        for _ in range(500):  # the table's idle: the new rows measured
+            await pilot.pause(0.01)
+            if not table._require_update_dimensions:
+                break
+        header = table._render_line(0, 0, 160, table.rich_style)
+        table._clear_caches()
+        fresh = table._render_line(0, 0, 160, table.rich_style)
+        assert early.text != fresh.text  # the rows widened the columns
+        assert header.text == fresh.text

@@ -31,6 +31,7 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual._segment_tools import line_crop
 from textual.geometry import Region
 from textual.strip import Strip
@@ -220,6 +221,18 @@ class PlainTable(PlainCells):
         self.check_idle()
 
     # -- widths ------------------------------------------------------------------------
+    async def _on_idle(self, event: events.Idle) -> None:
+        # DataTable measures new rows when idle, and keys a drawn header on
+        # its update counter, which measuring does not move: a header drawn
+        # between the rows' arrival and this kept the labels' widths over
+        # rows drawn at theirs (a CI screenshot, stop 31). Wider columns
+        # draw every line anew.
+        widths = [column.content_width for column in self.ordered_columns]
+        await super()._on_idle(event)
+        if widths != [column.content_width for column in self.ordered_columns]:
+            self._update_count += 1
+            self.refresh()
+
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         """DataTable's, a plain cell's width taken as its length (module docstring)."""
         columns, rest = self.ordered_columns, []
