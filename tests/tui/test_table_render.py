@@ -358,7 +358,7 @@ async def test_the_header_takes_the_widths_the_new_rows_bring(
 ) -> None:
     """A header drawn after new rows arrived but before the table measured
     them (its idle) kept the labels' widths while the rows below it were
-    drawn at theirs: CI's screenshot of the console, once (stop 31)."""
+    drawn at theirs: the screenshot test failed so once."""
     if not own:
         monkeypatch.setattr(LedgerTable, "_update_dimensions", DataTable._update_dimensions)
     app = TableApp()

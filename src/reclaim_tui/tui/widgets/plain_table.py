@@ -225,7 +225,7 @@ class PlainTable(PlainCells):
         # DataTable measures new rows when idle, and keys a drawn header on
         # its update counter, which measuring does not move: a header drawn
         # between the rows' arrival and this kept the labels' widths over
-        # rows drawn at theirs (a CI screenshot, stop 31). Wider columns
+        # rows drawn at theirs (a screenshot test, once). Wider columns
         # draw every line anew.
         widths = [column.content_width for column in self.ordered_columns]
         await super()._on_idle(event)
