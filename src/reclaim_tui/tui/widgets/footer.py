@@ -3,9 +3,16 @@ In the order tried until it fits: every key with its title; the keys listed
 "where they fit" (`WHERE_THEY_FIT`: f, v, $, S, :, enter, issue 25 D9) by
 their key only, then fewer of them (the others keep their titles); then
 every key but a few (keymap's `titled`) by its key only, with as many of
-the where-they-fit keys as fit."""
+the where-they-fit keys as fit.
+
+Textual rebuilds a footer on every change of the screen's bindings (a
+focus move, any `refresh_bindings`), most of which change nothing the
+footer shows: three rebuilds before the first page, ~20 ms of UI CPU each
+(issue 27, item 6). This one rebuilds only when what it shows differs."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.widget import Widget
@@ -33,6 +40,26 @@ class ConsoleFooter(Footer):
     def __init__(self) -> None:
         super().__init__(compact=True)
         self._width = 0
+        self._shown: tuple[Any, ...] | None = None
+
+    async def recompose(self) -> None:
+        shown = self._what_it_shows()
+        if shown == self._shown:
+            return
+        self._shown = shown
+        await super().recompose()
+
+    def _what_it_shows(self) -> tuple[Any, ...]:
+        """Everything `compose` reads: the width, the shown bindings (key,
+        action, title, group, enabled, tooltip) and the palette's key."""
+        if not self._bindings_ready or not self.is_attached:
+            return ()
+        bindings = tuple(
+            (b.key, b.action, b.description, b.group, b.key_display, enabled, tooltip)
+            for (_, b, enabled, tooltip) in self.screen.active_bindings.values()
+            if b.show or b.action == "command_palette"
+        )
+        return (self.app.size.width, self.compact, self.show_command_palette, bindings)
 
     def compose(self) -> ComposeResult:
         # The terminal's width: the footer spans it, and it is known before
