@@ -38,9 +38,7 @@ def rebuilds_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def keys(widgets: list[Any]) -> list[tuple[str, str, bool]]:
-    return [
-        (w.key_display, w.description, w.disabled) for w in widgets if isinstance(w, FooterKey)
-    ]
+    return [(w.key_display, w.description, w.disabled) for w in widgets if isinstance(w, FooterKey)]
 
 
 def assert_footer_current(app: ReclaimApp) -> None:
