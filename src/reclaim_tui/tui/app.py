@@ -93,13 +93,16 @@ class ReclaimApp(App[None]):
         self.main.state.views = dict(self.remembered.views)
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
-        self.startup_freeze = StartupFreeze()  # tui/gc_freeze.py
+        self.startup_freeze = StartupFreeze(lambda: self.config.freeze_gc)  # tui/gc_freeze.py
         self.typeahead = TypeAhead(self, self._opens_line)
         self.paste_guard = PasteGuard()
         #: Attached to a service: its state, and the loop's keys act on it.
         self.service: ServiceLink | None = None
         if isinstance(self.host, AttachedHost):
             self.service = ServiceLink(self.host, self.main, self.pace)
+
+    def on_load(self) -> None:
+        self.startup_freeze.early()  # tui/gc_freeze.py
 
     def on_mount(self) -> None:
         if self.settings_problem:
@@ -209,8 +212,7 @@ class ReclaimApp(App[None]):
         if not await finished(self.main.follow(self.reader)):
             return  # quit or replaced (`:ledger`) before the first page
         await painted(self, self.main)  # the page's RowsChanged (feed.py) shown: issue 27
-        if self.config.freeze_gc:
-            self.startup_freeze.freeze()
+        self.startup_freeze.freeze()
         if host is not None and not engine_first and self.host is host:
             self.start_engine()  # (a `:ledger` switch since starts its own host)
 

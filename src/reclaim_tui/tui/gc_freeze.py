@@ -11,22 +11,37 @@ for its whole run. Undone at unmount (tests run many consoles in one process).""
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 
 __all__ = ["StartupFreeze"]
 
 
 class StartupFreeze:
-    def __init__(self) -> None:
+    def __init__(self, enabled: Callable[[], bool] = lambda: True) -> None:
+        #: Asked at each step (the console's `freeze_gc`, which a test may turn off).
+        self.enabled = enabled
         self.frozen = False
+        self._complete = False
+
+    def early(self) -> None:
+        """The imports, out of sight before the first paint: a full collection
+        during it scanned them all, 120–154 ms of the 1M-row first paint in
+        each of 4 runs of console_load.py (issue 27 item 6; where the
+        collector's counters stand decides whether one comes then). No
+        collection first: the screen is what waits."""
+        if not self.enabled():
+            return
+        gc.freeze()
+        self.frozen = True
 
     def freeze(self) -> None:
         """Move everything alive now out of the collector's sight (once)."""
-        if not self.frozen:
+        if self.enabled() and not self._complete:
             gc.collect()  # what is garbage now is not frozen with the rest
             gc.freeze()
-            self.frozen = True
+            self.frozen = self._complete = True
 
     def thaw(self) -> None:
         if self.frozen:
             gc.unfreeze()
-            self.frozen = False
+            self.frozen = self._complete = False
