@@ -120,7 +120,8 @@ def service_run(
                     raise RuntimeError("the service did not consume every job")
                 time.sleep(0.01)
             elapsed = time.perf_counter() - start
-            cpu = _cpu_seconds(proc.pid) - cpu_before + submit_cpu  # the warm service's own
+            # The warm service's own CPU, and submit's when it brought the jobs.
+            cpu = _cpu_seconds(proc.pid) - cpu_before + submit_cpu
         finally:
             proc.terminate()
             proc.wait(30)

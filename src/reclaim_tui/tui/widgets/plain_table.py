@@ -226,7 +226,10 @@ class PlainTable(PlainCells):
         # its update counter, which measuring does not move: a header drawn
         # between the rows' arrival and this kept the labels' widths over
         # rows drawn at theirs (a screenshot test, once). Wider columns
-        # draw every line anew.
+        # draw every line anew. Both of DataTable's width updates (new rows,
+        # changed cells) happen in its idle, hence here. Textual then calls
+        # DataTable's own `_on_idle` too (one handler per class of the MRO),
+        # which finds nothing left to do (two flags read).
         widths = [column.content_width for column in self.ordered_columns]
         await super()._on_idle(event)
         if widths != [column.content_width for column in self.ordered_columns]:
