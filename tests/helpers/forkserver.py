@@ -24,6 +24,7 @@ when that process ends (it reads its stdin until EOF).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import locale
 import os
@@ -194,7 +195,8 @@ def run_forked(
             try:
                 line = replies.next()
             except TimeoutError:
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # ended just then
+                    os.kill(pid, signal.SIGKILL)
                 sock.settimeout(30)
                 replies.next()
                 out.seek(0)
@@ -215,8 +217,7 @@ class ForkedProcess:
     terminate, returncode) for a process the fork server started; a thread waits for
     its exit code (the tests poll and kill from other threads than the one waiting).
     A signal goes to the pid until the exit code has arrived (the watcher reaps at once,
-    so a signal sent in between meets an ended process's pid: harmless in practice, as
-    for any `kill PID`)."""
+    so a signal sent in between meets no process: ignored, as Popen does)."""
 
     def __init__(self, args: list[str], sock: socket.socket, replies: _Lines, pid: int) -> None:
         self.args = args
@@ -245,7 +246,10 @@ class ForkedProcess:
 
     def send_signal(self, sig: int) -> None:
         if not self._ended.is_set():
-            os.kill(self.pid, sig)
+            # Reaped by the watcher, its exit code not back yet: ended, as Popen
+            # ignores the same race (bpo-40550).
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)

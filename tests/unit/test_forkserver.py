@@ -143,3 +143,25 @@ def test_a_background_tick_can_be_polled_killed_and_waited_for(
     done = ws.popen_tick("--no-such-flag")
     assert done.wait(timeout=60) == 2
     assert "no-such-flag" in done.log_path.read_text()  # type: ignore[attr-defined]
+
+
+def test_a_signal_in_the_moment_between_exit_and_exit_code_is_not_an_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The chaos soak killed a forked tick that had just ended: the watcher had
+    reaped it, its exit code was not back yet, and `os.kill` raised
+    ProcessLookupError into the test (CI rehearsal, stop 31). Popen ignores that
+    race (bpo-40550); so does ForkedProcess."""
+    from tests.helpers.procs import Workspace
+
+    monkeypatch.delenv("RECLAIM_TEST_EXEC", raising=False)
+    ws = Workspace(tmp_path / "ws", emulator=None, use_recording_sink=False)
+    proc = ws.popen_tick("--no-such-flag")
+    assert isinstance(proc, forkserver.ForkedProcess)
+    assert proc.wait(timeout=60) == 2
+    # The moment between: the process is gone, its exit code not yet arrived.
+    proc._ended.clear()
+    with pytest.raises(ProcessLookupError):
+        os.kill(proc.pid, 0)
+    proc.kill()
+    proc.terminate()
