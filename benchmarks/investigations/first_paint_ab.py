@@ -4,7 +4,7 @@ kept (`new`), in one tree with the same bytecode (benchmarks/README.md,
 the garbage collector's counters stand after their imports, which decided
 whether a full collection landed in the first paint.
 
-    python benchmarks/first_paint_ab.py old|new [console_load.py's options]
+    python benchmarks/investigations/first_paint_ab.py old|new [console_load.py's options]
 
 `old`: the footer rebuilt on every change of the bindings (Textual's own
 `recompose`) and no freeze of the imports when the app loads.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # benchmarks/
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))  # tests.helpers.postgres (console_load.py --pg auto)
 

@@ -6,7 +6,7 @@ thread spends in each statement (and in COMMIT, i.e. fsync), the process's
 CPU per job, and the same run with parts of the schema taken away or with
 more creates in flight, to see which of them is the cap.
 
-    python benchmarks/ledger_profile.py [--jobs 20000] [--runs 3]
+    python benchmarks/investigations/ledger_profile.py [--jobs 20000] [--runs 3]
         [--variants now,no_fts,id_indexes,no_sec_idx,no_events_idx,bare]
         [--concurrency 64,256,1000]
 
@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 from _common import median, table
 from ledger_only import run_ours
 
