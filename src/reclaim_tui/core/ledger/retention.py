@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY, UNKNOWN_STATUS
 
-if TYPE_CHECKING:  # the CLI's flags read PAID_TIER_DAYS without the port (issue 27)
+if TYPE_CHECKING:  # the CLI's flags read PAID_TIER_DAYS without the port
     from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The SQLite ledger's group commit in few statements (issue 27, item 4).
+"""The SQLite ledger's group commit in few statements.
 
 `Ledger.write_batch` on SQLite: the same rules as the shared statements
 (core/ledger/compare_and_set.py, which PostgreSQL runs) — every write after
