@@ -27,7 +27,7 @@ __all__ = ["cli", "main"]
 
 class _LazyGroup(click.Group):
     """A group whose commands are imported only when named (or listed by
-    --help): a command imports only what it uses (issue 27). `reclaim-tui
+    --help): a command imports only what it uses. `reclaim-tui
     emulator` pulls in aiohttp, cryptography and PyJWT, and `status` the
     console's queries; an idle `tick` needs neither. Each command's numeric
     flags get their bounds as it loads (options.py, `bound_numbers`)."""
