@@ -5,12 +5,15 @@ completion are what the docs say."""
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import importlib.util
+import io
 import os
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 from types import ModuleType
 
@@ -67,6 +70,41 @@ def test_every_design_section_a_comment_cites_exists() -> None:
                         missing.append(f"{path.relative_to(ROOT)}:{number}: §{section}")
     assert have >= {str(n) for n in range(1, 9)}
     assert not missing, "cited sections docs/design.md does not have:\n" + "\n".join(missing)
+
+
+def _comments_and_docstrings(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every comment and docstring of a module."""
+    source = path.read_text(encoding="utf-8")
+    found = [
+        (token.start[0], token.string)
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for index, statement in enumerate(body):
+            is_text = isinstance(statement, ast.Expr) and isinstance(
+                getattr(statement, "value", None), ast.Constant
+            )
+            if not is_text or not isinstance(statement.value.value, str):
+                continue
+            if index == 0 or isinstance(body[index - 1], (ast.Assign, ast.AnnAssign)):
+                found.append((statement.lineno, statement.value.value))
+    return found
+
+
+def test_source_comments_name_no_issue_of_a_tracker() -> None:
+    """Comments explain the code: the reason stays, in words; an issue number of a
+    tracker that is not in the repository does not (a commit body may carry it)."""
+    cited = [
+        f"{path.relative_to(ROOT)}:{line}: {match[0]}"
+        for path in sorted(SRC.rglob("*.py"))
+        for line, text in _comments_and_docstrings(path)
+        for match in re.finditer(r"\bissues?\s+\d+", text, re.IGNORECASE)
+    ]
+    assert not cited, "\n".join(cited)
 
 
 def _perf_page() -> ModuleType:
