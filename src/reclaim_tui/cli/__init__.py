@@ -1,6 +1,6 @@
 """The thin CLI: parses flags, builds the engine (bootstrap.py), calls the core, prints.
 
-Exit codes (see README):
+Exit codes (see docs/cli.md):
     0  success (a tick whose rows recorded errors still exits 0 unless
        --fail-on-errors; the errors are in the rows and on stderr)
     1  unexpected error, or row errors with --fail-on-errors

@@ -148,7 +148,7 @@ def _grant_needed(exc: BaseException, text: str) -> str:
         grant = "the ledger's owner role: run this command (or any writable one) as it once"
     said = f" for: {statement}" if statement else ""
     needs = f"; it needs {grant}" if grant else ""
-    return f"the role {role} lacks a right{said} ({text}){needs} (README: PostgreSQL, roles)"
+    return f"the role {role} lacks a right{said} ({text}){needs} (docs/postgresql.md: roles)"
 
 
 def map_pg_error(exc: BaseException, where: str) -> LedgerError:

@@ -17,8 +17,7 @@ of statements that does not grow with the batch:
 
 Each statement is one hand-over to aiosqlite's thread, awaited: running the
 whole batch inside that thread instead was measured slower (the thread then
-fought the event loop's Python for the GIL at every step; see
-benchmarks/README.md).
+fought the event loop's Python for the GIL at every step).
 """
 
 from __future__ import annotations
