@@ -184,6 +184,19 @@ def test_every_command_of_the_help_is_in_the_cli_reference_and_back() -> None:
     assert commands == documented
 
 
+def test_the_exit_status_of_the_help_is_the_cli_references() -> None:
+    """`reclaim-tui --help` ends as a manual page does, with the exit status: the
+    same codes as the reference's table, and the completion it documents."""
+    done = _cli("--help")
+    assert done.returncode == 0, done.stderr
+    status = done.stdout.split("Exit status:", 1)[1].split("\n\n", 1)[0]
+    in_help = re.findall(r"^\s+(\d)  ", status, re.MULTILINE)
+    reference = (DOCS / "cli.md").read_text(encoding="utf-8")
+    table = reference.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    assert in_help == re.findall(r"^\| (\d) \|", table, re.MULTILINE)
+    assert "_RECLAIM_TUI_COMPLETE=bash_source reclaim-tui" in done.stdout
+
+
 def test_bash_completion_is_clicks_and_completes_the_lazy_commands() -> None:
     script = _cli(env={"_RECLAIM_TUI_COMPLETE": "bash_source"})
     assert script.returncode == 0, script.stderr
