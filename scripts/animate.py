@@ -12,7 +12,7 @@ animations shows the first frame.
 
     python scripts/animate.py [--out screenshots/demo.svg] [--frames-dir DIR]
 
-(`python scripts/screenshots.py` runs it too, after the stills.)
+(`python scripts/screenshots.py demo` runs it too, after the stills.)
 """
 
 from __future__ import annotations

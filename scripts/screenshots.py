@@ -1,4 +1,10 @@
-"""Regenerate screenshots/*.svg: the demo console (`./dev demo`: the embedded
+"""Regenerate screenshots/*.svg, the console's pictures, in one of three walks:
+
+    python scripts/screenshots.py demo [--seconds 150] [--out screenshots] [--no-animation]
+    python scripts/screenshots.py operator [--seconds 40] [--out screenshots]
+    python scripts/screenshots.py fleet [--out screenshots]
+
+demo: the demo console (`./dev demo`: the embedded
 emulator, seeded jobs, a trickle of new ones with agents among them) as an
 operator sees it, then screenshots/demo.svg, the animated capture
 (scripts/animate.py).
@@ -19,7 +25,23 @@ fixed ledger path and no settings file of the operator's ($RECLAIM_CONFIG
 points into the run's own folder); the emulator and the engine run on the
 wall clock in the demo's worker process, so ages and counts vary a little.
 
-    python scripts/screenshots.py [--seconds 150] [--out screenshots] [--no-animation]
+operator: the screenshots of the daily operator's features:
+sort by a column, a structured filter, discard's confirmation, the
+glossary on the detail pane, the help (actions first), a paste the table
+ignored, `:ledger` on another ledger, each at 160×48 and at 80×24, from the
+demo console.
+
+fleet: the fleet's screenshots, at 160×48 and at 80×24: a
+ledger real processes work on, each as its own "host" (RECLAIM_OWNER_HOST,
+the host of its owner string), as a fleet would on PostgreSQL:
+
+    cron-01    a cron `tick` (it passed once and stopped)
+    batch-02   a `run` service, up, passing every 5 s
+    edge-01    the webhook `inbox`
+    here       a service killed with SIGKILL (gone: no clean exit) and the
+               console's own engine
+
+all on an emulator (`reclaim-tui emulator`), then the console's `:fleet`.
 """
 
 from __future__ import annotations
@@ -27,19 +49,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
+import re
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from textual import events
+from textual.keys import _character_to_key
 from textual.worker import WorkerFailed
 
+from reclaim_tui.config import Settings
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.demo import make_demo_app
+from reclaim_tui.tui.launch import make_app
 
 #: The pictures' terminal: a roomy one, then the smallest the console is made for.
 SIZE = (160, 48)
@@ -156,7 +186,7 @@ def is_agent(row: Row) -> bool:
     return row.model.startswith("deep-research")
 
 
-async def main(seconds: float, out: Path) -> None:
+async def demo_main(seconds: float, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     run = fresh_run_dir("stills")
     app = demo_app(run)
@@ -270,15 +300,207 @@ async def _stills(app: ReclaimApp, out: Path, seconds: float, done: list[bool]) 
         done.append(True)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=150.0, help="how long the demo runs first")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent.parent / "screenshots")
-    parser.add_argument("--no-animation", action="store_true", help="skip screenshots/demo.svg")
-    args = parser.parse_args()
-    asyncio.run(main(args.seconds, args.out))
-    if not args.no_animation:
-        sys.path.insert(0, str(Path(__file__).parent))
-        import animate
+# The daily operator's views.
 
-        asyncio.run(animate.main(args.out / "demo.svg"))
+
+async def operator_main(seconds: float, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    app = demo_app(fresh_run_dir("operator"))
+    done: list[bool] = []
+    with shutdown_race(done):
+        await _operator_shots(app, out, seconds, done)
+
+
+def _other_ledger(run: Path) -> Path:
+    """A second ledger for `:ledger`: three jobs reserved by the CLI."""
+    db = run / "other.db"
+    jobs = run / "other.jsonl"
+    lines = [json.dumps({"input": f"another team job {i}"}) + "\n" for i in range(3)]
+    jobs.write_text("".join(lines))
+    subprocess.run(
+        [sys.executable, "-m", "reclaim_tui", "submit", str(jobs), "--no-send", "--db", str(db)],
+        check=True,
+    )
+    return db
+
+
+async def _operator_shots(app: ReclaimApp, out: Path, seconds: float, done: list[bool]) -> None:
+    other = _other_ledger(Path(app.config.settings.db).parent)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        started = time.monotonic()
+        while time.monotonic() - started < seconds:
+            await pilot.pause(1.0)
+        for size, suffix in ((SIZE, ""), (SMALL, "-80x24")):
+            await pilot.resize_terminal(*size)
+            await pilot.press("1")
+            # Sorted by model, descending (M twice): the bar names the sort.
+            await pilot.press("M", "M")
+            await shoot(app, pilot, out, f"sort{suffix}", wait=0.8)
+            await pilot.press("t", "t", "t", "t")  # back to age in state
+            # A structured filter: model, attempts and a time range together.
+            await pilot.press("slash")
+            await type_keys(pilot, "model:flash updated<10m attempts<2")
+            await pilot.press("enter")
+            await shoot(app, pilot, out, f"filter-words{suffix}", wait=0.8)
+            await pilot.press("escape")  # clear the filter
+            # Discard a consumed row: the confirmation (answered no).
+            if await cursor_to(app, pilot, lambda r: r.status == Status.CONSUMED):
+                await pilot.press("x")
+                await shoot(app, pilot, out, f"discard{suffix}", wait=0.5)
+                await pilot.press("n")
+            # :fleet has its own script, with real processes on several
+            # hosts: scripts/screenshots_fleet.py.
+            # ? on the detail pane of a job in flight: its words first.
+            if await cursor_to(app, pilot, lambda r: r.status == Status.SUBMITTED):
+                await pilot.press("enter", "question_mark")
+                await shoot(app, pilot, out, f"glossary{suffix}", wait=0.5)
+                await pilot.press("escape", "escape")
+            # ? on the table: the actions first.
+            await pilot.press("question_mark")
+            await shoot(app, pilot, out, f"help-actions{suffix}", wait=0.5)
+            await pilot.press("escape")
+            # A paste without bracketing: keys in one go, ignored and said.
+            for ch in "an unbracketed paste of a prompt, read as keys":
+                app.post_message(events.Key(_character_to_key(ch), ch))
+            await shoot(app, pilot, out, f"paste-ignored{suffix}", wait=0.8, toasts=True)
+            # :ledger on another ledger, then back.
+            here = app.config.settings.db
+            await pilot.press("colon")
+            await type_keys(pilot, f"ledger {other}")
+            await pilot.press("enter")
+            await shoot(app, pilot, out, f"ledger-switch{suffix}", wait=1.5, toasts=True)
+            await pilot.press("colon")
+            await type_keys(pilot, f"ledger {here}")
+            await pilot.press("enter")
+            await pilot.pause(1.5)
+        done.append(True)
+
+
+# The fleet: real processes as hosts.
+
+
+KEY = "fleet-shots"
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "reclaim_tui", *args]
+
+
+def _env(host: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("RECLAIM_OWNER_HOST", None)
+    if host:
+        env["RECLAIM_OWNER_HOST"] = host
+    return env
+
+
+def _wait(predicate: Callable[[], bool], limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the fleet's processes did not start")
+        time.sleep(0.1)
+
+
+def _jobs(path: Path, what: str, n: int) -> Path:
+    path.write_text("".join(json.dumps({"input": f"{what} {i}"}) + "\n" for i in range(n)))
+    return path
+
+
+def _passed(log: Path) -> bool:
+    return log.exists() and '"event":"pass"' in log.read_text()
+
+
+def _start(procs: list[subprocess.Popen[bytes]], args: list[str], host: str | None, log: Path):  # type: ignore[no-untyped-def]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(args, env=_env(host), stdout=out, stderr=subprocess.STDOUT)
+    procs.append(proc)
+    return proc
+
+
+def fleet_main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    run = fresh_run_dir("fleet")
+    db = str(run / "ledger.db")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        emulator_log = run / "emulator.log"
+        _start(procs, _cli("emulator", "--port", "0", "--latency", "3"), None, emulator_log)
+        _wait(lambda: "emulator on http" in emulator_log.read_text())
+        found = re.search(r"emulator on (http://\S+)", emulator_log.read_text())
+        assert found is not None
+        api = ["--base-url", found[1], "--api-key", KEY, "--db", db, "--out", str(run / "out")]
+        subprocess.run(
+            _cli("tick", *api, "--jobs", str(_jobs(run / "cron.jsonl", "nightly digest", 4))),
+            env=_env("cron-01"),
+            check=True,
+            capture_output=True,
+        )
+        batch = run / "batch-02.log"
+        service = _cli("run", *api, "--idle-sleep", "5")
+        jobs = _jobs(run / "batch.jsonl", "catalogue summary", 12)
+        _start(procs, [*service, "--jobs", str(jobs), "--log", str(batch)], "batch-02", batch)
+        inbox = _cli(
+            "inbox", "--db", db, "--listen", "127.0.0.1:0", "--secret", "whsec_" + "A" * 32
+        )
+        _start(procs, inbox, "edge-01", run / "edge-01.log")
+        doomed_log = run / "doomed.log"
+        doomed = _start(procs, [*service, "--log", str(doomed_log)], None, doomed_log)
+        _wait(lambda: _passed(batch) and _passed(doomed_log))
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait()
+        settings = Settings(db=db, out=str(run / "out"), base_url=found[1], api_key=KEY)
+        asyncio.run(_fleet_shots(settings, out))
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(30)
+
+
+async def _fleet_shots(settings: Settings, out: Path) -> None:
+    """The console on that ledger (its own engine registers too): `:fleet`."""
+    app = make_app(settings, interval=2.0)
+    app.animation_level = "none"
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(4.0)  # the console's engine up, a pass or two
+        for size, suffix in ((SIZE, ""), (SMALL, "-80x24")):
+            await pilot.resize_terminal(*size)
+            await pilot.press("colon")
+            await type_keys(pilot, "fleet")
+            await pilot.press("enter")
+            await shoot(app, pilot, out, f"fleet{suffix}", wait=1.0)
+            await pilot.press("escape")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    walks = parser.add_subparsers(dest="walk", required=True)
+    default_out = Path(__file__).parent.parent / "screenshots"
+    demo = walks.add_parser("demo", help="the demo console's views, then the animation")
+    demo.add_argument("--seconds", type=float, default=150.0, help="how long the demo runs first")
+    demo.add_argument("--out", type=Path, default=default_out)
+    demo.add_argument("--no-animation", action="store_true", help="skip screenshots/demo.svg")
+    operator = walks.add_parser("operator", help="the daily operator's views, also at 80x24")
+    operator.add_argument(
+        "--seconds", type=float, default=40.0, help="how long the demo runs first"
+    )
+    operator.add_argument("--out", type=Path, default=default_out)
+    fleet = walks.add_parser("fleet", help=":fleet over real processes on several hosts")
+    fleet.add_argument("--out", type=Path, default=default_out)
+    args = parser.parse_args()
+    if args.walk == "demo":
+        asyncio.run(demo_main(args.seconds, args.out))
+        if not args.no_animation:
+            sys.path.insert(0, str(Path(__file__).parent))
+            import animate
+
+            asyncio.run(animate.main(args.out / "demo.svg"))
+    elif args.walk == "operator":
+        asyncio.run(operator_main(args.seconds, args.out))
+    else:
+        fleet_main(args.out)
+
+
+if __name__ == "__main__":
+    main()

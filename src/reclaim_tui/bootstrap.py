@@ -75,7 +75,7 @@ async def open_engine(
     """An engine on the writable ledger; the ledger and the backend (given or
     built) are closed on exit. `sink` defaults to the settings' sink."""
     # Imported here: the commands that only read the ledger (status, show, export)
-    # import neither the engine nor the sinks (issue 27).
+    # import neither the engine nor the sinks.
     from reclaim_tui.core.engine.engine import Engine
     from reclaim_tui.core.sinks import load_sink
 

@@ -123,7 +123,7 @@ class Settings:
 
     def engine_config(self, actor: Actor | None = None) -> EngineConfig:
         # Here, not at the top: a command that only reads the ledger (status, show,
-        # export) never imports the engine (issue 27).
+        # export) never imports the engine.
         from reclaim_tui.core.engine.policy import EngineConfig
 
         config = EngineConfig(
@@ -302,7 +302,7 @@ def load_console_settings(path: Path) -> tuple[ConsoleSettings, str | None]:
         return ConsoleSettings(), f"cannot read {path}: {exc}"
     if len(raw) > MAX_SETTINGS_BYTES:
         return ConsoleSettings(), f"{path} is over {MAX_SETTINGS_BYTES:,} bytes"
-    import tomllib  # the console's file only: not every command's start-up (issue 27)
+    import tomllib  # the console's file only: not every command's start-up
 
     try:
         return ConsoleSettings.from_toml(tomllib.loads(text)), None

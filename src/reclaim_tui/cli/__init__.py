@@ -1,6 +1,6 @@
 """The thin CLI: parses flags, builds the engine (bootstrap.py), calls the core, prints.
 
-Exit codes (see README):
+Exit codes (see docs/cli.md):
     0  success (a tick whose rows recorded errors still exits 0 unless
        --fail-on-errors; the errors are in the rows and on stderr)
     1  unexpected error, or row errors with --fail-on-errors
@@ -24,10 +24,35 @@ from reclaim_tui.cli.options import bound_numbers
 
 __all__ = ["cli", "main"]
 
+#: The end of `reclaim-tui --help`, as a manual page ends: the exit status, the
+#: environment, completion and where the manual is (docs/cli.md says the same;
+#: tests/unit/test_docs.py holds them together).
+EPILOG = """\b
+Exit status:
+  0  success (a pass's row errors are in the rows and on stderr)
+  1  unexpected error, or row errors with --fail-on-errors
+  2  bad flags or settings, or no API key
+  3  jobs file refused: every bad line named, nothing reserved
+  4  ledger unusable: newer, corrupt, locked, read-only, unreachable, replaced
+  5  operator action refused: unknown key, wrong status, held by a live process
+  6  API unreachable or refusing us: no job was failed for it
+
+\b
+Environment: GEMINI_API_KEY or GOOGLE_API_KEY (the key), RECLAIM_DB (--db),
+RECLAIM_BASE_URL (--base-url), RECLAIM_PG_SCHEMA (--schema).
+
+\b
+Shell completion (bash; zsh_source and fish_source for the others):
+  eval "$(_RECLAIM_TUI_COMPLETE=bash_source reclaim-tui)"
+
+\b
+Each command's flags: reclaim-tui COMMAND --help. The manual: docs/ (./dev docs).
+"""
+
 
 class _LazyGroup(click.Group):
     """A group whose commands are imported only when named (or listed by
-    --help): a command imports only what it uses (issue 27). `reclaim-tui
+    --help): a command imports only what it uses. `reclaim-tui
     emulator` pulls in aiohttp, cryptography and PyJWT, and `status` the
     console's queries; an idle `tick` needs neither. Each command's numeric
     flags get their bounds as it loads (options.py, `bound_numbers`)."""
@@ -69,7 +94,7 @@ class _LazyGroup(click.Group):
         return command
 
 
-@click.group(cls=_LazyGroup, invoke_without_command=True)
+@click.group(cls=_LazyGroup, invoke_without_command=True, epilog=EPILOG)
 @click.version_option(package_name="reclaim-tui")
 @click.pass_context
 def cli(ctx: click.Context) -> None:

@@ -79,7 +79,7 @@ def run(coro_fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
 
     @wraps(coro_fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
-        import asyncio  # here: an idle tick ends before it needs an event loop (issue 27)
+        import asyncio  # here: an idle tick ends before it needs an event loop
 
         return asyncio.run(coro_fn(*args, **kwargs))
 
@@ -102,7 +102,7 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
 
 def settings_from(kw: dict[str, Any]) -> Settings:
     if kw.pop("verbose", False):
-        import logging  # only when asked for: an idle tick never logs (issue 27)
+        import logging  # only when asked for: an idle tick never logs
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     policy = OrphanPolicy(kw.pop("orphan_policy", OrphanPolicy.RESUBMIT.value))

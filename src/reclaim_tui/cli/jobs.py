@@ -45,7 +45,7 @@ def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw: Any) 
     started = time.time()
     if not jobs_path and not verbose and _nothing_due(settings, started):
         # Nothing due: said before asyncio, aiosqlite, the engine and the sinks are
-        # imported, ~2/3 of an idle tick's CPU (issue 27).
+        # imported, most of an idle tick's CPU.
         finished, times = time.time(), None
         if as_json:
             from reclaim_tui.core.export import iso_time
@@ -218,7 +218,7 @@ async def submit(jobs_path: str, no_send: bool, as_json: bool, **kw: Any) -> Non
         click.echo(f"no jobs in {jobs_path} (blank lines and # comments only): nothing reserved")
         return
     # --no-send: for a producer beside a running service, which sends from its warm
-    # client (a second cold process paid ~2 s of CPU to send them itself: issue 27).
+    # client (a second cold process would pay the SDK's import to send them).
     backend = NoApi() if no_send else None
     from reclaim_tui.bootstrap import open_engine
 

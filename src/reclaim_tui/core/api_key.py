@@ -1,7 +1,7 @@
 """Where the Gemini API key comes from: the flag, else GEMINI_API_KEY, else
 GOOGLE_API_KEY. Apart from the backend (core/gemini/backend.py re-exports it)
 so that a command can ask whether it has a key without importing the backend's
-stack (asyncio; issue 27, an idle tick)."""
+stack (asyncio, an idle tick)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A row's cost as SQL (the console filter's `cost>0.5`, issue 25): its stored
+"""A row's cost as SQL (the console filter's `cost>0.5`): its stored
 usage priced by a price table, written out as one scalar expression, so the
 database prices each row it walks. Nothing is stored: no column, no migration.
 
@@ -23,9 +23,9 @@ replaces it): its cost is that interaction's usage. A continuation
 
 Written in SQLite's SQL; core/ledger/pg_sql.py rewrites `json_extract`.
 Pricing is the slowest test a filter makes of a row it walks (a lookup of
-its result and a few JSON reads): on SQLite some 8 µs a row, against 1 µs
-for `attempts>2` (100,000 rows walked without a match: 0.8 s against 0.09 s,
-2-core box at a load of 7).
+its result and a few JSON reads), several times the cost of a test on a
+column such as `attempts>2`: a filter that prices every row it walks is the
+slow kind, and is interrupted when a newer filter replaces it.
 """
 
 from __future__ import annotations

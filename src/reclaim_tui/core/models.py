@@ -33,7 +33,7 @@ __all__ = [
 #: naming the attempt a create was sent for, next to the job's `idem` label:
 #: the label alone names the job, and a job's key outlives its attempts (an
 #: operator retry, a prune and a new job under the same key). Recovery adopts
-#: only an interaction labelled with the row's *current* attempt (issue 22).
+#: only an interaction labelled with the row's *current* attempt.
 ATTEMPT_LABEL = "idem_attempt"
 
 
@@ -53,7 +53,7 @@ def attempt_tag(attempts: int, sent_at: float | None) -> str | None:
 
 def labelled_attempt(raw: Mapping[str, Any] | None) -> str | None:
     """The attempt an interaction's labels say it was created for (None: not
-    labelled with one — created by a version before issue 22, or by hand)."""
+    labelled with one — created by an older version, or by hand)."""
     labels = (raw or {}).get("labels")
     value = labels.get(ATTEMPT_LABEL) if isinstance(labels, Mapping) else None
     return value if isinstance(value, str) else None

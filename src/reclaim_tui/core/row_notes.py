@@ -25,7 +25,7 @@ UNKNOWN_STATUS = "unknown API status "
 #: How `last_error` starts on a row whose interaction answers 404 inside the
 #: API's retention: "not found (404) since <ISO time>: …". A 404 there is no
 #: proof of loss (the API once answered 404 for fresh interactions for two
-#: days, then served them: python-genai issue 2985); the time the streak began
+#: days, then served them: python-genai#2985); the time the streak began
 #: is kept in the text, so no schema change (core/engine/polling.py).
 NOT_FOUND = "not found (404) since "
 #: How `last_error` starts on a row whose interaction answered with a plan

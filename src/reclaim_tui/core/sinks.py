@@ -67,8 +67,8 @@ def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
 
     The name is the target's and this process's (`<idem>.md.<pid>.tmp`), created
     with O_EXCL: a key is delivered by its lease holder alone, so one open(2)
-    does it — `tempfile.mkstemp` drew random names and retried, 11 % of the
-    service's CPU at 2,000 files per 1,000 jobs (issue 27). Another process's
+    does it — `tempfile.mkstemp` drew random names and retried, a visible
+    share of the service's CPU at two files a job. Another process's
     leftover for the key is removed before staging (`_leftovers`); one of this
     pid's own (a reused pid after a crash) is replaced."""
     tmp = temp_dir / f"{path.name}.{os.getpid()}.tmp"
@@ -126,11 +126,11 @@ def _libc_syncfs() -> Callable[[int], int] | None:
 def _flush_files(directory: Path, paths: Sequence[Path]) -> None:
     """Make the data of every file in `paths` (all under `directory`) durable.
 
-    Linux's syncfs(2) flushes the whole filesystem in one call: measured on
-    this project's CI disk, a batch of 500 jobs went from 756 jobs/s (an
-    fsync per file and per directory) to ~6,000 (benchmarks/README.md). It
-    reports writeback errors since Linux 5.8; where it is missing (other
-    systems, an old libc) every file is fsync'd, as before.
+    Linux's syncfs(2) flushes the whole filesystem in one call, where an
+    fsync per file and per directory waits for the disk once a file
+    (docs/performance.md, the default sink). It reports writeback errors
+    since Linux 5.8; where it is missing (other systems, an old libc) every
+    file is fsync'd, as before.
     """
     syncfs = _libc_syncfs()
     if syncfs is not None:

@@ -5,8 +5,8 @@ jobs ran (submitted → done), and a per-model breakdown with its cost.
 Events carry no index on their time: one on every event would slow every
 transition of the ledger's hot path. Their ids grow with time instead (one
 clock per ledger: this host's for SQLite, the server's for PostgreSQL), so
-the first event of a range is found by bisecting the primary key (~20
-point reads at 1M events) and the range is then read from that id on:
+the first event of a range is found by bisecting the primary key (a
+logarithmic number of point reads) and the range is then read from that id on:
 an hour of a busy ledger is its own events, not the table. Events written
 out of order by up to SLACK seconds (transactions that committed late) are
 still inside the read; each counted event is tested on its own time.

@@ -147,7 +147,7 @@ async def get_interaction(request: web.Request) -> web.StreamResponse:
     interaction = store.get(request.match_info["id"])
     if interaction is None or interaction.hidden_until > store.clock():
         # hidden_until: the vanish fault, a 404 for a stored interaction that
-        # comes back later (python-genai issue 2985).
+        # comes back later (python-genai#2985).
         return api_error(404, f"Interaction {request.match_info['id']} not found.")
     last_event_id = request.query.get("last_event_id")
     if not _flag(request, "stream"):

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = ["emulator"]
 
-#: A fraction of requests: a real number in [0, 1] (`nan` was accepted: issue 22, 7).
+#: A fraction of requests: a real number in [0, 1] (`nan` was accepted).
 _SHARE = Finite(0.0, 1.0)
 
 

@@ -49,7 +49,7 @@ class EmulatorConfig:
     clock: Callable[[], float] = time.time
     agent_time_scale: float = 1.0
     #: The first share of a background run that is `queued`: 0 by default, as
-    #: a recorded real Deep Research run never showed `queued` (issue 24.6);
+    #: a recorded real Deep Research run never showed `queued`;
     #: a fault option (also `faults.queued_share`, settable by the admin API).
     queued_share: float = 0.0
     retention_seconds: float | None = None

@@ -5,7 +5,7 @@
   `types/interactions/error.py`, parsed into `…ClientErrorData` /
   `…ServerErrorData`). `invalid_request` is the code seen from the real API
   (a 400 quoted in github.com/allenhutchison/gemini-cli-deep-research
-  issue 73); `resource_exhausted` is what the SDK's own tests use for a quota
+  #73); `resource_exhausted` is what the SDK's own tests use for a quota
   error. The other codes below are not documented: the emulator's choice.
 - Google's API front end answers before the service is reached (a missing
   or wrong key, a body it cannot parse) with a `google.rpc.Status`:

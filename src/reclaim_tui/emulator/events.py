@@ -79,7 +79,7 @@ def _step_parts(step: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, An
         return {"type": kind}, deltas
     if kind == "function_call":
         # "function arguments arrive as partial JSON string deltas (arguments_delta)"
-        # (the May 2026 migration guide).
+        # (the Interactions migration guide).
         text = json.dumps(step.get("arguments") or {})
         chunks = [
             text[i : i + _ARGUMENT_CHUNK_CHARS] for i in range(0, len(text), _ARGUMENT_CHUNK_CHARS)
@@ -106,7 +106,7 @@ def _ending(interaction: StoredInteraction, end: float) -> list[dict[str, Any]]:
     }
     final = _lifecycle(interaction, status, end)
     # A recorded real `interaction.completed` carried the tier it ran on,
-    # "standard", although none was requested (issue 24, point 8).
+    # "standard", although none was requested.
     final.setdefault("service_tier", "standard")
     final["usage"] = interaction.usage_at(end)
     token = interaction.continuation_token(end)

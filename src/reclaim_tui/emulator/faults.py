@@ -92,13 +92,13 @@ class FaultConfig:
     requires_action_rate: float = 0.0
     continuation_rate: float = 0.0
     #: Share of created interactions whose GET answers 404 for `vanish_seconds`
-    #: after their create, then serves them again: in September 2026 the real
+    #: after their create, then serves them again: once, the real
     #: API answered 404 to every GET of fresh background interactions of one
-    #: agent for about two days, then recovered (python-genai issue 2985).
+    #: agent for about two days, then recovered (python-genai#2985).
     vanish_rate: float = 0.0
     vanish_seconds: float = 0.0
     #: The first share of a background run spent `queued` (a recorded real
-    #: run never showed `queued`: off unless asked for, issue 24.6).
+    #: run never showed `queued`: off unless asked for).
     queued_share: float = 0.0
     #: Faults of webhook delivery (webhook_settings.py).
     webhooks: WebhookFaults = field(default_factory=WebhookFaults)

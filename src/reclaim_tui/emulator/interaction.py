@@ -172,7 +172,7 @@ class StoredInteraction:
         self, now: float | None = None, *, include_input: bool = False, outputs_only: bool = False
     ) -> dict[str, Any]:
         """The Interaction resource at `now`: GET's view, or the create answer's
-        (`outputs_only`: "POST returns only output steps", the May 2026 migration guide)."""
+        (`outputs_only`: "POST returns only output steps", the Interactions migration guide)."""
         now = self.clock() if now is None else now
         status = self.status_at(now)
         body = self.head()
@@ -185,7 +185,7 @@ class StoredInteraction:
         steps = self.steps_at(now)
         spec = self.request.agent_spec
         if status in PENDING and spec is not None and spec.researches:
-            # A recorded real run showed no step of its own while it ran (issue 24.6).
+            # A recorded real run showed no step of its own while it ran.
             steps = []
         if self.show_input and not outputs_only:
             steps = _user_steps(self.request.input) + steps

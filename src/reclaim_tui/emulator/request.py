@@ -202,7 +202,7 @@ def _check_options(body: Mapping[str, Any]) -> None:
         raise ApiProblem(400, f"Invalid value at 'service_tier' ({tier!r})", front_end=True)
     modalities = body.get("response_modalities")
     # Case-insensitive: the SDK README sends ['IMAGE'] and ['AUDIO'], and no
-    # recorded answer shows the API refusing upper case (issue 24, point 2).
+    # recorded answer shows the API refusing upper case.
     if modalities is not None and (
         not isinstance(modalities, list)
         or not all(isinstance(m, str) for m in modalities)

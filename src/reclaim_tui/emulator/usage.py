@@ -65,7 +65,7 @@ def usage(
 ) -> dict[str, Any]:
     """Usage of a turn whose prompt is `own_input` tokens after `cached` tokens of history.
 
-    As recorded real answers have it (issue 24, point 7): no
+    As recorded real answers have it: no
     `initial_input_tokens`; no `tool_use_tokens_by_modality` for Deep Research
     (`research`); no `output_tokens_by_modality` in a streamed turn's usage.
     """

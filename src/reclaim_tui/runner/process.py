@@ -3,8 +3,8 @@
 Why a process: a reclaim pass over a thousand in-flight jobs spends most of
 its time in Python — the SDK's pydantic models, JSON, in the demo the
 emulator. In a thread of the console's process that work holds the GIL in
-slices of several ms, and a key press waits behind them (p99 ≈ 150 ms at
-1,000 in flight). In a child it has a GIL of its own; the console only
+slices, and a key press waits behind them (the slowest keys by far with
+many jobs in flight). In a child it has a GIL of its own; the console only
 reads its one-line JSON replies.
 
 The protocol is JSON lines over the child's stdin/stdout (commands.py's

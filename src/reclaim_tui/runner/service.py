@@ -203,9 +203,9 @@ class ServiceLoop:
         """After the first pass that found the API client built (it is built
         only when something is due), move everything alive out of the garbage
         collector's sight: google-genai's modules and models are most of the
-        process's ~300,000 objects, and each full collection scanned them all
-        (3 a 1,000-job run, up to 90 ms each, ~5 % of the service's CPU:
-        benchmarks/service.py with a gc callback, issue 14). Frozen objects are
+        process's objects, and each full collection scanned them all, a
+        share of the service's CPU worth saving (benchmarks/service.py with a
+        gc callback shows it). Frozen objects are
         still freed by reference counting."""
         if self._froze or not self.freeze_gc:
             return
@@ -362,8 +362,8 @@ async def run_service(
         beacon = Beacon(engine.ledger, engine.owner, kind, interval=interval)
         loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep, beacon=beacon)
         loop.install_signals()
-        # A service is started to work: build the SDK's client (~0.8 s of CPU for
-        # its import) before `ready`, not inside the first job's window (issue 27).
+        # A service is started to work: build the SDK's client (its import is
+        # long) before `ready`, not inside the first job's window.
         sdk = await warm(engine)
         async with (
             inbox_server(settings, inbox, loop.wake.set) as url,

@@ -1,5 +1,5 @@
 """A running service's own state, as its control socket tells it, and the
-pace an operator may change there (issue 25): paused or not, the pass
+pace an operator may change there: paused or not, the pass
 interval (the longest sleep between passes), the API calls in flight.
 
 `ServiceRecord` is what the loop (service.py) keeps of its passes;

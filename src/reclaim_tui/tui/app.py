@@ -211,7 +211,7 @@ class ReclaimApp(App[None]):
             self.notify(note, title="text filter", severity="warning")
         if not await finished(self.main.follow(self.reader)):
             return  # quit or replaced (`:ledger`) before the first page
-        await painted(self, self.main)  # the page's RowsChanged (feed.py) shown: issue 27
+        await painted(self, self.main)  # the page's RowsChanged (feed.py) shown
         self.startup_freeze.freeze()
         if host is not None and not engine_first and self.host is host:
             self.start_engine()  # (a `:ledger` switch since starts its own host)

@@ -2,8 +2,8 @@
 (settings.toml `columns`, or `:columns`), as many as the width holds.
 
 At 80 columns the table showed the key, the status, the model and a cut
-handle; the age, the attempts, the next poll and the error were off-screen
-(issue 25, defect 7). Columns are now taken in order of use — what a row is,
+handle; the age, the attempts, the next poll and the error were off-screen.
+Columns are now taken in order of use — what a row is,
 how long it has been so, what happens next, what went wrong — and each goes
 in only if it leaves the error column its minimum. They are drawn in the
 table's own order. Wide enough for all (≥ 134), nothing changes."""

@@ -1,11 +1,11 @@
 """The console's start-up objects, kept out of the garbage collector's sight.
 
 CPython's full collections scan every tracked object; with the console's
-churn of segments and strips one ran every few seconds and took ~200 ms of
-the UI thread (`console_load.py` with a gc callback, issue 14), which a key
+churn of segments and strips one ran every few seconds and held the UI
+thread long enough to feel (`console_load.py` with a gc callback), which a key
 pressed then waited out. Frozen objects are still freed by reference
 counting; only cycles among them outlive their use, and the objects alive at
-start-up (the imports, the widget tree: ~200,000 objects) are the console's
+start-up (the imports, the widget tree) are the console's
 for its whole run. Undone at unmount (tests run many consoles in one process)."""
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ class StartupFreeze:
 
     def early(self) -> None:
         """The imports, out of sight before the first paint: a full collection
-        during it scanned them all, 120–154 ms of the 1M-row first paint in
-        each of 4 runs of console_load.py (issue 27 item 6; where the
+        during it scanned them all, a large part of the first paint in
+        console_load.py's runs (where the
         collector's counters stand decides whether one comes then). No
         collection first: the screen is what waits."""
         if not self.enabled():

@@ -1,5 +1,5 @@
-"""Words a newcomer meets in the console, explained where they appear
-(issue 25): a section of the help screen (`?`), and `?` on the detail pane,
+"""Words a newcomer meets in the console, explained where they appear:
+a section of the help screen (`?`), and `?` on the detail pane,
 which puts the words of the row shown first."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ A key belongs to one or more views (`views`): "main" (the ledger table),
 interaction's JSON, screens/raw_json.py). The help screen lists the keys of
 the view it was opened from first.
 
-`KEYS` is one table on purpose (issue 26's limit of ~400 lines a module does
+`KEYS` is one table on purpose (the limit of ~400 lines a module does
 not split it): it is the one place a key is declared, read in its order by
 the footer, the help screen and the palette. The tabs it binds are tabs.py's;
 the Textual bindings built from it, bindings.py's."""

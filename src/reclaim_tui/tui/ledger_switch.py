@@ -1,5 +1,5 @@
 """`:ledger PATH|URL`: the console moves to another ledger without a restart
-(issue 25; k9s's contexts).
+(k9s's contexts).
 
 The new ledger is opened once first, read-only: a missing, corrupt, newer or
 foreign one is said, and the console stays where it was. Then the loop

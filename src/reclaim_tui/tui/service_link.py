@@ -1,4 +1,4 @@
-"""The attached console's link to its service (`console --attach`, issue 25 D5).
+"""The attached console's link to its service (`console --attach`).
 
 Replaces the console's own reclaim loop: every `REFRESH` s it asks the
 service for its state (service_view.py turns it into the loop bar's words

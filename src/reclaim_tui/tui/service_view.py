@@ -1,5 +1,5 @@
 """What a console attached to a service (`console --attach`) shows of it:
-the SERVICE's own state, never the console's (issue 25, D5).
+the SERVICE's own state, never the console's.
 
 The app asks the service for its state every `REFRESH` seconds over the
 control socket (runner/control.py: `ServiceStatus`); `ServiceView` turns

@@ -20,7 +20,7 @@ CHEAP_COUNTS = 0.05
 #: The rows needing attention (a scan of the submitted rows) are counted at
 #: least this often (s); after a change or an action, with the counts when the
 #: scan is cheap, else at most every ATTENTION_SLOW s (an answered row left
-#: the "asking" count 30 s late: issue 25, 8).
+#: the "asking" count 30 s late).
 ATTENTION_EVERY = 30.0
 ATTENTION_SLOW = 5.0
 

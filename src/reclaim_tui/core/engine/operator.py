@@ -164,7 +164,7 @@ class Operator:
         )
 
     async def _find_orphan(self, idem: str, attempt: str | None, actor: Actor) -> str | None:
-        # Only the current attempt's interaction (issue 22): an older one of
+        # Only the current attempt's interaction: an older one of
         # the same key may be another job's result, or already settled.
         if attempt is None:
             return None

@@ -1,8 +1,8 @@
 """How many API calls a pass keeps in flight: adaptive by default.
 
-The sweep over many in-flight jobs is bound by round trips: 16 calls at a
-time against answers of 50 ms take 3.45 s for 1,000 jobs, 64 take 0.96 s
-(benchmarks/README.md) — but a user should not have to know that, and more
+The sweep over many in-flight jobs is bound by round trips: with slow
+answers, 64 calls at a time sweep a thousand jobs several times faster than
+16 (docs/performance.md) — but a user should not have to know that, and more
 is not always faster (a server that slows down under load, a 429). So the
 default starts at 16 and doubles while the API keeps up:
 
@@ -76,7 +76,7 @@ class AdaptiveLimit:
 
 def _median(values: list[float]) -> float:
     """statistics.median, without importing it: it pulls in fractions and
-    decimal, ~14 ms of every command's start-up (issue 27.1)."""
+    decimal, a noticeable part of every command's start-up."""
     ordered = sorted(values)
     middle = len(ordered) // 2
     if len(ordered) % 2:

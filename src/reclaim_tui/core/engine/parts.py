@@ -74,8 +74,8 @@ class EngineParts:
         """Rows a pass that calls the API claims at a time: what this process
         can have in flight (its concurrency, as paced now), at most a batch.
         A process that claimed the whole batch (500) sent every create while
-        other hosts idled, and when it died nothing was sent for a lease
-        (issue 23); now the hosts share the work, and a dead one delays only
+        other hosts idled, and when it died nothing was sent for a lease;
+        now the hosts share the work, and a dead one delays only
         the rows it had in flight."""
         return max(1, min(self.config.batch_size, self.limit.current))
 

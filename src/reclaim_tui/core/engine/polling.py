@@ -1,6 +1,6 @@
 """The edges out of `submitted`: what a poll's outcome does to a row — still
 running, completed, failed, asking for action, past its deadline, gone, or
-an error reading it (docs/design.md §2, and the README's status table).
+an error reading it (docs/design.md §2, and the status table of docs/jobs-and-sinks.md).
 Pure functions, like transitions.py."""
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ async def _lookup_one(
     job's key also names the interactions of its earlier attempts (the
     failed one an operator retried) and of a pruned job whose key a new
     job took; adopting one of those is a wrong result or a paid one never
-    collected (issue 22). A row whose attempt has no send time (written
+    collected. A row whose attempt has no send time (written
     before migration 3) has no attempt label to look for: nothing is
     found, and the orphan policy applies."""
     attempt = row.attempt_tag

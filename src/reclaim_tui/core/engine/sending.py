@@ -86,7 +86,7 @@ async def _send_one(
     if sending is None:
         report.counts["lease_lost"] += 1
         return
-    # The create names its attempt too (issue 22): recovery adopts only an
+    # The create names its attempt too: recovery adopts only an
     # interaction made for the row's current attempt.
     labels = {**job.labels, ATTEMPT_LABEL: sending.attempt_tag or ""}
     job = dataclasses.replace(job, labels=labels)
@@ -154,7 +154,7 @@ async def _settle_late_creates(
 
 
 async def _record_late_create(parts: EngineParts, idem: str, handle: str) -> None:
-    # A process without the lease writes nothing (issue 10): the row's new
+    # A process without the lease writes nothing: the row's new
     # holder already recorded the resend as a possible duplicate. This
     # create is provably ours; it is cancelled only when the row holds
     # another interaction or is settled, and said in our own log.
@@ -189,7 +189,7 @@ def _pass_failed(failed: Sequence[tuple[Row, Exception]], report: PassReport) ->
     row named in the report (`report` on the error, for the CLI's document),
     the first error's class kept (a server out of reach is waited for by
     `run`). Never swallowed: a pass that did not do what it claimed exits
-    non-zero (issue 23: `sent=2`, `errors: []`, exit 0, 3 rows stranded)."""
+    non-zero (`sent=2`, `errors: []`, exit 0, 3 rows stranded)."""
     for row, exc in failed:
         report.error(row.idem, f"not sent, the ledger failed: {exc}")
     first = failed[0][1]

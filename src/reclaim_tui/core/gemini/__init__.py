@@ -15,7 +15,7 @@ from reclaim_tui.core.gemini.backend import (
 )
 
 # The fast path's modules (fastpath.py, fastcalls.py, answers.py) are imported with
-# the SDK, when the backend builds its client: not here (an idle tick, issue 27).
+# the SDK, when the backend builds its client: not here (an idle tick).
 __all__ = [
     "EMULATOR_DEFAULT_KEY",
     "GeminiBackend",

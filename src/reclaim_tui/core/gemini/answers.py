@@ -1,10 +1,10 @@
 """An interaction answer read straight from its JSON, without google-genai's models.
 
-The stock path (and `_FastGet` / `_FastCreate` before issue 27) validates each
+The stock path (and once `_FastGet` / `_FastCreate` too) validates each
 200 answer into the SDK's pydantic `Interaction`, adds its output helpers, and
 the backend dumps it back to a dict (`model_dump(mode="json", by_alias=True,
-exclude_none=True)`) for `interaction_from_json`: about 0.4 ms of CPU an answer,
-12 % of the warm service's CPU. `plain_answer` gives that same dict from
+exclude_none=True)`) for `interaction_from_json`: a large share of the warm
+service's CPU for nothing. `plain_answer` gives that same dict from
 `json.loads` when the answer is in the shape where the round trip changes
 nothing but the helpers it adds, and None otherwise (the caller then takes the
 SDK's own parser):

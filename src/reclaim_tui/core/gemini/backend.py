@@ -161,8 +161,8 @@ class GeminiBackend:
 
     def _build(self) -> None:
         """Import the SDK and build its client: on the first call, not at
-        construction — importing google-genai costs ~1 s of CPU, and a cron
-        tick with nothing due must not pay it (issue 14)."""
+        construction — importing google-genai is most of a cold start's CPU,
+        and a cron tick with nothing due must not pay it."""
         from google import genai
         from google.genai import types
 
@@ -186,13 +186,13 @@ class GeminiBackend:
 
     async def warm(self) -> None:
         """Build the client now (the engine calls this after a claim, before
-        any row of it is marked as sending: a kill during the ~1 s import
+        any row of it is marked as sending: a kill during the long import
         must not find attempts committed for creates not yet sent)."""
         await self._ensure_built()
 
     async def _ensure_built(self) -> None:
-        """Build the SDK client on a thread, the first time: the import takes
-        ~1 s of CPU, and on the event loop it would stall everything else —
+        """Build the SDK client on a thread, the first time: the import is
+        long, and on the event loop it would stall everything else —
         a ledger transaction another task holds open among them, which other
         processes would then wait on past their busy timeout."""
         if self._built:

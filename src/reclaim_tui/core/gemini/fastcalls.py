@@ -16,11 +16,11 @@ from typing import Any
 from reclaim_tui.core.gemini.answers import plain_answer
 from reclaim_tui.core.gemini.fastpath import _FastCall
 
-# Even memoized, the stock `interactions.get` spends ~1.2 ms of CPU and `create` ~1 ms on
+# Even memoized, the stock `interactions.get` and `create` spend most of their CPU on
 # work that is the same for every call: speakeasy rebuilds the URL, query and headers from
 # the request model, runs the auth hook in a worker thread (`SyncToAsyncBeforeRequestAdapter`
-# → asyncio.to_thread, ~0.2 ms alone) and wraps the send in its retry loop; create also
-# validates the body into a pydantic model and dumps it again (~0.2 ms). `_FastGet` and
+# → asyncio.to_thread, a thread hop per call) and wraps the send in its retry loop; create also
+# validates the body into a pydantic model and dumps it again. `_FastGet` and
 # `_FastCreate` ask the stock builder once (a placeholder id, a probe body) and keep the
 # URL, headers and timeout it produced; each call then sends through the SDK's own httpx
 # client and parses the answer with the SDK's own parser and error mapping. What is sent

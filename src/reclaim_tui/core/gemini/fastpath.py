@@ -124,8 +124,8 @@ def _sdk() -> Mapping[str, Any] | None:
 # google-genai (3.3.0–3.6.1) redoes per-type work on every call: `serializers.unmarshal`
 # and `marshal_json` build a fresh pydantic model (`create_model("Unmarshaller",
 # body=(typ, ...), ...)`), and `utils/url.py`, `queryparams.py` and `forms.py`
-# re-evaluate the request class's string annotations (`get_type_hints`): about
-# 15 ms of CPU per create and 5 ms per get. The fast path memoizes those two
+# re-evaluate the request class's string annotations (`get_type_hints`): many
+# times the CPU of the call's own work. The fast path memoizes those two
 # pure functions per argument, and only inside GeminiBackend calls (a
 # ContextVar), so other users of the SDK in the process see the stock path.
 # Same arguments give an equivalent model / the same hints: results are unchanged.

@@ -1,4 +1,4 @@
-"""The fleet (issue 25): which processes hold leases on the ledger or wrote
+"""The fleet: which processes hold leases on the ledger or wrote
 to it recently — services, ticks, consoles, inboxes, on one host or (on
 PostgreSQL) several.
 

@@ -1,5 +1,4 @@
-"""Which ledger file this is, and whether it is still the one a process opened
-(issue 22 point 6).
+"""Which ledger file this is, and whether it is still the one a process opened.
 
 A SQLite ledger replaced under running processes must never be taken for a
 fresh one: a tick that "creates" a ledger where one was would send every job

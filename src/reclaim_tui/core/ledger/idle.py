@@ -1,5 +1,5 @@
 """Is anything due? One synchronous look at a SQLite ledger before a cron tick
-imports asyncio, aiosqlite, the engine and the sinks (issue 27: an idle tick's
+imports asyncio, aiosqlite, the engine and the sinks (an idle tick's
 start-up was most of its CPU).
 
 `nothing_due` answers True only when a tick would certainly do nothing: the

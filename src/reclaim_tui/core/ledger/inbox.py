@@ -109,9 +109,9 @@ async def record(ledger: Ledger, event: InboxEvent) -> bool:
     attempt (or follow-up turn): an event of an earlier attempt (the failed
     one an operator retried), of a pruned job whose key a new job took, or
     of a key no row has, is no news of any orphan and must never be adopted
-    as one (issue 22). The row's attempt is committed before its create is
+    as one. The row's attempt is committed before its create is
     sent (rule 3), so an event for it always finds it current or past. An
-    event without an attempt (an interaction created before issue 22) names
+    event without an attempt (an interaction created by an older version) names
     no attempt and is kept without its job, like a stale one: such an
     orphan falls to --orphan-policy (a resend recorded as a possible
     duplicate, or a hold), never to a guess.

@@ -1,7 +1,7 @@
 """Opening a ledger: the one place that picks the engine by the `--db` given.
 
 A PostgreSQL URL or libpq keyword DSN (core/ledger/urls.py) opens a
-`PgLedger`, and only then is psycopg imported (start-up time, issue 27;
+`PgLedger`, and only then is psycopg imported (start-up time;
 tests/unit/test_startup.py); anything else is an SQLite file.
 """
 

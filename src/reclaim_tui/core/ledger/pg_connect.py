@@ -148,7 +148,7 @@ def _grant_needed(exc: BaseException, text: str) -> str:
         grant = "the ledger's owner role: run this command (or any writable one) as it once"
     said = f" for: {statement}" if statement else ""
     needs = f"; it needs {grant}" if grant else ""
-    return f"the role {role} lacks a right{said} ({text}){needs} (README: PostgreSQL, roles)"
+    return f"the role {role} lacks a right{said} ({text}){needs} (docs/postgresql.md: roles)"
 
 
 def map_pg_error(exc: BaseException, where: str) -> LedgerError:
@@ -290,7 +290,7 @@ def _say_waiting(where: str, what: str) -> None:
 @contextlib.contextmanager
 def said_if_slow(where: str, what: str) -> Iterator[asyncio.TimerHandle]:
     """Log once, after SLOW_WAIT seconds, what the process is waiting for:
-    a full pooler's wait is otherwise silent until it gives up (issue 23).
+    a full pooler's wait is otherwise silent until it gives up.
     `.cancel()` the handle it gives once the wait is over."""
     handle = asyncio.get_running_loop().call_later(SLOW_WAIT, _say_waiting, where, what)
     try:
@@ -314,8 +314,8 @@ async def dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncCo
             # No server-side prepared statements: behind a transaction
             # pooler (PgBouncer, the endpoint of most managed services)
             # the next transaction may run on another server connection,
-            # one that already holds a statement of that name (issue 23:
-            # `prepared statement "_pg3_0" already exists`).
+            # one that already holds a statement of that name
+            # (`prepared statement "_pg3_0" already exists`).
             prepare_threshold=None,
         )
     except psycopg.Error as exc:

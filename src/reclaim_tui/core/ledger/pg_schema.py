@@ -131,7 +131,7 @@ PG_MIGRATIONS: tuple[str, ...] = (
     $fn$
     """,
     # 2: migration 1 was edited after it shipped, and the ledgers the earlier
-    # texts made say "schema 1" too (issue 23; tests/fixtures/ledgers/):
+    # texts made say "schema 1" too (tests/fixtures/ledgers/):
     # c5afcac made spec and last_error in the database's collation (a UTF-8
     # locale's ILIKE matched CAFÉ for café), and c5afcac and 00de11f declared
     # reclaim_input PARALLEL SAFE (a parallel scan failed: "cannot start

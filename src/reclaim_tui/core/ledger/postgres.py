@@ -156,7 +156,7 @@ class PgLedger(LedgerBase):
         """What every transaction sets first, for itself only (`SET LOCAL`):
         session-level settings leaked through a transaction pooler to other
         clients, and were missing on the server connection the pooler gave
-        this one next (issue 23: `relation "jobs" does not exist`)."""
+        this one next (`relation "jobs" does not exist`)."""
         settings = [
             # The ledger's schema first, then the path the user gave (else
             # public): a given search_path is kept, not overwritten (quoted
@@ -168,8 +168,8 @@ class PgLedger(LedgerBase):
         if self.readonly:
             # The console's pages: a generic plan of a prepared page query
             # cannot see the filter text, and walked a status index over
-            # 1M rows (6-10 s) instead of the trigram indexes (12-23 ms).
-            # Planning each read anew costs 1-8 ms.
+            # every row instead of the trigram indexes. Planning each read
+            # anew costs far less than such a walk.
             settings.append("SET LOCAL plan_cache_mode = force_custom_plan")
         return settings
 

@@ -1,4 +1,4 @@
-"""The process registry (issue 25): every process that works on the ledger
+"""The process registry: every process that works on the ledger
 keeps one row in `processes` (SQLite migration 8, PostgreSQL 3) saying who
 it is, its state and its last pass, so the fleet (core/ledger/fleet.py) shows
 each of them — a service on another host, a cron tick, another console, an

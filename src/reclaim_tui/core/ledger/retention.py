@@ -1,7 +1,7 @@
 """Rows the API may already have forgotten.
 
 The API keeps a stored interaction for a limited time — 55 days on the paid
-tier, 1 day on the free tier (docs/design.md §1) — after which `get`
+tier, 1 day on the free tier (docs/design.md §6) — after which `get`
 answers 404. A `submitted` row older than that, never collected, is a
 result at risk: `status` and the console warn about them.
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY, UNKNOWN_STATUS
 
-if TYPE_CHECKING:  # the CLI's flags read PAID_TIER_DAYS without the port (issue 27)
+if TYPE_CHECKING:  # the CLI's flags read PAID_TIER_DAYS without the port
     from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The console filter's structured words (issue 25): labels, time ranges,
+"""The console filter's structured words: labels, time ranges,
 attempts and cost, beside the free text and `status:`/`model:`/`error:` of
 core/ledger/queries.py's RowFilter.
 
@@ -84,7 +84,7 @@ def parse_word(token: str) -> Structured | None:
             return Structured("time", _TIME_COLUMNS[name], "today", 0.0)
         if op not in (">", "<", ">=", "<="):
             raise ValueError(f"{token!r}: a time filter is {name}>1h, {name}<10m or {name}:today")
-        # Here: `status` reads views without pruning's modules (issue 27, start-up).
+        # Here: `status` reads views without pruning's modules (start-up).
         from reclaim_tui.core.ledger.prune import parse_age
 
         return Structured("time", _TIME_COLUMNS[name], op, parse_age(value))
@@ -157,7 +157,7 @@ def structured_sql(
             if prices is None:
                 raise ValueError("a cost filter needs the price table, and it could not be read")
             # Here: the price table's module (importlib.resources, tempfile…) is
-            # not `status`'s start-up cost (issue 27).
+            # not `status`'s start-up cost.
             from reclaim_tui.core.cost_sql import row_cost_sql
 
             cost, cost_params = row_cost_sql(prices, dialect)

@@ -51,12 +51,12 @@ SEARCH_BATCH = 1000
 #   `rebuild` backfills, `integrity-check` compares the index with jobs.
 #   Only the spec's input is indexed: that is what the filter documents, and
 #   the spec's other keys would put the model name in every row's text.
-# - detail=none, columnsize=0: a quarter of detail=full's size (79 vs 304 MiB
-#   at 1M rows). No phrase queries then: the reader looks a row up by a few of
+# - detail=none, columnsize=0: about a quarter of detail=full's size. No
+#   phrase queries then: the reader looks a row up by a few of
 #   its trigrams and re-checks the substring on the row (core/ledger/queries.py).
 # - The triggers never write an index row by row: SQLite 3.40's FTS5 flushes
-#   its pending terms to a new segment at every statement savepoint, which
-#   cost ~100 µs a row. They queue the row id (with the values it is indexed
+#   its pending terms to a new segment at every statement savepoint, a
+#   costly write per row. They queue the row id (with the values it is indexed
 #   under: an external-content index needs them to delete it), and once
 #   SEARCH_BATCH rows wait one statement moves the queue into the index.
 #   Readers take every queued row as a candidate, so a change is found at once.
@@ -218,20 +218,20 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at REAL NOT NULL
     );
     """,
-    # 5: the console filter's text index (issue 14), see _SEARCH_MIGRATION.
+    # 5: the console filter's text index, see _SEARCH_MIGRATION.
     _SEARCH_MIGRATION,
-    # 6: the ledger's own id, random, made once (issue 22 point 6): what
+    # 6: the ledger's own id, random, made once: what
     # tells this ledger from another file put in its place (core/ledger/identity.py).
     """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     INSERT INTO meta(key, value) VALUES ('ledger_id', lower(hex(randomblob(16))));
     """,
     # 7: ledgers made by the first shipped texts of migrations 1 and 3, which
-    # were edited later (issue 23), are brought to their texts as they are
+    # were edited later, are brought to their texts as they are
     # now by repair_edited (below), which runs before any migration; this
     # number makes a ledger already at 5 or 6 go through it once. No SQL of its own.
     "",
-    # 8: the process registry (issue 25, core/ledger/registry.py): every
+    # 8: the process registry (core/ledger/registry.py): every
     # service, tick, console engine and inbox says here who it is, its state
     # and its last pass, so the fleet shows the processes no console is
     # attached to (other hosts, cron ticks). Keyed by the lease owner string.
@@ -298,7 +298,7 @@ async def _columns(db: aiosqlite.Connection, table: str) -> list[str]:
 
 async def repair_edited(db: aiosqlite.Connection, version: int) -> None:
     """Bring a ledger made by the first shipped text of a migration that was
-    edited later to that migration's text as it is now (issue 23; ledgers of
+    edited later to that migration's text as it is now (ledgers of
     each in tests/fixtures/ledgers/). Run before the numbered migrations, so
     migration 6 (which is this) reaches ledgers already past the edited one.
 

@@ -1,4 +1,4 @@
-"""The SQLite ledger's group commit in few statements (issue 27, item 4).
+"""The SQLite ledger's group commit in few statements.
 
 `Ledger.write_batch` on SQLite: the same rules as the shared statements
 (core/ledger/compare_and_set.py, which PostgreSQL runs) — every write after
@@ -17,8 +17,7 @@ of statements that does not grow with the batch:
 
 Each statement is one hand-over to aiosqlite's thread, awaited: running the
 whole batch inside that thread instead was measured slower (the thread then
-fought the event loop's Python for the GIL at every step; see
-benchmarks/README.md).
+fought the event loop's Python for the GIL at every step).
 """
 
 from __future__ import annotations

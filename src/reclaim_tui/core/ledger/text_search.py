@@ -1,4 +1,4 @@
-"""The console filter's free text, planned over the trigram indexes (issue 14).
+"""The console filter's free text, planned over the trigram indexes.
 
 Migration 5 (core/ledger/sqlite_schema.py) indexes each job's key and input (jobs_fts) and
 its handle (handles_fts) by trigram. A filter text of 3+ characters becomes
@@ -41,10 +41,11 @@ TEXT_SQL = (
 #: no trigram to look up and is a substring test on every row walked.
 FTS_MIN = 3
 #: Hits are read by id and sorted while there are at most this many times
-#: √rows of them. Reading costs ~3 µs a hit; the walk that tests each row
-#: finds a page after ≈ page × rows / hits rows, ~5 µs each (and one walk per
-#: status in the age sort). The two cross between 13·√rows (one walk) and
-#: 32·√rows (six): 20k hits at 1M rows (benchmarks/console_load.py).
+#: √rows of them. Reading a hit costs a little less than testing a row; the
+#: walk that tests each row finds a page after ≈ page × rows / hits rows (and
+#: one walk per status in the age sort). With the two costs measured by
+#: benchmarks/console_load.py, they cross between 13·√rows (one walk) and
+#: 32·√rows (six).
 FTS_BY_ID = 20
 
 #: A long filter text is looked up by at most this many of its trigrams.
@@ -59,9 +60,9 @@ _SAMPLE = 1000
 
 # How many rows each trigram is in, per index: exact below _SAMPLE, else
 # extrapolated from how far into the ids its first _SAMPLE matches reach.
-# (A trigram in every row costs ~10 ms to intersect at 1M rows; one in 1 %
-# of them 0.5 ms: looking up only the rarest is what keeps a long phrase
-# of common words plus one rare part fast.)
+# (Intersecting a trigram costs in proportion to the rows it is in: looking
+# up only the rarest is what keeps a long phrase of common words plus one
+# rare part fast.)
 _RARITY_SQL = """
     SELECT
         (SELECT CASE WHEN COUNT(*) < ?2 THEN COUNT(*)
@@ -120,7 +121,7 @@ async def text_hits(ledger: Ledger, text: str) -> str | None:
 async def _pg_hits(ledger: Ledger, text: str) -> str | None:
     """PostgreSQL: the rows holding `text`, found once on the pg_trgm indexes
     (core/ledger/pg_schema.py). Left to the page query, the same lookup ran in each
-    status's branch of the age sort (6 × ~35 ms at 1M rows); this is ~40 ms."""
+    status's branch of the age sort, six times; this is one lookup."""
     [(top,)] = await ledger.select("SELECT COALESCE(MAX(id), 0) FROM jobs")
     limit = int(FTS_BY_ID * math.sqrt(top))
     rows = await ledger.select(

@@ -54,8 +54,8 @@ def is_database_url(db: str) -> bool:
 
 @functools.cache
 def _keyword_dsn() -> re.Pattern[str]:
-    """Compiled on first use: an alternation of every libpq keyword, ~5 ms of an
-    idle tick's start-up for a `--db` that holds no `=` (issue 27)."""
+    """Compiled on first use: an alternation of every libpq keyword, a cost an
+    idle tick's start-up need not pay for a `--db` that holds no `=`."""
     return re.compile(r"(?:^|\s)\s*(" + "|".join(sorted(PG_KEYWORDS)) + r")\s*=")
 
 

@@ -78,15 +78,14 @@ SORT_COLUMNS: dict[str, tuple[str, str | None, str]] = {
     "error": ("last_error", None, "last error"),
 }
 #: next poll is read per status through jobs_due, but that index has no idem:
-#: its ties (finished rows keep their last next_at) are sorted, ~0.5 s a page
-#: over 920k consumed rows (benchmarks/ledger_fixture.py, 1M rows): capped too.
+#: its ties (finished rows keep their last next_at) are sorted, slow on a
+#: big tab of finished rows (benchmarks/ledger_fixture.py): capped too.
 _INDEXED_SORTS = {"state_since", "status", "updated_at", "idem"}
 _NULLABLE = {"handle", "last_error"}
 #: A sort no index serves (model, handle, attempts, last error) reads every
-#: row of the view's statuses and keeps the page's worth in a top-N sorter:
-#: 0.5–1.2 s a page at 1M rows (measured on benchmarks/ledger_fixture.py's
-#: ledger; key, status, age and updated: 2–30 ms), for each page moved and
-#: each refresh. It is refused over more rows than this: the
+#: row of the view's statuses and keeps the page's worth in a top-N sorter,
+#: for each page moved and each refresh: on a big tab, far slower than the
+#: indexed sorts (key, status, age and updated). It is refused over more rows than this: the
 #: operator narrows to a tab first (counted by status, which is indexed).
 UNINDEXED_SORT_CAP = 100_000
 

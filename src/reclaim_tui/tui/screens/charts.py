@@ -35,7 +35,7 @@ __all__ = [
 
 ChartLoader = Callable[[Range], Awaitable[ChartData]]
 #: The day's chart is re-read on every this many refresh ticks: it reads a
-#: day of events (~0.3 s per 50,000 on SQLite), the hour's a 24th of that.
+#: day of events, the hour's a 24th of that.
 DAY_EVERY_TICKS = 12
 _SPAN_TEXT = {"hour": "last hour, per minute", "day": "last day, per 15 minutes"}
 

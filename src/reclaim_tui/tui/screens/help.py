@@ -2,7 +2,7 @@
 of the view it was opened from come first, and of those the actions (the
 groups of keys that change something: operate, the reclaim loop) first, so
 submit, retry, cancel, recover and replay are in view when it opens, even at
-80×24 (issue 25, D9). A terminal wide enough shows the actions and the rest
+80×24. A terminal wide enough shows the actions and the rest
 side by side."""
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ class MainScreen(JobScreen):
     def compose(self) -> ComposeResult:
         # The panels' classes (the app set the remembered panels before this)
         # before the widgets are mounted: set once they were, each change
-        # restyled the whole screen (~10 ms of the first paint).
+        # restyled the whole screen, during the first paint.
         self.show_panels()
         yield Header()
         yield StatusTabs()

@@ -27,7 +27,7 @@ class RawJsonScreen(ModalScreen[None]):
     RawJsonScreen > VerticalScroll {
         width: 1fr; height: 1fr; border: round $accent; background: $surface; padding: 0 1;
     }
-    /* wrapped, long words folded: nothing is cut at the edge (issue 25, 8) */
+    /* wrapped, long words folded: nothing is cut at the edge */
     RawJsonScreen #raw-body { width: 1fr; text-wrap: wrap; text-overflow: fold; }
     """
     BINDINGS: ClassVar[list[BindingType]] = bindings(on_app=False, view="raw")

@@ -301,7 +301,7 @@ class DetailPane(VerticalScroll):
             body, drawn = self._body(), self._drawn
             # As many lines as before, all fitting the width (a redraw of the
             # ages, the usual case): the body keeps its height, and the
-            # screen is not laid out again (issue 27: a key's UI time).
+            # screen is not laid out again (a key's UI time).
             width, lines = body.content_size.width, None
             if drawn is not None and width > 0:
                 lines = _lines(content, width)

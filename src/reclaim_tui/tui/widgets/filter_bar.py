@@ -22,7 +22,7 @@ class FilterBar(Input):
             " 1–2 scan every row) · status:failed · model:flash · error:429 (enter applies,"
             " empty clears, esc closes)",
             id="filter",
-            # A pasted page is not a filter; capped, the input stays quick (issue 25, 8).
+            # A pasted page is not a filter; capped, the input stays quick.
             max_length=LINE_MAX,
         )
 

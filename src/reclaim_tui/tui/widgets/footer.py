@@ -1,14 +1,14 @@
 """The footer, fitted to the width, never running under the palette's key.
 In the order tried until it fits: every key with its title; the keys listed
-"where they fit" (`WHERE_THEY_FIT`: f, v, $, S, :, enter, issue 25 D9) by
+"where they fit" (`WHERE_THEY_FIT`: f, v, $, S, :, enter) by
 their key only, then fewer of them (the others keep their titles); then
 every key but a few (keymap's `titled`) by its key only, with as many of
 the where-they-fit keys as fit.
 
 Textual rebuilds a footer on every change of the screen's bindings (a
 focus move, any `refresh_bindings`), most of which change nothing the
-footer shows: three rebuilds before the first page, ~20 ms of UI CPU each
-(issue 27, item 6). This one rebuilds only when what it shows differs."""
+footer shows: three rebuilds before the first page, each costly on the UI
+thread. This one rebuilds only when what it shows differs."""
 
 from __future__ import annotations
 

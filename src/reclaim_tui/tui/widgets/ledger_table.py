@@ -38,7 +38,7 @@ class LedgerTable(PlainTable):
         # DataTable's home/end scroll sideways; here they go to the view's ends.
         Binding("home", "scroll_top", "First row", show=False),
         Binding("end", "scroll_bottom", "Last row", show=False),
-        Binding("enter", "select_cursor", "Detail"),  # shown: the footer lists enter (D9)
+        Binding("enter", "select_cursor", "Detail"),  # shown: the footer lists enter
     ]
 
     @dataclass
@@ -147,7 +147,7 @@ class LedgerTable(PlainTable):
         self.clear()
         # DataTable's auto widths only grow: a column fits the window shown,
         # not the widest cell it ever held (the handle column kept a long
-        # handle's width and squeezed the error column: issue 25, 8).
+        # handle's width and squeezed the error column).
         for column in self.columns.values():
             if column.auto_width:
                 column.content_width = column.label.cell_len

@@ -3,7 +3,7 @@
 Cells (`_render_cell`). DataTable renders every visible cell through Rich
 (Styled(Padding(Text)), `console.render_lines`) and keys its cache on a
 counter that any `update_cell` bumps: the once-a-second refresh of the ages
-and every new window re-rendered ~480 cells at ~0.12 ms each, the console's
+and every new window re-rendered every visible cell, the console's
 largest cost under load. A one-line cell of plain text (`plain_text`: no
 spans, no wide or control characters, fitting its column) comes out of Rich
 as a padding space, the text, the fill and a padding space, each styled
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: Plain cells whose segments are kept (four screens' worth; then drawn afresh: each
-#: kept cell is ~8 objects the garbage collector scans).
+#: kept cell is several objects the garbage collector scans).
 PLAIN_CELLS_KEPT = 2048
 #: Lines drawn by `_plain_line` that are kept (five 48-row screens).
 PLAIN_LINES_KEPT = 256
@@ -77,7 +77,7 @@ def cell_segments(
 
 class Paint(NamedTuple):
     """What every line of one paint shares, read once (`render_lines`): each
-    of a DataTable's reactives costs ~1 us to read, and a line read ~70."""
+    of a DataTable's reactives costs a lookup to read, and a line reads many."""
 
     base_style: Style
     look: tuple[object, ...]

@@ -1,4 +1,4 @@
-"""A DataTable that draws rows of plain one-line cells itself (issue 14: the
+"""A DataTable that draws rows of plain one-line cells itself (the
 console under load), exactly as DataTable would draw them. It knows nothing
 of the ledger: the ledger table (ledger_table.py) is a PlainTable with rows,
 windows and paging. tests/tui/test_table_render.py compares both drawings:
@@ -17,8 +17,8 @@ header, labels, fixed rows or columns, another cursor type, a taller row, a
 cell DataTable must draw) is DataTable's.
 
 Widths (`_update_dimensions`): a plain cell's width is its length, not
-measured through Rich (a new window measured its ~1,000 cells that way: a
-third of its cost).
+measured through Rich (a new window measured all its cells that way: a
+good part of its cost).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class PlainTable(PlainCells):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # What every line needs is read once a paint, not once a line:
-        # `rich_style` walks the ancestors (~25 us, x 50 lines, every paint).
+        # `rich_style` walks the ancestors, and a paint draws every line.
         self._painting = self._paint(self.rich_style)
         try:
             return super().render_lines(crop)
@@ -94,7 +94,7 @@ class PlainTable(PlainCells):
         return self._render_line(y, scroll_x, scroll_x + paint.width, paint.base_style)
 
     def _get_row_style(self, row_index: int, base_style: Style) -> Style:
-        """DataTable's, kept: it resolves a component's CSS (~70 us) for every
+        """DataTable's, kept: it resolves a component's CSS for every
         line drawn. Cleared with the styles (`notify_style_update`)."""
         if row_index < max(0, self.fixed_rows) or not self.zebra_stripes:
             return super()._get_row_style(row_index, base_style)
@@ -196,8 +196,8 @@ class PlainTable(PlainCells):
     def add_plain_rows(self, rows: Iterable[tuple[str, list[Text]]]) -> None:
         """`add_row(*cells, key=key)` for each (key, cells), one line high and
         unlabelled: what DataTable does once a row (the columns' order, the
-        cursor's clamp, the idle check: ~70% of a new window's rows, issue
-        27) done once for them all."""
+        cursor's clamp, the idle check: most of a new window's rows' cost)
+        done once for them all."""
         columns, added, was_empty = self.ordered_columns, 0, not self.rows
         for key, cells in rows:
             row_key = RowKey(key)

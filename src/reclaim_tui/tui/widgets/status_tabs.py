@@ -64,8 +64,8 @@ class StatusTabs(Tabs):
 
     def _highlight_active(self, animate: bool = True) -> None:
         """The underline moves to the new tab at once: Textual's slides it for
-        0.3 s, a screen drawn again at every frame, ~18 of them, each
-        taking the UI thread from the new tab's window (issue 27)."""
+        a moment, a screen drawn again at every frame, each
+        taking the UI thread from the new tab's window."""
         super()._highlight_active(animate=False)
 
     def _relabel(self) -> None:

@@ -4,7 +4,7 @@ by status from the running theme.
 
 A window is 100 rows of ten cells, drawn again at every key and every
 second's refresh of the ages: building its 1,000 `Text`s (each scanned for
-control codes) was most of the UI thread's time in a new window (issue 27).
+control codes) was most of the UI thread's time in a new window.
 A cell's `Text` is kept by what it is made of and shared: a status, a model,
 an age, an error repeat down the column and across windows. Nothing changes a
 cell's `Text` once made (the table replaces a cell, never edits it).
