@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from reclaim_tui.config import Settings
+from reclaim_tui.core.backend import NoApi
 from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.core.models import (
     GonePolicy,
     JobSpec,
     OrphanPolicy,
     PassReport,
-    RemoteInteraction,
 )
 from reclaim_tui.errors import (
     ConfigError,
@@ -134,35 +134,6 @@ def require_folder(db: str) -> None:
         )
     if not folder.is_dir():
         raise LedgerError(f"{db}: {folder} is not a folder")
-
-
-class NoApi:
-    """The Backend of a command that never calls the API (replay, retry): it needs
-    no key, and a call through it is a bug, raised as one (not a BackendError,
-    which would pass for an API outage)."""
-
-    supports_lookup = False
-
-    async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
-        raise self._called("create")
-
-    async def get(self, handle: str) -> RemoteInteraction:
-        raise self._called("get")
-
-    async def cancel(self, handle: str) -> RemoteInteraction:
-        raise self._called("cancel")
-
-    async def find_by_label(
-        self, idem: str, attempt: str | None = None
-    ) -> RemoteInteraction | None:
-        raise self._called("find_by_label")
-
-    async def aclose(self) -> None:
-        return None
-
-    @staticmethod
-    def _called(call: str) -> RuntimeError:
-        return RuntimeError(f"{call}: this command must not call the API")
 
 
 def read_jobs(path: str, settings: Settings) -> list[JobSpec]:

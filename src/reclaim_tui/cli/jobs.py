@@ -160,6 +160,13 @@ def _report_failed(report: PassReport, *, as_json: bool, extra: dict[str, Any]) 
     type=click.Path(dir_okay=False),
     help="Unix socket (mode 0600) a console attaches to: `reclaim-tui console --attach PATH`.",
 )
+@click.option(
+    "--metrics-listen",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve Prometheus metrics (/metrics) and a health check (/healthz) here,"
+    " e.g. 127.0.0.1:9464.",
+)
 @run
 async def run_command(
     jobs_path: str | None,
@@ -170,6 +177,7 @@ async def run_command(
     inbox_secrets: tuple[str, ...],
     inbox_jwks_url: str,
     control: str | None,
+    metrics_listen: str | None,
     **kw: Any,
 ) -> None:
     """The reclaim loop as a service (systemd-friendly): passes until SIGTERM.
@@ -188,7 +196,14 @@ async def run_command(
     if inbox_listen:
         inbox = InboxOptions(inbox_listen, inbox_secrets, inbox_jwks_url or None)
     serve = functools.partial(
-        run_service, settings, jobs, once=once, inbox=inbox, idle_sleep=idle_sleep, control=control
+        run_service,
+        settings,
+        jobs,
+        once=once,
+        inbox=inbox,
+        idle_sleep=idle_sleep,
+        control=control,
+        metrics_listen=metrics_listen,
     )
     if log_path:
         with open(log_path, "a", encoding="utf-8") as log:

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
 
-__all__ = ["Backend", "LabelFinder", "map_api_status"]
+__all__ = ["Backend", "LabelFinder", "NoApi", "map_api_status"]
 
 _STATUS_MAP: dict[str, RemoteState] = {
     "queued": RemoteState.PENDING,
@@ -99,3 +99,32 @@ class LabelFinder(Protocol):
     async def aclose(self) -> None:
         """Release connections (the backend that was given the finder calls this)."""
         ...
+
+
+class NoApi:
+    """The Backend of a command that never calls the API (replay, retry): it needs
+    no key, and a call through it is a bug, raised as one (not a BackendError,
+    which would pass for an API outage)."""
+
+    supports_lookup = False
+
+    async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
+        raise self._called("create")
+
+    async def get(self, handle: str) -> RemoteInteraction:
+        raise self._called("get")
+
+    async def cancel(self, handle: str) -> RemoteInteraction:
+        raise self._called("cancel")
+
+    async def find_by_label(
+        self, idem: str, attempt: str | None = None
+    ) -> RemoteInteraction | None:
+        raise self._called("find_by_label")
+
+    async def aclose(self) -> None:
+        return None
+
+    @staticmethod
+    def _called(call: str) -> RuntimeError:
+        return RuntimeError(f"{call}: this command must not call the API")

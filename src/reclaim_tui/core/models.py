@@ -82,6 +82,7 @@ class Actor(StrEnum):
     CONSOLE = "console"  # an operator's action in the console
     CONSOLE_LOOP = "console-loop"  # the console's automatic reclaim loop
     SERVICE = "service"  # `reclaim-tui run`, the long-lived loop
+    API = "api"  # a program's call through the Python API (reclaim_tui.api)
 
 
 class OrphanPolicy(StrEnum):

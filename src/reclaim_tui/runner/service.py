@@ -32,7 +32,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
@@ -48,9 +48,13 @@ from reclaim_tui.runner.service_start import (
     control_socket,
     engine_when_reachable,
     inbox_server,
+    metrics_endpoint,
     warm,
 )
 from reclaim_tui.runner.service_state import ServiceRecord, checked_pace
+
+if TYPE_CHECKING:
+    from reclaim_tui.runner.metrics import ServiceMetrics
 
 __all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
@@ -107,6 +111,8 @@ class ServiceLoop:
     #: this process's row in the registry (core/ledger/registry.py); None: unregistered
     beacon: Beacon | None = None
     _draining: asyncio.Task[None] | None = None
+    #: its Prometheus metrics (`--metrics-listen`, runner/metrics.py); None: not kept
+    metrics: ServiceMetrics | None = None
 
     async def next_pass(self) -> PassReport:
         """The report of the next pass to finish (the service's own schedule:
@@ -252,6 +258,7 @@ class ServiceLoop:
                     await self.beacon.beat()
                 continue
             await self._check_file()
+            started = time.monotonic()
             self._pass = asyncio.create_task(self.engine.tick(first))
             try:
                 report = await self._pass
@@ -288,6 +295,8 @@ class ServiceLoop:
             first = ()
             self.passes += 1
             self.record.passed(report)
+            if self.metrics is not None:
+                self.metrics.passed(report, time.monotonic() - started)
             if self.beacon is not None:
                 await self.beacon.passed(report)
             self._report(report)
@@ -326,7 +335,17 @@ class ServiceLoop:
                 fields["unavailable"] = report.unavailable[0]
             self.say("pass", n=self.passes, **fields)
 
+    def health(self) -> str:
+        """What the service is doing, as its health check says it."""
+        if self.stopping:
+            return "draining"
+        if self._ledger_failures:
+            return "waiting_for_ledger"
+        return "paused" if self.paused else "passing"
+
     async def _wait_for_ledger(self, exc: LedgerBusyError) -> None:
+        if self.metrics is not None:
+            self.metrics.ledger_waiting()
         self._ledger_failures += 1
         wait = min(30.0, self.retry_after * 2 ** (self._ledger_failures - 1))
         self.say("ledger_unavailable", error=str(exc), retry_in_s=wait)
@@ -352,6 +371,7 @@ async def run_service(
     inbox: InboxOptions | None = None,
     idle_sleep: float = 5.0,
     control: str | None = None,
+    metrics_listen: str | None = None,
 ) -> int:
     """`reclaim-tui run`: the engine up, `ready` said, passes until stopped."""
     out = log or sys.stderr
@@ -361,6 +381,11 @@ async def run_service(
         kind, interval = ("run", None) if once else ("service", idle_sleep)
         beacon = Beacon(engine.ledger, engine.owner, kind, interval=interval)
         loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep, beacon=beacon)
+        if metrics_listen is not None:
+            from reclaim_tui.runner.metrics import CountingBackend, ServiceMetrics
+
+            loop.metrics = ServiceMetrics()
+            engine.parts.backend = CountingBackend(engine.backend, loop.metrics)
         loop.install_signals()
         # A service is started to work: build the SDK's client (its import is
         # long) before `ready`, not inside the first job's window.
@@ -368,6 +393,7 @@ async def run_service(
         async with (
             inbox_server(settings, inbox, loop.wake.set) as url,
             control_socket(settings, control, engine, loop),
+            metrics_endpoint(metrics_listen, loop.metrics, engine, loop.health) as metrics_url,
         ):
             await beacon.start()
             loop.say(
@@ -376,6 +402,7 @@ async def run_service(
                 inbox=url,
                 webhooks=bool(settings.webhook_url),
                 control=control,
+                metrics=metrics_url,
                 sdk=sdk,
             )
             return await loop.run(jobs, once=once)

@@ -1,6 +1,7 @@
 """What a service opens around its loop (service.py's `run_service`): the
 engine once its ledger is reachable, the SDK's client built before `ready`,
-the webhook inbox (`--inbox-listen`) and the control socket (`--control`).
+the webhook inbox (`--inbox-listen`), the control socket (`--control`) and
+the metrics listener (`--metrics-listen`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,16 @@ from reclaim_tui.errors import LedgerUnavailableError
 
 if TYPE_CHECKING:
     from reclaim_tui.runner.control_server import ServiceSide
+    from reclaim_tui.runner.metrics import ServiceMetrics
 
-__all__ = ["InboxOptions", "control_socket", "engine_when_reachable", "inbox_server", "warm"]
+__all__ = [
+    "InboxOptions",
+    "control_socket",
+    "engine_when_reachable",
+    "inbox_server",
+    "metrics_endpoint",
+    "warm",
+]
 
 
 @dataclass(frozen=True)
@@ -109,3 +118,18 @@ async def inbox_server(
             yield server.url
         finally:
             await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def metrics_endpoint(
+    listen: str | None, metrics: ServiceMetrics | None, engine: Engine, health: Callable[[], str]
+) -> AsyncIterator[str | None]:
+    """`--metrics-listen`: /metrics and /healthz while the service runs; its URL."""
+    if listen is None or metrics is None:
+        yield None
+        return
+    from reclaim_tui.core.costs import load_prices
+    from reclaim_tui.runner.metrics import metrics_listener
+
+    async with metrics_listener(listen, metrics, engine.ledger, health, load_prices) as url:
+        yield url
