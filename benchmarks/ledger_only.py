@@ -7,7 +7,13 @@ file. Prints jobs/s and peak memory (tracemalloc + ru_maxrss), median of
 seed_ledger.py) driven with a stub client, i.e. the same SQLite work it does
 per job, with no network either.
 
-    python benchmarks/ledger_only.py [--jobs 100000] [--runs 3] [--pg auto|URL]
+    python benchmarks/ledger_only.py [--jobs 100000] [--runs 3] [--pg auto|URL] [--huey]
+
+`--huey` adds an anchor from outside: huey's SqliteHuey (a task queue people
+pick for one machine; `pip install huey`) with fsync on, each job enqueued,
+dequeued, executed and its result stored, on the same kind of file. It keeps no
+history, no leases and no spec: a floor for what one SQLite queue costs per
+job, not a like-for-like ledger. Skipped, and said, when huey is not installed.
 
 `--pg` adds the same run on PostgreSQL (synchronous_commit=on; `auto`: a
 throwaway local server, see benchmarks/postgres.py), a database per run.
@@ -102,6 +108,33 @@ def run_baseline(n: int, workdir: Path) -> tuple[float, float]:
     return n / elapsed, _max_rss_mib()
 
 
+def run_huey(n: int, workdir: Path) -> tuple[float, float]:
+    from huey import SqliteHuey
+
+    huey = SqliteHuey(filename=str(workdir / "huey.db"), fsync=True, results=True)
+
+    @huey.task()
+    def job(number: int) -> int:
+        return number
+
+    start = time.perf_counter()
+    for i in range(n):
+        job(i)
+    done = 0
+    while (task := huey.dequeue()) is not None:
+        huey.execute(task)
+        done += 1
+    elapsed = time.perf_counter() - start
+    assert done == n
+    return n / elapsed, _max_rss_mib()
+
+
+def _huey_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("huey") is not None
+
+
 def _max_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -111,6 +144,8 @@ def _child(which: str, n: int, batch: int, db: str = "") -> None:
     with tempfile.TemporaryDirectory() as d:
         if which == "ours":
             rate, rss = asyncio.run(run_ours(n, Path(d), batch, db))
+        elif which == "huey":
+            rate, rss = run_huey(n, Path(d))
         else:
             rate, rss = run_baseline(n, Path(d))
     print(json.dumps({"rate": rate, "rss": rss}))
@@ -145,7 +180,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=2000)
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--pg", default=None, help="also on PostgreSQL: auto or a server's URL")
-    ap.add_argument("--child", choices=["ours", "baseline"], help=argparse.SUPPRESS)
+    ap.add_argument("--huey", action="store_true", help="add huey's SqliteHuey as an anchor")
+    ap.add_argument("--child", choices=["ours", "baseline", "huey"], help=argparse.SUPPRESS)
     ap.add_argument("--db", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -154,7 +190,10 @@ def main() -> None:
     from postgres import PgDatabases
 
     pg = PgDatabases(a.pg) if a.pg else None
-    ours, base, on_pg = [], [], []
+    huey = a.huey and _huey_installed()
+    if a.huey and not huey:
+        print("huey is not installed (pip install huey): its anchor is left out")
+    ours, base, on_pg, anchor = [], [], [], []
     load = [os.getloadavg()[0]]
     try:
         for _ in range(a.runs):
@@ -167,6 +206,8 @@ def main() -> None:
                     pg.drop(url)
             if not a.skip_baseline:
                 base.append(_measure("baseline", a.jobs, a.batch))
+            if huey:
+                anchor.append(_measure("huey", a.jobs, a.batch))
             load.append(os.getloadavg()[0])
     finally:
         if pg is not None:
@@ -185,15 +226,23 @@ def main() -> None:
         rows.append(
             ["baseline (seed)", a.jobs, median([b[0] for b in base]), median([b[1] for b in base])]
         )
+    if anchor:
+        rows.append(
+            ["huey SqliteHuey (fsync)", a.jobs, median([h[0] for h in anchor]),
+             median([h[1] for h in anchor])]
+        )  # fmt: skip
     print(
         f"Ledger alone, SQLite synchronous=FULL / PostgreSQL synchronous_commit=on, {a.runs}"
         f" runs each in a fresh process, medians; load {min(load):.1f}–{max(load):.1f}"
     )
     print(table(["design", "jobs", "jobs/s", "peak RSS MiB"], rows))
     if base:
-        print(f"ratio (reclaim-tui / baseline): {rows[0][2] / rows[-1][2]:.1f}x")
+        baseline = median([b[0] for b in base])
+        print(f"ratio (reclaim-tui / baseline): {rows[0][2] / baseline:.2f}x")
     if on_pg:
         print(f"ratio (PostgreSQL / SQLite): {rows[1][2] / rows[0][2]:.2f}x")
+    if anchor:
+        print(f"ratio (reclaim-tui / huey): {rows[0][2] / rows[-1][2]:.2f}x")
 
 
 if __name__ == "__main__":

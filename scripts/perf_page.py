@@ -43,6 +43,7 @@ ORDER = [
     "sink",
     "webhooks",
     "ledger_only",
+    "ledger_anchors",
     "postgres",
     "postgres_console",
     "console",
