@@ -140,3 +140,53 @@ def test_a_bad_listen_address_is_refused_before_anything_runs(tmp_path: Path) ->
     )
     assert done.returncode == 2
     assert "--metrics-listen 'localhost': expected HOST:PORT" in done.stderr
+
+
+def test_the_inbox_s_deliveries_are_counted_by_outcome_and_cause(tmp_path: Path) -> None:
+    with EmulatorProcess(tmp_path, latency=0.3) as emu:
+        ws = Workspace(tmp_path / "svc-inbox", emulator=emu)
+        jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": f"hooked {i}"} for i in range(6)])
+        log = ws.root / "run.log"
+        inbox_port, metrics_port = free_port(), free_port()
+        hook = f"http://127.0.0.1:{inbox_port}/webhooks/gemini"
+        base = f"http://127.0.0.1:{metrics_port}"
+        args = ["run", "--db", str(ws.db), "--out", str(ws.out), "--log", str(log)]
+        args += ["--base-url", emu.base_url, "--api-key", emu.api_key, "--jobs", str(jobs)]
+        args += ["--inbox-listen", f"127.0.0.1:{inbox_port}", "--webhook-url", hook]
+        args += ["--inbox-jwks-url", f"{emu.base_url}/.well-known/jwks.json"]
+        args += ["--idle-sleep", "0.2", "--metrics-listen", f"127.0.0.1:{metrics_port}"]
+        proc = subprocess.Popen([sys.executable, "-m", "reclaim_tui", *args], env=clean_env())
+        try:
+            assert _wait(lambda: ws.view().status_counts().get("consumed", 0) == 6)
+            # A delivery nobody signed: refused, and counted by its cause.
+            forged = urllib.request.Request(
+                hook, data=b'{"type": "interaction.completed"}', method="POST",
+                headers={"content-type": "application/json", "webhook-id": "msg_forged",
+                         "webhook-timestamp": str(int(time.time())),
+                         "webhook-signature": "v1,AAAA"},
+            )  # fmt: skip
+            assert _get_status(forged) == 401
+            text = _get(f"{base}/metrics")[1]
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(60)
+        assert code == 0
+    metrics = _samples(text)
+    with sqlite3.connect(ws.db) as db:
+        kept = db.execute("SELECT COUNT(*) FROM inbox").fetchone()[0]
+    assert kept >= 6
+    assert _sum(metrics, "reclaim_inbox_deliveries_total", outcome="kept") == kept
+    refused = {
+        dict(labels)["cause"]: value
+        for (name, labels), value in metrics.items()
+        if name == "reclaim_inbox_deliveries_total" and dict(labels)["outcome"] == "refused"
+    }
+    assert sum(refused.values()) == 1 and all(refused.values())
+
+
+def _get_status(request: urllib.request.Request) -> int:
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code

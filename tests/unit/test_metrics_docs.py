@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -26,6 +28,7 @@ def _served() -> set[str]:
     metrics.passed(report, 0.5)
     metrics.api_calls.labels("create", "ok").inc()
     metrics.ledger_waiting()
+    metrics.watch_inbox(SimpleNamespace(accepted=2, duplicates=1, refused=Counter(rate=1)))
     text = generate_latest(metrics.registry).decode()
     families = list(text_string_to_metric_families(text))
     # A family's own name too: the ledger's gauges have no sample on an empty ledger.

@@ -6,7 +6,8 @@ Two kinds of figures:
 - **what this process did**, counted as it happens: passes and their
   duration, each pass's outcomes, results delivered, API calls by call and
   outcome (the backend is wrapped: `CountingBackend`), the ledger becoming
-  unavailable and coming back;
+  unavailable and coming back, and with `--inbox-listen` the inbox's
+  deliveries kept, redelivered and refused by cause;
 - **what the ledger holds**, read when scraped (at most every few seconds,
   the spend at most once a minute: it sums every stored usage): jobs by
   status and the age of the oldest in each, the possible duplicate creates
@@ -23,9 +24,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections import Counter as CounterType
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 from prometheus_client import (
@@ -36,7 +38,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from reclaim_tui.core.backend import Backend
@@ -178,6 +180,10 @@ class ServiceMetrics:
         self.ledger_is_up = False
         self.ledger_up.set(0)
 
+    def watch_inbox(self, inbox: InboxCounts) -> None:
+        """Count the deliveries of the service's own inbox (`--inbox-listen`)."""
+        self.registry.register(_InboxCollector(inbox))
+
     def set_state(self, state: str) -> None:
         for name in STATES:
             self.state.labels(name).set(1 if name == state else 0)
@@ -238,6 +244,34 @@ class _LedgerCollector(Collector):
         for model, usd in sorted(figures.spend.items()):
             spend.add_metric([model], usd)
         yield spend
+
+
+class InboxCounts(Protocol):
+    """What an inbox counts (inbox/server.py's InboxServer)."""
+
+    accepted: int
+    duplicates: int
+    refused: CounterType[str]
+
+
+class _InboxCollector(Collector):
+    """The inbox's deliveries as one counter: kept, redelivered (already kept:
+    a no-op), refused by cause."""
+
+    def __init__(self, inbox: InboxCounts) -> None:
+        self._inbox = inbox
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "reclaim_inbox_deliveries",
+            "Webhook deliveries the service's inbox answered, by outcome and cause.",
+            labels=["outcome", "cause"],
+        )
+        family.add_metric(["kept", ""], self._inbox.accepted)
+        family.add_metric(["redelivered", ""], self._inbox.duplicates)
+        for cause, n in sorted(self._inbox.refused.items()):
+            family.add_metric(["refused", cause], n)
+        yield family
 
 
 class CountingBackend:

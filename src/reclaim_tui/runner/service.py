@@ -391,7 +391,7 @@ async def run_service(
         # long) before `ready`, not inside the first job's window.
         sdk = await warm(engine)
         async with (
-            inbox_server(settings, inbox, loop.wake.set) as url,
+            inbox_server(settings, inbox, loop.wake.set, loop.metrics) as url,
             control_socket(settings, control, engine, loop),
             metrics_endpoint(metrics_listen, loop.metrics, engine, loop.health) as metrics_url,
         ):

@@ -98,7 +98,10 @@ async def control_socket(
 
 @contextlib.asynccontextmanager
 async def inbox_server(
-    settings: Settings, options: InboxOptions | None, wake: Callable[[], None]
+    settings: Settings,
+    options: InboxOptions | None,
+    wake: Callable[[], None],
+    metrics: ServiceMetrics | None = None,
 ) -> AsyncIterator[str | None]:
     if options is None:
         yield None
@@ -113,6 +116,8 @@ async def inbox_server(
     # Its own connection: the inbox writes while a pass holds the engine's.
     async with open_ledger(settings.with_(busy_timeout=2.0)) as ledger:
         server = InboxServer(ledger, verifier, host=host, port=port, on_kept=wake)
+        if metrics is not None:
+            metrics.watch_inbox(server)
         await server.start()
         try:
             yield server.url
