@@ -82,6 +82,7 @@ class Actor(StrEnum):
     CONSOLE = "console"  # an operator's action in the console
     CONSOLE_LOOP = "console-loop"  # the console's automatic reclaim loop
     SERVICE = "service"  # `reclaim-tui run`, the long-lived loop
+    DEMO = "demo"  # the demo's own jobs (seeded, then its trickle): no operator's
 
 
 class OrphanPolicy(StrEnum):

@@ -68,7 +68,14 @@ class Ledger(Protocol):
 
     async def dead_holders(self, me: str) -> list[str]: ...
 
-    async def claim_sendable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim: ...
+    async def claim_sendable(
+        self,
+        owner: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        idems: Sequence[str] | None = None,
+    ) -> Claim: ...
 
     async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim: ...
 
