@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from textual.widgets import TextArea
 
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.models import Status
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.models import Actor, Status
+from reclaim_tui.core.row_notes import PLAN_READY
+from reclaim_tui.core.sinks import DirectorySink
+from reclaim_tui.errors import TransientReadError
+from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.submit import SubmitScreen
 
 from .conftest import Seeded, spec
-from .pilot_helpers import SIZE, notified, press, settle, until
+from .pilot_helpers import SIZE, notified, press, select, settle, until
 
 
 async def test_a_submit_while_paused_sends_the_prompt_and_nothing_else(seeded: Seeded) -> None:
@@ -31,3 +37,79 @@ async def test_a_submit_while_paused_sends_the_prompt_and_nothing_else(seeded: S
     after = await seeded.get("reserving")
     # The row reserved before stays unsent: the paused loop sends it later.
     assert (after.status, after.attempts, after.handle) == (Status.RESERVING, 0, None)
+
+
+async def _cancel_pending(seeded: Seeded) -> str:
+    """The seeded submitted row, cancelled with the API's cancel failing."""
+    idem = seeded.keys["submitted"]
+    handle = (await seeded.get("submitted")).handle or ""
+    seeded.fake.cancel_faults[handle] = [
+        TransientReadError("cancel: connection refused", cause="network")
+    ]
+    ledger = await open_ledger(seeded.db, clock=seeded.clock)
+    try:
+        engine = Engine(ledger, seeded.fake, DirectorySink(seeded.out), owner="test|1|1|")
+        row = await engine.operator.cancel(idem, actor=Actor.CLI)
+    finally:
+        await ledger.close()
+    assert row.held and (row.last_error or "").startswith("cancel pending")
+    return idem
+
+
+async def test_r_on_a_cancel_pending_row_refuses_and_says_why(seeded: Seeded) -> None:
+    """`r` asked with a cost and said nothing of the pending cancel; the old
+    interaction was never cancelled and a new create went out."""
+    idem = await _cancel_pending(seeded)
+    creates = seeded.fake.calls["create"]
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, idem)
+        await press(pilot, "r")
+        assert await until(pilot, notified(pilot, "cancel pending")), [
+            n.message for n in app._notifications
+        ]
+        assert not isinstance(app.screen, ConfirmScreen)
+        await settle(pilot)
+    row = await seeded.get(idem)
+    assert row.status == Status.CANCELLED and row.held
+    assert seeded.fake.calls["create"] == creates
+
+
+async def _plan_ready(seeded: Seeded) -> str:
+    """The seeded submitted row, as a poll that found its research plan leaves it."""
+    idem = seeded.keys["submitted"]
+    ledger = await open_ledger(seeded.db, clock=seeded.clock)
+    try:
+        changes = {"held": 1, "last_error": f"{PLAN_READY}1. Search for TPUs."}
+        row = await ledger.operator_update(
+            idem, (Status.SUBMITTED,), Status.SUBMITTED, "test", "plan", changes, me="t|1|1|"
+        )
+    finally:
+        await ledger.close()
+    assert row is not None
+    return idem
+
+
+async def test_c_on_a_plan_asks_to_decline_it_and_the_row_ends_cancelled(seeded: Seeded) -> None:
+    """The `w` dialog said "to drop it, cancel the row (c)"; `c` was refused
+    ("had already completed … the next tick stores and delivers its result")."""
+    idem = await _plan_ready(seeded)
+    handle = (await seeded.get(idem)).handle or ""
+    seeded.fake.finish(handle)  # a plan's interaction has completed
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, idem)
+        await press(pilot, "c")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Decline the research plan" in app.screen.question
+        await press(pilot, "y")
+        assert await until(pilot, notified(pilot, "cancelled: 1 row")), [
+            n.message for n in app._notifications
+        ]
+        await settle(pilot)
+    row = await seeded.get(idem)
+    assert (row.status, row.held) == (Status.CANCELLED, 0)
+    notes = [e.note or "" for e in await seeded.events(idem)]
+    assert any("declined the research plan" in n for n in notes), notes
