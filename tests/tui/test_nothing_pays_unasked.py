@@ -3,15 +3,21 @@ the loop paused, a prompt submitted with `s` goes out alone."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.widgets import TextArea
 
+from reclaim_tui.config import Settings
+from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine
+from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, Status
 from reclaim_tui.core.row_notes import PLAN_READY
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.errors import TransientReadError
+from reclaim_tui.tui.launch import _preflight, make_app
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.submit import SubmitScreen
 
@@ -113,3 +119,16 @@ async def test_c_on_a_plan_asks_to_decline_it_and_the_row_ends_cancelled(seeded:
     assert (row.status, row.held) == (Status.CANCELLED, 0)
     notes = [e.note or "" for e in await seeded.events(idem)]
     assert any("declined the research plan" in n for n in notes), notes
+
+
+async def test_a_console_that_started_a_new_ledger_says_so_first(tmp_path: Path) -> None:
+    """A console started in an empty folder opened a new empty ledger silently."""
+    settings = Settings(db=str(tmp_path / "fresh.db"), out=str(tmp_path / "articles"))
+    clock = ManualClock(1_800_000_000.0)
+    app = make_app(settings, backend=FakeBackend(clock=clock), clock=clock, paused=True)
+    app.config.created_note = await _preflight(settings, False)
+    app.animation_level = "none"
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert notified(pilot, f"created a new ledger at {settings.db}")()
+        await settle(pilot)

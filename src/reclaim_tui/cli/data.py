@@ -112,7 +112,10 @@ async def migrate(source: str, target: str, batch: int, check_only: bool, as_jso
         raise ConfigError("--from and --to name the same ledger")
     async with (
         open_ledger(reader_settings(source), readonly=True, create=False) as src,
-        open_ledger(reader_settings(target), create=not check_only) as dst,
+        # Starting the target ledger is what migrate is asked to do: no --create.
+        open_ledger(
+            reader_settings(target).with_(create_ledger=True), create=not check_only
+        ) as dst,
     ):
         copies = [] if check_only else await copy_ledger(src, dst, batch=batch)
         checked = await compare(src, dst)

@@ -75,7 +75,7 @@ def _when(at: float) -> str:
 async def replay(as_json: bool, **kw: Any) -> None:
     """Deliver stored results of done-but-unconsumed rows (never calls the API)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI, backend=NoApi()) as engine:
+    async with open_engine(settings, actor=Actor.CLI, backend=NoApi(), create=False) as engine:
         report = await engine.replay()
     print_report(report, False, as_json=as_json)
 
@@ -90,7 +90,7 @@ async def recover(force: bool, idems: tuple[str, ...], as_json: bool, **kw: Any)
     """Settle orphans: adopt by label where possible, else the orphan policy
     (resubmit marks them for resend: the next tick sends them)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    async with open_engine(settings, actor=Actor.CLI, create=False) as engine:
         keys = [await resolve_key(engine.ledger, i) for i in idems] if idems else None
         report = await engine.recover_orphans(force=force, idems=keys)
     # An orphan "resubmitted" by recovery is only marked for resend here (a
@@ -121,7 +121,7 @@ async def retry(idem: str, as_json: bool, **kw: Any) -> None:
     # Marked, not sent: the engine's send step takes every due row, not this
     # one alone, and sending is the tick's job (pacing, circuit breaker,
     # orphan handling) that cron already runs. Marking needs no API and no key.
-    async with open_engine(settings, actor=Actor.CLI, backend=NoApi()) as engine:
+    async with open_engine(settings, actor=Actor.CLI, backend=NoApi(), create=False) as engine:
         row = await engine.operator.retry(await resolve_key(engine.ledger, idem), actor=Actor.CLI)
     if as_json:
         echo_json(export_record(row))
@@ -137,7 +137,7 @@ async def retry(idem: str, as_json: bool, **kw: Any) -> None:
 async def cancel(idem: str, as_json: bool, **kw: Any) -> None:
     """Cancel a reserving or submitted job (and ask the API to cancel it)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    async with open_engine(settings, actor=Actor.CLI, create=False) as engine:
         row = await engine.operator.cancel(await resolve_key(engine.ledger, idem), actor=Actor.CLI)
     if as_json:
         echo_json(export_record(row))
@@ -170,7 +170,7 @@ async def answer(idem: str, text: str, refine: bool, as_json: bool, **kw: Any) -
     if not text.strip():
         raise ConfigError("TEXT is empty: say what the interaction should go on with")
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    async with open_engine(settings, actor=Actor.CLI, create=False) as engine:
         key = await resolve_key(engine.ledger, idem)
         try:
             row = await engine.operator.answer(key, text, actor=Actor.CLI, refine=refine)
@@ -196,7 +196,7 @@ async def answer(idem: str, text: str, refine: bool, as_json: bool, **kw: Any) -
 async def adopt(idem: str, interaction_id: str, as_json: bool, **kw: Any) -> None:
     """Attach an existing INTERACTION_ID to an orphaned or failed job."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    async with open_engine(settings, actor=Actor.CLI, create=False) as engine:
         key = await resolve_key(engine.ledger, idem)
         row = await engine.operator.adopt(key, interaction_id, actor=Actor.CLI)
     if as_json:
