@@ -101,5 +101,6 @@ async def open_engine(
             sink = load_sink(settings.sink, settings.out)
         async with open_ledger(settings, clock=clock, create=create) as ledger:
             yield Engine(ledger, backend, sink, config=settings.engine_config(actor))
+            await ledger.checkpoint()  # reached on a clean exit only
     finally:
         await backend.aclose()

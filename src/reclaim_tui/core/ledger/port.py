@@ -171,4 +171,10 @@ class Ledger(Protocol):
 
     async def interrupt(self) -> None: ...
 
+    async def checkpoint(self) -> None:
+        """At a clean exit: the ledger whole in its main file (SQLite's WAL
+        copied in and emptied, where no other process holds it); PostgreSQL:
+        nothing to do."""
+        ...
+
     async def close(self) -> None: ...
