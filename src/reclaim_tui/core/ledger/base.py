@@ -63,6 +63,11 @@ class LedgerBase(ABC):
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """One locked read of SQLite-dialect SQL."""
 
+    async def checkpoint(self) -> None:
+        """At a clean exit: nothing here (a PostgreSQL server keeps its own
+        log); SqliteLedger empties its WAL into the ledger file."""
+        return None
+
     # -- claiming --------------------------------------------------------------------
     async def dead_holders(self, me: str) -> list[str]:
         """Owners of live-by-clock leases whose process is provably gone."""

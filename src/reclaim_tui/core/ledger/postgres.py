@@ -217,9 +217,6 @@ class PgLedger(LedgerBase):
         except psycopg.Error as exc:
             raise map_pg_error(exc, self.path) from exc
 
-    async def checkpoint(self) -> None:
-        """The server keeps its own log: nothing to do at a clean exit."""
-
     async def close(self) -> None:
         await self._conn.close()
 
