@@ -143,13 +143,18 @@ def estimate_line(estimate: Estimate) -> str:
     """What sending the rows again would cost, and how the figure was made."""
     if not estimate.estimated:
         return (
-            f"Cost: unknown (no usage or price for {estimate.rows:,} {rows_word(estimate.rows)})."
+            f"Cost: unknown (no completed run of their model in this ledger, and no"
+            f" typical figure in the price table, for {estimate.rows:,}"
+            f" {rows_word(estimate.rows)})."
         )
     how = []
-    if estimate.from_usage:
-        how.append(f"{estimate.from_usage:,} from their last usage")
     if estimate.from_average:
-        how.append(f"{estimate.from_average:,} from their model's average")
+        how.append(
+            f"{estimate.from_average:,} at what their model's completed runs cost in this"
+            f" ledger ({estimate.runs:,} averaged)"
+        )
+    if estimate.from_typical:
+        how.append(f"{estimate.from_typical:,} at the price table's typical run")
     if estimate.unknown:
         how.append(f"{estimate.unknown:,} unknown, not counted")
     return f"Cost: about {format_usd(estimate.usd)} ({', '.join(how)})."
