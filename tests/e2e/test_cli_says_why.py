@@ -51,7 +51,7 @@ def _ledger(db: Path) -> tuple[str, str]:
 def test_recover_of_a_row_that_is_no_orphan_says_why(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     done, waiting = _ledger(db)
-    for key, what in ((done, "is consumed, not an orphan"), (waiting, "never sent")):
+    for key, what in ((done, "is consumed, not an orphan"), (waiting, "waiting to be sent")):
         out = run_cli(["recover", "--db", str(db), "--api-key", "k", key])
         assert out.returncode == 5, (out.stdout, out.stderr)
         assert what in out.stderr, out.stderr

@@ -133,7 +133,12 @@ def _why_not_recovered(row: Row, force: bool) -> str | None:
     outcome is unknown: `reserving` or `submitted` with a call in flight."""
     status = row.status.value
     if row.status not in (Status.RESERVING, Status.SUBMITTED) or not row.inflight:
-        what = "never sent" if row.status == Status.RESERVING else "its outcome is known"
+        waiting = row.status == Status.RESERVING
+        what = (
+            "waiting to be sent, no create of unknown outcome"
+            if waiting
+            else "its outcome is known"
+        )
         return (
             f"{row.idem} is {status}, not an orphan ({what}); recover settles rows whose"
             " create's outcome is unknown (`status` counts them as orphans)"

@@ -12,6 +12,7 @@ import time
 import click
 
 from reclaim_tui.cli.common import json_option, run
+from reclaim_tui.errors import ConfigError
 from reclaim_tui.runner.commands import ServiceState
 
 __all__ = ["service"]
@@ -53,7 +54,10 @@ async def _set(control: str, *, paused: bool | None) -> ServiceState:
     from reclaim_tui.runner.control import AttachedHost
 
     host = AttachedHost(control)
-    await host.start()
+    try:
+        await host.start()
+    except ConfigError as exc:  # said for a console's --attach: here SOCK is an argument
+        raise ConfigError(str(exc).removeprefix("--attach ")) from None
     try:
         if paused is None:
             return await host.status()
