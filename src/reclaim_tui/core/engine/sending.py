@@ -39,9 +39,10 @@ async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) 
     never sent is left as it was.
     """
     report = PassReport()
+    scope = {} if idems is None else {"idems": idems}
     while not parts.circuit.open and (
         claim := await batch_pass.claimed(
-            parts, parts.ledger.claim_sendable, limit=parts.flight(), idems=idems
+            parts, parts.ledger.claim_sendable, limit=parts.flight(), **scope
         )
     ):
         commit = GroupCommit(parts.ledger, parts.owner, parts.config.actor)
