@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.e2e.test_attach_service_state import _lines, _paced, _wait
 from tests.helpers import EmulatorProcess, Workspace, run_cli
-from tests.helpers.procs import clean_env
+from tests.helpers.procs import clean_env, write_jobs
 
 
 def _paused(db: Path) -> dict[str, object]:
@@ -55,3 +56,33 @@ def test_a_paused_service_shows_in_status_and_the_cli_resumes_it(tmp_path: Path)
             proc.wait(timeout=60)
     nobody = run_cli(["service", "status", str(sock)])
     assert nobody.returncode != 0 and "no service there" in nobody.stderr, nobody.stderr
+
+
+def test_a_service_that_drains_leaves_its_wal_empty_beside_a_reader(tmp_path: Path) -> None:
+    """A clean exit checkpoints: with a reader still open (a console, a
+    `status`), SQLite's own checkpoint at the last close never came, and the
+    WAL kept the ledger's latest writes beside the `.db` (issue 32 item 14)."""
+    with EmulatorProcess(tmp_path, latency=0.1) as emu:
+        ws = Workspace(tmp_path / "svc", emulator=emu)
+        log = ws.root / "run.log"
+        jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": f"wal {i}"} for i in range(3)])
+        args = ["run", "--db", str(ws.db), "--out", str(ws.out), "--log", str(log)]
+        args += ["--base-url", emu.base_url, "--api-key", emu.api_key, "--jobs", str(jobs)]
+        args += ["--idle-sleep", "0.2", "--first-poll", "0.3"]
+        proc = subprocess.Popen([sys.executable, "-m", "reclaim_tui", *args], env=clean_env())
+        reader = None
+        try:
+            assert _wait(lambda: any(line["event"] == "pass" for line in _lines(log)))
+            reader = sqlite3.connect(f"file:{ws.db}?mode=ro", uri=True)
+            assert reader.execute("SELECT COUNT(*) FROM jobs").fetchone() == (3,)
+            wal = Path(f"{ws.db}-wal")
+            assert wal.stat().st_size > 0
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 0
+            assert wal.stat().st_size == 0  # the reader keeps the file; it is empty
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if reader is not None:
+                reader.close()
