@@ -64,8 +64,7 @@ class LedgerBase(ABC):
         """One locked read of SQLite-dialect SQL."""
 
     async def checkpoint(self) -> None:
-        """At a clean exit: nothing here (a PostgreSQL server keeps its own
-        log); SqliteLedger empties its WAL into the ledger file."""
+        """Nothing at a clean exit (PostgreSQL); SqliteLedger's empties its WAL."""
         return None
 
     # -- claiming --------------------------------------------------------------------
