@@ -7,6 +7,7 @@ own backend and sink) and the benchmarks.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -14,8 +15,9 @@ from typing import TYPE_CHECKING
 from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend, LabelFinder
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger import opening
+from reclaim_tui.core.ledger import new_ledger, opening
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.core.models import Actor
 
 if TYPE_CHECKING:
@@ -49,7 +51,14 @@ def make_backend(settings: Settings) -> Backend:
 async def open_ledger(
     settings: Settings, *, readonly: bool = False, create: bool = True, clock: Clock | None = None
 ) -> AsyncIterator[Ledger]:
-    """The ledger at `settings.db`, closed on exit; a LedgerError if unusable."""
+    """The ledger at `settings.db`, closed on exit; a LedgerError if unusable.
+
+    A new SQLite ledger is said on stderr, and refused beside another ledger
+    of the same folder unless `settings.create_ledger` (core/ledger/new_ledger.py)."""
+    fresh = create and not readonly and not is_database_url(settings.db)
+    fresh = fresh and new_ledger.would_create(settings.db)
+    if fresh and not settings.create_ledger:
+        new_ledger.refuse_beside_others(settings.db)
     ledger = await opening.open_ledger(
         settings.db,
         busy_timeout=settings.busy_timeout,
@@ -57,6 +66,8 @@ async def open_ledger(
         create=create,
         clock=clock,
     )
+    if fresh:
+        print(f"reclaim-tui: {new_ledger.created_note(settings.db)}", file=sys.stderr)
     try:
         yield ledger
     finally:
@@ -71,9 +82,12 @@ async def open_engine(
     backend: Backend | None = None,
     sink: Sink | None = None,
     clock: Clock | None = None,
+    create: bool = True,
 ) -> AsyncIterator[Engine]:
     """An engine on the writable ledger; the ledger and the backend (given or
-    built) are closed on exit. `sink` defaults to the settings' sink."""
+    built) are closed on exit. `sink` defaults to the settings' sink;
+    `create=False` refuses to start a new ledger (an operator's command on a
+    job needs the ledger that has it)."""
     # Imported here: the commands that only read the ledger (status, show, export)
     # import neither the engine nor the sinks.
     from reclaim_tui.core.engine.engine import Engine
@@ -85,7 +99,8 @@ async def open_engine(
     try:
         if sink is None:
             sink = load_sink(settings.sink, settings.out)
-        async with open_ledger(settings, clock=clock) as ledger:
+        async with open_ledger(settings, clock=clock, create=create) as ledger:
             yield Engine(ledger, backend, sink, config=settings.engine_config(actor))
+            await ledger.checkpoint()  # reached on a clean exit only
     finally:
         await backend.aclose()

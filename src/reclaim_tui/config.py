@@ -77,6 +77,9 @@ class Settings:
     webhook_grace: float = 900.0
     #: with webhooks: the age of a job at its first fallback poll
     webhook_poll: float = 120.0
+    #: `--create`: start a new SQLite ledger even beside another one in its
+    #: folder (core/ledger/new_ledger.py)
+    create_ledger: bool = False
 
     @property
     def lease(self) -> float:

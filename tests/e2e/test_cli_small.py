@@ -21,7 +21,8 @@ def test_run_once_with_the_api_down_exits_6_like_tick(tmp_path: Path) -> None:
     common = ["--base-url", DEAD_API, "--api-key", "k", "--jobs", str(jobs)]
     tick = run_cli(["tick", "--db", str(tmp_path / "a.db"), *common])
     assert tick.returncode == 6, tick.stderr
-    once = run_cli(["run", "--once", "--db", str(tmp_path / "b.db"), *common])
+    # A second ledger beside the first: asked for (issue 32 item 8).
+    once = run_cli(["run", "--once", "--create", "--db", str(tmp_path / "b.db"), *common])
     assert once.returncode == 6, (once.stdout, once.stderr)
     assert "Traceback" not in once.stderr
 

@@ -142,8 +142,8 @@ async def test_new_jobs_keep_arriving_in_the_demo_world(tmp_path: Path) -> None:
         assert any(model in TRICKLE_AGENTS for _, model, _ in live), live
         assert len(gate.asked) >= 20 and all(3.0 <= w <= 8.0 for w in gate.asked)
 
-        # Sent at once, as the console's `s` sends a typed prompt; the
-        # engine's passes carry them on (models run 0.2–0.5 s here).
+        # Reserved, then sent by the engine's passes (the console's loop in
+        # the demo; models run 0.2–0.5 s here).
         async def finished() -> bool:
             await engine.tick()
             statuses = Counter(s for _, m, s in await _live_rows(ledger) if m not in TRICKLE_AGENTS)

@@ -134,9 +134,9 @@ async def test_a_bulk_retry_says_what_it_will_cost(seeded: Seeded) -> None:
         assert await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         screen = app.screen
         assert isinstance(screen, ConfirmScreen)
-        # Neither row was ever answered: their model's average over consumed rows.
+        # A resend is a whole run: what their model's completed runs cost here.
         assert "Cost: about $" in screen.question, screen.question
-        assert "from their model's average" in screen.question, screen.question
+        assert "their model's completed runs cost in this ledger" in screen.question
         await press(pilot, "n")
     assert (await seeded.get("failed")).status == Status.FAILED
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -181,19 +182,36 @@ async def test_totals_by_model_and_day_and_filtered(ledger: Ledger, clock: Manua
     assert [(r.key, r.rows) for r in failed] == [(PRO, 1)]
 
 
-async def test_estimate_resubmit_from_own_usage_then_average(
+async def test_estimate_resubmit_from_completed_runs_never_a_rows_partial_usage(
     ledger: Ledger, clock: ManualClock
 ) -> None:
+    """A retry was estimated from the failed attempt's partial usage ($0.24
+    for a Deep Research max row whose completed runs cost $1.13 on average:
+    issue 32 item 7). A resend is a whole run: priced at what its model's
+    completed runs cost in this ledger, else the table's typical figure."""
     keys = await _world(ledger, clock)
     never_sent = await put_row(ledger, clock, end=Status.RESERVING)
     unknown = await put_row(ledger, clock, model="mystery-model", end=Status.RESERVING)
-    got = await estimate_resubmit(
-        ledger, [keys["pro_failed"], never_sent, unknown, "not-a-key"], PRICES
+    asked = [keys["pro_failed"], never_sent, unknown, "not-a-key"]
+    got = await estimate_resubmit(ledger, asked, PRICES)
+    # flash's completed runs with counts: FULL_USAGE (2235 µ$) and 1000 out (3000 µ$);
+    # the average of their counts prices at the average of their costs. PRO has no
+    # completed run and the shipped table no typical figure: unknown, its failed
+    # attempt's usage (1000 input tokens, 2000 µ$) not counted.
+    assert (got.rows, got.from_average, got.runs, got.from_typical, got.unknown) == (4, 1, 2, 0, 3)
+    assert got.usd == pytest.approx((2235 + 3000) / 2 / 1e6, rel=1e-3)
+    pro = PRICES.price(PRO)
+    assert pro is not None
+    typical = dataclasses.replace(
+        PRICES, prices={**PRICES.prices, PRO: dataclasses.replace(pro, typical=0.25)}
     )
-    # flash's consumed rows with counts: FULL_USAGE (2235 µ$) and 1000 out (3000 µ$);
-    # the average of their counts prices at the average of their costs.
-    assert (got.rows, got.from_usage, got.from_average, got.unknown) == (4, 1, 1, 2)
-    assert got.usd == pytest.approx(2000 / 1e6 + (2235 + 3000) / 2 / 1e6, rel=1e-3)
+    got = await estimate_resubmit(ledger, [keys["pro_failed"]], typical)
+    assert (got.from_typical, got.usd) == (1, pytest.approx(0.25))
+    await put_row(ledger, clock, model=PRO, usage={"total_output_tokens": 100_000})  # $1.20
+    await put_row(ledger, clock, model=PRO, end=Status.DONE, usage={"total_output_tokens": 50_000})
+    got = await estimate_resubmit(ledger, [keys["pro_failed"]], typical)
+    assert (got.from_average, got.runs, got.from_typical) == (1, 2, 0)
+    assert got.usd == pytest.approx(0.9)  # (1.20 + 0.60) / 2, not the partial 0.002
 
 
 def test_tokens_need_input_or_output() -> None:

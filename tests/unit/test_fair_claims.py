@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,8 +90,9 @@ async def test_a_send_claim_takes_at_most_the_flight(
     sizes: list[int] = []
     real_claim = ledger.claim_sendable
 
-    async def counted(owner: str, *, limit: int, lease_seconds: float) -> Claim:
-        got = await real_claim(owner, limit=limit, lease_seconds=lease_seconds)
+    async def counted(owner: str, *, limit: int, lease_seconds: float, **scope: Any) -> Claim:
+        # `scope`: a submit sends its own jobs only (the claim's `idems`).
+        got = await real_claim(owner, limit=limit, lease_seconds=lease_seconds, **scope)
         sizes.append(len(got.rows))
         return got
 

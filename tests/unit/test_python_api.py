@@ -228,3 +228,16 @@ def test_importing_the_package_does_not_load_the_api() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['__version__']"
+
+
+async def test_a_new_ledger_beside_another_is_refused_as_the_cli_refuses_it(
+    tmp_path: Path, clock: ManualClock, fake_api: FakeBackend
+) -> None:
+    async with _connect(str(tmp_path / "ledger.db"), clock, fake_api) as ledger:
+        await ledger.submit(JOB)
+    with pytest.raises(reclaim_tui.ConfigError, match="is --db mistyped"):
+        async with _connect(str(tmp_path / "ledgr.db"), clock, fake_api):
+            pass
+    assert not (tmp_path / "ledgr.db").exists()
+    async with _connect(str(tmp_path / "ledgr.db"), clock, fake_api, create_ledger=True) as new:
+        assert await new.get_many([]) == {}

@@ -10,6 +10,7 @@ the job `reclaim-tui submit` would have reserved, and a pass run here is a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +25,6 @@ from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.costs import PriceTable, load_prices
 from reclaim_tui.core.jobsfile import check_job
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger import opening
 from reclaim_tui.core.ledger import port as ledger_port
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
 from reclaim_tui.core.sinks import CallableSink, Sink, load_sink
@@ -99,6 +99,7 @@ class Ledger:
         self._own_backend = backend is None
         self._clock = clock
         self._store: ledger_port.Ledger | None = None
+        self._closing: contextlib.AsyncExitStack | None = None
         self._engine: Engine | None = None
         self._prices: PriceTable | None = None
 
@@ -116,30 +117,36 @@ class Ledger:
         await self.aclose()
 
     async def open(self) -> None:
-        """Open the ledger (created with its schema when `create` and new)."""
+        """Open the ledger (created with its schema when `create` and new: a new
+        SQLite ledger beside another ledger of its folder is refused, as the CLI
+        refuses it, unless the `create_ledger` setting asks for it)."""
         if self._store is not None:
             return
+        from reclaim_tui.bootstrap import open_ledger
         from reclaim_tui.cli.common import require_folder  # the CLI's own check
 
         require_folder(self.settings.db)
-        self._store = await opening.open_ledger(
-            self.settings.db,
-            busy_timeout=self.settings.busy_timeout,
-            readonly=self._readonly,
-            create=self._create,
-            clock=self._clock,
+        stack = contextlib.AsyncExitStack()
+        self._store = await stack.enter_async_context(
+            open_ledger(
+                self.settings, readonly=self._readonly, create=self._create, clock=self._clock
+            )
         )
+        self._closing = stack
 
     async def aclose(self) -> None:
-        """Close the API client (if one was built) and the ledger."""
-        engine, store = self._engine, self._store
-        self._engine = self._store = None
+        """Close the API client (if one was built) and the ledger; a writable
+        SQLite ledger's WAL is emptied into its file first, as the CLI does."""
+        engine, store, closing = self._engine, self._store, self._closing
+        self._engine = self._store = self._closing = None
         try:
             if engine is not None and self._own_backend:
                 await engine.backend.aclose()
+            if store is not None and not self._readonly:
+                await store.checkpoint()
         finally:
-            if store is not None:
-                await store.close()
+            if closing is not None:
+                await closing.aclose()
 
     @property
     def store(self) -> ledger_port.Ledger:

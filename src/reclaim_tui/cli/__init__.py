@@ -78,6 +78,7 @@ class _LazyGroup(click.Group):
         "emulator": "reclaim_tui.emulator.command:emulator",
         "inbox": "reclaim_tui.cli.servers:inbox",
         "webhooks": "reclaim_tui.cli.servers:webhooks",
+        "service": "reclaim_tui.cli.service:service",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

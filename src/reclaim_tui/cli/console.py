@@ -12,7 +12,18 @@ from typing import Any
 import click
 
 from reclaim_tui.cli.common import exit_code, settings_from
-from reclaim_tui.cli.options import API, DAY, LEDGER, POLL, RECOVER, SEND, SINK, Finite, options
+from reclaim_tui.cli.options import (
+    API,
+    CREATE,
+    DAY,
+    LEDGER,
+    POLL,
+    RECOVER,
+    SEND,
+    SINK,
+    Finite,
+    options,
+)
 from reclaim_tui.config import Settings
 from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ConfigError, ReclaimError
@@ -23,7 +34,9 @@ __all__ = ["console", "demo"]
 @click.command()
 # No -v: the console's engine logs in its worker process, and log lines on
 # this process's stderr would be drawn over the screen.
-@options(LEDGER, API, SINK, "concurrency", "lease_seconds", SEND, RECOVER, POLL, "retention_days")
+@options(
+    LEDGER, CREATE, API, SINK, "concurrency", "lease_seconds", SEND, RECOVER, POLL, "retention_days"
+)
 @click.option("--readonly", is_flag=True, help="Watch only: every mutating action is hidden.")
 @click.option(
     "--interval",

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from reclaim_tui.bootstrap import open_ledger
+from reclaim_tui.cli.common import count_of
 from reclaim_tui.cli.options import options
 from reclaim_tui.config import Settings
 from reclaim_tui.core.cost_totals import CostFilter, CostRow, GroupBy, cost_totals, grand_total
@@ -97,7 +98,8 @@ def _as_json(rows: Sequence[CostRow], prices: PriceTable, by: str) -> dict[str, 
             "output_tokens": _finite(row.output_tokens),
             "thought_tokens": _finite(row.thought_tokens),
             "cached_tokens": _finite(row.cached_tokens),
-            "usd": _finite(round(row.usd, 6)),
+            # null when no row of the group has a known cost: unknown, not $0
+            "usd": _finite(round(row.usd, 6)) if row.priced else None,
             "unknown_models": list(row.unknown_models),
         }
 
@@ -127,7 +129,13 @@ def format_costs(rows: Sequence[CostRow], prices: PriceTable, by: str) -> str:
         lines.append(
             f"{row.key[:34]:<34} {row.rows:>7} {row.priced:>7} {row.unknown:>7}"
             f" {row.input_tokens:>11,} {row.output_tokens:>11,} {row.thought_tokens:>9,}"
-            f" {format_usd(row.usd):>11}"
+            f" {format_usd(row.usd) if row.priced else 'unknown':>11}"
+        )
+    waiting = total.rows - total.priced - total.unknown
+    if waiting:
+        lines.append(
+            f"{count_of(waiting, 'row')} without a result yet (never sent, or in flight):"
+            " not in the USD total, their cost is unknown until they finish."
         )
     if total.unknown:
         models = ", ".join(total.unknown_models) or "usage without token counts"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,11 +19,12 @@ from reclaim_tui.cli.options import options
 from reclaim_tui.core.export import iso_time, write_export
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.registry import Process, read_processes
 from reclaim_tui.core.ledger.retention import Attention, attention
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import Row, Status
-from reclaim_tui.errors import ConfigError
+from reclaim_tui.errors import ConfigError, LedgerError
 
 __all__ = ["export", "migrate", "status"]
 
@@ -39,6 +41,7 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
         orphans, orphans_since = await _orphans(ledger)
         seen = await attention(ledger, retention_days)
         now = ledger.clock.now()
+        paused = await _paused(ledger, now)
         text_index = getattr(ledger, "text_index_note", None)
     at_risk = seen.past_retention
     # `oldest_since` (ISO-8601 UTC) says when; `oldest_age_s` (seconds) how
@@ -59,6 +62,7 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
     data["not_found"] = _oldest(now, seen.not_found, None)
     data["not_found_held"] = _oldest(now, seen.not_found_held, None)
     data["plans_ready"] = _oldest(now, seen.plans_ready, None)
+    data["paused"] = {"count": len(paused), "processes": [_process(p) for p in paused]}
     if text_index:
         click.echo(f"note: {text_index}", err=True)
     if as_json:
@@ -73,12 +77,40 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
             "not_found",
             "not_found_held",
             "plans_ready",
+            "paused",
         ):
             continue
         age = v["oldest_age_s"]
         click.echo(f"{name:<11} {v['count']:>9}  {_fmt_age(age) if age is not None else '-'}")
     for line in _attention_lines(seen, retention_days):
         click.echo(line, err=True)
+    for p in paused:
+        how = "`reclaim-tui service resume SOCK` (its --control socket)"
+        how = how if p.kind == "service" else "P in that console"
+        click.echo(
+            f"{p.kind} pid {p.pid} on {p.host} is paused: it runs no pass until resumed ({how})",
+            err=True,
+        )
+
+
+async def _paused(ledger: Ledger, now: float) -> list[Process]:
+    """The live processes of the registry whose passes are paused (a ledger
+    older than the registry has none to say)."""
+    try:
+        found = await read_processes(ledger, now)
+    except (LedgerError, sqlite3.Error):
+        return []
+    return [p for p in found if p.state == "paused" and p.condition in ("alive", "stale")]
+
+
+def _process(p: Process) -> dict[str, Any]:
+    return {
+        "kind": p.kind,
+        "host": p.host,
+        "pid": p.pid,
+        "owner": p.owner,
+        "condition": p.condition,
+    }
 
 
 @click.command()
@@ -112,7 +144,10 @@ async def migrate(source: str, target: str, batch: int, check_only: bool, as_jso
         raise ConfigError("--from and --to name the same ledger")
     async with (
         open_ledger(reader_settings(source), readonly=True, create=False) as src,
-        open_ledger(reader_settings(target), create=not check_only) as dst,
+        # Starting the target ledger is what migrate is asked to do: no --create.
+        open_ledger(
+            reader_settings(target).with_(create_ledger=True), create=not check_only
+        ) as dst,
     ):
         copies = [] if check_only else await copy_ledger(src, dst, batch=batch)
         checked = await compare(src, dst)

@@ -20,7 +20,17 @@ from reclaim_tui.cli.common import (
     run,
     settings_from,
 )
-from reclaim_tui.cli.options import API, DAY, ENGINE, LEDGER, PASS, SEND, Finite, options
+from reclaim_tui.cli.options import (
+    API,
+    CREATE,
+    DAY,
+    ENGINE,
+    LEDGER,
+    PASS,
+    SEND,
+    Finite,
+    options,
+)
 from reclaim_tui.config import Settings
 from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.core.models import Actor, PassReport
@@ -215,7 +225,7 @@ async def run_command(
 
 
 @click.command()
-@options(LEDGER, API, PASS, SEND)
+@options(LEDGER, CREATE, API, PASS, SEND)
 @click.argument("jobs_path", metavar="FILE")
 @click.option(
     "--no-send",

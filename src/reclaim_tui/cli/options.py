@@ -3,6 +3,7 @@ groups, so that a command takes only the flags it uses: `cancel` has no
 `--first-poll`, `replay` (which never calls the API) no `--api-key`.
 
     LEDGER     where the ledger is and how long to wait for its lock
+    CREATE     --create: a new ledger beside another one (tick, run, submit, console)
     API        how to reach the Interactions API
     SINK       where finished results are delivered
     PASS       how a pass paces its work over many rows
@@ -33,6 +34,7 @@ from reclaim_tui.core.models import GonePolicy, OrphanPolicy
 
 __all__ = [
     "API",
+    "CREATE",
     "DAY",
     "ENGINE",
     "LEDGER",
@@ -169,6 +171,13 @@ _FLAGS: dict[str, Decorator] = {
         help="Lease length; at least 3 × (request + busy timeout).",
     ),
     "verbose": click.option("-v", "--verbose", is_flag=True, help="Log each pass to stderr."),
+    "create_ledger": click.option(
+        "--create",
+        "create_ledger",
+        is_flag=True,
+        help="Start a new ledger at --db even though its folder holds another ledger"
+        " (without it that is refused as a likely typo; a first ledger needs no flag).",
+    ),
     "model": click.option(
         "--model",
         default=DEFAULT_MODEL,
@@ -258,13 +267,15 @@ _FLAGS: dict[str, Decorator] = {
 }
 
 LEDGER = ("db", "busy_timeout")
+#: The commands that may start a new ledger (tick, run, submit, console).
+CREATE = ("create_ledger",)
 API = ("base_url", "api_key", "request_timeout")
 SINK = ("out", "sink")
 PASS = ("concurrency", "adaptive_concurrency", "lease_seconds", "verbose")
 SEND = ("model", "max_attempts", "first_poll", "webhook_url", "webhook_poll")
 RECOVER = ("emulator_lookup", "orphan_policy", "webhook_grace")
 POLL = ("on_gone", "gone_grace", "retention_days", "deadline")
-ENGINE = (*LEDGER, *API, *SINK, *PASS, *SEND, *RECOVER, *POLL)
+ENGINE = (*LEDGER, *CREATE, *API, *SINK, *PASS, *SEND, *RECOVER, *POLL)
 
 
 def options(*groups: tuple[str, ...] | str) -> Decorator:

@@ -25,7 +25,7 @@ from reclaim_tui.cli.common import (
 from reclaim_tui.cli.options import API, LEDGER, PASS, RECOVER, SINK, options
 from reclaim_tui.core.engine import cancelling
 from reclaim_tui.core.export import export_record, job_record, row_dict
-from reclaim_tui.core.models import Actor
+from reclaim_tui.core.models import Actor, Row, Status, StoredResult
 from reclaim_tui.errors import BackendError, ConfigError, OperatorError
 
 __all__ = ["adopt", "answer", "cancel", "recover", "replay", "retry", "show"]
@@ -44,21 +44,42 @@ async def show(db: str, idem: str, as_json: bool) -> None:
         events = await ledger.events(idem)
         result = await ledger.result(idem)
     assert row is not None
+    usd, cost = _cost(row, result)
     if as_json:
-        echo_json(job_record(row, result, events))
+        echo_json({**job_record(row, result, events), "cost_usd": usd})
         return
     for name, value in row_dict(row).items():
         if name.endswith(("_at", "_until", "state_since")) and isinstance(value, float):
             value = _when(value) if value else "-"
         click.echo(f"{name:>13}: {value if value is not None else '-'}")
+    click.echo(f"{'cost':>13}: {cost}")
     click.echo("\ntimeline:")
+    # As wide as the longest actor shown ("console-loop"), at least 8.
+    width = max([8, *(len(ev.actor) for ev in events)])
     for ev in events:
         when = _when(ev.at)
         arrow = f"{ev.from_status or '∅'} → {ev.to_status}"
-        click.echo(f"  {when}  {ev.actor:<8} {arrow:<24} {ev.note}")
+        click.echo(f"  {when}  {ev.actor:<{width}} {arrow:<24} {ev.note}")
     if result is not None:
         click.echo(f"\nresult ({result.interaction_id}, usage {json.dumps(result.usage)}):")
         click.echo(result.output_text)
+
+
+def _cost(row: Row, result: StoredResult | None) -> tuple[float | None, str]:
+    """The row's cost from its stored usage (`costs`' price table), and how
+    it is said: unknown, never $0, when there is no result or no price."""
+    from reclaim_tui.core.costs import cost_of, format_usd, load_prices
+
+    if result is None:
+        return None, "unknown (no result stored: never sent, or in flight)"
+    try:
+        prices = load_prices()
+    except ConfigError as exc:
+        return None, f"unknown ({exc})"
+    usd = cost_of(result.usage, row.model, prices)
+    if usd is None:
+        return None, f"unknown (no token counts, or no price for {row.model})"
+    return usd, f"{format_usd(usd)} (prices as of {prices.as_of}, {prices.source})"
 
 
 def _when(at: float) -> str:
@@ -75,7 +96,7 @@ def _when(at: float) -> str:
 async def replay(as_json: bool, **kw: Any) -> None:
     """Deliver stored results of done-but-unconsumed rows (never calls the API)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI, backend=NoApi()) as engine:
+    async with open_engine(settings, actor=Actor.CLI, backend=NoApi(), create=False) as engine:
         report = await engine.replay()
     print_report(report, False, as_json=as_json)
 
@@ -90,8 +111,13 @@ async def recover(force: bool, idems: tuple[str, ...], as_json: bool, **kw: Any)
     """Settle orphans: adopt by label where possible, else the orphan policy
     (resubmit marks them for resend: the next tick sends them)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    async with open_engine(settings, actor=Actor.CLI, create=False) as engine:
         keys = [await resolve_key(engine.ledger, i) for i in idems] if idems else None
+        if keys:
+            rows = await engine.ledger.get_many(keys)
+            refused = [why for k in keys if (why := _why_not_recovered(rows[k], force))]
+            if refused:  # named keys that recovery would leave: said, nothing done
+                raise OperatorError("; ".join(refused))
         report = await engine.recover_orphans(force=force, idems=keys)
     # An orphan "resubmitted" by recovery is only marked for resend here (a
     # tick's later send step is what sends it): counted under that name.
@@ -99,6 +125,27 @@ async def recover(force: bool, idems: tuple[str, ...], as_json: bool, **kw: Any)
     summary = _marked_for_resend(report.summary(), marked)
     extra = {"marked_for_resend": marked}
     print_report(report, False, settings, summary=summary, as_json=as_json, extra=extra)
+
+
+def _why_not_recovered(row: Row, force: bool) -> str | None:
+    """Why recovery leaves the named row as it is (None: it settles it). An
+    orphan is a row whose create (or follow-up turn) was sent and whose
+    outcome is unknown: `reserving` or `submitted` with a call in flight."""
+    status = row.status.value
+    if row.status not in (Status.RESERVING, Status.SUBMITTED) or not row.inflight:
+        waiting = row.status == Status.RESERVING
+        what = (
+            "waiting to be sent, no create of unknown outcome"
+            if waiting
+            else "its outcome is known"
+        )
+        return (
+            f"{row.idem} is {status}, not an orphan ({what}); recover settles rows whose"
+            " create's outcome is unknown (`status` counts them as orphans)"
+        )
+    if row.held and row.status == Status.RESERVING and not force:
+        return f"{row.idem} is an orphan held for an operator: add --force to recover it"
+    return None
 
 
 def _marked_for_resend(summary: str, marked: int) -> str:
@@ -121,7 +168,7 @@ async def retry(idem: str, as_json: bool, **kw: Any) -> None:
     # Marked, not sent: the engine's send step takes every due row, not this
     # one alone, and sending is the tick's job (pacing, circuit breaker,
     # orphan handling) that cron already runs. Marking needs no API and no key.
-    async with open_engine(settings, actor=Actor.CLI, backend=NoApi()) as engine:
+    async with open_engine(settings, actor=Actor.CLI, backend=NoApi(), create=False) as engine:
         row = await engine.operator.retry(await resolve_key(engine.ledger, idem), actor=Actor.CLI)
     if as_json:
         echo_json(export_record(row))
@@ -137,7 +184,7 @@ async def retry(idem: str, as_json: bool, **kw: Any) -> None:
 async def cancel(idem: str, as_json: bool, **kw: Any) -> None:
     """Cancel a reserving or submitted job (and ask the API to cancel it)."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    async with open_engine(settings, actor=Actor.CLI, create=False) as engine:
         row = await engine.operator.cancel(await resolve_key(engine.ledger, idem), actor=Actor.CLI)
     if as_json:
         echo_json(export_record(row))
@@ -170,7 +217,7 @@ async def answer(idem: str, text: str, refine: bool, as_json: bool, **kw: Any) -
     if not text.strip():
         raise ConfigError("TEXT is empty: say what the interaction should go on with")
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    async with open_engine(settings, actor=Actor.CLI, create=False) as engine:
         key = await resolve_key(engine.ledger, idem)
         try:
             row = await engine.operator.answer(key, text, actor=Actor.CLI, refine=refine)
@@ -196,7 +243,7 @@ async def answer(idem: str, text: str, refine: bool, as_json: bool, **kw: Any) -
 async def adopt(idem: str, interaction_id: str, as_json: bool, **kw: Any) -> None:
     """Attach an existing INTERACTION_ID to an orphaned or failed job."""
     settings = settings_from(kw)
-    async with open_engine(settings, actor=Actor.CLI) as engine:
+    async with open_engine(settings, actor=Actor.CLI, create=False) as engine:
         key = await resolve_key(engine.ledger, idem)
         row = await engine.operator.adopt(key, interaction_id, actor=Actor.CLI)
     if as_json:

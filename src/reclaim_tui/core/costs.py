@@ -51,7 +51,15 @@ USAGE_FIELDS = {
     "cached": "total_cached_tokens",
     "tool_use": "total_tool_use_tokens",
 }
-_RATES = ("input", "output", "cached_input", "long_input", "long_output", "long_cached_input")
+_RATES = (
+    "input",
+    "output",
+    "cached_input",
+    "long_input",
+    "long_output",
+    "long_cached_input",
+    "typical",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +72,9 @@ class Price:
     long_input: float | None = None
     long_output: float | None = None
     long_cached_input: float | None = None
+    #: USD of a typical whole run (optional): what estimates use for a model
+    #: or agent with no completed run in the ledger yet (core/cost_estimate.py)
+    typical: float | None = None
 
     def rates(self, long: bool) -> tuple[float, float, float]:
         """(input, output, cached input) for a prompt that is `long` or not."""

@@ -83,6 +83,7 @@ class Actor(StrEnum):
     CONSOLE_LOOP = "console-loop"  # the console's automatic reclaim loop
     SERVICE = "service"  # `reclaim-tui run`, the long-lived loop
     API = "api"  # a program's call through the Python API (reclaim_tui.api)
+    DEMO = "demo"  # the demo's own jobs (seeded, then its trickle): no operator's
 
 
 class OrphanPolicy(StrEnum):

@@ -13,12 +13,13 @@ and the engine sends every create with a webhook_config, so events wake
 finished jobs and orphans are adopted from the events that name them. A
 sink that now and then refuses leaves some rows `done` for `R`.
 
-The demo stays alive: after the seeded jobs, a `Trickle` submits a new job
-every 3–8 s (seeded), through the engine's `submit` as the console's `s`
-does — mostly models, now and then a Deep Research agent that runs for
-minutes, some of which plan first and wait for an answer (`requires_action`,
-`w`). The emulator's usage is scaled up (`usage_scale`) so that costs look
-like a real ledger's: a model job costs cents, a research run about a dollar.
+The demo stays alive: after the seeded jobs, a `Trickle` reserves a new job
+every 3–8 s (seeded), through the engine's `submit` under the actor `demo`;
+the console's loop sends it (a paused loop sends none) — mostly models, now
+and then a Deep Research agent that runs for minutes, some of which plan
+first and wait for an answer ("plan ready", `w`). The emulator's usage is
+scaled up (`usage_scale`) so that costs look like a real ledger's: a model
+job costs cents, a research run about a dollar.
 """
 
 from __future__ import annotations
@@ -235,7 +236,8 @@ async def open_demo_engine(
                 )
                 sink = FlakySink(settings.out, seed)
                 async with open_engine(settings, actor=actor, backend=backend, sink=sink) as engine:
-                    await engine.submit(demo_jobs(jobs, seed), send=False)
+                    seeding = engine.acting_as(Actor.DEMO)
+                    await seeding.submit(demo_jobs(jobs, seed), send=False)
                     async with _trickling(engine, seed, trickle, sleep):
                         yield engine
             finally:
@@ -256,8 +258,12 @@ async def _trickling(
         return
     low, high = (float(x) for x in every)
 
+    demo = engine.acting_as(Actor.DEMO)
+
     async def submit(jobs: list[JobSpec]) -> None:
-        await engine.submit(jobs, send=True)  # what the console's `s` asks of the engine
+        # Reserved under the demo's own actor, not the operator's, and left
+        # to the loop's passes: a paused loop sends none of them.
+        await demo.submit(jobs, send=False)
 
     trickle = Trickle(submit, seed, every=(low, high), sleep=sleep)
     task = asyncio.create_task(trickle.run())

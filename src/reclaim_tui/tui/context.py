@@ -40,6 +40,9 @@ class ConsoleConfig:
     #: Freeze the objects alive once the screen is up (`gc.freeze`): see
     #: `ReclaimApp.on_main_screen_ready`.
     freeze_gc: bool = True
+    #: Said first when the console started a new ledger (a mistyped --db shows
+    #: an empty screen otherwise): core/ledger/new_ledger.py.
+    created_note: str | None = None
 
     @property
     def files_dir(self) -> Path:

@@ -11,7 +11,8 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.gemini import resolve_api_key
-from reclaim_tui.core.ledger.urls import shown_db
+from reclaim_tui.core.ledger import new_ledger
+from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.core.sinks import load_sink
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.runner.commands import ACTOR
@@ -89,11 +90,15 @@ def _host_factory(backend: Backend | None, clock: Clock) -> Callable[[Settings],
     return build
 
 
-async def _preflight(settings: Settings, readonly: bool) -> None:
+async def _preflight(settings: Settings, readonly: bool) -> str | None:
     """Open the ledger once so a corrupt, newer or missing ledger is an error
-    message and an exit code, not a console that dies on start."""
+    message and an exit code, not a console that dies on start. Returns the
+    console's first notice when this started a new ledger (else None)."""
+    fresh = not readonly and not is_database_url(settings.db)
+    fresh = fresh and new_ledger.would_create(settings.db)
     async with open_ledger(settings, readonly=readonly, create=not readonly):
         pass
+    return new_ledger.created_note(shown_db(settings.db)) if fresh else None
 
 
 def run_console(
@@ -105,7 +110,7 @@ def run_console(
 ) -> None:
     app = make_app(settings, readonly=readonly, interval=interval, attach=attach)
     # Attached, the service owns the ledger: it must exist, never be created here.
-    asyncio.run(_preflight(settings, readonly or attach is not None))
+    app.config.created_note = asyncio.run(_preflight(settings, readonly or attach is not None))
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

@@ -16,7 +16,7 @@ from reclaim_tui.core.costs import format_usd
 from reclaim_tui.core.ledger.prune import PruneCount
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.models import Row, Status
-from reclaim_tui.core.row_notes import ASKS, PLAN_READY
+from reclaim_tui.core.row_notes import ASKS, PLAN_READY, is_pending
 
 __all__ = [
     "CANCELLABLE",
@@ -27,6 +27,7 @@ __all__ = [
     "asked",
     "cancel_question",
     "check_rows",
+    "decline_question",
     "estimate_line",
     "export_file_name",
     "export_summary",
@@ -42,6 +43,8 @@ __all__ = [
 #: about rows the engine would refuse.
 RETRYABLE = (Status.FAILED, Status.CANCELLED)
 CANCELLABLE = (Status.RESERVING, Status.SUBMITTED)
+#: What a retry says of a cancelled row whose remote cancel is not confirmed.
+PENDING_LEFT = "cancel pending (its interaction may still run: retry once the API confirms)"
 
 
 def rows_word(count: int) -> str:
@@ -76,6 +79,8 @@ class Checked:
         allowed = "/".join(s.value for s in self.applies_to)
         if self.total == 1:
             what = self.left.most_common(1)[0][0]
+            if what == PENDING_LEFT:
+                return f"{self.first_left} is {what}"
             return f"{self.first_left} is {what}; {self.verb} applies to {allowed} rows"
         past = {"retry": "retried", "cancel": "cancelled"}.get(self.verb, self.verb)
         return (
@@ -93,10 +98,15 @@ async def check_rows(
     first_left = ""
     for idem in idems:
         row = rows.get(idem)
-        if row is not None and row.status in applies_to:
+        if verb == "retry" and row is not None and is_pending(row):
+            # The engine refuses it (operator.py): its old interaction's
+            # cancel is not confirmed, and a retry would drop it.
+            left[PENDING_LEFT] += 1
+        elif row is not None and row.status in applies_to:
             eligible.append(idem)
             continue
-        left[row.status.value if row is not None else "gone"] += 1
+        else:
+            left[row.status.value if row is not None else "gone"] += 1
         first_left = first_left or idem
     return Checked(verb, applies_to, eligible, left, first_left)
 
@@ -133,13 +143,18 @@ def estimate_line(estimate: Estimate) -> str:
     """What sending the rows again would cost, and how the figure was made."""
     if not estimate.estimated:
         return (
-            f"Cost: unknown (no usage or price for {estimate.rows:,} {rows_word(estimate.rows)})."
+            f"Cost: unknown (no completed run of their model in this ledger, and no"
+            f" typical figure in the price table, for {estimate.rows:,}"
+            f" {rows_word(estimate.rows)})."
         )
     how = []
-    if estimate.from_usage:
-        how.append(f"{estimate.from_usage:,} from their last usage")
     if estimate.from_average:
-        how.append(f"{estimate.from_average:,} from their model's average")
+        how.append(
+            f"{estimate.from_average:,} at what their model's completed runs cost in this"
+            f" ledger ({estimate.runs:,} averaged)"
+        )
+    if estimate.from_typical:
+        how.append(f"{estimate.from_typical:,} at the price table's typical run")
     if estimate.unknown:
         how.append(f"{estimate.unknown:,} unknown, not counted")
     return f"Cost: about {format_usd(estimate.usd)} ({', '.join(how)})."
@@ -159,6 +174,15 @@ def prune_question(found: PruneCount, age: str, archive: Path) -> str:
 def cancel_question(checked: Checked, marked: bool) -> str:
     which = _of_marked(checked) if marked else checked.eligible[0]
     return f"Cancel {which}? Submitted jobs are cancelled at the API too." + _left_alone(checked)
+
+
+def decline_question(idem: str, handle: str) -> str:
+    """`c` on a row whose research plan waits for an answer: it declines it."""
+    return (
+        f"Decline the research plan of {idem} ({handle})?"
+        "\nThe row ends cancelled (declined, in its history); the research is not run"
+        " and nothing more is paid."
+    )
 
 
 def recover_question(count: int, marked: bool, estimate: Estimate | None = None) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from reclaim_tui.core.engine import cancelling, delivering, follow_up, operator_rows
 from reclaim_tui.core.engine.parts import EngineParts
+from reclaim_tui.core.engine.planning import is_plan_ready
 from reclaim_tui.core.engine.transitions import describe
 from reclaim_tui.core.models import (
     Actor,
@@ -31,7 +32,17 @@ from reclaim_tui.errors import (
     OperatorError,
 )
 
-__all__ = ["Operator"]
+__all__ = ["Operator", "retry_refusal"]
+
+
+def retry_refusal(row: Row) -> str:
+    """Why a row whose remote cancel is pending is not retried."""
+    return (
+        f"{row.idem}: the API has not confirmed the cancel of {row.handle or 'its interaction'}"
+        " (cancel pending), which may still run and bill; a retry now would drop it for a"
+        " new create. The next passes ask the API again: retry once the row says the"
+        " remote cancel is confirmed"
+    )
 
 
 class Operator:
@@ -43,8 +54,14 @@ class Operator:
         self.backend = parts.backend
 
     async def retry(self, idem: str, *, actor: Actor) -> Row:
-        """Send a failed or cancelled job again, with a fresh attempt budget."""
+        """Send a failed or cancelled job again, with a fresh attempt budget.
+
+        Refused while the row's remote cancel is pending: the row holds one
+        interaction, so a retry would drop the old one, never cancelled,
+        still running and billing beside the new create."""
         before = await self._require(idem)
+        if cancelling.is_pending(before):
+            raise OperatorError(retry_refusal(before))
         note = f"operator retry (was {before.status}"
         note += f": {before.last_error})" if before.last_error else ")"
         if before.handle:
@@ -76,12 +93,15 @@ class Operator:
 
     async def cancel(self, idem: str, *, actor: Actor) -> Row:
         """Cancel a job that has not finished; asks the API to cancel too.
+        A row whose research plan waits for an answer is declined instead.
 
         An orphan (a create whose outcome is unknown) may have an interaction
         running: it is looked up by label and cancelled where the backend can
         search; elsewhere the row records the possible spend.
         """
         before = await self._require(idem)
+        if is_plan_ready(before):
+            return await self._decline_plan(before, actor)
         if before.status == Status.SUBMITTED and before.handle:
             await self._refuse_if_completed(before, actor)
         orphan = before.status == Status.RESERVING and before.inflight
@@ -128,6 +148,20 @@ class Operator:
                 )
             await self.ledger.add_event(idem, actor, remote_note, Status.CANCELLED.value)
         return row
+
+    async def _decline_plan(self, row: Row, actor: Actor) -> Row:
+        """A research plan the operator does not want: the row ends
+        `cancelled`, its history says declined. Nothing is sent: the plan's
+        interaction has completed (the API refuses to cancel it), and the
+        research runs only in a next turn, which is never sent now."""
+        note = (
+            f"operator declined the research plan of {row.handle}: the research is not run,"
+            " nothing more is paid"
+        )
+        changes: dict[str, Any] = {"held": 0, "last_error": None}
+        return await self._update(
+            row.idem, (Status.SUBMITTED,), Status.CANCELLED, actor, note, changes
+        )
 
     async def _refuse_if_completed(self, row: Row, actor: Actor) -> None:
         """A paid result is never thrown away: an interaction that already

@@ -10,7 +10,8 @@ notebook (it polls the plan until `completed`).
 
 In the ledger a completed plan is not the job's result: the row stops as
 "plan ready" (held, the plan stored with the row and shown), and `answer`
-sends the next turn. Only the research's report goes to the sink.
+sends the next turn; `cancel` declines the plan (the row ends `cancelled`,
+no research runs). Only the research's report goes to the sink.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reclaim_tui.core.models import Row, Status
 from reclaim_tui.core.row_notes import PLAN_READY
 
-__all__ = ["PLAN_READY", "follow_up_config", "is_plan"]
+__all__ = ["PLAN_READY", "follow_up_config", "is_plan", "is_plan_ready"]
 
 
 def is_plan(raw: Mapping[str, Any]) -> bool:
@@ -28,6 +30,16 @@ def is_plan(raw: Mapping[str, Any]) -> bool:
     (the API's Interaction resource returns the request's) asked for one."""
     config = raw.get("agent_config")
     return isinstance(config, Mapping) and config.get("collaborative_planning") is True
+
+
+def is_plan_ready(row: Row) -> bool:
+    """The row waits for an answer to its research plan (no turn in flight)."""
+    return (
+        row.status == Status.SUBMITTED
+        and bool(row.held)
+        and not row.inflight
+        and (row.last_error or "").startswith(PLAN_READY)
+    )
 
 
 def follow_up_config(

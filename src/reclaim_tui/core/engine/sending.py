@@ -28,8 +28,9 @@ __all__ = ["send_reserved"]
 log = logging.getLogger("reclaim_tui.engine")
 
 
-async def send_reserved(parts: EngineParts) -> PassReport:
-    """Create an interaction for every due `reserving` row not in flight.
+async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) -> PassReport:
+    """Create an interaction for every due `reserving` row not in flight (of
+    `idems` only, when given: a submit sends its own jobs, nothing else).
 
     Each row's attempt is committed just before its own create is sent and
     its handle as soon as the answer arrives (group commit across answers
@@ -38,8 +39,11 @@ async def send_reserved(parts: EngineParts) -> PassReport:
     never sent is left as it was.
     """
     report = PassReport()
+    scope = {} if idems is None else {"idems": idems}
     while not parts.circuit.open and (
-        claim := await batch_pass.claimed(parts, parts.ledger.claim_sendable, limit=parts.flight())
+        claim := await batch_pass.claimed(
+            parts, parts.ledger.claim_sendable, limit=parts.flight(), **scope
+        )
     ):
         commit = GroupCommit(parts.ledger, parts.owner, parts.config.actor)
         late: list[tuple[Row, str]] = []

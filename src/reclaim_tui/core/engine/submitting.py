@@ -1,7 +1,8 @@
 """Submitting new jobs: reserve a row for each (existing keys are left
 alone), refusing, before anything is reserved, a job whose own key names
 another spec already in the ledger or whose `previous` chain comes back to
-itself; then, unless told not to, the send pass (sending.py).
+itself; then, unless told not to, the send pass (sending.py) over these
+jobs only.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ async def submit(parts: EngineParts, jobs: Sequence[JobSpec], *, send: bool = Tr
     report.counts["already_present"] += len(present)
     crashpoint("after_reserve_commit")
     if send:
-        report.merge(await sending.send_reserved(parts))
+        # Only these jobs: other reserved rows (a `--no-send` file, a paused
+        # loop's backlog) are sent by a pass, never by someone else's submit.
+        keys = list(dict.fromkeys(r[0] for r in rows))
+        report.merge(await sending.send_reserved(parts, keys))
     return report
 
 

@@ -63,6 +63,10 @@ class LedgerBase(ABC):
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """One locked read of SQLite-dialect SQL."""
 
+    async def checkpoint(self) -> None:
+        """Nothing at a clean exit (PostgreSQL); SqliteLedger's empties its WAL."""
+        return None
+
     # -- claiming --------------------------------------------------------------------
     async def dead_holders(self, me: str) -> list[str]:
         """Owners of live-by-clock leases whose process is provably gone."""
@@ -74,17 +78,22 @@ class LedgerBase(ABC):
         )
         return [r[0] for r in rows if holder_alive(r[0]) is False]
 
-    async def claim_sendable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
-        """Due `reserving` rows not in flight, under a lease only: each row's
-        attempt is committed by `write_batch(sending=…)` right before its own
-        create is sent, so a kill leaves unsent rows as they were (rule 3)."""
-        return await self._claim(
-            owner,
-            "status = 'reserving' AND inflight = 0 AND held = 0 AND next_at <= ?",
-            [self.clock.now()],
-            limit=limit,
-            lease_seconds=lease_seconds,
+    async def claim_sendable(
+        self,
+        owner: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        idems: Sequence[str] | None = None,
+    ) -> Claim:
+        """Due `reserving` rows not in flight (of `idems` only, when given),
+        under a lease only: each row's attempt is committed by
+        `write_batch(sending=…)` right before its own create is sent, so a
+        kill leaves unsent rows as they were (rule 3)."""
+        where, params = self._scoped(
+            "status = 'reserving' AND inflight = 0 AND held = 0", False, idems, (), "next_at <= ?"
         )
+        return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
         """`submitted` rows whose next poll is due (not one whose follow-up

@@ -68,7 +68,14 @@ class Ledger(Protocol):
 
     async def dead_holders(self, me: str) -> list[str]: ...
 
-    async def claim_sendable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim: ...
+    async def claim_sendable(
+        self,
+        owner: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        idems: Sequence[str] | None = None,
+    ) -> Claim: ...
 
     async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim: ...
 
@@ -163,5 +170,11 @@ class Ledger(Protocol):
     async def pragmas(self) -> dict[str, Any]: ...
 
     async def interrupt(self) -> None: ...
+
+    async def checkpoint(self) -> None:
+        """At a clean exit: the ledger whole in its main file (SQLite's WAL
+        copied in and emptied, where no other process holds it); PostgreSQL:
+        nothing to do."""
+        ...
 
     async def close(self) -> None: ...

@@ -222,6 +222,20 @@ class SqliteLedger(LedgerBase):
             out[name] = row[0] if row else None
         return out
 
+    async def checkpoint(self) -> None:
+        """At a clean exit: copy the WAL into the ledger file and empty it, so
+        a copy of the `.db` alone is the whole ledger. SQLite does it when
+        the last connection closes, but not when that one is read-only (a
+        console's readers close after its engine). Never waits: a process
+        still reading or writing keeps the WAL, and checkpoints it itself."""
+        if self.readonly:
+            return
+        try:
+            await self._db.execute("PRAGMA busy_timeout = 0")
+            await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:
+            pass  # busy or failing: the WAL stays, and the ledger with it is whole
+
     async def close(self) -> None:
         await self._db.close()
 

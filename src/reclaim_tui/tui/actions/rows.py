@@ -17,6 +17,7 @@ import asyncio
 import sqlite3
 from functools import partial
 
+from reclaim_tui.core.engine.planning import is_plan_ready
 from reclaim_tui.core.ledger.prune import PRUNABLE
 from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import Status
@@ -95,7 +96,11 @@ async def cancel(screen: MainPort) -> None:
         return
     command = Cancel(tuple(checked.eligible))
     run = partial(operations.run_rows, screen.engine_host(), "cancelled", command)
-    question = questions.cancel_question(checked, marked=bool(screen.state.marks))
+    marked, row = bool(screen.state.marks), screen.table.current_row()
+    if not marked and row is not None and is_plan_ready(row):
+        question = questions.decline_question(row.idem, row.handle or "")
+    else:
+        question = questions.cancel_question(checked, marked=marked)
     screen.confirm("cancel", question, "Cancel jobs", lambda: screen.operate(run))
 
 

@@ -139,6 +139,8 @@ class MainScreen(JobScreen):
             mode = "paused (P resumes)" if self.pace.paused else "running"
             note = f"console started; reclaim loop {mode}, a pass every {self.pace.interval:g}s"
         self.query_one(LoopLog).line(self.config.clock.now(), note)
+        if self.config.created_note:  # the first notice: a mistyped --db shows an empty screen
+            self.notify(self.config.created_note, severity="warning", timeout=30)
         self.run_worker(tools.show_prices_in_detail(self), group="prices")
         self.post_message(self.Ready())
 
