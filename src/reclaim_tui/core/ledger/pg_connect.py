@@ -151,6 +151,16 @@ def _grant_needed(exc: BaseException, text: str) -> str:
     return f"the role {role} lacks a right{said} ({text}){needs} (README: PostgreSQL, roles)"
 
 
+def _timed_out(exc: BaseException, text: str) -> bool:
+    """Whether a cancelled statement ran into a server-side timeout
+    (`statement_timeout`), not a cancel someone asked for (the console's
+    replaced read, `pg_cancel_backend`): both are SQLSTATE 57014, told
+    apart only by the server's message (English unless lc_messages says
+    otherwise: then it counts as an interruption)."""
+    primary = getattr(getattr(exc, "diag", None), "message_primary", None) or text
+    return "statement timeout" in primary
+
+
 def map_pg_error(exc: BaseException, where: str) -> LedgerError:
     """The LedgerError subclass that says what went wrong on the server."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -159,7 +169,19 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
     if isinstance(exc, pg_errors.DiskFull):
         return LedgerFullError(f"{where}: the database server's disk is full ({text})")
     if isinstance(exc, pg_errors.QueryCanceled):
+        if _timed_out(exc, text):
+            return LedgerBusyError(
+                f"{where}: the server cancelled the statement at the role's or database's"
+                f" statement_timeout ({text}), shorter than --busy-timeout: a lock held"
+                " by another process, or a slow statement; waited for and tried again as"
+                " a lock is (raise statement_timeout above --busy-timeout)"
+            )
         return LedgerError(f"{where}: the query was interrupted ({text})")
+    if isinstance(exc, pg_errors.IdleInTransactionSessionTimeout):
+        return LedgerUnavailableError(
+            f"{where}: the server ended the connection at its"
+            f" idle_in_transaction_session_timeout ({text}); it is dialled again"
+        )
     if isinstance(exc, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected)) or isinstance(
         exc, pg_errors.SerializationFailure
     ):
