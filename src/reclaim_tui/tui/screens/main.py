@@ -31,6 +31,7 @@ from textual.worker import Worker
 from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.models import Row
+from reclaim_tui.tui import ledger_health
 from reclaim_tui.tui.actions import rows, tools, updates, view
 from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
@@ -208,6 +209,8 @@ class MainScreen(JobScreen):
     @while_shown
     def on_tick_failed(self, event: TickFailed) -> None:
         updates.tick_failed(self, event)
+
+    on_ledger_reach = ledger_health.on_reach
 
     @while_shown
     def on_completions_recorded(self, event: CompletionsRecorded) -> None:
