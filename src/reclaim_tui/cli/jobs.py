@@ -190,11 +190,21 @@ async def run_command(
     serve = functools.partial(
         run_service, settings, jobs, once=once, inbox=inbox, idle_sleep=idle_sleep, control=control
     )
+    from reclaim_tui.cli.last_line import say_stopped
+
     if log_path:
         with open(log_path, "a", encoding="utf-8") as log:
-            code = await serve(log=log)
+            try:
+                code = await serve(log=log)
+            except (Exception, KeyboardInterrupt) as exc:
+                say_stopped(log, exc)
+                raise
     else:
-        code = await serve()
+        try:
+            code = await serve()
+        except (Exception, KeyboardInterrupt) as exc:
+            say_stopped(sys.stderr, exc)
+            raise
     if code:
         sys.exit(code)
 

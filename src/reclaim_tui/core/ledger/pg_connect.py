@@ -36,6 +36,7 @@ from reclaim_tui.core.ledger import pg_text
 from reclaim_tui.core.ledger.urls import pg_params, scrub
 from reclaim_tui.core.ledger.urls import shown_db as redact
 from reclaim_tui.errors import (
+    LedgerAccessError,
     LedgerBusyError,
     LedgerConflictError,
     LedgerError,
@@ -321,6 +322,37 @@ def said_if_slow(where: str, what: str) -> Iterator[asyncio.TimerHandle]:
         handle.cancel()
 
 
+#: What libpq and the server say when a connection is refused for a reason
+#: waiting does not mend (English messages; a translated one is waited for,
+#: as a server not up yet is).
+_FOR_GOOD = (
+    ("password authentication failed", "the password was refused"),
+    ("no password supplied", "the server asks for a password and none was given"),
+    ("no pg_hba.conf entry", "no pg_hba.conf rule lets this host, role and database in"),
+    ("pg_hba.conf rejects", "a pg_hba.conf rule rejects this host, role and database"),
+    ("root certificate file", "the CA file (sslrootcert) cannot be used"),
+    ("certificate file", "a TLS certificate file (sslcert) cannot be used"),
+    ("private key file", "the TLS key file (sslkey) cannot be used"),
+    ("certificate verify failed", "the server's TLS certificate is not trusted"),
+    ("does not match host name", "the server's TLS certificate names another host"),
+    ("SSL was required", "TLS is required and the server does not offer it"),
+    ("does not exist", "the role or the database does not exist"),
+)
+
+
+def _refused_for_good(exc: psycopg.Error, where: str) -> LedgerAccessError | None:
+    """A LedgerAccessError when `exc` refused the connection for good."""
+    text = " ".join(str(exc).split())
+    for needle, meaning in _FOR_GOOD:
+        if needle in text:
+            return LedgerAccessError(
+                f"{where}: {meaning} ({text}); waiting would not change it: fix the"
+                " connection settings (URL, PGPASSFILE or service file, sslrootcert) or ask"
+                " the administrator"
+            )
+    return None
+
+
 async def dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncConnection[Any]:
     """One connection to the server `url` names, set up for the ledger."""
     where = redact(url)
@@ -341,7 +373,7 @@ async def dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncCo
             prepare_threshold=None,
         )
     except psycopg.Error as exc:
-        mapped = map_pg_error(exc, where)
+        mapped = _refused_for_good(exc, where) or map_pg_error(exc, where)
         raise type(mapped)(scrub(str(mapped), url)) from None
     conn.adapters.register_dumper(bool, _IntFromBool)
     pg_text.register(conn.adapters)  # a NUL stays in its row (core/ledger/pg_text.py)
