@@ -146,7 +146,7 @@ def _grant_needed(exc: BaseException, text: str) -> str:
         "function": f"GRANT EXECUTE ON FUNCTION {name} TO {role}",
     }.get(kind, "")
     if "must be owner" in text:
-        grant = "the ledger's owner role: run this command (or any writable one) as it once"
+        grant = "the ledger's owner role: it runs `reclaim-tui upgrade --db <its URL>`"
     said = f" for: {statement}" if statement else ""
     needs = f"; it needs {grant}" if grant else ""
     return f"the role {role} lacks a right{said} ({text}){needs} (README: PostgreSQL, roles)"
