@@ -210,3 +210,28 @@ def test_a_missing_ca_file_exits_at_start_with_the_reason(
     assert code == 4, err
     assert "the CA file (sslrootcert) cannot be used" in err and str(missing) in err, err
     assert lines(log)[-1]["code"] == 4
+
+
+def test_a_pooler_restart_leaves_no_driver_lines_on_stderr(
+    make_workspace: Callable[..., Workspace], pg_server: PostgresServer, pg_dsn: str, tmp_path: Path
+) -> None:
+    """Issue 33, 7: psycopg's `error ignored terminating <psycopg.AsyncPipeline
+    …>` reached stderr after each disconnect (13 in the trial): not JSON, not
+    in --log. The error it repeats is the one the service reports."""
+    with started_bouncer(PgBouncer(pg_server, pool_mode="transaction")) as bouncer:
+        ws = make_workspace("bounced", db_url=bouncer.via(pg_dsn))
+        log = tmp_path / "run.log"
+        proc = start(ws, log)
+        try:
+            wait_for(lambda: any(x["event"] == "ready" for x in lines(log)))
+            for restarts in (1, 2):
+                bouncer.restart()
+                wait_for(
+                    lambda n=restarts: sum(x["event"] == "ledger_back" for x in lines(log)) >= n
+                )
+        finally:
+            proc.send_signal(signal.SIGTERM)
+        code, err = ended(proc)
+    assert code == 0, err
+    assert "error ignored" not in err and "AsyncPipeline" not in err, err
+    assert [x["event"] for x in lines(log)].count("ledger_unavailable") >= 2

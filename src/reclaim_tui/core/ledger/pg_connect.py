@@ -63,6 +63,24 @@ __all__ = [
 ]
 
 log = logging.getLogger("reclaim_tui.ledger")
+
+
+class _PipelineEnd(logging.Filter):
+    """psycopg logs (a WARNING, on stderr when nothing is configured) the
+    error it met ending a pipeline whose block had already raised: after a
+    lost connection, "the connection is lost" once more. The block's own
+    error is the one the ledger reports (LedgerUnavailableError, waited for
+    by a service, said by the console): the second is kept out of stderr
+    and the JSON log, and goes to this module's log at DEBUG (--verbose)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("error ignored terminating"):
+            log.debug("psycopg: %s", record.getMessage())
+            return False
+        return True
+
+
+logging.getLogger("psycopg").addFilter(_PipelineEnd())
 #: Seconds between two readings of the server's clock.
 SYNC_EVERY = 30.0
 
