@@ -1,5 +1,6 @@
 """`reclaim-tui upgrade`: apply the ledger's schema migrations and nothing
-else (core/ledger/upgrade.py): no API, no sink, no pass."""
+else (core/ledger/upgrade.py): no API, no sink, no pass. `reclaim-tui
+grants`: an app role's grants on a PostgreSQL ledger (core/ledger/grants.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import click
 
 from reclaim_tui.cli.common import require_folder, run
 from reclaim_tui.cli.options import options
+from reclaim_tui.errors import ConfigError, LedgerError
 
-__all__ = ["upgrade"]
+__all__ = ["grants", "upgrade"]
 
 
 @click.command()
@@ -40,3 +42,48 @@ async def upgrade(db: str, busy_timeout: float, dry_run: bool, as_json: bool) ->
     click.echo(f"{done.db}: schema {done.stored} → {done.target}, {verb}{who}:")
     for number, does in done.steps:
         click.echo(f"  migration {number}: {does}")
+
+
+@click.command()
+@options("db", "busy_timeout")
+@click.option("--role", required=True, help="The app role to grant (DML only: rows, no tables).")
+@click.option("--apply", "apply_now", is_flag=True, help="Run them now (as the schema's owner).")
+@run
+async def grants(db: str, busy_timeout: float, role: str, apply_now: bool) -> None:
+    """Print (or, as the ledger's owner, apply) an app role's grants.
+
+    The rights a DML-only role needs on the ledger's schema now, and on the
+    tables the owner's later migrations add (ALTER DEFAULT PRIVILEGES), so
+    `reclaim-tui upgrade` needs no administrator afterwards. PostgreSQL only."""
+    import psycopg
+
+    from reclaim_tui.core.ledger.grants import grant_statements
+    from reclaim_tui.core.ledger.pg_connect import dial, map_pg_error
+    from reclaim_tui.core.ledger.pg_schema import schema_for, schema_owner
+    from reclaim_tui.core.ledger.urls import is_database_url, shown_db
+
+    if not is_database_url(db):
+        raise ConfigError("grants: a SQLite ledger has no roles (file permissions decide)")
+    where, (schema, _) = shown_db(db), schema_for(db)
+    conn = await dial(db, busy_timeout, readonly=not apply_now)
+    try:
+        owner = await schema_owner(conn, schema)
+        if owner is None:
+            raise LedgerError(f"{where}: no schema {schema!r} (run `upgrade` or `tick` first)")
+        statements = grant_statements(schema, owner, role)
+        if apply_now:
+            if str(conn.info.user) != owner:
+                raise LedgerError(
+                    f"{where}: run --apply as the schema's owner role {owner!r} (connected as"
+                    f" {conn.info.user!r}), or have an administrator run the printed SQL"
+                )
+            async with conn.transaction():
+                for statement in statements:
+                    await conn.execute(statement)
+    except psycopg.Error as exc:
+        raise map_pg_error(exc, where) from exc
+    finally:
+        await conn.close()
+    if apply_now:
+        click.echo(f"-- applied as {owner}:", err=True)
+    click.echo("\n".join(statements))
