@@ -31,8 +31,9 @@ _HINTS: tuple[tuple[type[BaseException], str], ...] = (
     (LedgerAccessError, "fix the connection settings the error names, then start it again"),
     (
         LedgerPermissionError,
-        "an administrator grants what the error names (README: PostgreSQL, roles);"
-        " an upgrade's new tables are the owner role's `reclaim-tui upgrade`",
+        "an administrator grants what the error names (README: PostgreSQL, roles), or"
+        " the owner role runs `reclaim-tui grants --role <app role> --apply`; a pending"
+        " migration is the owner role's `reclaim-tui upgrade`",
     ),
     (LedgerVersionError, "a newer reclaim-tui wrote this ledger: upgrade this one"),
     (LedgerReadOnlyError, "the ledger cannot be written: its file, directory or role"),
