@@ -10,6 +10,8 @@
     │   ├── LedgerBusyError         locked by another process past busy_timeout
     │   │   └── LedgerFullError     no room on the disk (a service waits for room)
     │   ├── LedgerConflictError     a write a uniqueness rule refused (e.g. a handle already used)
+    │   ├── LedgerAccessError       the database server refused the connection for good
+    │   │                           (password, pg_hba.conf, TLS files): not waited for
     │   └── LedgerReadOnlyError     a write was needed but the file is read-only
     │       └── LedgerPermissionError   the database role lacks a grant (names it)
     ├── OperatorError               an operator action that does not apply (exit 5)
@@ -34,6 +36,7 @@ __all__ = [
     "ConfigError",
     "InteractionGoneError",
     "JobsFileError",
+    "LedgerAccessError",
     "LedgerBusyError",
     "LedgerConflictError",
     "LedgerCorruptError",
@@ -109,6 +112,13 @@ class LedgerUnavailableError(LedgerBusyError):
 class LedgerFullError(LedgerBusyError):
     """The disk under the ledger (or its database server's) is full: the write
     was not applied; it can go on once there is room."""
+
+
+class LedgerAccessError(LedgerError):
+    """The database server (or its pooler) refused this connection for a
+    reason that waiting does not mend: a wrong password, a pg_hba.conf
+    rule, a TLS file missing or not trusted, a role or database that does
+    not exist. A server not up yet is LedgerUnavailableError instead."""
 
 
 class LedgerConflictError(LedgerError):

@@ -157,14 +157,7 @@ class PgBouncer:
                 self._write_config(owner)
                 self.log_file.touch()
                 owner.give(self.log_file)
-                self._proc = subprocess.Popen(
-                    [*owner.prefix, str(binary), str(self.root / "pgbouncer.ini")],
-                    cwd=self.root,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
+                self._spawn(owner, binary)
                 if self._wait_listening():
                     return self
                 self._terminate()
@@ -175,6 +168,27 @@ class PgBouncer:
             self.cleanup()
             raise
         return self
+
+    def _spawn(self, owner: _Owner, binary: Path) -> None:
+        assert self.root is not None
+        self._proc = subprocess.Popen(
+            [*owner.prefix, str(binary), str(self.root / "pgbouncer.ini")],
+            cwd=self.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def restart(self) -> None:
+        """Stop pgbouncer (every client's connection breaks) and start it
+        again on the same port and settings, as an administrator's restart."""
+        if self.root is None:
+            raise PostgresError("pgbouncer has not been started")
+        self._terminate()
+        self._spawn(_Owner.detect(), find_pgbouncer())
+        if not self._wait_listening():
+            raise PostgresError(f"pgbouncer did not start again:{self._log_tail()}")
 
     def _write_config(self, owner: _Owner) -> None:
         assert self.root is not None and self.server.port is not None

@@ -73,6 +73,8 @@ class _LazyGroup(click.Group):
         "costs": "reclaim_tui.cli.costs:costs",
         "prune": "reclaim_tui.cli.prune:prune",
         "migrate": "reclaim_tui.cli.data:migrate",
+        "upgrade": "reclaim_tui.cli.upgrade:upgrade",
+        "grants": "reclaim_tui.cli.upgrade:grants",
         "console": "reclaim_tui.cli.console:console",
         "demo": "reclaim_tui.cli.console:demo",
         "emulator": "reclaim_tui.emulator.command:emulator",

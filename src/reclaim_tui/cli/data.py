@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import click
@@ -128,8 +129,23 @@ def _process(p: Process) -> dict[str, Any]:
 )  # fmt: skip
 @click.option("--check", "check_only", is_flag=True, help="Only compare the two ledgers.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option(
+    "--schema", default=None, envvar="RECLAIM_PG_SCHEMA",
+    help="PostgreSQL: the schema of both sides' tables (env RECLAIM_PG_SCHEMA).",
+)  # fmt: skip
+@click.option("--from-schema", default=None, help="PostgreSQL: the source's schema.")
+@click.option("--to-schema", default=None, help="PostgreSQL: the target's schema.")
 @run
-async def migrate(source: str, target: str, batch: int, check_only: bool, as_json: bool) -> None:
+async def migrate(
+    source: str,
+    target: str,
+    batch: int,
+    check_only: bool,
+    as_json: bool,
+    schema: str | None,
+    from_schema: str | None,
+    to_schema: str | None,
+) -> None:
     """Copy a ledger to another engine (SQLite ⇄ PostgreSQL), then prove it.
 
     Jobs, events, results and the webhook inbox are copied with their ids, a
@@ -140,21 +156,31 @@ async def migrate(source: str, target: str, batch: int, check_only: bool, as_jso
     """
     from reclaim_tui.core.ledger.transfer import compare, copy_ledger
 
-    if source == target:
+    from_schema, to_schema = from_schema or schema, to_schema or schema
+    if source == target and from_schema == to_schema:
         raise ConfigError("--from and --to name the same ledger")
-    async with (
-        open_ledger(reader_settings(source), readonly=True, create=False) as src,
-        # Starting the target ledger is what migrate is asked to do: no --create.
-        open_ledger(
-            reader_settings(target).with_(create_ledger=True), create=not check_only
-        ) as dst,
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        with _in_schema(from_schema):
+            src = await stack.enter_async_context(
+                open_ledger(reader_settings(source), readonly=True, create=False)
+            )
+        with _in_schema(to_schema):
+            dst = await stack.enter_async_context(
+                open_ledger(
+                    # Starting the target ledger is what migrate is asked to do: no --create.
+                    reader_settings(target).with_(create_ledger=True),
+                    create=not check_only,
+                )
+            )
         copies = [] if check_only else await copy_ledger(src, dst, batch=batch)
         checked = await compare(src, dst)
+    source, target = _named(source, src), _named(target, dst)
     if as_json:
         click.echo(
             json.dumps(
                 {
+                    "source": source,
+                    "target": target,
                     "copied": {c.name: {"read": c.read, "written": c.written} for c in copies},
                     "same": checked.same,
                     "sequences_behind": checked.sequences,
@@ -183,13 +209,37 @@ async def migrate(source: str, target: str, batch: int, check_only: bool, as_jso
         for behind in checked.sequences:
             click.echo(f"sequence behind: {behind}", err=True)
         click.echo(
-            f"{shown_db(target)} holds every row of {shown_db(source)}"
+            f"{target} holds every row of {source}"
             if checked.same
-            else f"error: {shown_db(target)} does not hold exactly {shown_db(source)}",
+            else f"error: {target} does not hold exactly {source}",
             err=not checked.same,
         )
     if not checked.same:
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def _in_schema(schema: str | None) -> Iterator[None]:
+    """A PostgreSQL ledger opened here uses `schema` (its side's); the
+    environment is as it was afterwards."""
+    if schema is None:
+        yield
+        return
+    before = os.environ.get("RECLAIM_PG_SCHEMA")
+    os.environ["RECLAIM_PG_SCHEMA"] = schema
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["RECLAIM_PG_SCHEMA"]
+        else:
+            os.environ["RECLAIM_PG_SCHEMA"] = before
+
+
+def _named(db: str, ledger: Ledger) -> str:
+    """The ledger as the summary names it: where, and its schema on PostgreSQL."""
+    schema = getattr(ledger, "schema", None)
+    return f"{shown_db(db)} (schema {schema})" if schema else shown_db(db)
 
 
 async def _orphans(ledger: Ledger) -> tuple[int, float | None]:

@@ -3,10 +3,10 @@ service), `submit` (reserve a jobs file's jobs and send them)."""
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -196,30 +196,37 @@ async def run_command(
     cancels it. JSON lines say ready / pass / draining / stopped. Exit 0
     when drained, 130 when cancelled.
     """
+    from reclaim_tui.cli.last_line import say_stopped
     from reclaim_tui.runner.service import InboxOptions, run_service
 
-    if idle_sleep <= 0:
-        raise ConfigError("--idle-sleep must be positive")
-    settings = settings_from(kw)
-    jobs = read_jobs(jobs_path, settings) if jobs_path else []
-    inbox = None
-    if inbox_listen:
-        inbox = InboxOptions(inbox_listen, inbox_secrets, inbox_jwks_url or None)
-    serve = functools.partial(
-        run_service,
-        settings,
-        jobs,
-        once=once,
-        inbox=inbox,
-        idle_sleep=idle_sleep,
-        control=control,
-        metrics_listen=metrics_listen,
-    )
-    if log_path:
-        with open(log_path, "a", encoding="utf-8") as log:
-            code = await serve(log=log)
-    else:
-        code = await serve()
+    async def serve(out: TextIO | None) -> int:
+        if idle_sleep <= 0:
+            raise ConfigError("--idle-sleep must be positive")
+        settings = settings_from(kw)
+        jobs = read_jobs(jobs_path, settings) if jobs_path else []
+        inbox = None
+        if inbox_listen:
+            inbox = InboxOptions(inbox_listen, inbox_secrets, inbox_jwks_url or None)
+        return await run_service(
+            settings,
+            jobs,
+            once=once,
+            inbox=inbox,
+            idle_sleep=idle_sleep,
+            control=control,
+            log=out,
+            metrics_listen=metrics_listen,
+        )
+
+    # Opened first: whatever ends the service (a bad flag or jobs file too)
+    # is said in its log's last line.
+    with contextlib.ExitStack() as files:
+        log = files.enter_context(open(log_path, "a", encoding="utf-8")) if log_path else None
+        try:
+            code = await serve(log)
+        except (Exception, KeyboardInterrupt) as exc:
+            say_stopped(log or sys.stderr, exc)
+            raise
     if code:
         sys.exit(code)
 

@@ -94,7 +94,35 @@ def _pg_schema(ctx: click.Context, param: click.Parameter, value: str | None) ->
         os.environ["RECLAIM_PG_SCHEMA"] = value
 
 
+def _db_file(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """`--db-file`: the ledger's `--db` read from a file, so a password in a
+    URL is not on the command line (`ps` shows it to every local user). It
+    reaches `--db` (and the console's engine worker) as RECLAIM_DB, which a
+    `--db` on the command line overrides."""
+    if not value:
+        return
+    try:
+        with open(value, encoding="utf-8") as f:
+            db = f.read().strip()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read it ({exc.strerror})", ctx, param) from None
+    if not db or "\n" in db:
+        raise click.BadParameter("it must hold the ledger on one line", ctx, param)
+    os.environ["RECLAIM_DB"] = db
+
+
 def _db_and_schema(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--db-file",
+        default=None,
+        envvar="RECLAIM_DB_FILE",
+        expose_value=False,
+        is_eager=True,
+        callback=_db_file,
+        type=click.Path(dir_okay=False),
+        help="A file holding --db (one line): keeps a URL's password out of `ps`"
+        " (env RECLAIM_DB_FILE; --db given too wins).",
+    )(fn)
     fn = click.option(
         "--schema",
         default=None,

@@ -41,7 +41,7 @@ from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import BEAT, Beacon
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.models import JobSpec, PassReport
-from reclaim_tui.errors import LedgerBusyError, LedgerError, ReclaimError
+from reclaim_tui.errors import LedgerBusyError, LedgerError, LedgerPermissionError, ReclaimError
 from reclaim_tui.runner.commands import ServiceState, SetPace
 from reclaim_tui.runner.service_start import (
     InboxOptions,
@@ -60,6 +60,8 @@ __all__ = ["InboxOptions", "ServiceLoop", "next_due", "run_service"]
 
 #: Statuses a pass can act on (a `done` row waits for its sink's replay).
 _ACTIVE = "('reserving', 'submitted', 'done')"
+#: Ledger errors a running service waits out (see ServiceLoop._run).
+_WAITED_FOR = (LedgerBusyError, LedgerPermissionError)
 #: `run --once`'s exit when the API was unreachable or refusing us (cli/common.py's, as `tick`).
 EXIT_API_UNAVAILABLE = 6
 
@@ -268,16 +270,20 @@ class ServiceLoop:
                     # Bounded: a second signal asks to be out now, whatever the ledger does.
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._registry_stopped(), 5.0)
-                    self.say("stopped", passes=self.passes, cancelled=True)
+                    self.say("stopped", passes=self.passes, cancelled=True, code=130)
                     return 130
                 raise
-            except LedgerBusyError as exc:
+            except _WAITED_FOR as exc:
                 # Locked past the busy timeout, no room on its disk
                 # (LedgerFullError), or its server restarting or out of
                 # reach (PostgreSQL): what the pass committed stands,
                 # its leases run out, and a service waits and goes on rather
-                # than exit on a moment's trouble. Other ledger errors (a
-                # newer schema, a foreign file) still end it.
+                # than exit on a moment's trouble. A right revoked mid-run is
+                # waited for too: an administrator's change is often undone
+                # (a grant being redone, a migration by the owner), and a
+                # service that exited would be restarted into the same
+                # refusal; it says what it lacks at every wait. Other ledger
+                # errors (a newer schema, a foreign file) still end it.
                 if once:
                     raise
                 self.record.failed(f"ledger unavailable: {exc}")
@@ -308,14 +314,14 @@ class ServiceLoop:
                 break
             try:
                 await self._sleep()
-            except LedgerBusyError as exc:
+            except _WAITED_FOR as exc:
                 await self._wait_for_ledger(exc)
             except LedgerError:
                 await self._check_file()  # as for a pass: what happened to the file
                 raise
         self._tell_waiters(None)
         await self._registry_stopped()
-        self.say("stopped", passes=self.passes)
+        self.say("stopped", passes=self.passes, code=code)
         return code
 
     async def _registry_stopped(self) -> None:
@@ -343,12 +349,13 @@ class ServiceLoop:
             return "waiting_for_ledger"
         return "paused" if self.paused else "passing"
 
-    async def _wait_for_ledger(self, exc: LedgerBusyError) -> None:
+    async def _wait_for_ledger(self, exc: LedgerError) -> None:
         if self.metrics is not None:
             self.metrics.ledger_waiting()
         self._ledger_failures += 1
         wait = min(30.0, self.retry_after * 2 ** (self._ledger_failures - 1))
-        self.say("ledger_unavailable", error=str(exc), retry_in_s=wait)
+        refused = {"refused": True} if isinstance(exc, LedgerPermissionError) else {}
+        self.say("ledger_unavailable", error=str(exc), retry_in_s=wait, **refused)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.wake.wait(), wait)
         self.wake.clear()

@@ -8,7 +8,8 @@ posts what they found there (past tense, messages.py):
     watch          every `watch_every` s and after every change (watching.py):
                    → a new window with the counts read with it (RowsChanged),
                    or the counts (CountsChanged) and a redraw; then
-                   CompletionsRecorded
+                   CompletionsRecorded; a look that failed → LedgerReach,
+                   and the first one that works again (ledger_health.py)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from textual.worker import Worker
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui.context import ConsoleConfig
+from reclaim_tui.tui.ledger_health import LedgerHealth, LedgerReach
 from reclaim_tui.tui.messages import (
     CompletionsRecorded,
     CountsChanged,
@@ -60,6 +62,8 @@ class LedgerFeed:
         self._page: tuple[Move, Worker[None]] | None = None
         self.reader: ConsoleReader | None = None
         self._watching = False
+        #: whether the looks reach the ledger (tui/ledger_health.py)
+        self.health = LedgerHealth()
 
     def opened(self) -> ConsoleReader:
         """The reader, for a read that cannot come before the app opened it."""
@@ -167,7 +171,11 @@ class LedgerFeed:
 
     # -- the watch -------------------------------------------------------------------------
     def watch(self, force: bool = False) -> None:
-        """Look at the ledger again, now or right after the look in progress."""
+        """Look at the ledger again, now or right after the look in progress
+        (while the ledger is unreachable, only once its wait is over, or
+        when forced: ctrl+r)."""
+        if not force and self.health.waiting():
+            return
         if self._watch.request(force):
             self._run(self._watch_loop, group="watch")
 
@@ -178,7 +186,20 @@ class LedgerFeed:
         reader = self.reader
         if reader is None:
             return
-        look = await self._watch.look(reader, self._config.clock, force)
+        try:
+            look = await self._watch.look(reader, self._config.clock, force)
+            completions = await self._watch.completions(reader)
+        except LedgerError as exc:
+            # Its server restarting, a pooler restarted, a right revoked:
+            # the screen keeps what it shows and looks again later
+            # (ledger_health.py); the reader dials again at the next look.
+            wait = self.health.failed()
+            now = self._config.clock.now()
+            failures = self.health.failures
+            self._screen.post_message(LedgerReach(str(exc), failures, wait, now))
+            return
+        if failures := self.health.succeeded():
+            self._screen.post_message(LedgerReach(None, failures, 0.0, self._config.clock.now()))
         # The rows are read again only with the counts, and go with them:
         # shown apart, the tabs and the table would disagree. (Counts not
         # due yet are due within 2 s, while the change is still reported.)
@@ -196,7 +217,7 @@ class LedgerFeed:
                     # The look outlived its screen: the app is closing and the
                     # screen's widgets are gone (failed a console test under load).
                     return
-        self._screen.post_message(CompletionsRecorded(await self._watch.completions(reader)))
+        self._screen.post_message(CompletionsRecorded(completions))
 
     def _paging(self) -> bool:
         return any(w.group == "page" and not w.is_finished for w in self._screen.workers)

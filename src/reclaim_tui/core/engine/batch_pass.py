@@ -57,10 +57,19 @@ async def claimed(
     return got
 
 
-def hold(parts: EngineParts, claim: Claim) -> contextlib.AbstractAsyncContextManager[HeldBatch]:
-    """The claimed batch's leases, renewed while the pass works on it."""
+def hold(
+    parts: EngineParts, claim: Claim, *, started_free: bool = False
+) -> contextlib.AbstractAsyncContextManager[HeldBatch]:
+    """The claimed batch's leases, renewed while the pass works on it; a
+    failed pass gives back what it did not finish (batching.py: with
+    `started_free`, the started rows too)."""
     return holding(
-        parts.ledger, parts.owner, [r.idem for r in claim.rows], parts.config.lease_seconds
+        parts.ledger,
+        parts.owner,
+        [r.idem for r in claim.rows],
+        parts.config.lease_seconds,
+        stranded=parts.stranded,
+        started_free=started_free,
     )
 
 

@@ -42,20 +42,48 @@ class HeldBatch:
 
 @contextlib.asynccontextmanager
 async def holding(
-    ledger: Ledger, owner: str, idems: Iterable[str], lease_seconds: float
+    ledger: Ledger,
+    owner: str,
+    idems: Iterable[str],
+    lease_seconds: float,
+    *,
+    stranded: set[str] | None = None,
+    started_free: bool = False,
 ) -> AsyncIterator[HeldBatch]:
-    """Renew the batch's leases every third of a lease while it is worked on."""
+    """Renew the batch's leases every third of a lease while it is worked on.
+
+    A pass that fails (the ledger refused a write, its server went away)
+    gives up the rows it did not finish as well: those it never started,
+    and with `started_free` (a step that only reads or repeats what is safe
+    to repeat: a poll, an idempotent delivery, a cancel) the started ones
+    too. Rows whose create may have been sent keep their lease: they become
+    orphans when it runs out, as the rules for a lost answer say. A release
+    the ledger refuses too is left in `stranded`, for the next pass."""
     batch = HeldBatch(set(idems))
     task = asyncio.create_task(_heartbeat(ledger, owner, batch, lease_seconds))
     try:
         yield batch
+    except Exception:
+        await _stop(task)  # no renewal racing the release
+        free = batch.held if started_free else batch.held - batch.started
+        try:
+            await ledger.release(owner, free)
+        except LedgerError as exc:
+            log.warning("%d lease(s) of a failed pass not released now: %s", len(free), exc)
+            if stranded is not None:
+                stranded.update(free)
+        raise
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _stop(task)
     # Rows the pass never started on (the circuit opened): free them now
     # rather than blocking other processes until the lease runs out.
     await ledger.release(owner, batch.held - batch.started)
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 async def _heartbeat(ledger: Ledger, owner: str, batch: HeldBatch, lease_seconds: float) -> None:

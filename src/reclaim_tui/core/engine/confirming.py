@@ -19,7 +19,7 @@ async def confirm_cancels(parts: EngineParts) -> PassReport:
     claim_pending = parts.ledger.claim_cancel_pending
     cancel_one = functools.partial(_cancel_one, parts)
     while not parts.circuit.open and (claim := await batch_pass.claimed(parts, claim_pending)):
-        async with batch_pass.hold(parts, claim) as batch:
+        async with batch_pass.hold(parts, claim, started_free=True) as batch:
             outcomes = await batch_pass.each(parts, claim.rows, cancel_one, batch)
             now = parts.clock.now()
             todo = [cancelling.after_remote_cancel(r, o, parts.config, now) for r, o in outcomes]

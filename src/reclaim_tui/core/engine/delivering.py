@@ -35,7 +35,7 @@ async def replay(
     ):
         seen.update(r.idem for r in claim.rows)
         report.counts["replayed"] += len(claim.rows)
-        async with batch_pass.hold(parts, claim) as batch:
+        async with batch_pass.hold(parts, claim, started_free=True) as batch:
             await deliver(parts, claim.rows, report, batch)
     return report
 

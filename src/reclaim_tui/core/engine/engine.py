@@ -117,6 +117,7 @@ class Engine:
         """One cron pass: recover orphans, reserve new jobs, send, reclaim, replay."""
         report = PassReport()
         self.circuit.next_pass()
+        await self._release_stranded()
         report.merge(await self.recover_orphans())
         if jobs:
             report.merge(await self.submit(jobs, send=False))
@@ -130,6 +131,16 @@ class Engine:
         report.merge(await self.confirm_cancels())
         log.info("tick: %s", report.summary())
         return report
+
+    async def _release_stranded(self) -> None:
+        """Give back the leases a failed pass kept because the ledger failed
+        too (its server away): the rows are free again without waiting for
+        their leases to run out."""
+        stranded = self.parts.stranded
+        if stranded:
+            keys = sorted(stranded)
+            await self.ledger.release(self.owner, keys)
+            stranded.difference_update(keys)
 
     @staticmethod
     async def _whole(step: Awaitable[PassReport], so_far: PassReport) -> PassReport:

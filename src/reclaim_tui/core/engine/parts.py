@@ -36,6 +36,9 @@ class EngineParts:
     config: EngineConfig
     owner: str
     circuit: Circuit = field(init=False)
+    #: leases a failed pass could not give back (the ledger failed too):
+    #: released before the next pass
+    stranded: set[str] = field(default_factory=set, init=False)
     _limit: AdaptiveLimit | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +59,7 @@ class EngineParts:
             self.owner,
         )
         twin.circuit = self.circuit
+        twin.stranded = self.stranded
         twin._limit = self.limit
         return twin
 

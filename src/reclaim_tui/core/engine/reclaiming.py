@@ -21,7 +21,7 @@ async def reclaim(parts: EngineParts) -> PassReport:
     while not parts.circuit.open and (
         claim := await batch_pass.claimed(parts, parts.ledger.claim_pollable, limit=parts.flight())
     ):
-        async with batch_pass.hold(parts, claim) as batch:
+        async with batch_pass.hold(parts, claim, started_free=True) as batch:
             get_one = functools.partial(_get_one, parts)
             outcomes = await batch_pass.each(parts, claim.rows, get_one, batch)
             report.counts["polled"] += len(outcomes)

@@ -36,6 +36,7 @@ from reclaim_tui.core.ledger import pg_text
 from reclaim_tui.core.ledger.urls import pg_params, scrub
 from reclaim_tui.core.ledger.urls import shown_db as redact
 from reclaim_tui.errors import (
+    LedgerAccessError,
     LedgerBusyError,
     LedgerConflictError,
     LedgerError,
@@ -62,6 +63,24 @@ __all__ = [
 ]
 
 log = logging.getLogger("reclaim_tui.ledger")
+
+
+class _PipelineEnd(logging.Filter):
+    """psycopg logs (a WARNING, on stderr when nothing is configured) the
+    error it met ending a pipeline whose block had already raised: after a
+    lost connection, "the connection is lost" once more. The block's own
+    error is the one the ledger reports (LedgerUnavailableError, waited for
+    by a service, said by the console): the second is kept out of stderr
+    and the JSON log, and goes to this module's log at DEBUG (--verbose)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("error ignored terminating"):
+            log.debug("psycopg: %s", record.getMessage())
+            return False
+        return True
+
+
+logging.getLogger("psycopg").addFilter(_PipelineEnd())
 #: Seconds between two readings of the server's clock.
 SYNC_EVERY = 30.0
 
@@ -145,10 +164,20 @@ def _grant_needed(exc: BaseException, text: str) -> str:
         "function": f"GRANT EXECUTE ON FUNCTION {name} TO {role}",
     }.get(kind, "")
     if "must be owner" in text:
-        grant = "the ledger's owner role: run this command (or any writable one) as it once"
+        grant = "the ledger's owner role: it runs `reclaim-tui upgrade --db <its URL>`"
     said = f" for: {statement}" if statement else ""
     needs = f"; it needs {grant}" if grant else ""
     return f"the role {role} lacks a right{said} ({text}){needs} (docs/postgresql.md: roles)"
+
+
+def _timed_out(exc: BaseException, text: str) -> bool:
+    """Whether a cancelled statement ran into a server-side timeout
+    (`statement_timeout`), not a cancel someone asked for (the console's
+    replaced read, `pg_cancel_backend`): both are SQLSTATE 57014, told
+    apart only by the server's message (English unless lc_messages says
+    otherwise: then it counts as an interruption)."""
+    primary = getattr(getattr(exc, "diag", None), "message_primary", None) or text
+    return "statement timeout" in primary
 
 
 def map_pg_error(exc: BaseException, where: str) -> LedgerError:
@@ -159,7 +188,19 @@ def map_pg_error(exc: BaseException, where: str) -> LedgerError:
     if isinstance(exc, pg_errors.DiskFull):
         return LedgerFullError(f"{where}: the database server's disk is full ({text})")
     if isinstance(exc, pg_errors.QueryCanceled):
+        if _timed_out(exc, text):
+            return LedgerBusyError(
+                f"{where}: the server cancelled the statement at the role's or database's"
+                f" statement_timeout ({text}), shorter than --busy-timeout: a lock held"
+                " by another process, or a slow statement; waited for and tried again as"
+                " a lock is (raise statement_timeout above --busy-timeout)"
+            )
         return LedgerError(f"{where}: the query was interrupted ({text})")
+    if isinstance(exc, pg_errors.IdleInTransactionSessionTimeout):
+        return LedgerUnavailableError(
+            f"{where}: the server ended the connection at its"
+            f" idle_in_transaction_session_timeout ({text}); it is dialled again"
+        )
     if isinstance(exc, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected)) or isinstance(
         exc, pg_errors.SerializationFailure
     ):
@@ -299,6 +340,37 @@ def said_if_slow(where: str, what: str) -> Iterator[asyncio.TimerHandle]:
         handle.cancel()
 
 
+#: What libpq and the server say when a connection is refused for a reason
+#: waiting does not mend (English messages; a translated one is waited for,
+#: as a server not up yet is).
+_FOR_GOOD = (
+    ("password authentication failed", "the password was refused"),
+    ("no password supplied", "the server asks for a password and none was given"),
+    ("no pg_hba.conf entry", "no pg_hba.conf rule lets this host, role and database in"),
+    ("pg_hba.conf rejects", "a pg_hba.conf rule rejects this host, role and database"),
+    ("root certificate file", "the CA file (sslrootcert) cannot be used"),
+    ("certificate file", "a TLS certificate file (sslcert) cannot be used"),
+    ("private key file", "the TLS key file (sslkey) cannot be used"),
+    ("certificate verify failed", "the server's TLS certificate is not trusted"),
+    ("does not match host name", "the server's TLS certificate names another host"),
+    ("SSL was required", "TLS is required and the server does not offer it"),
+    ("does not exist", "the role or the database does not exist"),
+)
+
+
+def _refused_for_good(exc: psycopg.Error, where: str) -> LedgerAccessError | None:
+    """A LedgerAccessError when `exc` refused the connection for good."""
+    text = " ".join(str(exc).split())
+    for needle, meaning in _FOR_GOOD:
+        if needle in text:
+            return LedgerAccessError(
+                f"{where}: {meaning} ({text}); waiting would not change it: fix the"
+                " connection settings (URL, PGPASSFILE or service file, sslrootcert) or ask"
+                " the administrator"
+            )
+    return None
+
+
 async def dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncConnection[Any]:
     """One connection to the server `url` names, set up for the ledger."""
     where = redact(url)
@@ -319,7 +391,7 @@ async def dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncCo
             prepare_threshold=None,
         )
     except psycopg.Error as exc:
-        mapped = map_pg_error(exc, where)
+        mapped = _refused_for_good(exc, where) or map_pg_error(exc, where)
         raise type(mapped)(scrub(str(mapped), url)) from None
     conn.adapters.register_dumper(bool, _IntFromBool)
     pg_text.register(conn.adapters)  # a NUL stays in its row (core/ledger/pg_text.py)

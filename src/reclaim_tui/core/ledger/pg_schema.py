@@ -18,7 +18,12 @@ import psycopg
 
 from reclaim_tui.core.ledger.pg_connect import noting, quote_ident
 from reclaim_tui.core.ledger.urls import pg_params
-from reclaim_tui.errors import LedgerError, LedgerForeignError, LedgerVersionError
+from reclaim_tui.errors import (
+    LedgerError,
+    LedgerForeignError,
+    LedgerPermissionError,
+    LedgerVersionError,
+)
 
 __all__ = [
     "PG_MIGRATIONS",
@@ -276,7 +281,40 @@ async def migrate(
     if version == 0 and not create:
         raise LedgerError(f"{where}: no ledger here (run `tick` or `submit` first)")
     if readonly:
-        raise LedgerError(f"{where}: ledger needs a migration; open it writable once")
+        raise LedgerError(f"{where}: ledger needs a migration{await _by_owner(conn, schema)}")
+    try:
+        await _migrate(conn, schema, settings)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        if version == 0:
+            raise  # a new ledger: the right it lacks is named (pg_connect.py)
+        text = str(exc).strip().splitlines()[0]
+        raise LedgerPermissionError(
+            f"{where}: ledger needs a migration (schema {version} of {PG_SCHEMA_VERSION}),"
+            f" which the role {quote_ident(str(conn.info.user))} may not apply ({text})"
+            f"{await _by_owner(conn, schema)}; an app role needs no CREATE right"
+        ) from exc
+
+
+async def schema_owner(conn: psycopg.AsyncConnection[Any], schema: str) -> str | None:
+    """The role that owns `schema` (None: no such schema)."""
+    cur = await conn.execute(
+        "SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = %s", (schema,)
+    )
+    row = await cur.fetchone()
+    return str(row[0]) if row else None
+
+
+async def _by_owner(conn: psycopg.AsyncConnection[Any], schema: str) -> str:
+    """Who applies a migration, and how (the end of an error's sentence)."""
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        await conn.rollback()
+    owner = await schema_owner(conn, schema)
+    who = f"its owner role {quote_ident(owner)}" if owner else "the schema's owner role"
+    return f": {who} runs `reclaim-tui upgrade --db <its URL>` (--dry-run lists them)"
+
+
+async def _migrate(conn: psycopg.AsyncConnection[Any], schema: str, settings: str) -> None:
+    q = quote_ident(schema)
     async with conn.transaction():
         await conn.execute(settings)
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

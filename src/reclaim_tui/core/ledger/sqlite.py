@@ -183,7 +183,10 @@ class SqliteLedger(LedgerBase):
         version = await self.schema_version()
         if version == SCHEMA_VERSION or self.readonly:
             if version < SCHEMA_VERSION:
-                raise LedgerError(f"{self.path}: ledger needs a migration; open it writable once")
+                raise LedgerError(
+                    f"{self.path}: ledger needs a migration: run `reclaim-tui upgrade --db"
+                    f" {self.path}` as a user who may write it (--dry-run lists them)"
+                )
             return
         async with self.write() as db:
             # Re-read inside the write lock: another process may have migrated.

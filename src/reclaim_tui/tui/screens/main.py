@@ -31,6 +31,7 @@ from textual.worker import Worker
 from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.models import Row
+from reclaim_tui.tui import ledger_health
 from reclaim_tui.tui.actions import rows, tools, updates, view
 from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
@@ -131,13 +132,7 @@ class MainScreen(JobScreen):
         self.table.choose_columns(self.state.columns)
         self.table.focus()
         self.show_bar()
-        if self.host is None:
-            note = "read-only: watching the ledger; no loop, no operator actions"
-        elif self.config.attach:
-            note = f"console started, attached to {self.config.attach}: the service's passes"
-        else:
-            mode = "paused (P resumes)" if self.pace.paused else "running"
-            note = f"console started; reclaim loop {mode}, a pass every {self.pace.interval:g}s"
+        note = started_note(self.host is None, self.config.attach, self.pace)
         self.query_one(LoopLog).line(self.config.clock.now(), note)
         if self.config.created_note:  # the first notice: a mistyped --db shows an empty screen
             self.notify(self.config.created_note, severity="warning", timeout=30)
@@ -210,6 +205,8 @@ class MainScreen(JobScreen):
     @while_shown
     def on_tick_failed(self, event: TickFailed) -> None:
         updates.tick_failed(self, event)
+
+    on_ledger_reach = ledger_health.on_reach
 
     @while_shown
     def on_completions_recorded(self, event: CompletionsRecorded) -> None:
@@ -366,3 +363,13 @@ class MainScreen(JobScreen):
     @work(group="ops")
     async def action_mark_all(self) -> None:
         await rows.mark_all(self)
+
+
+def started_note(readonly: bool, attach: str | None, pace: LoopPace) -> str:
+    """The loop log's first line: how this console runs."""
+    if readonly:
+        return "read-only: watching the ledger; no loop, no operator actions"
+    if attach:
+        return f"console started, attached to {attach}: the service's passes"
+    mode = "paused (P resumes)" if pace.paused else "running"
+    return f"console started; reclaim loop {mode}, a pass every {pace.interval:g}s"

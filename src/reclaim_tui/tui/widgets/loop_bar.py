@@ -35,6 +35,8 @@ class LoopBarState:
     inbox: str = ""
     #: the inbox refused deliveries lately (shown as an error)
     inbox_alarm: bool = False
+    #: "unavailable" while the console's looks at its ledger fail (tui/ledger_health.py)
+    ledger: str = ""
 
 
 @dataclass
@@ -71,6 +73,8 @@ def bar_parts(s: LoopBarState) -> list[Part]:
         "attaching": "bold $secondary",
     }.get(s.mode, "bold $success")
     parts = [Part(9, Content.styled(f"● {s.mode}", mode_style))]
+    if s.ledger:
+        parts.append(Part(8, Content.assemble(" │ ", (f"ledger {s.ledger}", "bold $error"))))
     # A gone service's pace is not known (what it was is not what runs).
     if s.mode not in ("read-only", "gone", "attaching"):
         parts.append(Part(3, Content(f" every {s.interval:g}s")))
