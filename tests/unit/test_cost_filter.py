@@ -325,3 +325,27 @@ def test_good_cost_words_parse_to_dollars() -> None:
         ("cost", ">=", 0.25),
         ("cost", "<", 1.0),
     ]
+
+
+async def test_a_price_name_holding_sql_words_prices_only_that_name(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A price named `zz NOT INDEXED` is a name: model `zz` stays unpriced on
+    both engines (it was SQL text, and PostgreSQL's translation dropped the hint)."""
+    path = tmp_path / "prices.json"
+    odd = {"zz NOT INDEXED": {"input": 1.0, "output": 1.0},
+           "yy' OR '1'='1": {"input": 1.0, "output": 1.0},
+           "xx INDEXED BY jobs_due": {"input": 1.0, "output": 1.0}}  # fmt: skip
+    path.write_text(json.dumps({"as_of": "2027-01-05", "models": odd}), encoding="utf-8")
+    table = load_prices(path, environ={})
+    usage = {"total_input_tokens": 10, "total_output_tokens": 10}
+    rows = [Generated(f"k-{m[:2]}", m, "done", 0, usage) for m in ("zz", "yy", "xx")]
+    rows.append(Generated("k-named", "zz NOT INDEXED", "done", 0, usage))
+    await seed(db_url, rows)
+    r = await ConsoleReader.open(db_url, clock=ManualClock(NOW))
+    r.prices = table
+    try:
+        await r.counts()
+        assert await walk(r, View(filter=RowFilter.parse("cost>=0")), 5) == ["k-named"]
+    finally:
+        await r.close()

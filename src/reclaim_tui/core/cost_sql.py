@@ -30,7 +30,6 @@ for `attempts>2` (100,000 rows walked without a match: 0.8 s against 0.09 s,
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from reclaim_tui.core.cost_totals import MEASURED, field_sql
@@ -38,8 +37,6 @@ from reclaim_tui.core.costs import Price, PriceTable
 
 __all__ = ["row_cost_sql"]
 
-#: A name written into the SQL as a literal; any other is a parameter.
-_PLAIN = re.compile(r"[A-Za-z0-9_.:/@+ -]+")
 _COUNTS = ("input", "output", "thought", "cached", "tool_use")
 
 
@@ -67,15 +64,12 @@ def _usd(price: Price, long: bool) -> str:
 def row_cost_sql(prices: PriceTable, dialect: str, job: str = "jobs") -> tuple[str, list[Any]]:
     """A scalar SQL expression of the USD cost of the `job` row in scope (a
     `jobs` row, by its `id` and `model`) at `prices`, NULL when unknown, and
-    its parameters (model names that are not plain enough to be literals)."""
+    its parameters (the model names, each bound)."""
     params: list[Any] = []
     branches: list[str] = []
     for name, price in prices.prices.items():
-        if _PLAIN.fullmatch(name):
-            when = f"'{name}'"
-        else:
-            when = "?"
-            params.append(name)
+        when = "?"  # a name from a price file is never SQL text
+        params.append(name)
         short, long = _usd(price, False), _usd(price, True)
         then = short if short == long else (
             f"CASE WHEN t.i > {prices.long_context_above} THEN {long} ELSE {short} END"
