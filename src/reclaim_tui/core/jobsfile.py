@@ -260,6 +260,16 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a job can carry")
 
 
+#: The largest whole number a job's line may hold: the API's 64-bit integers.
+MAX_WHOLE = 2**63 - 1
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > 20 or abs(number := int(text)) > MAX_WHOLE:
+        raise ValueError(f"{text[:40]} is past the largest whole number a job can carry")
+    return number
+
+
 def _finite_float(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):
@@ -303,7 +313,12 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
             continue
         try:
-            obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+            obj = json.loads(
+                text,
+                parse_constant=_no_constant,
+                parse_float=_finite_float,
+                parse_int=_bounded_int,
+            )
         except json.JSONDecodeError as exc:
             problems.append((number, _json_problem(text, exc, example=not example_said)))
             example_said = True
