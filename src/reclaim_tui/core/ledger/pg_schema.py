@@ -185,7 +185,8 @@ def _given_search_path(params: dict[str, str]) -> str | None:
     `PGOPTIONS` (`-c search_path=…`, `-csearch_path=…`, `--search_path=…`;
     `\ ` is a blank inside a word); the keyword's wins, as in libpq."""
     for options in (params.get("options"), os.environ.get("PGOPTIONS")):
-        words = re.findall(r"(?:\\.|\S)+", options or "")
+        # An escape, or a character that is neither blank nor backslash (one way to read it).
+        words = re.findall(r"(?:\\.|[^\s\\])+\\?|\\", options or "")
         words = [re.sub(r"\\(.)", r"\1", w) for w in words]
         found = None
         for i, word in enumerate(words):
