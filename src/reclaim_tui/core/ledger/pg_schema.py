@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 
 from reclaim_tui.core.ledger.pg_connect import noting, quote_ident
+from reclaim_tui.core.ledger.pg_marked import REENCODE_MARKED
 from reclaim_tui.core.ledger.urls import pg_params
 from reclaim_tui.errors import LedgerError, LedgerForeignError, LedgerVersionError
 
@@ -168,6 +169,9 @@ PG_MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX processes_seen ON processes(seen_at);
     """,
+    # 4: text stored before the NUL encoding that starts with its mark,
+    # encoded (core/ledger/pg_marked.py).
+    REENCODE_MARKED,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 #: The console filter's indexes (any substring of 3+ characters, `ILIKE`);
