@@ -160,10 +160,8 @@ class Gate:
 
     def admit(self, handler: GuardedHandler) -> bool:
         client = handler.client
-        if (
-            self.by_client[client] >= self.limits.per_client
-            and not self.limits.trusted.trusts(handler.peer)
-        ):
+        proxy = self.limits.trusted.trusts(handler.peer)  # holds many clients' connections
+        if self.by_client[client] >= self.limits.per_client and not proxy:
             self.note("client-connections", f"{client} holds {self.limits.per_client}")
             return False
         if self.open >= self.cap:
