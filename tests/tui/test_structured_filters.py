@@ -180,6 +180,7 @@ async def test_filter_bar_and_saved_view(
 def test_filter_numbers_past_a_column_are_refused(text: str, said: str) -> None:
     with pytest.raises(ValueError, match=said):
         RowFilter.parse(text)
+    assert RowFilter.parse("attempts>" + "0" * 40 + "2").words[0].value == 2
 
 
 async def test_the_largest_numbers_a_filter_takes_read_on_both_engines(

@@ -99,7 +99,7 @@ def parse_word(token: str) -> Structured | None:
     if name == "attempts":
         if not _WHOLE.fullmatch(value):
             raise ValueError(f"{token!r}: attempts is compared to a whole number (attempts>2)")
-        if len(value) > 12 or int(value) > MAX_ATTEMPTS:
+        if len(value.lstrip("0")) > 12 or int(value) > MAX_ATTEMPTS:
             raise ValueError(f"{token!r}: attempts is compared to a number up to {MAX_ATTEMPTS}")
         return Structured("attempts", "attempts", "=" if op == ":" else op, int(value))
     if name == "cost":
