@@ -4,6 +4,7 @@ answer on an empty SQLite ledger (prepare + install + run), for 3,000 and
 33,000 models. Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/cost_filter_compile.py [MODELS ...] [--limit SECONDS]
+        [--db postgresql://…]   (a PostgreSQL ledger instead, created if new)
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ def _table(models: int, folder: Path) -> Path:
     return path
 
 
-async def _measure(models: int, folder: str) -> tuple[int, int, float]:
+async def _measure(models: int, folder: str, db: str | None) -> tuple[int, int, float]:
     from reclaim_tui.core import cost_sql
     from reclaim_tui.core.costs import load_prices
     from reclaim_tui.core.ledger.opening import open_ledger
 
     prices = load_prices(_table(models, Path(folder)), environ={})
-    ledger = await open_ledger(str(Path(folder) / f"ledger-{models}.db"))
+    ledger = await open_ledger(db or str(Path(folder) / f"ledger-{models}.db"))
     try:
         start = time.perf_counter()
         install = getattr(cost_sql, "install_prices", None)
@@ -45,19 +46,20 @@ async def _measure(models: int, folder: str) -> tuple[int, int, float]:
         await ledger.close()
 
 
-def _child(models: int, folder: str, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    out.put(asyncio.run(_measure(models, folder)))
+def _child(models: int, folder: str, db: str | None, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    out.put(asyncio.run(_measure(models, folder, db)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", type=int, default=[3000, 33000])
     parser.add_argument("--limit", type=float, default=120.0, help="give up after (s)")
+    parser.add_argument("--db", default=None, help="a PostgreSQL ledger's URL")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         for models in args.models:
             queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
-            child = multiprocessing.Process(target=_child, args=(models, folder, queue))
+            child = multiprocessing.Process(target=_child, args=(models, folder, args.db, queue))
             child.start()
             child.join(args.limit)
             if child.is_alive():
