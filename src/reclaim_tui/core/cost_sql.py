@@ -1,4 +1,4 @@
-"""A row's cost as SQL (the console filter's `cost>0.5`, issue 25): its stored
+"""A row's cost as SQL (the console filter's `cost>0.5`): its stored
 usage priced by a price table, written out as one scalar expression, so the
 database prices each row it walks. Nothing is stored in the ledger: no
 column, no migration.

@@ -1,4 +1,4 @@
-"""Text PostgreSQL cannot hold, stored losslessly (issue 22 point 3).
+"""Text PostgreSQL cannot hold, stored losslessly.
 
 A PostgreSQL `text` value cannot contain U+0000; SQLite's can. A job's input
 may carry one (its spec is JSON, where NUL is already the escape `\\u0000`),
