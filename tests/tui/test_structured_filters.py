@@ -164,3 +164,45 @@ async def test_filter_bar_and_saved_view(
         await press(pilot, "colon", *"view nope", "enter")
         message = app.screen.query_one("#command-message")
         assert await until(pilot, lambda: "retried" in str(message.render()))
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("attempts>9223372036854775808", "up to 2147483647"),
+        ("attempts>2147483648", "up to 2147483647"),
+        ("attempts:" + "9" * 5000, "up to 2147483647"),
+        ("attempts>²", "whole number"),
+        ("cost>1" + "0" * 400, "at most 1,000,000,000,000"),
+        ("cost>1000000000001", "at most 1,000,000,000,000"),
+    ],
+)
+def test_filter_numbers_past_a_column_are_refused(text: str, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        RowFilter.parse(text)
+    assert RowFilter.parse("attempts>" + "0" * 40 + "2").words[0].value == 2
+
+
+async def test_the_largest_numbers_a_filter_takes_read_on_both_engines(
+    reader: ConsoleReader,
+) -> None:
+    got = await walk(reader, View(filter=RowFilter.parse("attempts<2147483647")), 20)
+    assert len(got) == 61
+    assert await walk(reader, View(filter=RowFilter.parse("attempts>2147483647")), 20) == []
+
+
+async def test_a_filter_number_past_2_63_keeps_the_console_and_its_filter(
+    seeded: Seeded,
+) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash", *"attempts<3", "enter")
+        assert await until(pilot, lambda: app.state.filter_text == "attempts<3")
+        before = shown(pilot)
+        await press(pilot, "slash", *" attempts>9223372036854775808", "enter")
+        assert await until(pilot, notified(pilot, "up to 2147483647"))
+        await settle(pilot)
+        assert app.state.filter_text == "attempts<3"
+        assert shown(pilot) == before
+        assert app.is_running

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.cost_sql import row_cost_sql
+from reclaim_tui.core.cost_sql import install_prices, row_cost_sql
 from reclaim_tui.core.cost_totals import CostFilter, cost_totals, grand_total
 from reclaim_tui.core.costs import PriceTable, cost_of, load_prices
 from reclaim_tui.core.ledger.opening import open_ledger
@@ -186,6 +186,7 @@ async def test_sql_prices_every_row_as_python_does(
     reader: ConsoleReader, prices: PriceTable
 ) -> None:
     ledger = reader.background
+    await install_prices(ledger, prices)
     expr, params = row_cost_sql(prices, ledger.dialect)
     got = dict(await ledger.select(f"SELECT idem, {expr} FROM jobs", params))
     assert set(got) == {r.idem for r in ROWS}
@@ -325,3 +326,73 @@ def test_good_cost_words_parse_to_dollars() -> None:
         ("cost", ">=", 0.25),
         ("cost", "<", 1.0),
     ]
+
+
+async def test_a_price_name_holding_sql_words_prices_only_that_name(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A price named `zz NOT INDEXED` is a name: model `zz` stays unpriced on
+    both engines (it was SQL text, and PostgreSQL's translation dropped the hint)."""
+    path = tmp_path / "prices.json"
+    odd = {"zz NOT INDEXED": {"input": 1.0, "output": 1.0},
+           "yy' OR '1'='1": {"input": 1.0, "output": 1.0},
+           "xx INDEXED BY jobs_due": {"input": 1.0, "output": 1.0}}  # fmt: skip
+    path.write_text(json.dumps({"as_of": "2027-01-05", "models": odd}), encoding="utf-8")
+    table = load_prices(path, environ={})
+    usage = {"total_input_tokens": 10, "total_output_tokens": 10}
+    rows = [Generated(f"k-{m[:2]}", m, "done", 0, usage) for m in ("zz", "yy", "xx")]
+    rows.append(Generated("k-named", "zz NOT INDEXED", "done", 0, usage))
+    await seed(db_url, rows)
+    r = await ConsoleReader.open(db_url, clock=ManualClock(NOW))
+    r.prices = table
+    try:
+        await r.counts()
+        assert await walk(r, View(filter=RowFilter.parse("cost>=0")), 5) == ["k-named"]
+    finally:
+        await r.close()
+
+
+@pytest.mark.parametrize("models", [1, 3000, 33000])
+def test_the_cost_sql_does_not_grow_with_the_price_table(models: int, tmp_path: Path) -> None:
+    """One CASE branch per model (repeated per status branch of a page) made
+    33,000 models a statement SQLite never finished compiling: the table is
+    data now, its size in neither the statement nor its parameters."""
+    path = tmp_path / "prices.json"
+    entries = {f"m{n}": {"input": n % 10, "output": n % 7 + 1} for n in range(models)}
+    path.write_text(json.dumps({"models": entries}, separators=(",", ":")), encoding="utf-8")
+    table = load_prices(path, environ={})
+    for dialect in ("sqlite", "postgres"):
+        expr, params = row_cost_sql(table, dialect)
+        assert len(expr) < 3000, dialect
+        assert len(params) == (2 if dialect == "postgres" else 1)
+        assert all(f"m{n}" not in expr for n in range(min(models, 50)))
+
+
+async def test_a_large_price_table_prices_rows_on_both_engines(db_url: str, tmp_path: Path) -> None:
+    """33,000 models: the filter keeps the rows Python prices so, and the
+    SQLite table is filled once per connection and price table."""
+    path = tmp_path / "prices.json"
+    entries = {f"m{n}": {"input": n % 10, "output": n % 7 + 1} for n in range(33000)}
+    path.write_text(json.dumps({"models": entries}, separators=(",", ":")), encoding="utf-8")
+    table = load_prices(path, environ={})
+    usage = {"total_input_tokens": 1000, "total_output_tokens": 1000}
+    rows = [Generated(f"k{n}", f"m{n}", "done", 0, usage) for n in (0, 1, 7, 32999)]
+    rows.append(Generated("k-none", "m33000", "done", 0, usage))
+    await seed(db_url, rows)
+    r = await ConsoleReader.open(db_url, clock=ManualClock(NOW))
+    r.prices = table
+    try:
+        await r.counts()
+        got = sorted(await walk(r, View(filter=RowFilter.parse("cost>0.002")), 10))
+        want = sorted(
+            g.idem for g in rows if (c := python_cost(g, table)) is not None and c > 0.002
+        )
+        assert got == want == ["k1", "k32999", "k7"]
+        ids_sql, params = await r.view_ids_sql(View(filter=RowFilter.parse("cost>0.002")))
+        ids_sql, params = await r.view_ids_sql(View(filter=RowFilter.parse("cost>0.002")))
+        assert len(await r.background.select(ids_sql, params)) == 3
+        if r.background.dialect == "sqlite":
+            count = await r.background.select("SELECT count(*) FROM temp.reclaim_prices")
+            assert count == [(len(table.prices),)]  # the shipped models too
+    finally:
+        await r.close()

@@ -108,6 +108,34 @@ def test_environment_names_the_override(tmp_path: Path) -> None:
         ("huge.json", '{"models": {"m": {"input": 1' + "0" * 400 + ', "output": 1}}}', "huge"),
         ("huge.toml", "[models.m]\ninput = 1" + "0" * 400 + "\noutput = 1", "huge"),
         ("big.json", '{"models": {"m": {"input": 1e308, "output": 1}}}', "models.m.input"),
+        (
+            "above.json",
+            '{"long_context_above": 9223372036854775808,'
+            ' "models": {"m": {"input": 1, "output": 1}}}',
+            "from 0",
+        ),
+        (
+            "above.toml",
+            "long_context_above = 9007199254740993\n[models.m]\ninput = 1\noutput = 1",
+            "from 0",
+        ),
+        (
+            "hugeabove.json",
+            '{"long_context_above": 1'
+            + "0" * 400
+            + ', "models": {"m": {"input": 1, "output": 1}}}',
+            "a huge number",
+        ),
+        (
+            "negabove.json",
+            '{"long_context_above": -1, "models": {"m": {"input": 1, "output": 1}}}',
+            "from 0",
+        ),
+        (
+            "boolabove.json",
+            '{"long_context_above": true, "models": {"m": {"input": 1, "output": 1}}}',
+            "a token count",
+        ),
     ],
 )
 def test_a_bad_prices_file_is_named_with_its_problem(
@@ -281,3 +309,34 @@ def test_costs_json_is_strict_json_and_a_rate_that_overflows_is_refused(
         raise AssertionError(f"{constant} is not JSON")
 
     json.loads(fine.stdout, parse_constant=refuse)
+
+
+def test_costs_refuses_a_long_context_line_past_a_whole_number_both_engines_hold(
+    db_url: str, clock: ManualClock, tmp_path: Path
+) -> None:
+    """A `long_context_above` past 2**63-1 passed validation and ended `costs`
+    on SQLite in a traceback (an integer it cannot bind)."""
+
+    async def seed() -> None:
+        ledger = await open_ledger(db_url, clock=clock)
+        try:
+            await put_row(ledger, clock, usage={"total_input_tokens": 2_000_000})
+        finally:
+            await ledger.close()
+
+    asyncio.run(seed())
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps({"long_context_above": 2**63, "models": {FLASH: {"input": 1.0, "output": 1.0}}})
+    )
+    out = CliRunner().invoke(costs, ["--db", db_url, "--prices", str(prices)])
+    assert out.exit_code == 2, out.output
+    assert (
+        "'long_context_above' must be a token count from 0 to 9,007,199,254,740,992" in out.stderr
+    )
+    assert "Traceback" not in out.output
+    prices.write_text(
+        json.dumps({"long_context_above": 2**53, "models": {FLASH: {"input": 1.0, "output": 1.0}}})
+    )
+    fine = CliRunner().invoke(costs, ["--db", db_url, "--prices", str(prices), "--json"])
+    assert fine.exit_code == 0, fine.output

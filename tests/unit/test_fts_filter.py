@@ -534,3 +534,17 @@ async def test_a_short_filter_keeps_the_ordered_walk(seeded: tuple[Path, Console
         plan = _plan(con, sql, params)
     assert not any("jobs_fts" in step for step in plan)
     assert any("jobs_updated" in step for step in plan), plan
+
+
+def test_postgres_translation_leaves_string_literals_as_written() -> None:
+    """Planner hints and LIKE are rewritten in the SQL, never inside a literal."""
+    from reclaim_tui.core.ledger.pg_sql import to_postgres
+
+    sql, _ = to_postgres(
+        "SELECT 'a NOT INDEXED', 'b INDEXED BY jobs_due', 'LIKE' FROM jobs NOT INDEXED"
+        " WHERE model LIKE ? AND model = 'zz NOT INDEXED'"
+    )
+    assert sql == (
+        "SELECT 'a NOT INDEXED', 'b INDEXED BY jobs_due', 'LIKE' FROM jobs"
+        " WHERE model ILIKE %s AND model = 'zz NOT INDEXED'"
+    )

@@ -238,3 +238,17 @@ def test_settings_refuse_a_non_positive_retention_or_deadline(
 
     with pytest.raises(ConfigError, match=message):
         Settings(**change).validate()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("number", [2**63, -(2**63) - 1, 10**400])
+def test_a_whole_number_past_64_bits_is_refused_where_the_line_is_read(number: int) -> None:
+    """The API's integers are 64-bit: a larger one in a job's config is a typo."""
+    line = json.dumps({"input": "a", "config": {"max_output_tokens": number}})
+    with pytest.raises(JobsFileError) as caught:
+        parse_jobs([line], source="jobs.jsonl", default_model="m")
+    assert "past the largest whole number a job can carry" in str(caught.value)
+    assert "line 1" in str(caught.value)
+    fine = json.dumps(
+        {"input": "a", "config": {"max_output_tokens": 2**63 - 1, "seed": -(2**63) + 1}}
+    )
+    assert len(parse_jobs([fine], source="jobs.jsonl", default_model="m")) == 1

@@ -1,15 +1,22 @@
 """A row's cost as SQL (the console filter's `cost>0.5`): its stored
 usage priced by a price table, written out as one scalar expression, so the
-database prices each row it walks. Nothing is stored: no column, no migration.
+database prices each row it walks. Nothing is stored in the ledger: no
+column, no migration.
 
-The expression is generated from the PriceTable the console holds (the one
-`$` sums with: the shipped table, overridden by `$RECLAIM_PRICES`): a CASE
-branch per model or agent, its long-context rates above the table's
-threshold. It is core/costs.py's arithmetic (`Tokens.usd`) in the same order
-on the same doubles — each rate is written as an exact binary fraction, as
-SQLite's decimal literals are not always correctly rounded — over the token
-counts core/cost_totals.py sums (`field_sql`, `MEASURED`), so a row's figure
-is the one `$` shows for it.
+The price table is the one the console holds (the one `$` sums with: the
+shipped table, overridden by `$RECLAIM_PRICES`), and it is data, never SQL
+text: a table may name tens of thousands of models, and a name is whatever
+a price file says. On SQLite its rows are put once in a temporary table of
+the reading connection (`install_prices`: bound parameters, each rate the
+exact double) and the expression joins it by model through its primary
+key; on PostgreSQL the table is one bound JSON parameter, read once per
+statement as `jsonb` and looked up by model (its rates are the shortest
+decimal of each double, which PostgreSQL reads back as that double). The
+expression's size does not grow with the table.
+
+It is core/costs.py's arithmetic (`Tokens.usd`) in the same order on the
+same doubles, over the token counts core/cost_totals.py sums (`field_sql`,
+`MEASURED`), so a row's figure is the one `$` shows for it.
 
 It is NULL — unknown, matched by no comparison — for a row with no stored
 result (never sent, in flight), a usage with neither input nor output counts
@@ -23,65 +30,104 @@ replaces it): its cost is that interaction's usage. A continuation
 
 Written in SQLite's SQL; core/ledger/pg_sql.py rewrites `json_extract`.
 Pricing is the slowest test a filter makes of a row it walks (a lookup of
-its result and a few JSON reads), several times the cost of a test on a
-column such as `attempts>2`: a filter that prices every row it walks is the
-slow kind, and is interrupted when a newer filter replaces it.
+its result and a few JSON reads).
 """
 
 from __future__ import annotations
 
-import re
+import asyncio
+import json
+import weakref
 from typing import Any
 
 from reclaim_tui.core.cost_totals import MEASURED, field_sql
-from reclaim_tui.core.costs import Price, PriceTable
+from reclaim_tui.core.costs import PriceTable
+from reclaim_tui.core.ledger.port import Ledger
 
-__all__ = ["row_cost_sql"]
+__all__ = ["install_prices", "row_cost_sql"]
 
-#: A name written into the SQL as a literal; any other is a parameter.
-_PLAIN = re.compile(r"[A-Za-z0-9_.:/@+ -]+")
 _COUNTS = ("input", "output", "thought", "cached", "tool_use")
+#: The price table's columns on SQLite: the short and the long-context
+#: rates of input, cached input and output, as Price.rates gives them.
+_RATES = ("i_s", "o_s", "c_s", "i_l", "o_l", "c_l")
+_TABLE = "temp.reclaim_prices"
+#: Rows per INSERT: 7 parameters each, under SQLite's 32,766 a statement.
+_CHUNK = 4000
+#: The table each SQLite connection holds, and one install at a time on it.
+_installed: weakref.WeakKeyDictionary[Ledger, PriceTable] = weakref.WeakKeyDictionary()
+_locks: weakref.WeakKeyDictionary[Ledger, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
-def _real(value: float) -> str:
-    """`value` as SQL that both engines read as exactly this double."""
-    if value == int(value) and abs(value) < 2**53:
-        return f"CAST({int(value)} AS DOUBLE PRECISION)"
-    top, bottom = value.as_integer_ratio()  # bottom: a power of two
-    parts = [f"CAST({top} AS DOUBLE PRECISION)"]
-    while bottom > 1:  # each step divides exactly (by at most 2**62, a BIGINT)
-        step = min(bottom, 2**62)
-        parts.append(f"CAST({step} AS DOUBLE PRECISION)")
-        bottom //= step
-    return "(" + " / ".join(parts) + ")"
+def _rows(prices: PriceTable) -> list[tuple[Any, ...]]:
+    return [
+        (name, *price.rates(False), *price.rates(True)) for name, price in prices.prices.items()
+    ]
 
 
-def _usd(price: Price, long: bool) -> str:
-    """Tokens.usd over the token columns of `t`, in its order of operations."""
-    rate_in, rate_out, rate_cached = (_real(r) for r in price.rates(long))
+async def install_prices(ledger: Ledger, prices: PriceTable) -> None:
+    """Put `prices` where `row_cost_sql`'s expression reads them on SQLite:
+    a temporary table of `ledger`'s connection (a read-only one may hold
+    it), filled once per table; PostgreSQL needs nothing."""
+    if ledger.dialect == "postgres" or _installed.get(ledger) is prices:
+        return
+    lock = _locks.setdefault(ledger, asyncio.Lock())
+    async with lock:
+        if _installed.get(ledger) is prices:
+            return
+        columns = ", ".join(f"{c} REAL NOT NULL" for c in _RATES)
+        await ledger.select(
+            f"CREATE TEMP TABLE IF NOT EXISTS reclaim_prices (model TEXT PRIMARY KEY, {columns})"
+        )
+        await ledger.select(f"DELETE FROM {_TABLE}")
+        rows = _rows(prices)
+        for at in range(0, len(rows), _CHUNK):
+            chunk = rows[at : at + _CHUNK]
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            await ledger.select(
+                f"INSERT INTO {_TABLE} VALUES {values}", [v for row in chunk for v in row]
+            )
+        _installed[ledger] = prices
+
+
+#: The JSON of the last table `_pg_table` wrote (a page read asks again and again).
+_last_json: list[tuple[PriceTable, str]] = []
+
+
+def _pg_table(prices: PriceTable) -> str:
+    """`prices` as the JSON parameter PostgreSQL looks models up in."""
+    if _last_json and _last_json[0][0] is prices:
+        return _last_json[0][1]
+    text = json.dumps({row[0]: list(row[1:]) for row in _rows(prices)}, allow_nan=False)
+    _last_json[:] = [(prices, text)]
+    return text
+
+
+def _usd(long: bool) -> str:
+    """Tokens.usd over the token columns of `t` and the rates of `p`, in its
+    order of operations."""
+    tier = "l" if long else "s"
     fresh = "(CASE WHEN t.i - t.c > 0 THEN t.i - t.c ELSE 0 END + t.u)"
-    paid = f"{fresh} * {rate_in} + t.c * {rate_cached} + (t.o + t.h) * {rate_out}"
+    paid = f"{fresh} * p.i_{tier} + t.c * p.c_{tier} + (t.o + t.h) * p.o_{tier}"
     return f"({paid}) / 1000000"
+
+
+def _pg_rates(job: str) -> str:
+    """The rates of `job`'s model from the JSON parameter, a row or none."""
+    rates = ", ".join(
+        f"CAST(q.r ->> {n} AS DOUBLE PRECISION) AS {name}" for n, name in enumerate(_RATES)
+    )
+    return (
+        f"(SELECT {rates} FROM (SELECT (SELECT CAST(? AS JSONB)) -> {job}.model AS r) AS q"
+        " WHERE q.r IS NOT NULL)"
+    )
 
 
 def row_cost_sql(prices: PriceTable, dialect: str, job: str = "jobs") -> tuple[str, list[Any]]:
     """A scalar SQL expression of the USD cost of the `job` row in scope (a
     `jobs` row, by its `id` and `model`) at `prices`, NULL when unknown, and
-    its parameters (model names that are not plain enough to be literals)."""
-    params: list[Any] = []
-    branches: list[str] = []
-    for name, price in prices.prices.items():
-        if _PLAIN.fullmatch(name):
-            when = f"'{name}'"
-        else:
-            when = "?"
-            params.append(name)
-        short, long = _usd(price, False), _usd(price, True)
-        then = short if short == long else (
-            f"CASE WHEN t.i > {prices.long_context_above} THEN {long} ELSE {short} END"
-        )  # fmt: skip
-        branches.append(f"WHEN {when} THEN {then}")
-    if not branches:
+    its parameters. On SQLite `install_prices` must have put `prices` on the
+    connection that runs it."""
+    if not prices.prices:
         return "NULL", []
     # A usage that is not JSON would fail json_extract (and the page): on
     # SQLite it counts as no usage; PostgreSQL has no test before its cast.
@@ -94,4 +140,10 @@ def row_cost_sql(prices: PriceTable, dialect: str, job: str = "jobs") -> tuple[s
         f"SELECT {counts} FROM (SELECT {usage} AS usage FROM results AS x"
         f" WHERE x.job = {job}.id) AS r WHERE {MEASURED}"
     )
-    return f"(SELECT CASE {job}.model {' '.join(branches)} END FROM ({tokens}) AS t)", params
+    cost = f"CASE WHEN t.i > ? THEN {_usd(True)} ELSE {_usd(False)} END"
+    params: list[Any] = [prices.long_context_above]
+    if dialect == "postgres":
+        params.append(_pg_table(prices))
+        return f"(SELECT {cost} FROM ({tokens}) AS t, {_pg_rates(job)} AS p)", params
+    prices_of = f"{_TABLE} AS p ON p.model = {job}.model"
+    return f"(SELECT {cost} FROM ({tokens}) AS t JOIN {prices_of})", params

@@ -179,6 +179,9 @@ def load_prices(
 MAX_PRICES_BYTES = 1024 * 1024
 #: USD per 1M tokens above this is a typo (and its products would overflow to infinity).
 MAX_RATE = 1_000_000.0
+#: The largest `long_context_above`: a whole number both engines hold and
+#: compare with a sum of token counts exactly (a double's integers).
+MAX_TOKENS = 2**53
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -218,10 +221,16 @@ def _table(data: Mapping[str, Any], source: str, *, partial: bool = False) -> Pr
     if isinstance(as_of, date):  # TOML's bare 2027-01-05
         as_of = as_of.isoformat()
     above = data.get("long_context_above", 0)
-    if not isinstance(as_of, str) or not isinstance(above, int) or above < 0:
+    if not isinstance(as_of, str) or isinstance(above, bool) or not isinstance(above, int):
         raise ConfigError(
             f"prices file {source}: 'as_of' must be a date string and"
             " 'long_context_above' a token count"
+        )
+    if not 0 <= above <= MAX_TOKENS:
+        shown = "a huge number" if abs(above) > 10**30 else str(above)  # str stops at 4,300 digits
+        raise ConfigError(
+            f"prices file {source}: 'long_context_above' must be a token count from 0"
+            f" to {MAX_TOKENS:,}; got {shown}"
         )
     return PriceTable(as_of, prices, above, source)
 

@@ -19,11 +19,11 @@ naming itself, two naming each other): they could never run.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from reclaim_tui.core.job_numbers import load_line
 from reclaim_tui.core.keys import idempotency_key, valid_key
 from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec
 from reclaim_tui.errors import JobsFileError
@@ -256,17 +256,6 @@ def _refuse_cycles(jobs: Sequence[JobSpec], lines: Sequence[int]) -> list[tuple[
     return problems
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number a job can carry")
-
-
-def _finite_float(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"{text[:40]} is past the largest number a job can carry")
-    return number
-
-
 def _checked(obj: Any, default_model: str) -> JobSpec:
     """A line's object as a job, with every check a line gets (ValueError,
     RecursionError or UnicodeError say what is wrong)."""
@@ -303,7 +292,7 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
             continue
         try:
-            obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+            obj = load_line(text)
         except json.JSONDecodeError as exc:
             problems.append((number, _json_problem(text, exc, example=not example_said)))
             example_said = True

@@ -28,6 +28,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.inbox.forwarded import TrustedProxies
 
 __all__ = [
     "Complaints",
@@ -116,6 +117,8 @@ class ConnectionLimits:
     max_connections: int = 0
     per_client: int = 32
     log_interval: float = 60.0
+    #: proxies whose connections count only toward the total (inbox/forwarded.py)
+    trusted: TrustedProxies = field(default_factory=TrustedProxies)
 
     def total(self) -> int:
         return self.max_connections or _descriptor_budget()
@@ -157,7 +160,8 @@ class Gate:
 
     def admit(self, handler: GuardedHandler) -> bool:
         client = handler.client
-        if self.by_client[client] >= self.limits.per_client:
+        proxy = self.limits.trusted.trusts(handler.peer)  # holds many clients' connections
+        if self.by_client[client] >= self.limits.per_client and not proxy:
             self.note("client-connections", f"{client} holds {self.limits.per_client}")
             return False
         if self.open >= self.cap:
@@ -188,13 +192,15 @@ class GuardedHandler(RequestHandler):
         super().__init__(manager, **kwargs)
         self.gate = gate
         self.client = "?"
+        self.peer = "?"
         self._admitted = False
         self._timer: asyncio.TimerHandle | None = None
         self._seen = 0  # requests when it last became idle (evictable)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
-        self.client = _client_key(str(peer[0]) if isinstance(peer, tuple) else "?")
+        self.peer = str(peer[0]) if isinstance(peer, tuple) else "?"
+        self.client = _client_key(self.peer)
         if not self.gate.admit(self):
             transport.close()
             return

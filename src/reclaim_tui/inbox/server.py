@@ -15,6 +15,7 @@ carry the reason and the webhook-id: never a secret, a token or a body.
 
 What a stranger can hold is bounded: deliveries per client, connections
 per client and in all, and the seconds a request may take (inbox/limits.py).
+Behind a trusted proxy a client is the one it names (inbox/forwarded.py).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class InboxServer:
 
     # -- the request path -----------------------------------------------------------------
     async def _receive(self, request: web.Request) -> web.StreamResponse:
-        client = request.remote or "?"
+        client = self._client(request)
         if not self.limit.allow(client, self.clock.now()):
             return self._refuse("rate", "", 429, headers={"Retry-After": "1"})
         wid = request.headers.get("webhook-id", "")[:80]
@@ -136,6 +137,12 @@ class InboxServer:
             self.duplicates += 1
         return web.json_response({"kept": new})
 
+    def _client(self, request: web.Request) -> str:
+        """Who sent it: the peer, or the client a trusted proxy names."""
+        trusted = self.limits.trusted
+        peer = request.remote or "?"
+        return trusted.client(peer, request.headers.getall(trusted.header, []))
+
     def _refuse(
         self,
         reason: str,
@@ -150,7 +157,7 @@ class InboxServer:
 
     async def _hang_up(self, request: web.Request, wid: str) -> web.StreamResponse:
         """A body slower than `body_timeout`: 408, and the connection closed."""
-        self._note("slow-body", f"{request.remote}: {wid or 'a delivery'}")
+        self._note("slow-body", f"{self._client(request)}: {wid or 'a delivery'}")
         response = web.json_response({"error": "slow-body"}, status=408)
         response.force_close()
         with contextlib.suppress(ConnectionError):

@@ -63,9 +63,16 @@ def clock_time(at: float) -> str:
 
 #: The SDK's repr of an API error body: {'error': {'code': …, 'message': '…', 'status': '…'}}.
 _API_BODY = re.compile(r"\{['\"]error['\"]:\s*\{.*", re.DOTALL)
-_API_MESSAGE = re.compile(r"['\"]message['\"]:\s*(['\"])((?:\\.|(?!\1).)*)\1")
+# Each string form read by its own pattern, an escape and any other character
+# apart: one way to read every input (a backslash is never "any character").
+_API_MESSAGE = re.compile(
+    r"['\"]message['\"]:\s*(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\")", re.DOTALL
+)
 _STATUS_WORD = re.compile(r"[A-Z][A-Z_]{3,}")
 _API_STATUS = re.compile(r"['\"]status['\"]:\s*['\"]([A-Z_]+)['\"]")
+#: The characters of an error the patterns read: a line shows far fewer, and
+#: each pattern's work stays proportional to this whatever the ledger holds.
+MAX_ERROR_SCANNED = 8192
 
 
 def _cut(text: str, limit: int) -> str:
@@ -83,12 +90,12 @@ def shorten_error(message: str, limit: int) -> str:
     """One line of at most `limit` characters for an error: an SDK error body
     becomes the API's own status and words, and a message too long keeps its
     first part (the error's class) and its cause, cut at a word boundary."""
-    text = " ".join(message.split())
+    text = " ".join(message[:MAX_ERROR_SCANNED].split())
     body = _API_BODY.search(text)
     if body is None:
         return _keep_cause(_os_error_parts(text.split(": ")), limit)
     found, status = _API_MESSAGE.search(body.group()), _API_STATUS.search(body.group())
-    words = found.group(2) if found else ""
+    words = (found.group(1) or found.group(2) or "") if found else ""
     cause = ": ".join(x for x in (status.group(1) if status else "", words) if x)
     parts = [p for p in text[: body.start()].strip().rstrip(".").split(": ") if p]
     if parts and status and status.group(1) in parts[-1]:

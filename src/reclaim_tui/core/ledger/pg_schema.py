@@ -9,15 +9,14 @@ otherwise says why not. SQLite's are in core/ledger/sqlite_schema.py.
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
 from reclaim_tui.core.ledger.pg_connect import noting, quote_ident
-from reclaim_tui.core.ledger.urls import pg_params
+from reclaim_tui.core.ledger.pg_marked import REENCODE_MARKED
+from reclaim_tui.core.ledger.pg_search_path import PG_SCHEMA, SCHEMA_ENV, schema_for
 from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
@@ -38,9 +37,6 @@ __all__ = [
     "text_index",
 ]
 
-PG_SCHEMA = "reclaim_tui"
-#: The environment variable (and `--schema`) naming the ledger's schema.
-SCHEMA_ENV = "RECLAIM_PG_SCHEMA"
 
 _REAL = "DOUBLE PRECISION"
 # Byte order, as SQLite compares: the same keyset pages; and ASCII-only case
@@ -173,6 +169,9 @@ PG_MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX processes_seen ON processes(seen_at);
     """,
+    # 4: text stored before the NUL encoding that starts with its mark,
+    # encoded (core/ledger/pg_marked.py).
+    REENCODE_MARKED,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 #: The console filter's indexes (any substring of 3+ characters, `ILIKE`);
@@ -183,49 +182,6 @@ PG_TEXT_INDEX = (
     "CREATE INDEX IF NOT EXISTS jobs_input_trgm ON jobs USING gin (reclaim_input(spec) {ops})",
 )
 PG_TEXT_INDEX_NAMES = ("jobs_idem_trgm", "jobs_handle_trgm", "jobs_input_trgm")
-
-
-def _given_search_path(params: dict[str, str]) -> str | None:
-    r"""The search_path a connection is given by its `options` keyword or
-    `PGOPTIONS` (`-c search_path=…`, `-csearch_path=…`, `--search_path=…`;
-    `\ ` is a blank inside a word); the keyword's wins, as in libpq."""
-    for options in (params.get("options"), os.environ.get("PGOPTIONS")):
-        words = re.findall(r"(?:\\.|\S)+", options or "")
-        words = [re.sub(r"\\(.)", r"\1", w) for w in words]
-        found = None
-        for i, word in enumerate(words):
-            if word == "-c" and i + 1 < len(words):
-                word = "-c" + words[i + 1]
-            m = re.fullmatch(r"(?:-c|--)search[_-]path=(.*)", word, re.S)
-            if m:
-                found = m.group(1)
-        if found is not None:
-            return found
-    return None
-
-
-def _split_path(path: str) -> list[str]:
-    """A search_path's entries, unquoted (`a, "B c"` → [a, B c])."""
-    entries = []
-    for m in re.finditer(r'\s*("(?:[^"]|"")*"|[^,]*)\s*(?:,|$)', path):
-        item = m.group(1).strip()
-        if item.startswith('"'):
-            entries.append(item[1:-1].replace('""', '"'))
-        elif item:
-            entries.append(item.lower())
-    return entries
-
-
-def schema_for(url: str) -> tuple[str, str]:
-    """The ledger's schema and the search path its connections use (see the
-    module's text: `--schema`/RECLAIM_PG_SCHEMA, the given search_path,
-    `reclaim_tui`)."""
-    given = _given_search_path(pg_params(url))
-    entries = _split_path(given or "")
-    named = [e for e in entries if e != "$user"]
-    schema = os.environ.get(SCHEMA_ENV) or (named[0] if named else PG_SCHEMA)
-    rest = [e for e in entries if e != schema] if given is not None else ["public"]
-    return schema, ", ".join(quote_ident(e) for e in [schema, *rest])
 
 
 _MIGRATION_LOCK = 0x7265636C61696D  # "reclaim": one migrating process at a time

@@ -9,7 +9,7 @@ The ledger's statements are written once, in the SQL both engines share
     %                  %% (psycopg reads % everywhere, literals included)
     json_each(?) [AS k]          json_array_elements_text(%s::json) AS k(value)
     CROSS JOIN t AS a ON         JOIN t AS a ON (SQLite: a join-order hint)
-    INDEXED BY i, NOT INDEXED    dropped (SQLite planner hints)
+    INDEXED BY i, NOT INDEXED    dropped (SQLite planner hints), outside literals
     LIKE               ILIKE (SQLite's LIKE ignores ASCII case)
     CASE WHEN json_valid(c) THEN json_extract(c, '$.input') END
                        reclaim_input(c) (a function of the PostgreSQL schema)
@@ -25,7 +25,7 @@ at once instead of meaning something else on a server.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -62,7 +62,7 @@ def to_postgres(sql: str) -> tuple[str, tuple[int, ...] | None]:
         lambda m: f"json_array_elements_text({m[1]}::json) AS {m[2] or '_each'}(value)", sql
     )
     sql = _CROSS_JOIN.sub(r"JOIN \1 ON", sql)
-    sql = _HINT.sub("", sql)
+    sql = _outside_literals(sql, lambda code: _HINT.sub("", code))
     out: list[str] = []
     order: list[int] = []
     numbered = False
@@ -97,15 +97,16 @@ def to_postgres(sql: str) -> tuple[str, tuple[int, ...] | None]:
         i += 1
     text = "".join(out)
     code = re.sub(r"'(?:[^']|'')*'", "''", text)  # literals may say anything
-    text = _rewrite_like_outside_literals(text)
+    text = _outside_literals(text, lambda code: _LIKE.sub("ILIKE", code))
     if (found := _SQLITE_ONLY.search(code)) is not None:
         raise SqliteOnlyError(f"SQLite-only SQL ({found[0]!r}) not rewritten for PostgreSQL: {sql}")
     return text, tuple(order) if numbered else None
 
 
-def _rewrite_like_outside_literals(text: str) -> str:
+def _outside_literals(text: str, rewrite: Callable[[str], str]) -> str:
+    """`text` with `rewrite` applied to its code, its string literals as they are."""
     parts = re.split(r"('(?:[^']|'')*')", text)
-    return "".join(p if k % 2 else _LIKE.sub("ILIKE", p) for k, p in enumerate(parts))
+    return "".join(p if k % 2 else rewrite(p) for k, p in enumerate(parts))
 
 
 def reorder(params: Sequence[Any], order: tuple[int, ...] | None) -> Sequence[Any]:

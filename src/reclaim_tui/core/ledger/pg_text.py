@@ -8,12 +8,22 @@ the whole transaction it was in — every pass, for every row of that batch.
 
 So on PostgreSQL every string parameter that holds a NUL is written as
 `MARK` + its JSON text (NUL becomes `\\u0000`), and every text value read
-that starts with `MARK` is decoded back. A string that itself starts with
+that is such an encoding is decoded back. A string that itself starts with
 `MARK` is encoded too, so decoding is exact for every string. `MARK` is
 U+FDD0, a Unicode noncharacter: no real text starts with it, and any other
 string — every key, spec and nearly every result — is stored and compared
 exactly as before. What reads the encoded form on the server (the filter's
 `ILIKE`) sees the JSON text, where NUL is `\\u0000` and the rest is unchanged.
+
+An encoding is exactly what `encode` writes: `MARK` + `json.dumps` of a
+string that holds a NUL or starts with `MARK`. Text stored before this
+encoding existed may start with `MARK` too: `decode` reads any text that is
+not an encoding as it is (it never fails a read), and PostgreSQL migration 4
+(core/ledger/pg_marked.py) encodes the old rows, so that after it every
+stored text that starts with `MARK` is an encoding. The one text still read
+as another is an old one that was itself, character for character, the
+encoding of another (a noncharacter and a JSON string holding an escaped
+NUL or a second noncharacter): no text a person or the API writes.
 """
 
 from __future__ import annotations
@@ -38,10 +48,19 @@ def encode(text: str) -> str:
 
 
 def decode(stored: str) -> str:
-    """The string `encode` was given."""
+    """The string `encode` was given; `stored` itself when `encode` did not
+    write it (text stored before the encoding)."""
     if stored.startswith(MARK):
-        value = json.loads(stored[len(MARK) :])
-        if isinstance(value, str):
+        body = stored[len(MARK) :]
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError):
+            return stored
+        if (
+            isinstance(value, str)
+            and ("\x00" in value or value.startswith(MARK))
+            and json.dumps(value, ensure_ascii=False) == body
+        ):
             return value
     return stored
 

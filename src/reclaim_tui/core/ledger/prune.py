@@ -77,7 +77,7 @@ AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 def parse_age(value: str) -> float:
     """An age: `30d`, `12h`, `90m`, `45s`, `2w`, or plain seconds; ValueError
     says what an age looks like."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value.lower())
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhdw]?)", value.strip().lower())
     if found is None:
         raise ValueError(
             f"{value!r} is not an age: a number of seconds, or a number followed by"

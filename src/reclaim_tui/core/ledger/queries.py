@@ -107,6 +107,7 @@ class ConsoleReader:
         """
         now = self.clock.now()
         hits = await text_hits(self._fast, view.filter.text)
+        await self._priced(self._fast, view)
         dialect, prices = self._fast.dialect, self.prices
         sql, params = _page_sql(
             view, now, self._dead, self.sizes, start, direction, limit + 1, hits, dialect, prices
@@ -133,6 +134,7 @@ class ConsoleReader:
         direction: Direction = "from"
         while True:
             hits = await text_hits(self._slow, view.filter.text)
+            await self._priced(self._slow, view)
             now, dialect, prices = self.clock.now(), self._slow.dialect, self.prices
             sql, params = _page_sql(
                 view, now, self._dead, self.sizes, start, direction, batch, hits, dialect, prices
@@ -142,6 +144,14 @@ class ConsoleReader:
                 return
             yield rows
             start, direction = view.key_of(rows[-1]), "after"
+
+    async def _priced(self, ledger: Ledger, view: View) -> None:
+        """The price table where a `cost` word's SQL reads it on `ledger`."""
+        if self.prices is not None and any(w.kind == "cost" for w in view.filter.words):
+            # Here: the price table's modules are not `status`'s start-up cost.
+            from reclaim_tui.core.cost_sql import install_prices
+
+            await install_prices(ledger, self.prices)
 
     async def matching_idems(self, view: View, cap: int = MATCH_CAP) -> tuple[list[str], bool]:
         """Keys of the view's rows, at most `cap`; True if the cap cut the list."""
@@ -156,6 +166,7 @@ class ConsoleReader:
         """`SELECT id FROM jobs WHERE …` of every row the view shows (its
         statuses, orphans, filter text and tokens), for totals over it (costs)."""
         hits = await text_hits(self._slow, view.filter.text)
+        await self._priced(self._slow, view)
         now, dialect = self.clock.now(), self._slow.dialect
         clauses, params = predicates(view, now, self._dead, hits, dialect, self.prices)
         statuses = view.effective_statuses()

@@ -24,7 +24,8 @@ table does not price — matches no `cost` word, neither `cost<X` nor
 `cost>X` (`$` counts those rows apart). A row has at most one stored result
 (a later one replaces it): `cost` is that interaction's; a continuation is a
 row of its own. A cost is a number of dollars, 0 or more (`cost>abc`,
-`cost:1`, `cost>-1` are refused, saying why).
+`cost:1`, `cost>-1` are refused, saying why), at most a trillion; `attempts`
+is a whole number a database column holds (up to 2**31-1).
 
 This module is part of the core: it must not import Textual.
 """
@@ -50,6 +51,13 @@ _WORD = re.compile(r"(?P<name>[A-Za-z_]+)(?P<op>>=|<=|>|<|=|:)(?P<value>.*)", re
 _LABEL_KEY = re.compile(r"[^\"\\\s=]+")
 #: Dollars: 0.5, .5, 2, $1.25 (no sign, no exponent, no inf/nan).
 _USD = re.compile(r"\$?(?P<usd>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+_WHOLE = re.compile(r"[0-9]+")
+#: The largest `attempts` a filter compares with: the column's range on
+#: both engines (PostgreSQL's INTEGER); past it a database refuses the number.
+MAX_ATTEMPTS = 2**31 - 1
+#: The largest `cost` a filter compares with: a trillion dollars (past it a
+#: number of dollars is no price; a longer figure is no double).
+MAX_USD = 1e12
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +97,10 @@ def parse_word(token: str) -> Structured | None:
 
         return Structured("time", _TIME_COLUMNS[name], op, parse_age(value))
     if name == "attempts":
-        if not value.isdigit():
+        if not _WHOLE.fullmatch(value):
             raise ValueError(f"{token!r}: attempts is compared to a whole number (attempts>2)")
+        if len(value.lstrip("0")) > 12 or int(value) > MAX_ATTEMPTS:
+            raise ValueError(f"{token!r}: attempts is compared to a number up to {MAX_ATTEMPTS}")
         return Structured("attempts", "attempts", "=" if op == ":" else op, int(value))
     if name == "cost":
         return Structured("cost", "usd", op, _usd(token, op, value))
@@ -114,7 +124,10 @@ def _usd(token: str, op: str, value: str) -> float:
         raise ValueError(
             f"{token!r}: a cost is a number of US dollars, 0 or more (cost>0.5, cost<=$2)"
         )
-    return float(found["usd"])
+    usd = float(found["usd"])
+    if usd > MAX_USD:
+        raise ValueError(f"{token!r}: a cost is at most {MAX_USD:,.0f} US dollars")
+    return usd
 
 
 def _midnight(now: float) -> float:

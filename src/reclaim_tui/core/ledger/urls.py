@@ -56,7 +56,8 @@ def is_database_url(db: str) -> bool:
 def _keyword_dsn() -> re.Pattern[str]:
     """Compiled on first use: an alternation of every libpq keyword, a cost an
     idle tick's start-up need not pay for a `--db` that holds no `=`."""
-    return re.compile(r"(?:^|\s)\s*(" + "|".join(sorted(PG_KEYWORDS)) + r")\s*=")
+    # (?<!\S), not (?:^|\s)\s*: a run of blanks is not tried once per way to split it.
+    return re.compile(r"(?<!\S)(" + "|".join(sorted(PG_KEYWORDS)) + r")\s*=")
 
 
 def pg_params(db: str) -> dict[str, str]:
