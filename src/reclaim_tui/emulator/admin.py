@@ -61,10 +61,5 @@ class AdminClient:
         result: dict[str, Any] = self.call("GET", "webhooks/deliveries")
         return result
 
-    def set_webhook_faults(self, faults: Mapping[str, Any]) -> dict[str, Any]:
-        """Replace the webhook faults only (webhook_settings.WebhookFaults fields)."""
-        result: dict[str, Any] = self.call("POST", "webhooks/faults", dict(faults))
-        return result
-
     def reset(self) -> Any:
         return self.call("POST", "reset")
