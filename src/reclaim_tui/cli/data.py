@@ -39,7 +39,7 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
         orphans, orphans_since = await _orphans(ledger)
         seen = await attention(ledger, retention_days)
         now = ledger.clock.now()
-        text_index = getattr(ledger, "text_index_note", None)
+        text_index = ledger.text_index_note
     at_risk = seen.past_retention
     # `oldest_since` (ISO-8601 UTC) says when; `oldest_age_s` (seconds) how
     # long ago, as it always did: scripts and tests read it, and an age is

@@ -206,7 +206,7 @@ class ReclaimApp(App[None]):
             self.exit(return_code=4, message=f"error: {exc}")
             return
         # PostgreSQL without pg_trgm's indexes: the filter reads every row.
-        note = getattr(self.reader.background, "text_index_note", None)
+        note = self.reader.background.text_index_note
         if note:
             self.notify(note, title="text filter", severity="warning")
         if not await finished(self.main.follow(self.reader)):
