@@ -10,13 +10,12 @@ import os
 import sys
 from collections.abc import Callable, Coroutine
 from functools import wraps
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from reclaim_tui.config import Settings
-from reclaim_tui.core.ledger.urls import is_database_url
+from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.core.models import (
     GonePolicy,
     JobSpec,
@@ -125,9 +124,10 @@ def require_folder(db: str) -> None:
     does not exist; the CLI does not create folders (a typo in --db should
     not leave a tree of empty directories behind).
     """
-    if is_database_url(db):
+    file = ledger_file(db)
+    if file is None:
         return  # a server's database: nothing on this machine to check
-    folder = Path(db).parent
+    folder = file.parent
     if not folder.exists():
         raise LedgerError(
             f"{db}: the folder {folder} does not exist (create it, or pick another --db)"
