@@ -33,7 +33,7 @@ def make_backend(settings: Settings) -> Backend:
 
     finder: LabelFinder | None = None
     if settings.emulator_lookup and settings.base_url:
-        from reclaim_tui.emulator.lookup import EmulatorFinder
+        from reclaim_tui.core.gemini.finder import EmulatorFinder
 
         finder = EmulatorFinder(settings.base_url, settings.request_timeout)
     return GeminiBackend(

@@ -10,10 +10,10 @@ import pytest
 
 from reclaim_tui.core.fakes import fake_output_text
 from reclaim_tui.core.gemini import GeminiBackend
+from reclaim_tui.core.gemini.finder import EmulatorFinder
 from reclaim_tui.core.models import JobSpec, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.emulator.faults import FaultDice
-from reclaim_tui.emulator.lookup import EmulatorFinder
 from reclaim_tui.emulator.request import parse_create
 from reclaim_tui.emulator.state import InteractionStore
 from reclaim_tui.errors import (
