@@ -50,7 +50,7 @@ class _LazyGroup(click.Group):
         "migrate": "reclaim_tui.cli.data:migrate",
         "console": "reclaim_tui.cli.console:console",
         "demo": "reclaim_tui.cli.console:demo",
-        "emulator": "reclaim_tui.emulator.command:emulator",
+        "emulator": "reclaim_tui.cli.emulator:emulator",
         "inbox": "reclaim_tui.cli.servers:inbox",
         "webhooks": "reclaim_tui.cli.servers:webhooks",
     }
