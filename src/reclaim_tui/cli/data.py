@@ -8,13 +8,14 @@ import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.cli.common import count_of, echo_json, json_option, reader_settings, run
 from reclaim_tui.cli.options import options
+from reclaim_tui.cli.tables import Column, text_table
 from reclaim_tui.core.export import iso_time, write_export
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader
@@ -23,6 +24,9 @@ from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.errors import ConfigError
+
+if TYPE_CHECKING:
+    from reclaim_tui.core.ledger.transfer import TableCheck
 
 __all__ = ["export", "migrate", "status"]
 
@@ -64,6 +68,8 @@ async def status(db: str, as_json: bool, retention_days: float) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
+    # Columns by f-string, not cli/tables.py: Rich is not among what a read-only
+    # command imports at start-up (tests/unit/test_startup.py).
     click.echo(f"{'status':<11} {'count':>9}  oldest")
     for name, v in data.items():
         if name in (
@@ -140,11 +146,13 @@ async def migrate(source: str, target: str, batch: int, check_only: bool, as_jso
         )
     else:
         written = {c.name: c.written for c in copies}
-        click.echo(f"{'table':<15} {'source':>9} {'target':>9} {'written':>9}  check")
-        for t in checked.tables:
-            verdict = "same" if t.same else f"{t.different} differ: {', '.join(t.differing[:5])}"
-            shown = written.get(t.name, "-")
-            click.echo(f"{t.name:<15} {t.source:>9} {t.target:>9} {shown:>9}  {verdict}")
+        columns: list[Column] = [("table", "left"), ("source", "right"), ("target", "right")]
+        columns += [("written", "right"), ("check", "left")]
+        rows = [
+            (t.name, t.source, t.target, written.get(t.name, "-"), _verdict(t))
+            for t in checked.tables
+        ]
+        click.echo(text_table(columns, rows))
         for behind in checked.sequences:
             click.echo(f"sequence behind: {behind}", err=True)
         click.echo(
@@ -224,6 +232,10 @@ def _oldest(now: float, count: int, since: float | None) -> dict[str, Any]:
 
 def _age(now: float, since: float | None) -> float | None:
     return round(now - since, 1) if since is not None else None
+
+
+def _verdict(check: TableCheck) -> str:
+    return "same" if check.same else f"{check.different} differ: {', '.join(check.differing[:5])}"
 
 
 def _fmt_age(seconds: float) -> str:
