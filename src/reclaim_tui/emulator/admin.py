@@ -2,6 +2,13 @@
 
 For scripts that drive a running `reclaim-tui emulator` (faults, stats, the
 create log, webhook deliveries); the tests and the benchmarks share it.
+
+It stays on urllib, not the aiohttp the product uses: its callers are
+synchronous (a test's body, a benchmark's driver, a shell script), and an
+aiohttp call would need an event loop of its own per call or a thread; a
+request here is one blocking round trip with nothing to keep between them.
+The product's own client of the admin API (core/gemini/finder.py, inside
+the engine's loop) is aiohttp's.
 """
 
 from __future__ import annotations
