@@ -1,9 +1,11 @@
-"""Helpers shared by the benchmark scripts: the baseline's location, medians, tables."""
+"""Helpers shared by the benchmark scripts: the baseline's location, medians, tables,
+a free port."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import statistics
 import sys
 from collections.abc import Sequence
@@ -29,6 +31,13 @@ def load_baseline() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that was free a moment ago (for a server started as its own process)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 def median(values: Sequence[float]) -> float:

@@ -21,10 +21,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from _common import ROOT, baseline_path
+from _common import ROOT, baseline_path, free_port
 
 from reclaim_tui.emulator.admin import AdminClient
-from reclaim_tui.emulator.server import free_port
 
 __all__ = [
     "EmulatorProcess",

@@ -59,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))  # tests.helpers.postgres (--pg auto)
 
 import psycopg
+from _common import free_port
 from ledger_fixture import build_ledger
 from psycopg import sql
 from tests.helpers.postgres import PostgresServer
@@ -75,7 +76,6 @@ from reclaim_tui.core.ledger.transfer import TableCopy, copy_ledger
 from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
-from reclaim_tui.emulator.server import free_port
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.launch import make_app
 from reclaim_tui.tui.widgets.detail_pane import DetailPane

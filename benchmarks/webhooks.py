@@ -34,10 +34,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, median, table
+from _common import ROOT, free_port, median, table
 from _emulator import EmulatorProcess, baseline_cmd, ours_cmd, run_worker, write_jobs
-
-from reclaim_tui.emulator.server import free_port
 
 LOW, HIGH = 2.0, 30.0
 DESIGNS = ("polling", "inbox", "baseline")

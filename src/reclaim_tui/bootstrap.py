@@ -17,7 +17,6 @@ from reclaim_tui.core.backend import Backend, LabelFinder
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger import new_ledger, opening
 from reclaim_tui.core.ledger.port import Ledger
-from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.core.models import Actor
 
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ def make_backend(settings: Settings) -> Backend:
 
     finder: LabelFinder | None = None
     if settings.emulator_lookup and settings.base_url:
-        from reclaim_tui.emulator.lookup import EmulatorFinder
+        from reclaim_tui.core.gemini.finder import EmulatorFinder
 
         finder = EmulatorFinder(settings.base_url, settings.request_timeout)
     return GeminiBackend(
@@ -55,7 +54,7 @@ async def open_ledger(
 
     A new SQLite ledger is said on stderr, and refused beside another ledger
     of the same folder unless `settings.create_ledger` (core/ledger/new_ledger.py)."""
-    fresh = create and not readonly and not is_database_url(settings.db)
+    fresh = create and not readonly and opening.ledger_file(settings.db) is not None
     fresh = fresh and new_ledger.would_create(settings.db)
     if fresh and not settings.create_ledger:
         new_ledger.refuse_beside_others(settings.db)

@@ -13,9 +13,9 @@ import pytest
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.gemini import GeminiBackend
+from reclaim_tui.core.gemini.finder import EmulatorFinder
 from reclaim_tui.core.models import JobSpec, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
-from reclaim_tui.emulator.lookup import EmulatorFinder
 from reclaim_tui.errors import InteractionGoneError
 
 

@@ -10,10 +10,10 @@ import pytest
 
 from reclaim_tui.core.fakes import fake_output_text
 from reclaim_tui.core.gemini import GeminiBackend
+from reclaim_tui.core.gemini.finder import EmulatorFinder
 from reclaim_tui.core.models import JobSpec, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.emulator.faults import FaultDice
-from reclaim_tui.emulator.lookup import EmulatorFinder
 from reclaim_tui.emulator.request import parse_create
 from reclaim_tui.emulator.state import InteractionStore
 from reclaim_tui.errors import (
@@ -136,7 +136,7 @@ async def test_lookup_is_plugged_in_only_for_an_emulator_with_lookup_on(
 
 
 async def test_failed_lookup_is_transient_and_never_shows_the_key() -> None:
-    from reclaim_tui.emulator.server import free_port
+    from tests.helpers.ports import free_port
 
     closed = f"http://127.0.0.1:{free_port()}"
     finder = EmulatorFinder(closed, timeout=1.0)
@@ -205,7 +205,7 @@ async def test_slow_create_with_client_timeout_is_maybe_created(emu: EmulatorSer
 
 
 async def test_connection_refused_is_not_created() -> None:
-    from reclaim_tui.emulator.server import free_port
+    from tests.helpers.ports import free_port
 
     client = GeminiBackend(None, f"http://127.0.0.1:{free_port()}")
     try:

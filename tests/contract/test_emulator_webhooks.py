@@ -37,8 +37,8 @@ from standardwebhooks import Webhook as StandardWebhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
-from reclaim_tui.emulator.server import free_port
 from reclaim_tui.emulator.webhook_settings import WebhookFaults, WebhookSettings
+from tests.helpers.ports import free_port
 
 MODEL = "gemini-3-flash-preview"
 #: Quick retries, so a test sees several attempts in well under a second.

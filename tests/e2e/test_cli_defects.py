@@ -204,10 +204,7 @@ def test_each_command_takes_only_its_flags_each_with_a_help_text(tmp_path: Path)
     for name in ("retry", "cancel", "adopt", "answer"):
         assert not _flags(commands[name]) & PASS_FLAGS, name
     assert not _flags(commands["replay"]) & {"--base-url", "--api-key", "--request-timeout"}
-    # emulator/command.py is not this CLI module's: its flags are its own.
     for name, command in commands.items():
-        if name == "emulator":
-            continue
         for param in command.params:
             if isinstance(param, click.Option):
                 assert param.help, f"{name} {param.opts[0]} has no help text"

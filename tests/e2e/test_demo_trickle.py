@@ -15,8 +15,8 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.costs import cost_of, load_prices
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Actor, JobSpec, OrphanPolicy, Status
-from reclaim_tui.emulator.demo import (
-    DEMO_MODELS,
+from reclaim_tui.demo import DEMO_MODELS
+from reclaim_tui.demo.world import (
     TRICKLE_AGENTS,
     TRICKLE_MODELS,
     Trickle,

@@ -63,8 +63,8 @@ def test_static_webhooks_over_the_cli_and_their_hmac_deliveries(tmp_path: Path) 
     webhook's secret (shown once) lets the inbox verify its HMAC deliveries."""
     import json
 
-    from reclaim_tui.emulator.server import free_port
     from tests.helpers import run_cli
+    from tests.helpers.ports import free_port
 
     with EmulatorProcess(tmp_path, latency=0.2) as emu:
         ws = Workspace(tmp_path / "static", emulator=emu)

@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from reclaim_tui.emulator.server import free_port
+from tests.helpers.ports import free_port
 from tests.helpers.procs import clean_env
 from tests.unit.test_inbox import SECRET, event_body, hmac_headers
 

@@ -17,7 +17,8 @@ from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, JobSpec, OrphanPolicy
 from reclaim_tui.core.sinks import DirectorySink
-from reclaim_tui.emulator.demo import DEMO_MODELS, open_demo_engine
+from reclaim_tui.demo import DEMO_MODELS
+from reclaim_tui.demo.world import open_demo_engine
 from reclaim_tui.errors import TransientReadError
 from tests.e2e.test_cli_planning import AGENT, _until_plan_ready, ok
 from tests.e2e.test_demo_trickle import Gate, _live_rows, _until

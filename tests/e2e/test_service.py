@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from reclaim_tui.emulator.server import free_port
 from tests.helpers import EmulatorProcess, Workspace
+from tests.helpers.ports import free_port
 from tests.helpers.procs import clean_env, write_jobs
 
 JOBS = 8

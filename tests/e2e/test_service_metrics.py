@@ -17,8 +17,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from reclaim_tui.emulator.server import free_port
 from tests.helpers import EmulatorProcess, Workspace
+from tests.helpers.ports import free_port
 from tests.helpers.procs import clean_env, write_jobs
 
 JOBS = 40

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from reclaim_tui.emulator.admin import AdminClient
-from reclaim_tui.emulator.server import free_port
 from tests.helpers.forkserver import popen_forked
+from tests.helpers.ports import free_port
 
 __all__ = ["EmulatorProcess"]
 

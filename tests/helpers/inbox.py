@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from reclaim_tui.emulator.server import free_port
+from tests.helpers.ports import free_port
 
 __all__ = ["InboxProcess"]
 

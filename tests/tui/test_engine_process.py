@@ -247,7 +247,7 @@ def test_the_worker_dies_with_a_killed_console(tmp_path: Path) -> None:
 
 def test_the_worker_never_imports_textual() -> None:
     code = (
-        "import sys, reclaim_tui.runner.worker, reclaim_tui.emulator.demo;"
+        "import sys, reclaim_tui.runner.worker, reclaim_tui.demo.world;"
         "assert 'textual' not in sys.modules, 'the worker imported textual'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -13,7 +13,7 @@ from standardwebhooks import Webhook as StandardWebhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 import reclaim_tui.emulator as emulator_package
-from reclaim_tui.emulator.command import emulator
+from reclaim_tui.cli.emulator import emulator
 from reclaim_tui.emulator.config import EmulatorConfig
 from reclaim_tui.emulator.delivery import Dispatcher
 from reclaim_tui.emulator.delivery_log import Destination, Message

@@ -571,7 +571,7 @@ async def test_fast_create_without_an_api_key_fails_like_stock(
 
 
 async def test_fast_create_timeout_and_refused_connection_like_stock(emu: EmulatorServer) -> None:
-    from reclaim_tui.emulator.server import free_port
+    from tests.helpers.ports import free_port
 
     emu.store.faults = FaultConfig.from_json({"slow_rate": 1.0, "slow_seconds": 0.5})
     slow = (

@@ -26,6 +26,7 @@ from reclaim_tui.core.costs import PriceTable, load_prices
 from reclaim_tui.core.jobsfile import check_job
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import port as ledger_port
+from reclaim_tui.core.ledger.opening import require_folder
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
 from reclaim_tui.core.sinks import CallableSink, Sink, load_sink
 from reclaim_tui.errors import ConfigError, OperatorError, ReclaimError
@@ -123,7 +124,6 @@ class Ledger:
         if self._store is not None:
             return
         from reclaim_tui.bootstrap import open_ledger
-        from reclaim_tui.cli.common import require_folder  # the CLI's own check
 
         require_folder(self.settings.db)
         stack = contextlib.AsyncExitStack()

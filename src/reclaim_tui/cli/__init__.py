@@ -77,7 +77,7 @@ class _LazyGroup(click.Group):
         "grants": "reclaim_tui.cli.upgrade:grants",
         "console": "reclaim_tui.cli.console:console",
         "demo": "reclaim_tui.cli.console:demo",
-        "emulator": "reclaim_tui.emulator.command:emulator",
+        "emulator": "reclaim_tui.cli.emulator:emulator",
         "inbox": "reclaim_tui.cli.servers:inbox",
         "webhooks": "reclaim_tui.cli.servers:webhooks",
         "service": "reclaim_tui.cli.service:service",

@@ -10,14 +10,13 @@ import os
 import sys
 from collections.abc import Callable, Coroutine
 from functools import wraps
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import NoApi
-from reclaim_tui.core.ledger.urls import is_database_url
+from reclaim_tui.core.ledger.opening import require_folder
 from reclaim_tui.core.models import (
     GonePolicy,
     JobSpec,
@@ -116,24 +115,6 @@ def reader_settings(db: str) -> Settings:
     """Settings of a command that only reads the ledger at `db`."""
     require_folder(db)
     return Settings(db=db)
-
-
-def require_folder(db: str) -> None:
-    """A LedgerError (exit 4) naming the ledger's folder when it is missing.
-
-    SQLite says only "unable to open database file" for a path whose folder
-    does not exist; the CLI does not create folders (a typo in --db should
-    not leave a tree of empty directories behind).
-    """
-    if is_database_url(db):
-        return  # a server's database: nothing on this machine to check
-    folder = Path(db).parent
-    if not folder.exists():
-        raise LedgerError(
-            f"{db}: the folder {folder} does not exist (create it, or pick another --db)"
-        )
-    if not folder.is_dir():
-        raise LedgerError(f"{db}: {folder} is not a folder")
 
 
 def read_jobs(path: str, settings: Settings) -> list[JobSpec]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -25,7 +24,8 @@ from reclaim_tui.cli.options import (
     options,
 )
 from reclaim_tui.config import Settings
-from reclaim_tui.core.ledger.urls import is_database_url, shown_db
+from reclaim_tui.core.ledger.opening import ledger_file, same_ledger
+from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.errors import ConfigError, ReclaimError
 
 __all__ = ["console", "demo"]
@@ -79,7 +79,7 @@ def _attached(settings: Settings, attach: str) -> Settings:
     theirs = asyncio.run(service_settings(attach))
     db, out = str(theirs.get("db") or settings.db), str(theirs.get("out") or settings.out)
     source = click.get_current_context().get_parameter_source("db")
-    if source not in (None, ParameterSource.DEFAULT) and not _same_ledger(settings.db, db):
+    if source not in (None, ParameterSource.DEFAULT) and not same_ledger(settings.db, db):
         raise ConfigError(
             f"--db {shown_db(settings.db)}: the service at {attach} runs on {shown_db(db)};"
             " leave --db out to watch the service's ledger"
@@ -87,23 +87,13 @@ def _attached(settings: Settings, attach: str) -> Settings:
     return settings.with_(db=db, out=out)
 
 
-def _same_ledger(mine: str, theirs: str) -> bool:
-    if is_database_url(mine) or is_database_url(theirs):
-        return mine == theirs
-    return Path(mine).resolve() == Path(theirs).resolve()
-
-
 def _refuse_first_run(settings: Settings) -> None:
     """No ledger and no API to reach (bare `reclaim-tui` in an empty folder):
     a ConfigError that points at the demo, which needs neither."""
     from reclaim_tui.core.gemini import resolve_api_key
 
-    if (
-        is_database_url(settings.db)
-        or Path(settings.db).exists()
-        or settings.base_url
-        or resolve_api_key(settings.api_key)
-    ):
+    file = ledger_file(settings.db)
+    if file is None or file.exists() or settings.base_url or resolve_api_key(settings.api_key):
         return
     raise ConfigError(
         f"no ledger at {shown_db(settings.db)} and no Gemini API key (--api-key, GEMINI_API_KEY or"

@@ -19,6 +19,7 @@ import click
 from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.cli.common import count_of
 from reclaim_tui.cli.options import options
+from reclaim_tui.cli.tables import Column, text_table
 from reclaim_tui.config import Settings
 from reclaim_tui.core.cost_totals import CostFilter, CostRow, GroupBy, cost_totals, grand_total
 from reclaim_tui.core.costs import PRICES_ENV, PriceTable, format_usd, load_prices
@@ -117,20 +118,27 @@ def _finite(value: float) -> float | None:
     return value if isinstance(value, int) or math.isfinite(value) else None
 
 
+def _cells(row: CostRow) -> tuple[object, ...]:
+    tokens = (row.input_tokens, row.output_tokens, row.thought_tokens)
+    return (
+        row.key,
+        row.rows,
+        row.priced,
+        row.unknown,
+        *(f"{n:,}" for n in tokens),
+        format_usd(row.usd) if row.priced else "unknown",
+    )
+
+
 def format_costs(rows: Sequence[CostRow], prices: PriceTable, by: str) -> str:
     """The text table: one line per group, the total, what is unknown."""
-    head = (
-        f"{by:<34} {'rows':>7} {'priced':>7} {'unknown':>7}"
-        f" {'input':>11} {'output':>11} {'thought':>9} {'USD':>11}"
-    )
-    lines = [f"costs by {by} · prices as of {prices.as_of} ({prices.source})", head]
+    columns: list[Column] = [(by, "left")]
+    columns += [(name, "right") for name in ("rows", "priced", "unknown", "input", "output")]
+    columns += [("thought", "right"), ("USD", "right")]
     total = grand_total(rows)
-    for row in [*rows, total]:
-        lines.append(
-            f"{row.key[:34]:<34} {row.rows:>7} {row.priced:>7} {row.unknown:>7}"
-            f" {row.input_tokens:>11,} {row.output_tokens:>11,} {row.thought_tokens:>9,}"
-            f" {format_usd(row.usd) if row.priced else 'unknown':>11}"
-        )
+    cells = [_cells(row) for row in [*rows, total]]
+    lines = [f"costs by {by} · prices as of {prices.as_of} ({prices.source})"]
+    lines.append(text_table(columns, cells))
     waiting = total.rows - total.priced - total.unknown
     if waiting:
         lines.append(

@@ -32,7 +32,7 @@ from reclaim_tui.cli.options import (
     options,
 )
 from reclaim_tui.config import Settings
-from reclaim_tui.core.ledger.urls import is_database_url
+from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.core.models import Actor, PassReport
 from reclaim_tui.errors import ConfigError, LedgerError
 from reclaim_tui.inbox import GOOGLE_JWKS_URL
@@ -71,7 +71,7 @@ def _nothing_due(settings: Settings, now: float) -> bool:
     tick with nothing due would do no more than it does: a SQLite ledger, the
     default sink, no webhooks (their inbox pass), the API key found (a missing
     one is the full tick's error, exit 2)."""
-    if settings.sink or settings.webhook_url or is_database_url(settings.db):
+    if settings.sink or settings.webhook_url or ledger_file(settings.db) is None:
         return False
     from reclaim_tui.core.api_key import resolve_api_key
 

@@ -1,6 +1,6 @@
 """The server commands: `inbox` (the webhook receiver) and `webhooks` (the
-API's static webhooks, over the SDK); `emulator` is the emulator package's own
-command. The root group imports this module only when one of them is named or
+API's static webhooks, over the SDK); `emulator` has a module of its own
+(cli/emulator.py). The root group imports this module only when one of them is named or
 --help lists them, and each imports its server (aiohttp, the SDK) only when run.
 """
 

@@ -10,7 +10,6 @@ import click
 
 from reclaim_tui.cli.common import require_folder, run
 from reclaim_tui.cli.options import options
-from reclaim_tui.errors import ConfigError, LedgerError
 
 __all__ = ["grants", "upgrade"]
 
@@ -55,35 +54,9 @@ async def grants(db: str, busy_timeout: float, role: str, apply_now: bool) -> No
     The rights a DML-only role needs on the ledger's schema now, and on the
     tables the owner's later migrations add (ALTER DEFAULT PRIVILEGES), so
     `reclaim-tui upgrade` needs no administrator afterwards. PostgreSQL only."""
-    import psycopg
+    from reclaim_tui.core.ledger.grants import role_grants
 
-    from reclaim_tui.core.ledger.grants import grant_statements
-    from reclaim_tui.core.ledger.pg_connect import dial, map_pg_error
-    from reclaim_tui.core.ledger.pg_schema import schema_for, schema_owner
-    from reclaim_tui.core.ledger.urls import is_database_url, shown_db
-
-    if not is_database_url(db):
-        raise ConfigError("grants: a SQLite ledger has no roles (file permissions decide)")
-    where, (schema, _) = shown_db(db), schema_for(db)
-    conn = await dial(db, busy_timeout, readonly=not apply_now)
-    try:
-        owner = await schema_owner(conn, schema)
-        if owner is None:
-            raise LedgerError(f"{where}: no schema {schema!r} (run `upgrade` or `tick` first)")
-        statements = grant_statements(schema, owner, role)
-        if apply_now:
-            if str(conn.info.user) != owner:
-                raise LedgerError(
-                    f"{where}: run --apply as the schema's owner role {owner!r} (connected as"
-                    f" {conn.info.user!r}), or have an administrator run the printed SQL"
-                )
-            async with conn.transaction():
-                for statement in statements:
-                    await conn.execute(statement)
-    except psycopg.Error as exc:
-        raise map_pg_error(exc, where) from exc
-    finally:
-        await conn.close()
+    owner, statements = await role_grants(db, busy_timeout, role, apply=apply_now)
     if apply_now:
         click.echo(f"-- applied as {owner}:", err=True)
     click.echo("\n".join(statements))

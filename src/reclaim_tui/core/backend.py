@@ -7,7 +7,7 @@ emulator) and `core.fakes.FakeBackend` (in memory). Both raise only the
 
 `LabelFinder` is the smaller port `GeminiBackend.find_by_label` delegates to:
 the real API cannot be searched, so a search (the emulator's admin API,
-`reclaim_tui.emulator.lookup`) is plugged in from outside the core.
+`core.gemini.finder`) is plugged in by the wiring (bootstrap.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ with `finish`, `fail`, `forget` and `script_create`.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Callable
@@ -21,14 +20,9 @@ from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
 )
+from reclaim_tui.fake_answer import fake_output_text
 
 __all__ = ["FakeBackend", "fake_output_text"]
-
-
-def fake_output_text(spec_input: Any) -> str:
-    """Deterministic output derived from the input (same rule as the emulator)."""
-    digest = hashlib.sha256(repr(spec_input).encode("utf-8")).hexdigest()[:12]
-    return f"Result {digest} for: {str(spec_input)[:80]}"
 
 
 @dataclass

@@ -227,9 +227,6 @@ class Row:
     def job(self) -> JobSpec:
         return JobSpec.from_json(self.spec)
 
-    def lease_live(self, now: float) -> bool:
-        return self.lease_owner is not None and self.lease_until > now
-
     def lease_free(self, now: float, dead: Collection[str]) -> bool:
         """Nobody can act on the row: no holder, its lease ran out, or its
         holder is provably dead. (core/ledger/schema.py's `_FREE` SQL is the same rule.)"""

@@ -2,6 +2,13 @@
 
 For scripts that drive a running `reclaim-tui emulator` (faults, stats, the
 create log, webhook deliveries); the tests and the benchmarks share it.
+
+It stays on urllib, not the aiohttp the product uses: its callers are
+synchronous (a test's body, a benchmark's driver, a shell script), and an
+aiohttp call would need an event loop of its own per call or a thread; a
+request here is one blocking round trip with nothing to keep between them.
+The product's own client of the admin API (core/gemini/finder.py, inside
+the engine's loop) is aiohttp's.
 """
 
 from __future__ import annotations
@@ -59,11 +66,6 @@ class AdminClient:
     def webhook_deliveries(self) -> dict[str, Any]:
         """Webhook delivery counters, per destination, and the recent messages and attempts."""
         result: dict[str, Any] = self.call("GET", "webhooks/deliveries")
-        return result
-
-    def set_webhook_faults(self, faults: Mapping[str, Any]) -> dict[str, Any]:
-        """Replace the webhook faults only (webhook_settings.WebhookFaults fields)."""
-        result: dict[str, Any] = self.call("POST", "webhooks/faults", dict(faults))
         return result
 
     def reset(self) -> Any:

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from reclaim_tui.core.fakes import fake_output_text
+from reclaim_tui.fake_answer import fake_output_text
 
 __all__ = [
     "IMAGE_TOKENS",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Callable
 from types import TracebackType
 
@@ -112,10 +111,3 @@ def run_forever(
         asyncio.run(serve(host, port, config, ready))
     except KeyboardInterrupt:
         pass
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago (for tests that need it before start)."""
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])

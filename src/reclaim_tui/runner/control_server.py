@@ -30,7 +30,7 @@ from typing import Protocol
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
-from reclaim_tui.core.ledger.urls import is_database_url
+from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.core.models import Actor, PassReport
 from reclaim_tui.errors import ConfigError, ReclaimError
 from reclaim_tui.runner.commands import (
@@ -225,7 +225,8 @@ class ControlServer:
 def _absolute(settings: Settings) -> Settings:
     """The settings an attaching console reads its ledger and files by: paths
     made absolute (the console may run in another folder)."""
-    db = settings.db if is_database_url(settings.db) else str(Path(settings.db).resolve())
+    file = ledger_file(settings.db)
+    db = settings.db if file is None else str(file.resolve())
     return settings.with_(db=db, out=str(Path(settings.out).resolve()))
 
 

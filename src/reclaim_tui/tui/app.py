@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events, work
@@ -42,8 +41,9 @@ from reclaim_tui.config import (
     load_console_settings,
     save_console_settings,
 )
+from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.urls import is_database_url, shown_db
+from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.runner.control import AttachedHost
 from reclaim_tui.tui.bindings import action_enabled, bindings
@@ -192,7 +192,8 @@ class ReclaimApp(App[None]):
             db = self.config.settings.db
             # The engine creates the ledger (the demo's); a database on a
             # server cannot be looked at from here, so wait for it there too.
-            if is_database_url(db) or not Path(db).exists():
+            file = ledger_file(db)
+            if file is None or not file.exists():
                 engine_first = True
                 if not await finished(self.start_engine()):
                     return  # quit or replaced (`:ledger`) before the engine was up
@@ -206,7 +207,7 @@ class ReclaimApp(App[None]):
             self.exit(return_code=4, message=f"error: {exc}")
             return
         # PostgreSQL without pg_trgm's indexes: the filter reads every row.
-        note = getattr(self.reader.background, "text_index_note", None)
+        note = self.reader.background.text_index_note
         if note:
             self.notify(note, title="text filter", severity="warning")
         if not await finished(self.main.follow(self.reader)):

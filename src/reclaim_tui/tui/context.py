@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.ledger.urls import is_database_url
+from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.runner.host import EngineHost
 
 __all__ = ["ConsoleConfig"]
@@ -49,8 +49,9 @@ class ConsoleConfig:
         """Where the console writes exports and screenshots: the ledger's
         directory (the operator chose it; the process's current directory may
         be a checkout), or the home directory when that is not writable."""
-        if is_database_url(self.settings.db):
+        file = ledger_file(self.settings.db)
+        if file is None:
             ledger_dir = Path.cwd()  # the ledger is on a server: where the console runs
         else:
-            ledger_dir = Path(self.settings.db).expanduser().absolute().parent
+            ledger_dir = file.expanduser().absolute().parent
         return ledger_dir if os.access(ledger_dir, os.W_OK) else Path.home()

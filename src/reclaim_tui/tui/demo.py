@@ -2,7 +2,7 @@
 and a trickle of new ones for as long as it runs.
 
 The emulator, the engine, the seeding and the trickle all run in the
-console's engine worker process (emulator/demo.py); this side only builds
+console's engine worker process (demo/world.py); this side only builds
 the app.
 """
 
@@ -17,7 +17,7 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.models import Actor, OrphanPolicy
-from reclaim_tui.emulator.demo import DEMO_MODELS, OPENER
+from reclaim_tui.demo import DEMO_MODELS, OPENER
 from reclaim_tui.runner.process import ProcessHost
 from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.context import ConsoleConfig

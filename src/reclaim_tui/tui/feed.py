@@ -15,7 +15,6 @@ posts what they found there (past tense, messages.py):
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable, Coroutine
 from functools import partial
 
@@ -135,7 +134,7 @@ class LedgerFeed:
                 if view.filter.text or any(w.kind == "cost" for w in view.filter.words):
                     await reader.interrupt()  # a slow scan the operator replaced
                 raise
-            except (LedgerError, sqlite3.OperationalError, ValueError) as exc:
+            except (LedgerError, ValueError) as exc:
                 if "interrupt" not in str(exc) or attempt:
                     self._screen.notify(f"ledger read failed: {exc}", severity="error")
                     self._post_counts(counts)
@@ -158,7 +157,7 @@ class LedgerFeed:
                 detail = await reader.detail(idem)
                 gone = (await reader.rows_by_idem([left])).get(left) if left else None
                 break
-            except (LedgerError, sqlite3.OperationalError, ValueError) as exc:
+            except (LedgerError, ValueError) as exc:
                 # A replaced filter scan interrupts the whole page connection,
                 # and with it a detail read that shared it: read it again.
                 if "interrupt" not in str(exc) or attempt:

@@ -12,7 +12,8 @@ from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.gemini import resolve_api_key
 from reclaim_tui.core.ledger import new_ledger
-from reclaim_tui.core.ledger.urls import is_database_url, shown_db
+from reclaim_tui.core.ledger.opening import ledger_file
+from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.sinks import load_sink
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.runner.commands import ACTOR
@@ -94,7 +95,7 @@ async def _preflight(settings: Settings, readonly: bool) -> str | None:
     """Open the ledger once so a corrupt, newer or missing ledger is an error
     message and an exit code, not a console that dies on start. Returns the
     console's first notice when this started a new ledger (else None)."""
-    fresh = not readonly and not is_database_url(settings.db)
+    fresh = not readonly and ledger_file(settings.db) is not None
     fresh = fresh and new_ledger.would_create(settings.db)
     async with open_ledger(settings, readonly=readonly, create=not readonly):
         pass

@@ -12,12 +12,12 @@ moves read-only."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reclaim_tui.bootstrap import open_ledger
+from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.urls import is_database_url, shown_db
+from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.errors import ReclaimError
 
 if TYPE_CHECKING:
@@ -40,8 +40,9 @@ async def switch_ledger(app: ReclaimApp, target: str) -> None:
             severity="error",
         )
         return
-    if not is_database_url(target):
-        target = str(Path(target).expanduser().resolve())
+    file = ledger_file(target)
+    if file is not None:
+        target = str(file.expanduser().resolve())
     if target == config.settings.db:
         app.notify(f"already on {now}")
         return

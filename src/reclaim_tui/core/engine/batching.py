@@ -33,8 +33,6 @@ class HeldBatch:
     held: set[str] = field(default_factory=set)
     #: keys the pass started work on; the others are released at the end
     started: set[str] = field(default_factory=set)
-    renewals: int = 0
-    failed_renewals: int = 0
 
     def holds(self, idem: str) -> bool:
         return idem in self.held
@@ -95,7 +93,6 @@ async def _heartbeat(ledger: Ledger, owner: str, batch: HeldBatch, lease_seconds
             try:
                 batch.held &= await ledger.renew(owner, batch.held, lease_seconds)
             except LedgerError as exc:
-                batch.failed_renewals += 1
                 if ledger.clock.now() >= renewed_at + lease_seconds:
                     log.warning("lease renewal failed until the leases ran out: %s", exc)
                     batch.held.clear()
@@ -104,7 +101,6 @@ async def _heartbeat(ledger: Ledger, owner: str, batch: HeldBatch, lease_seconds
                 # try again while the leases are still ours.
                 await asyncio.sleep(min(period, 1.0))
                 continue
-            batch.renewals += 1
             renewed_at = ledger.clock.now()
             break
 

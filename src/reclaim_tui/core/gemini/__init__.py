@@ -5,6 +5,7 @@ answers.py    a 200 answer's JSON read as the SDK would dump it, without its mod
 errors.py     SDK and transport exceptions → the BackendError tree; key redaction
 fastpath.py   the version-guarded fast path: memoized SDK helpers, `_FastCall`
 fastcalls.py  `_FastGet` / `_FastCreate`, the stock get and create without overhead
+finder.py     `EmulatorFinder`: find by label through the emulator's admin API
 """
 
 from reclaim_tui.core.gemini.backend import (

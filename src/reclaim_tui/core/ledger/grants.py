@@ -10,9 +10,14 @@ administrator to run, or applied by the owner role itself.
 
 from __future__ import annotations
 
-from reclaim_tui.core.ledger.pg_connect import quote_ident
+import psycopg
 
-__all__ = ["ROW_RIGHTS", "grant_statements"]
+from reclaim_tui.core.ledger.pg_connect import dial, map_pg_error, quote_ident
+from reclaim_tui.core.ledger.pg_search_path import schema_for
+from reclaim_tui.core.ledger.urls import is_database_url, shown_db
+from reclaim_tui.errors import ConfigError, LedgerError
+
+__all__ = ["ROW_RIGHTS", "grant_statements", "role_grants"]
 
 #: What the app role may do with rows and the identity sequences.
 ROW_RIGHTS = "SELECT, INSERT, UPDATE, DELETE"
@@ -31,3 +36,36 @@ def grant_statements(schema: str, owner: str, role: str) -> list[str]:
         f"{later} {ROW_RIGHTS} ON TABLES TO {r};",
         f"{later} {SEQUENCE_RIGHTS} ON SEQUENCES TO {r};",
     ]
+
+
+async def role_grants(
+    db: str, busy_timeout: float, role: str, *, apply: bool
+) -> tuple[str, list[str]]:
+    """The schema's owner and `role`'s grant statements on the ledger `db`;
+    with `apply`, run by the owner role itself (a LedgerError if connected
+    as another role)."""
+    from reclaim_tui.core.ledger.pg_schema import schema_owner
+
+    if not is_database_url(db):
+        raise ConfigError("grants: a SQLite ledger has no roles (file permissions decide)")
+    where, (schema, _) = shown_db(db), schema_for(db)
+    conn = await dial(db, busy_timeout, readonly=not apply)
+    try:
+        owner = await schema_owner(conn, schema)
+        if owner is None:
+            raise LedgerError(f"{where}: no schema {schema!r} (run `upgrade` or `tick` first)")
+        statements = grant_statements(schema, owner, role)
+        if apply:
+            if str(conn.info.user) != owner:
+                raise LedgerError(
+                    f"{where}: run --apply as the schema's owner role {owner!r} (connected as"
+                    f" {conn.info.user!r}), or have an administrator run the printed SQL"
+                )
+            async with conn.transaction():
+                for statement in statements:
+                    await conn.execute(statement)
+    except psycopg.Error as exc:
+        raise map_pg_error(exc, where) from exc
+    finally:
+        await conn.close()
+    return owner, statements

@@ -3,6 +3,10 @@
 A PostgreSQL URL or libpq keyword DSN (core/ledger/urls.py) opens a
 `PgLedger`, and only then is psycopg imported (start-up time;
 tests/unit/test_startup.py); anything else is an SQLite file.
+
+What else the CLI, the console and the runner must know of a `--db` is
+asked here too (`ledger_file`: the file it is, if any), so "a file or a
+server?" is decided in one module.
 """
 
 from __future__ import annotations
@@ -12,8 +16,26 @@ from pathlib import Path
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.urls import is_database_url
+from reclaim_tui.errors import LedgerError
 
-__all__ = ["open_ledger"]
+__all__ = ["ledger_file", "open_ledger", "require_folder", "same_ledger"]
+
+
+def ledger_file(db: str | Path) -> Path | None:
+    """The file of the SQLite ledger `db` names, as given (relative stays
+    relative); None for a ledger on a server: nothing on this machine to
+    look at, resolve or create a folder for."""
+    spath = str(db)
+    return None if is_database_url(spath) else Path(spath)
+
+
+def same_ledger(one: str, other: str) -> bool:
+    """Whether two `--db`s name the same ledger: one file (however it is
+    reached), or the same server DSN."""
+    mine, theirs = ledger_file(one), ledger_file(other)
+    if mine is None or theirs is None:
+        return one == other
+    return mine.resolve() == theirs.resolve()
 
 
 async def open_ledger(
@@ -41,3 +63,22 @@ async def open_ledger(
     return await SqliteLedger.open(
         spath, clock=clock, busy_timeout=busy_timeout, readonly=readonly, create=create
     )
+
+
+def require_folder(db: str) -> None:
+    """A LedgerError (exit 4) naming the ledger's folder when it is missing.
+
+    SQLite says only "unable to open database file" for a path whose folder
+    does not exist; no command creates folders (a typo in --db should
+    not leave a tree of empty directories behind).
+    """
+    file = ledger_file(db)
+    if file is None:
+        return  # a server's database: nothing on this machine to check
+    folder = file.parent
+    if not folder.exists():
+        raise LedgerError(
+            f"{db}: the folder {folder} does not exist (create it, or pick another --db)"
+        )
+    if not folder.is_dir():
+        raise LedgerError(f"{db}: {folder} is not a folder")

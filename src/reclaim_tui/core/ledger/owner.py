@@ -10,6 +10,13 @@ another time (a reused pid), is dead: its lease counts as expired at once.
 Any other holder — another host, another container, an owner written by an
 older version without a space — is never judged; its lease runs out by the
 clock.
+
+The start time is read from /proc, not psutil: owner strings are stored in
+ledgers, and psutil gives a process's start as seconds since the epoch
+(boot time plus these ticks, as a float), so an owner written with ticks by
+a running holder would no longer compare equal and a live holder could be
+judged dead. The pid space (boot id, pid namespace) has no psutil call
+either, and on a kernel without /proc nobody is judged, as now.
 """
 
 from __future__ import annotations

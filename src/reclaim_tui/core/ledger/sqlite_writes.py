@@ -119,10 +119,6 @@ def _statements(
     return [(names, group) for names, rounds in shapes.items() for _, group in rounds]
 
 
-def _values(t: Transition, cols: dict[str, Any], names: tuple[str, ...]) -> list[Any]:
-    return [*(cols[n] for n in names), t.idem, t.expect.value]
-
-
 @functools.lru_cache(maxsize=256)
 def _move_sql(names: tuple[str, ...], rows: int) -> str:
     """`rows` transitions in ONE statement: each row's compare-and-set (its

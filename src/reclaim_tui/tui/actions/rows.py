@@ -14,7 +14,6 @@ same daily file `:prune` uses (core/ledger/prune.py).
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from functools import partial
 
 from reclaim_tui.core.engine.planning import is_plan_ready
@@ -64,7 +63,7 @@ async def _check(
         return None
     try:
         checked = await questions.check_rows(screen.feed.opened(), verb, targets, applies_to)
-    except (LedgerError, sqlite3.OperationalError) as exc:
+    except LedgerError as exc:
         screen.notify(f"ledger read failed: {exc}", severity="error")
         return None
     if not checked.eligible:

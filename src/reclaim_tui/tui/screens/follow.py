@@ -7,7 +7,6 @@ Between changes `redraw` moves the ages on. Esc goes back to the table.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import ClassVar
 
 from textual import work
@@ -73,7 +72,7 @@ class FollowScreen(JobScreen):
         """Read the job again and show it (the ledger changed)."""
         try:
             detail = await self.reader.detail(self.idem)
-        except (LedgerError, sqlite3.OperationalError) as exc:
+        except LedgerError as exc:
             self.notify(f"ledger read failed: {exc}", severity="error")
             return
         if self.is_attached:

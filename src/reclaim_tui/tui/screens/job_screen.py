@@ -7,8 +7,6 @@ The reads run in workers; the pager runs with the terminal handed over to it
 
 from __future__ import annotations
 
-import sqlite3
-
 from textual import work
 from textual.screen import Screen
 
@@ -63,7 +61,7 @@ class JobScreen(Screen[None]):
             return None
         try:
             detail = await reader.detail(row.idem)
-        except (LedgerError, sqlite3.OperationalError) as exc:
+        except LedgerError as exc:
             self.notify(f"ledger read failed: {exc}", severity="error")
             return None
         return row.idem, detail.result if detail is not None else None

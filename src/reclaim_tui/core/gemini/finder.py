@@ -4,6 +4,11 @@ The real Interactions API has no search, so only a backend pointed at the
 emulator can find an orphan by its idem label; `bootstrap.make_backend` plugs
 this in when `Settings.emulator_lookup` is on. Async (it runs inside the
 engine's loop), unlike the scripts' synchronous `AdminClient`.
+
+It is a client of the emulator's admin API over HTTP, as `GeminiBackend` is
+of the Interactions API: it lives with the backend it serves and reads the
+answer with the backend's own `interaction_from_json`, so the wiring never
+imports the emulator and the emulator never imports the product.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from reclaim_tui.core.gemini import interaction_from_json
+from reclaim_tui.core.gemini.backend import interaction_from_json
 from reclaim_tui.core.models import RemoteInteraction, labelled_attempt
 
 __all__ = ["EmulatorFinder"]

@@ -1,6 +1,6 @@
 """The demo's world, engine side: seeded jobs, light faults, a flaky sink and
 the embedded emulator. No Textual here: the console's engine worker process
-builds it (`open_demo_engine`, named in its launch as `OPENER`), so the
+builds it (`open_demo_engine`, named in its launch as `demo.OPENER`), so the
 emulator's CPU is not the console's. tui/demo.py is the console's side.
 
 Jobs take 3–40 s, some answers are slow, a few creates are rate limited,
@@ -40,14 +40,13 @@ from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.models import Actor, JobSpec, StoredResult
 from reclaim_tui.core.sinks import DirectorySink
+from reclaim_tui.demo import DEMO_MODELS
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.errors import ReclaimError, SinkError
 from reclaim_tui.inbox.server import InboxServer
 from reclaim_tui.inbox.verify import Verifier
 
 __all__ = [
-    "DEMO_MODELS",
-    "OPENER",
     "FlakySink",
     "Trickle",
     "demo_faults",
@@ -55,9 +54,6 @@ __all__ = [
     "open_demo_engine",
 ]
 
-DEMO_MODELS = ("gemini-flash-latest", "gemini-pro-latest")
-#: How a runner launch names `open_demo_engine` ("module:function").
-OPENER = f"{__name__}:open_demo_engine"
 _TASKS = (
     "Summarise the attached incident report in five bullet points: {}",
     "Translate into French, keeping the tone: {}",

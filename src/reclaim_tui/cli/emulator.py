@@ -1,4 +1,7 @@
-"""`reclaim-tui emulator`: run the Interactions API emulator from the command line."""
+"""`reclaim-tui emulator`: run the Interactions API emulator from the command line.
+
+The command is the CLI's (its flags share the CLI's number checks); the
+emulator package it starts imports nothing of the CLI or the product."""
 
 from __future__ import annotations
 

@@ -1,0 +1,61 @@
+"""Names vulture must not report (tests/vulture.toml; tests/unit/test_dead_code.py).
+
+vulture reads this file, never runs it: a name written here counts as used.
+Hook families Textual and click call by name (`on_*`, `action_*`, `@*.command`)
+are patterns in tests/vulture.toml; below are the single names, each with who
+reads it. Anything dead that is not here is reported: delete it, or move what
+only the tests use to tests/helpers.
+"""
+
+# ruff: noqa: B018, F821
+
+# Attributes of ours that Textual reads (widget and app settings set at run time).
+_.sub_title
+_.border_title
+_.border_subtitle
+_.can_focus
+_.display
+_.cursor_position
+# DataTable's private bookkeeping the console's tables set (tui/widgets/plain_table.py).
+_._require_update_dimensions
+_._update_count
+# Parameters a signature must have: protocols (tui/actions/port.py), `__aexit__`
+# (emulator/server.py, inbox/server.py) and an override of Textual's
+# `Tabs._highlight_active` (tui/widgets/status_tabs.py).
+selector
+class_names
+container
+exc_type
+tb
+animate
+# aiohttp reads a response's content type when it is prepared (emulator/app.py).
+_.content_type
+# A column of the jobs table: rows are built from it positionally (core/models.py).
+_.prev_owner
+
+# Shipped for tests, scripts and benchmarks (no product code calls them):
+# the in-memory fakes (core/clock.py, core/fakes.py),
+_.advance
+_.forget
+_.handle_for
+# the emulator's admin client (emulator/admin.py),
+_.creates
+_.set_faults
+_.webhook_deliveries
+# the ledger's settings as the durability tests read them (core/ledger/port.py),
+_.pragmas
+# and counters the tests read to see what a process or a widget did
+# (runner/process.py; tui/widgets/ledger_table.py, detail_pane.py, follow_view.py).
+_.worker_settings
+_.restarts
+_.last_death
+_.renders
+_.shows
+shows
+# The Python API's public surface, read by users' programs (docs/python-api.md):
+# Job fields no module of ours reads, the package's lazy `__getattr__` (PEP 562),
+# and the `traceback` parameter of the context managers' exit methods.
+_.possible_duplicates
+_.cost_usd
+__getattr__
+traceback
