@@ -13,12 +13,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 from reclaim_tui.emulator.catalog import KNOWN_MODELS
+from reclaim_tui.emulator.structured import sample_value
 from tests.contract.emulator_shapes import Recorder, recording
-from tests.contract.test_emulator_fidelity import FAST_AGENTS, Emu
+from tests.contract.test_emulator_fidelity import AGENT, FAST_AGENTS, Emu
 
 __all__ = ["recording"]  # the fixture, imported for pytest
 
@@ -71,6 +73,15 @@ async def emu(recording: Recorder) -> AsyncIterator[Emu]:
     recording.check_all()
 
 
+def test_the_fixtures_name_their_source() -> None:
+    sources = json.loads((VERCEL / "SOURCES.json").read_text())
+    assert sources["repository"] == "https://github.com/vercel/ai"
+    kept = {p.name for p in VERCEL.iterdir() if p.name != "SOURCES.json"}
+    assert kept == set(sources["files"])
+    for entry in sources["files"].values():
+        assert len(entry["commit"]) == 40 and entry["recorded"].startswith("2026-")
+
+
 # -- 1. stateless function calling ----------------------------------------------------------------
 async def test_a_call_answered_in_the_same_input_is_accepted(emu: Emu) -> None:
     question = {"type": "user_input", "content": [{"type": "text", "text": "Weather in Paris?"}]}
@@ -102,3 +113,170 @@ async def test_only_the_recorded_refusal_of_a_function_result_is_kept(emu: Emu) 
     named = {**nameless, "name": call.name}
     done = await emu.aio.create(model=MODEL, previous_interaction_id=asked.id, input=[named])
     assert done.status == "completed"
+
+
+# -- 2. the create answer -------------------------------------------------------------------------
+RECORDED_KEYS = set(answer("basic.json"))
+
+
+def test_recorded_create_answers_all_have_the_same_keys() -> None:
+    # The fixtures themselves: the keys the emulator is held to, whatever was sent.
+    for name in (
+        "basic.json",
+        "structured-output.json",
+        "google-search.json",
+        "tool-call-step1.json",
+        "multi-turn-stateful-turn2.json",
+        "issue-17937-top-k.json",
+    ):
+        assert set(answer(name)) == RECORDED_KEYS, name
+        assert answer(name)["service_tier"] == "standard"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"generation_config": {"top_k": 3, "temperature": 0.2}},
+        {"system_instruction": "You are a helpful assistant."},
+        {"tools": [WEATHER]},
+        {"tools": [{"type": "google_search"}]},
+        {"response_format": [{"type": "text", "mime_type": "application/json", "schema": PERSON}]},
+    ],
+    ids=["plain", "generation_config", "system_instruction", "tools", "search", "response_format"],
+)
+async def test_a_create_answer_has_exactly_the_recorded_keys(
+    emu: Emu, extra: dict[str, Any]
+) -> None:
+    status, body = await emu.raw(
+        "POST", "interactions", {"model": MODEL, "input": "How are you?", **extra}
+    )
+    assert status == 200, body
+    assert set(body) == RECORDED_KEYS, sorted(set(body) ^ RECORDED_KEYS)
+    assert body["service_tier"] == "standard"
+
+
+async def test_a_follow_up_create_does_not_echo_previous_interaction_id(emu: Emu) -> None:
+    first = await emu.aio.create(model=MODEL, input="Name a city.")
+    status, body = await emu.raw(
+        "POST",
+        "interactions",
+        {"model": MODEL, "input": "And its landmark?", "previous_interaction_id": first.id},
+    )
+    assert status == 200 and set(body) == set(answer("multi-turn-stateful-turn2.json")), body
+
+
+async def test_a_background_create_answer_names_its_tier_and_echoes_no_config(emu: Emu) -> None:
+    sent = {"generation_config": {"temperature": 0.2}, "system_instruction": "Be brief."}
+    status, body = await emu.raw(
+        "POST", "interactions", {"model": MODEL, "input": "hi", "background": True, **sent}
+    )
+    assert status == 200 and body["service_tier"] == "standard", body
+    assert not set(sent) & set(body), body
+    status, flex = await emu.raw(
+        "POST",
+        "interactions",
+        {"model": MODEL, "input": "hi", "background": True, "service_tier": "flex"},
+    )
+    assert flex["service_tier"] == "flex"
+
+
+async def test_a_text_answer_usage_has_no_output_breakdown(emu: Emu) -> None:
+    recorded = answer("basic.json")["usage"]
+    status, body = await emu.raw("POST", "interactions", {"model": MODEL, "input": "How are you?"})
+    assert status == 200 and set(body["usage"]) == set(recorded), body["usage"]
+    # A non-text answer lists its own modality only (a recorded video answer).
+    video = answer("video-response-format.json")["usage"]["output_tokens_by_modality"]
+    assert [m["modality"] for m in video] == ["video"]
+    status, image = await emu.raw(
+        "POST",
+        "interactions",
+        {
+            "model": "gemini-3.1-flash-image",
+            "input": "A red square",
+            "response_modalities": ["image"],
+        },
+    )
+    breakdown = image["usage"]["output_tokens_by_modality"]
+    assert [m["modality"] for m in breakdown] == ["image"], breakdown
+
+
+async def test_a_search_answer_has_the_recorded_usage_and_result_fields(emu: Emu) -> None:
+    recorded = answer("google-search.json")
+    status, body = await emu.raw(
+        "POST",
+        "interactions",
+        {"model": MODEL, "input": "AI news", "tools": [{"type": "google_search"}]},
+    )
+    assert status == 200 and set(body["usage"]) == set(recorded["usage"]), body["usage"]
+    want = {s["type"]: set(s) for s in recorded["steps"]}
+    for step in body["steps"]:
+        assert set(step) == want[step["type"]], step
+
+
+async def test_a_json_schema_response_format_is_answered_with_valid_json(emu: Emu) -> None:
+    recorded_text = answer("structured-output.json")["steps"][-1]["content"][0]["text"]
+    jsonschema.validate(json.loads(recorded_text), PERSON)  # what the real API answered
+    fmt = [{"type": "text", "mime_type": "application/json", "schema": PERSON}]
+    texts = []
+    for _ in range(2):
+        done = await emu.aio.create(model=MODEL, input="Invent a person.", response_format=fmt)
+        texts.append(done.output_text)
+    jsonschema.validate(json.loads(texts[0]), PERSON)
+    assert texts[0] == texts[1]  # deterministic
+
+
+async def test_a_bare_schema_response_format_is_honoured(emu: Emu) -> None:
+    # The JS SDK's interactions_structured_output_json sample sends the schema itself.
+    schema = {"type": "array", "description": "A list of colors"}
+    status, body = await emu.raw(
+        "POST",
+        "interactions",
+        {"model": MODEL, "input": "Which are the colors of a rainbow", "response_format": schema},
+    )
+    assert status == 200, body
+    jsonschema.validate(json.loads(body["steps"][-1]["content"][0]["text"]), schema)
+
+
+SCHEMAS = [
+    {"type": "string", "enum": ["red", "green"]},
+    {"type": "integer", "minimum": 5, "maximum": 9},
+    {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    {"type": "string", "minLength": 40, "maxLength": 45},
+    {"type": "string", "format": "date"},
+    {"type": ["null", "boolean"]},
+    {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3},
+    {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}]},
+    {"anyOf": [{"type": "object", "properties": {"a": {"const": 1}}, "required": ["a"]}]},
+    {"allOf": [{"properties": {"x": {"type": "integer"}}, "required": ["x"]}], "type": "object"},
+    {
+        "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},
+        "$ref": "#/$defs/node",
+    },
+    {
+        "type": "object",
+        "properties": {"tags": {"type": "array", "items": {"$ref": "#/definitions/tag"}}},
+        "definitions": {"tag": {"type": "string", "maxLength": 3}},
+        "required": ["tags"],
+        "additionalProperties": False,
+    },
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[str(n) for n in range(len(SCHEMAS))])
+def test_a_sample_value_is_valid_against_its_schema(schema: dict[str, Any]) -> None:
+    value = sample_value(schema, hint="the prompt's words")
+    jsonschema.validate(value, schema)
+    assert sample_value(schema, hint="the prompt's words") == value
+
+
+# -- 5. a completed Deep Research GET --------------------------------------------------------------
+async def test_a_completed_deep_research_get_holds_input_and_report_only(emu: Emu) -> None:
+    fact = json.loads((RECORDED / "issue24_real_answers.json").read_text())["deep_research_run"]
+    created = await emu.aio.create(agent=AGENT, input="History of TPUs", background=True)
+    done = await emu.finished(created.id)
+    assert done.status == "completed"
+    _, body = await emu.raw("GET", f"interactions/{created.id}")
+    assert [s["type"] for s in body["steps"]] == fact["completed_step_types"]
+    assert body["created"] == body["updated"]
+    assert done.output_text and done.output_text == body["steps"][-1]["content"][0]["text"]
