@@ -20,7 +20,7 @@ from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 from reclaim_tui.emulator.catalog import KNOWN_MODELS
 from reclaim_tui.emulator.structured import sample_value
 from tests.contract.emulator_shapes import Recorder, recording
-from tests.contract.test_emulator_fidelity import AGENT, FAST_AGENTS, Emu
+from tests.contract.test_emulator_fidelity import AGENT, FAST_AGENTS, Emu, sse_events
 
 __all__ = ["recording"]  # the fixture, imported for pytest
 
@@ -268,6 +268,97 @@ def test_a_sample_value_is_valid_against_its_schema(schema: dict[str, Any]) -> N
     value = sample_value(schema, hint="the prompt's words")
     jsonschema.validate(value, schema)
     assert sample_value(schema, hint="the prompt's words") == value
+
+
+# -- 3. the stream's envelope ---------------------------------------------------------------------
+def kinds_of(events: list[dict[str, Any]]) -> list[str]:
+    """Event types with each run of equal step deltas folded into one."""
+    out: list[str] = []
+    for event in events:
+        kind = event["event_type"]
+        if kind == "step.delta":
+            kind = f"step.delta:{event['delta']['type']}"
+        if not out or out[-1] != kind or not kind.startswith("step.delta"):
+            out.append(kind)
+    return out
+
+
+async def test_a_streamed_text_turn_has_the_recorded_envelope(emu: Emu) -> None:
+    recorded = chunks("basic.chunks.txt")
+    status, text = await emu.raw(
+        "POST", "interactions", {"model": MODEL, "input": "How are you?", "stream": True}
+    )
+    assert status == 200
+    events = sse_events(text)
+    assert kinds_of(events) == kinds_of(recorded)
+    assert set(events[0]["interaction"]) == set(recorded[0]["interaction"])
+    assert events[1] == {**recorded[1], "interaction_id": events[0]["interaction"]["id"]} | {
+        "event_id": events[1]["event_id"]
+    }
+    assert set(events[-1]["interaction"]) == set(recorded[-1]["interaction"])
+
+
+# -- 4. tool steps stream as deltas ---------------------------------------------------------------
+def tool_events(events: list[dict[str, Any]], kind: str) -> tuple[dict[str, Any], list[Any]]:
+    start = next(e for e in events if e["event_type"] == "step.start" and e["step"]["type"] == kind)
+    deltas = [
+        e["delta"]
+        for e in events
+        if e["event_type"] == "step.delta" and e["index"] == start["index"]
+    ]
+    return start["step"], deltas
+
+
+async def test_google_search_steps_stream_as_the_recording_does(emu: Emu) -> None:
+    recorded = chunks("google-search.chunks.txt")
+    status, text = await emu.raw(
+        "POST",
+        "interactions",
+        {"model": MODEL, "input": "AI news", "tools": [{"type": "google_search"}], "stream": True},
+    )
+    assert status == 200
+    events = sse_events(text)
+    stored = {
+        s["type"]: s
+        for s in (await emu.raw("GET", f"interactions/{events[0]['interaction']['id']}"))[1][
+            "steps"
+        ]
+    }
+    for kind, payload in (("google_search_call", "arguments"), ("google_search_result", "result")):
+        want_head, want_deltas = tool_events(recorded, kind)
+        head, deltas = tool_events(events, kind)
+        assert set(head) == set(want_head) and head["signature"] == "", head
+        assert [set(d) for d in deltas] == [set(d) for d in want_deltas], deltas
+        assert deltas[0]["type"] == kind and deltas[0][payload] == stored[kind][payload]
+
+
+async def test_a_function_call_starts_as_the_recording_does(emu: Emu) -> None:
+    recorded = chunks("tool-call-step1.chunks.txt")
+    _, text = await emu.raw(
+        "POST",
+        "interactions",
+        {"model": MODEL, "input": "Weather in Paris?", "tools": [WEATHER], "stream": True},
+    )
+    events = sse_events(text)
+    want_head, want_deltas = tool_events(recorded, "function_call")
+    head, deltas = tool_events(events, "function_call")
+    assert set(head) == set(want_head) and head["arguments"] == {} and head["signature"] == ""
+    assert {d["type"] for d in deltas} == {d["type"] for d in want_deltas} == {"arguments_delta"}
+
+
+async def test_url_context_steps_stream_as_deltas_too(emu: Emu) -> None:
+    # No recording streams url_context: it follows the google_search recording,
+    # with the SDK's URLContextCallDelta / URLContextResultDelta.
+    created = await emu.aio.create(agent=AGENT, input="History of TPUs", background=True)
+    _, text = await emu.raw("GET", f"interactions/{created.id}?stream=true")
+    events = sse_events(text)
+    for kind, payload, key in (
+        ("url_context_call", "arguments", "id"),
+        ("url_context_result", "result", "call_id"),
+    ):
+        head, deltas = tool_events(events, kind)
+        assert set(head) == {key, "signature", "type"}, head
+        assert [d["type"] for d in deltas] == [kind] and deltas[0][payload], deltas
 
 
 # -- 5. a completed Deep Research GET --------------------------------------------------------------
