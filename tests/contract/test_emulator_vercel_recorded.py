@@ -270,6 +270,38 @@ def test_a_sample_value_is_valid_against_its_schema(schema: dict[str, Any]) -> N
     assert sample_value(schema, hint="the prompt's words") == value
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {  # endless nesting required: no finite value is valid
+            "$defs": {
+                "n": {
+                    "type": "object",
+                    "properties": {"next": {"$ref": "#/$defs/n"}},
+                    "required": ["next"],
+                }
+            },
+            "$ref": "#/$defs/n",
+        },
+        {"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"},
+        {"type": "array", "minItems": 10**9},
+        {"type": "string", "minLength": 10**9},
+        {"allOf": [5, None, {"$ref": "#/nowhere"}, {"properties": 5, "required": 5}]},
+        {"type": "array", "items": 5, "prefixItems": 5, "required": "x"},
+    ],
+    ids=["endless", "self-anyof", "huge-array", "huge-string", "garbage-allof", "garbage"],
+)
+async def test_a_hostile_schema_gets_a_small_json_answer(emu: Emu, schema: dict[str, Any]) -> None:
+    fmt = [{"type": "text", "mime_type": "application/json", "schema": schema}]
+    status, body = await emu.raw(
+        "POST", "interactions", {"model": MODEL, "input": "x", "response_format": fmt}
+    )
+    assert status == 200, body
+    text = body["steps"][-1]["content"][0]["text"]
+    json.loads(text)
+    assert len(text) < 10_000
+
+
 # -- 3. the stream's envelope ---------------------------------------------------------------------
 def kinds_of(events: list[dict[str, Any]]) -> list[str]:
     """Event types with each run of equal step deltas folded into one."""

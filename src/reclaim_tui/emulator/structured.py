@@ -12,7 +12,9 @@ equal answers. It covers the JSON Schema keywords structured output uses:
 `items` / `prefixItems`, `minItems`, `minimum` / `maximum` (and their
 exclusive forms), `minLength` / `maxLength`, `format` (date, date-time,
 time, email, uri, uuid), `anyOf` / `oneOf` / `allOf`, `$ref` into `$defs`
-or `definitions`, and `nullable`.
+or `definitions`, and `nullable`. Sizes are capped (a schema asking for a
+billion items gets a few dozen) and endless required nesting ends in null:
+a hostile schema gets a small answer, never a hung or failed request.
 """
 
 from __future__ import annotations
@@ -34,8 +36,13 @@ _FORMATS = {
     "url": "https://www.example.com/",
     "uuid": "00000000-0000-4000-8000-000000000000",
 }
-#: How deep a recursive schema is followed before the smallest value ends it.
+#: How deep a recursive schema is followed before the smallest value ends it;
+#: past twice that a schema that requires endless nesting gets null (no finite
+#: value is valid against it).
 _MAX_DEPTH = 8
+#: Caps on sizes a schema asks for: a small answer, never a huge allocation.
+_MAX_ITEMS = 64
+_MAX_CHARS = 4096
 
 
 def _is_schema(value: Any) -> bool:
@@ -65,6 +72,10 @@ def json_schema_of(response_format: Any) -> dict[str, Any] | None:
     return None
 
 
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
     ref = schema.get("$ref")
     if not isinstance(ref, str) or not ref.startswith("#/"):
@@ -78,13 +89,14 @@ def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str,
 def _merged(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
     """`schema` with its `allOf` parts folded in (properties and required joined)."""
     out = {k: v for k, v in schema.items() if k != "allOf"}
-    for part in schema.get("allOf") or ():
+    for part in _listed(schema.get("allOf")):
         part = _merged(_resolve(part, root), root) if isinstance(part, Mapping) else {}
         for key, value in part.items():
-            if key == "properties":
-                out["properties"] = {**(out.get("properties") or {}), **value}
+            if key == "properties" and isinstance(value, Mapping):
+                mine = out.get("properties")
+                out["properties"] = {**(mine if isinstance(mine, Mapping) else {}), **value}
             elif key == "required":
-                out["required"] = [*(out.get("required") or []), *value]
+                out["required"] = [*_listed(out.get("required")), *_listed(value)]
             else:
                 out.setdefault(key, value)
     return out
@@ -121,20 +133,21 @@ def _string(schema: Mapping[str, Any], hint: str) -> str:
     text = found or (" ".join(hint.split()[:6]) or "text")
     low, high = schema.get("minLength"), schema.get("maxLength")
     if isinstance(low, int) and len(text) < low:
-        text = text + "x" * (low - len(text))
+        text = text + "x" * (min(low, _MAX_CHARS) - len(text))
     if isinstance(high, int) and len(text) > high:
         text = text[:high]
     return text
 
 
 def _array(schema: Mapping[str, Any], root: Mapping[str, Any], hint: str, depth: int) -> list[Any]:
-    prefix = [s for s in schema.get("prefixItems") or () if isinstance(s, Mapping)]
+    prefix = [s for s in _listed(schema.get("prefixItems")) if isinstance(s, Mapping)]
     items = schema.get("items")
     low = schema.get("minItems")
     high = schema.get("maxItems")
     count = max(len(prefix), low if isinstance(low, int) else 1)
     if isinstance(high, int):
         count = min(count, high)
+    count = max(0, min(count, _MAX_ITEMS))
     if depth >= _MAX_DEPTH and not prefix and not isinstance(low, int):
         count = 0
     out = [sample_value(s, root, hint, depth + 1) for s in prefix[:count]]
@@ -149,7 +162,7 @@ def _object(
 ) -> dict[str, Any]:
     found = schema.get("properties")
     properties: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    required = [n for n in schema.get("required") or () if isinstance(n, str)]
+    required = [n for n in _listed(schema.get("required")) if isinstance(n, str)]
     names = list(properties) if depth < _MAX_DEPTH else []
     names += [n for n in required if n not in names]
     out = {}
@@ -164,16 +177,18 @@ def sample_value(
 ) -> Any:
     """A small value valid against `schema` (`root`: where `$ref`s point), the same every time."""
     root = schema if root is None else root
+    if depth > 2 * _MAX_DEPTH:
+        return None
     schema = _merged(_resolve(schema, root), root)
     if "const" in schema:
         return schema["const"]
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
     for key in ("anyOf", "oneOf"):
-        options = [o for o in schema.get(key) or () if isinstance(o, Mapping)]
+        options = [o for o in _listed(schema.get(key)) if isinstance(o, Mapping)]
         if options:
             rest = {k: v for k, v in schema.items() if k != key}
-            return sample_value({**rest, **_resolve(options[0], root)}, root, hint, depth)
+            return sample_value({**rest, **_resolve(options[0], root)}, root, hint, depth + 1)
     kind = _kind(schema)
     if kind == "object":
         return _object(schema, root, hint, depth)
