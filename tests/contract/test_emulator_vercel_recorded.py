@@ -156,6 +156,21 @@ async def test_a_create_answer_has_exactly_the_recorded_keys(
     assert body["service_tier"] == "standard"
 
 
+async def test_a_create_with_store_false_answers_without_an_id(emu: Emu) -> None:
+    recorded = answer("multi-turn-stateless-turn2.json")
+    assert "id" not in recorded
+    status, body = await emu.raw(
+        "POST", "interactions", {"model": MODEL, "input": "Hi", "store": False}
+    )
+    assert status == 200 and set(body) == set(recorded), body
+    status, text = await emu.raw(
+        "POST", "interactions", {"model": MODEL, "input": "Hi", "store": False, "stream": True}
+    )
+    events = sse_events(text)
+    assert events[0]["interaction"]["id"] == "" and events[1]["interaction_id"] == ""
+    assert events[-1]["interaction"]["id"] == ""
+
+
 async def test_a_follow_up_create_does_not_echo_previous_interaction_id(emu: Emu) -> None:
     first = await emu.aio.create(model=MODEL, input="Name a city.")
     status, body = await emu.raw(

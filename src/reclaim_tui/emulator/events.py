@@ -110,8 +110,18 @@ def _step_parts(step: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, An
     return step, []
 
 
+def _public_id(interaction: StoredInteraction) -> str:
+    # A recorded real stream of a create with store=false names its
+    # interaction "" (recorded/vercel_ai/, multi-turn-stateless-turn1).
+    return interaction.id if interaction.request.store else ""
+
+
+def _head(interaction: StoredInteraction) -> dict[str, Any]:
+    return {**interaction.head(), "id": _public_id(interaction)}
+
+
 def _lifecycle(interaction: StoredInteraction, status: str, at: float) -> dict[str, Any]:
-    body = interaction.head()
+    body = _head(interaction)
     body.update(status=status, created=iso(interaction.created_at), updated=iso(at))
     if "service_tier" in interaction.request.echo:
         body["service_tier"] = interaction.request.echo["service_tier"]
@@ -143,7 +153,7 @@ def _all_events(interaction: StoredInteraction) -> list[tuple[float, dict[str, A
     # streaming docs): it is finished only by the events that follow.
     opening = interaction.initial_status if interaction.request.background else "in_progress"
     # Only these four keys: a recorded real `interaction.created` event.
-    first = {**interaction.head(), "status": opening}
+    first = {**_head(interaction), "status": opening}
     out: list[tuple[float, dict[str, Any]]] = [
         (created, {"event_type": "interaction.created", "interaction": first})
     ]
@@ -151,7 +161,7 @@ def _all_events(interaction: StoredInteraction) -> list[tuple[float, dict[str, A
     if end is None or interaction.start_at <= end:
         running = {
             "event_type": "interaction.status_update",
-            "interaction_id": interaction.id,
+            "interaction_id": _public_id(interaction),
             "status": "in_progress",
         }
         out.append((interaction.start_at, running))

@@ -239,6 +239,10 @@ class StoredInteraction:
         else:
             body = self.to_json(self.created_at, outputs_only=True)
         body.setdefault("service_tier", "standard")
+        if not self.request.store:
+            # A recorded real answer to a create with store=false has no id:
+            # nothing can be fetched or continued by one.
+            del body["id"]
         return {name: value for name, value in body.items() if name not in NOT_ECHOED_BY_CREATE}
 
     def settle(self, status: str, text: str | None, error: str | None, at: float) -> None:
