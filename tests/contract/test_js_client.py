@@ -30,7 +30,7 @@ _RUN_TIMEOUT = 180
 
 
 @pytest.fixture(scope="module")
-def js_dir() -> Path:
+def samples_dir() -> Path:
     return js_client_dir()
 
 
@@ -43,13 +43,13 @@ async def server(recording: Recorder) -> AsyncIterator[EmulatorServer]:
     assert recording.check_all() > 0
 
 
-async def run_sample(js_dir: Path, server: EmulatorServer, name: str) -> tuple[int, str, str]:
+async def run_sample(samples: Path, server: EmulatorServer, name: str) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "GEMINI_"))}
     env.update(GEMINI_API_KEY=server.api_key or "", GOOGLE_GEMINI_BASE_URL=server.base_url)
     process = await asyncio.create_subprocess_exec(
-        str(js_dir / "node_modules" / ".bin" / "tsx"),
+        str(samples.parent / "node_modules" / ".bin" / "tsx"),
         name,
-        cwd=js_dir / "samples",
+        cwd=samples,
         env=env,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -80,9 +80,9 @@ def input_types(interaction: StoredInteraction) -> list[str]:
 
 @pytest.mark.parametrize("name", SAMPLES)
 async def test_the_sample_runs_against_the_emulator(
-    js_dir: Path, server: EmulatorServer, name: str
+    samples_dir: Path, server: EmulatorServer, name: str
 ) -> None:
-    code, out, err = await run_sample(js_dir, server, name)
+    code, out, err = await run_sample(samples_dir, server, name)
     assert code == 0, f"{name} exited {code}\n{out[-3000:]}\n{err[-3000:]}"
     made = interactions(server)
     assert made, f"{name} created no interaction"
@@ -92,10 +92,10 @@ async def test_the_sample_runs_against_the_emulator(
 
 
 async def test_the_client_state_function_calling_sample_completes_its_call(
-    js_dir: Path, server: EmulatorServer
+    samples_dir: Path, server: EmulatorServer
 ) -> None:
     code, out, err = await run_sample(
-        js_dir, server, "interactions_function_calling_client_state.ts"
+        samples_dir, server, "interactions_function_calling_client_state.ts"
     )
     assert code == 0, err[-3000:]
     assert "Function call: schedule_meeting" in out
@@ -109,9 +109,9 @@ async def test_the_client_state_function_calling_sample_completes_its_call(
 
 
 async def test_the_structured_output_sample_gets_json_that_fits_its_schema(
-    js_dir: Path, server: EmulatorServer
+    samples_dir: Path, server: EmulatorServer
 ) -> None:
-    code, _, err = await run_sample(js_dir, server, "interactions_structured_output_json.ts")
+    code, _, err = await run_sample(samples_dir, server, "interactions_structured_output_json.ts")
     assert code == 0, err[-3000:]
     (done,) = interactions(server)
     assert done.request.echo["response_format"]["type"] == "array"

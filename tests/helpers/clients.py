@@ -77,8 +77,8 @@ def _run(argv: list[str], cwd: Path | None = None) -> None:
 
 
 def js_client_dir() -> Path:
-    """A folder with node_modules (the SDK, tsx) for the lock file, and a fresh copy of
-    the samples under `samples/`."""
+    """A copy of the samples in a folder whose parent has node_modules (the SDK, tsx)
+    installed from the lock file."""
     for tool in ("node", "npm"):
         if shutil.which(tool) is None:
             missing(f"`{tool}` is not installed (Debian: apt-get install nodejs npm)")
@@ -93,10 +93,21 @@ def js_client_dir() -> Path:
                 shutil.copy2(JS_CLIENT / name, target / name)
             _run(["npm", "ci", "--no-audit", "--no-fund"], cwd=target)
             stamp.write_text("ok\n")
-        samples = target / "samples"
-        shutil.rmtree(samples, ignore_errors=True)
-        shutil.copytree(JS_CLIENT / "samples", samples)
-    return target
+        # One folder per content of the samples, never replaced: a parallel
+        # worker may be running a sample in it.
+        samples = target / f"samples-{_digest(JS_CLIENT / 'samples')}"
+        if not samples.exists():
+            partial = target / f"{samples.name}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(JS_CLIENT / "samples", partial)
+            partial.rename(samples)
+    return samples
+
+
+def _digest(folder: Path) -> str:
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    parts = [(str(p.relative_to(folder)), p.read_bytes()) for p in files]
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:12]
 
 
 def genai2_python() -> Path:
