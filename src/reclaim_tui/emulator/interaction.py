@@ -21,9 +21,12 @@ from reclaim_tui.emulator.usage import scaled, usage
 __all__ = ["NOT_ECHOED_BY_CREATE", "PENDING", "Settled", "StoredInteraction", "iso"]
 
 PENDING = frozenset({"queued", "in_progress"})
-#: Request fields a create's answer does not carry back: answers recorded from
-#: the real API (tests/contract/recorded/vercel_ai/) to requests that sent
-#: each of them hold none of them.
+#: Request fields a create's answer does not carry back. Answers recorded from
+#: the real API (tests/contract/recorded/vercel_ai/) to requests that sent a
+#: response_format, function tools, a google_search tool, generation_config
+#: or previous_interaction_id hold exactly the same keys as a plain answer;
+#: system_instruction is left out on the same report, though the request of
+#: the recorded answer that shows it is not kept with it.
 NOT_ECHOED_BY_CREATE = frozenset(
     {
         "generation_config",
