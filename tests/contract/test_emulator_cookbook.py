@@ -177,7 +177,9 @@ def test_multi_turn_conversation(client: genai.Client) -> None:
     interaction2 = client.interactions.create(
         model=MODEL, input="What is my name?", previous_interaction_id=interaction1.id
     )
-    assert interaction2.previous_interaction_id == interaction1.id
+    # A create's answer does not echo it (a recorded real answer): GET does.
+    got = client.interactions.get(interaction2.id)
+    assert got.previous_interaction_id == interaction1.id
     assert interaction2.output_text and interaction2.usage.total_cached_tokens
 
 

@@ -10,13 +10,20 @@ status update, then each output step as start, deltas, stop, indexed from 0
 JSON `data:` line; the stream ends with `data: [DONE]`, the sentinel the
 SDK's `AsyncStream` is built with.
 
+Recorded real streams (tests/contract/recorded/vercel_ai/) fix the
+envelope: `interaction.created` carries only id, status, object and model;
+one `status_update` (in_progress) follows it; the last step's `step.stop`
+is followed by `interaction.completed` directly, whatever the final status
+(the SDK documents `interaction.completed` with status
+`requires_continuation` for a paused hop), after an `error` event when the
+run failed. Tool steps start bare and bring their arguments or result in a
+delta (events.py `_step_parts`).
+
 Not documented, chosen here: every event carries an `event_id` (the docs
 show it on some events only) of the form `evt_<n>`, and resuming with
-`last_event_id` replays what came after it; a run's end is a status update,
-an `error` event when it failed, and `interaction.completed` whatever the
-final status (the SDK documents `interaction.completed` with status
-`requires_continuation` for a paused hop). A step's events are sent when
-the step is done, so the stream and GET always agree on the steps.
+`last_event_id` replays what came after it. A step's events are sent when
+the step is done, so the stream and GET agree on a model's steps (a
+completed Deep Research GET shows only its report: interaction.py).
 """
 
 from __future__ import annotations
@@ -79,18 +86,42 @@ def _step_parts(step: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, An
         return {"type": kind}, deltas
     if kind == "function_call":
         # "function arguments arrive as partial JSON string deltas (arguments_delta)"
-        # (the Interactions migration guide).
+        # (the Interactions migration guide); the recorded stream's start carries an
+        # empty signature and empty arguments.
         text = json.dumps(step.get("arguments") or {})
         chunks = [
             text[i : i + _ARGUMENT_CHUNK_CHARS] for i in range(0, len(text), _ARGUMENT_CHUNK_CHARS)
         ]
-        head = {**step, "arguments": {}}
+        head = {"id": step["id"], "signature": step.get("signature", ""), "type": kind}
+        head.update(name=step["name"], arguments={})
         return head, [{"type": "arguments_delta", "arguments": c} for c in chunks]
-    return step, []  # search and read calls and results arrive whole
+    if kind.endswith("_call"):
+        # A recorded google_search stream: the start names the call, one delta
+        # of the step's own type carries its arguments. The SDK has a delta of
+        # the same form for every server tool's call and result.
+        head = {"id": step["id"], "signature": step.get("signature", ""), "type": kind}
+        return head, [{"type": kind, "arguments": step.get("arguments") or {}}]
+    if kind.endswith("_result") and kind != "function_result":
+        head = {"call_id": step["call_id"], "signature": step.get("signature", ""), "type": kind}
+        delta = {"type": kind, "result": step.get("result") or []}
+        if "is_error" in step:
+            delta["is_error"] = step["is_error"]
+        return head, [delta]
+    return step, []
+
+
+def _public_id(interaction: StoredInteraction) -> str:
+    # A recorded real stream of a create with store=false names its
+    # interaction "" (recorded/vercel_ai/, multi-turn-stateless-turn1).
+    return interaction.id if interaction.request.store else ""
+
+
+def _head(interaction: StoredInteraction) -> dict[str, Any]:
+    return {**interaction.head(), "id": _public_id(interaction)}
 
 
 def _lifecycle(interaction: StoredInteraction, status: str, at: float) -> dict[str, Any]:
-    body = interaction.head()
+    body = _head(interaction)
     body.update(status=status, created=iso(interaction.created_at), updated=iso(at))
     if "service_tier" in interaction.request.echo:
         body["service_tier"] = interaction.request.echo["service_tier"]
@@ -98,12 +129,9 @@ def _lifecycle(interaction: StoredInteraction, status: str, at: float) -> dict[s
 
 
 def _ending(interaction: StoredInteraction, end: float) -> list[dict[str, Any]]:
+    # No status update before `interaction.completed`: a recorded real stream
+    # goes from the last step's `step.stop` straight to it.
     status = interaction.status_at(end)
-    update: dict[str, Any] = {
-        "event_type": "interaction.status_update",
-        "interaction_id": interaction.id,
-        "status": status,
-    }
     final = _lifecycle(interaction, status, end)
     # A recorded real `interaction.completed` carried the tier it ran on,
     # "standard", although none was requested.
@@ -111,8 +139,8 @@ def _ending(interaction: StoredInteraction, end: float) -> list[dict[str, Any]]:
     final["usage"] = interaction.usage_at(end)
     token = interaction.continuation_token(end)
     if token is not None:
-        update["continuation_token"] = final["continuation_token"] = token
-    events = [update]
+        final["continuation_token"] = token
+    events = []
     for error in interaction.errors() if status == "failed" else ():
         events.append({"event_type": "error", "error": dict(error)})
     events.append({"event_type": "interaction.completed", "interaction": final})
@@ -124,7 +152,8 @@ def _all_events(interaction: StoredInteraction) -> list[tuple[float, dict[str, A
     # A foreground stream opens with its interaction `in_progress` (the
     # streaming docs): it is finished only by the events that follow.
     opening = interaction.initial_status if interaction.request.background else "in_progress"
-    first = _lifecycle(interaction, opening, created)
+    # Only these four keys: a recorded real `interaction.created` event.
+    first = {**_head(interaction), "status": opening}
     out: list[tuple[float, dict[str, Any]]] = [
         (created, {"event_type": "interaction.created", "interaction": first})
     ]
@@ -132,7 +161,7 @@ def _all_events(interaction: StoredInteraction) -> list[tuple[float, dict[str, A
     if end is None or interaction.start_at <= end:
         running = {
             "event_type": "interaction.status_update",
-            "interaction_id": interaction.id,
+            "interaction_id": _public_id(interaction),
             "status": "in_progress",
         }
         out.append((interaction.start_at, running))

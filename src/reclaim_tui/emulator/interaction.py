@@ -18,9 +18,24 @@ from reclaim_tui.emulator.request import CreateRequest
 from reclaim_tui.emulator.script import Script
 from reclaim_tui.emulator.usage import scaled, usage
 
-__all__ = ["PENDING", "Settled", "StoredInteraction", "iso"]
+__all__ = ["NOT_ECHOED_BY_CREATE", "PENDING", "Settled", "StoredInteraction", "iso"]
 
 PENDING = frozenset({"queued", "in_progress"})
+#: Request fields a create's answer does not carry back. Answers recorded from
+#: the real API (tests/contract/recorded/vercel_ai/) to requests that sent a
+#: response_format, function tools, a google_search tool, generation_config
+#: or previous_interaction_id hold exactly the same keys as a plain answer;
+#: system_instruction is left out on the same report, though the request of
+#: the recorded answer that shows it is not kept with it.
+NOT_ECHOED_BY_CREATE = frozenset(
+    {
+        "generation_config",
+        "response_format",
+        "tools",
+        "system_instruction",
+        "previous_interaction_id",
+    }
+)
 _DEFAULT_ERROR = "the model failed to produce a response (emulated)"
 
 
@@ -41,6 +56,11 @@ def _user_steps(spec_input: Any) -> list[dict[str, Any]]:
     ):
         return [{"type": "user_input", "content": list(spec_input)}]
     return list(spec_input)
+
+
+def _final_output(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    outputs = [step for step in steps if step["type"] == "model_output"]
+    return outputs[-1:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +204,15 @@ class StoredInteraction:
             body["input"] = self.request.input
         steps = self.steps_at(now)
         spec = self.request.agent_spec
-        if status in PENDING and spec is not None and spec.researches:
-            # A recorded real run showed no step of its own while it ran.
-            steps = []
+        if spec is not None and spec.researches and not outputs_only:
+            # A recorded real run showed no step of its own while it ran, and
+            # once completed only its report after the input, with `updated`
+            # equal to `created`; its stream shows the steps on the way.
+            if status in PENDING:
+                steps = []
+            elif status == "completed":
+                steps = _final_output(steps)
+                body["updated"] = body["created"]
         if self.show_input and not outputs_only:
             steps = _user_steps(self.request.input) + steps
         if steps:
@@ -201,7 +227,10 @@ class StoredInteraction:
         return body
 
     def created_view(self) -> dict[str, Any]:
-        """The create answer: the state at creation for a background run, else the result."""
+        """The create answer: the state at creation for a background run, else the result.
+
+        Recorded real create answers carry the tier the turn ran on
+        ("standard" when none was asked for) and none of NOT_ECHOED_BY_CREATE."""
         if self.request.background:
             body = self.head()
             body.update(
@@ -210,8 +239,14 @@ class StoredInteraction:
                 updated=iso(self.created_at),
             )
             body.update(self.request.echo)
-            return body
-        return self.to_json(self.created_at, outputs_only=True)
+        else:
+            body = self.to_json(self.created_at, outputs_only=True)
+        body.setdefault("service_tier", "standard")
+        if not self.request.store:
+            # A recorded real answer to a create with store=false has no id:
+            # nothing can be fetched or continued by one.
+            del body["id"]
+        return {name: value for name, value in body.items() if name not in NOT_ECHOED_BY_CREATE}
 
     def settle(self, status: str, text: str | None, error: str | None, at: float) -> None:
         """End now with `status`: the steps done so far stay; `text` becomes the final output."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from reclaim_tui.emulator.catalog import CREATE_FIELDS, AgentSpec, agent_spec
 from reclaim_tui.emulator.errors import ApiProblem
+from reclaim_tui.emulator.structured import json_schema_of
 
 __all__ = ["ECHOED_FIELDS", "CreateRequest", "labels_problem", "parse_create"]
 
@@ -84,6 +85,14 @@ class CreateRequest:
             formats = [formats]
         kinds = {f.get("type") for f in formats or () if isinstance(f, dict)}
         return "image" in modalities or "image" in kinds
+
+    @property
+    def json_schema(self) -> dict[str, Any] | None:
+        """The schema the answer's text follows (`{}`: any JSON), None for prose."""
+        schema = json_schema_of(self.echo.get("response_format"))
+        if schema is None and self.echo.get("response_mime_type") == "application/json":
+            return {}
+        return schema
 
     @property
     def wants_text(self) -> bool:

@@ -36,6 +36,7 @@ from reclaim_tui.emulator.content import (
     tokens,
 )
 from reclaim_tui.emulator.request import CreateRequest
+from reclaim_tui.emulator.structured import json_text
 
 __all__ = ["OUTCOMES", "Planned", "Script", "Turn", "plan"]
 
@@ -133,6 +134,8 @@ def _search(turn: Turn, n: int, queries: list[str], at: float) -> list[Planned]:
         "type": "google_search_result",
         "call_id": call_id,
         "result": [{"search_suggestions": f'<div class="carousel">{chips}</div>'}],
+        # A recorded real search result step carries it, streamed or not.
+        "is_error": False,
     }
     return [Planned(call, at), Planned(result, at + 0.04)]
 
@@ -153,7 +156,11 @@ def _answer(turn: Turn) -> Script:
     request = turn.request
     content: list[dict[str, Any]] = []
     if request.wants_text:
-        content.append({"type": "text", "text": model_text(request.input)})
+        text = model_text(request.input)
+        schema = request.json_schema
+        if schema is not None:
+            text = json_text(schema, text)
+        content.append({"type": "text", "text": text})
     if request.wants_image:
         data = png_base64(digest(request.input))
         content.append({"type": "image", "mime_type": "image/png", "data": data})

@@ -12,8 +12,8 @@ its create answers.
 References between interactions are checked as the API checks them:
 `previous_interaction_id` must name a stored interaction that is not still
 running, a `continuation_token` must be the one that interaction handed out,
-a `function_result` must answer one of its function calls. Codes and
-messages for these refusals are not documented; ours are in the code.
+a `function_result` must name its function. Codes and messages for these
+refusals are not documented unless the code names a recorded one.
 """
 
 from __future__ import annotations
@@ -154,16 +154,26 @@ class InteractionStore:
 
     @staticmethod
     def _check_results(request: CreateRequest, calls: dict[str, str]) -> None:
+        """Learn the calls the input answers itself; refuse a result without a name.
+
+        A stateless turn sends the whole history, the call and its result in
+        the same input (the JS SDK's function-calling client-state sample), so
+        a call is looked for there as well as in the previous interaction. A
+        `call_id` found nowhere is not refused: no recorded answer shows the
+        API refusing one. A `function_result` without its function's `name`
+        is: the live endpoint answered it 400 "Invalid input received"
+        (robocurve/inspect-robots#380, kept in tests/contract/recorded/).
+        """
         items = request.input if isinstance(request.input, list) else [request.input]
         for item in items:
-            if isinstance(item, dict) and item.get("type") == "function_result":
-                call_id = item.get("call_id")
-                if call_id not in calls:
-                    raise ApiProblem(
-                        400,
-                        f"function_result call_id {call_id!r} matches no function_call"
-                        " of the previous interaction",
-                    )
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call" and isinstance(item.get("id"), str):
+                calls[item["id"]] = str(item.get("name") or "")
+            elif item.get("type") == "function_result":
+                name = item.get("name")
+                if not isinstance(name, str) or not name:
+                    raise ApiProblem(400, "Invalid input received.")
 
     def _outcome(self, request: CreateRequest) -> str | None:
         # Rolled in this order; a zero rate draws nothing, so seeds of runs

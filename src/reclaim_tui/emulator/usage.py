@@ -67,7 +67,9 @@ def usage(
 
     As recorded real answers have it: no
     `initial_input_tokens`; no `tool_use_tokens_by_modality` for Deep Research
-    (`research`); no `output_tokens_by_modality` in a streamed turn's usage.
+    (`research`); no `output_tokens_by_modality` in a streamed turn's usage,
+    nor for text in any (recorded/vercel_ai/); `grounding_tool_count` only
+    for a research agent.
     """
     counts = Counts()
     for step in steps:
@@ -84,7 +86,9 @@ def usage(
     }
     breakdowns = {
         "input_tokens_by_modality": _by_modality(text=total_input),
-        "output_tokens_by_modality": _by_modality(text=counts.text_out, image=counts.image_out),
+        # Recorded real answers list no text here: a text answer has no
+        # breakdown, a video answer lists its video tokens only.
+        "output_tokens_by_modality": _by_modality(image=counts.image_out),
         "cached_tokens_by_modality": _by_modality(text=cached),
         "tool_use_tokens_by_modality": _by_modality(text=counts.tool_use),
     }
@@ -93,7 +97,9 @@ def usage(
     if streamed:
         del breakdowns["output_tokens_by_modality"]
     body.update((name, items) for name, items in breakdowns.items() if items)
-    if counts.searches:
+    # A recorded real google_search turn of a model had no count of its
+    # searches; a research agent's usage keeps the SDK's field.
+    if counts.searches and research:
         body["grounding_tool_count"] = [{"type": "google_search", "count": counts.searches}]
     return body
 
