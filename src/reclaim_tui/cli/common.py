@@ -30,6 +30,7 @@ from reclaim_tui.errors import (
     LedgerError,
     OperatorError,
     ReclaimError,
+    SinkFolderError,
 )
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ EXIT_CODES: dict[type[ReclaimError], int] = {
     JobsFileError: 3,
     LedgerError: 4,
     OperatorError: 5,
+    SinkFolderError: 4,
 }
 
 T = TypeVar("T")
