@@ -13,6 +13,7 @@
     │   └── LedgerReadOnlyError     a write was needed but the file is read-only
     │       └── LedgerPermissionError   the database role lacks a grant (names it)
     ├── OperatorError               an operator action that does not apply (exit 5)
+    ├── OutputError                 a file a command writes cannot be written (exit 4)
     ├── SinkError                   a sink could not deliver a result (row stays `done`)
     │   └── SinkFolderError         its temp folder is a link or not its own (exit 4)
     └── BackendError                the API could not be used for one call
@@ -47,6 +48,7 @@ __all__ = [
     "MaybeCreatedError",
     "NotCreatedError",
     "OperatorError",
+    "OutputError",
     "PermanentReadError",
     "ReclaimError",
     "SinkError",
@@ -128,6 +130,11 @@ class LedgerPermissionError(LedgerReadOnlyError):
 
 class OperatorError(ReclaimError):
     """An operator action that does not apply to the row (wrong status, unknown key)."""
+
+
+class OutputError(ReclaimError):
+    """A file a command writes whole (`export -o`) could not be written: no
+    room, the disk erring, no permission; nothing new is left under its name."""
 
 
 class SinkError(ReclaimError):

@@ -29,6 +29,7 @@ from reclaim_tui.errors import (
     JobsFileError,
     LedgerError,
     OperatorError,
+    OutputError,
     ReclaimError,
     SinkFolderError,
 )
@@ -63,6 +64,7 @@ EXIT_CODES: dict[type[ReclaimError], int] = {
     JobsFileError: 3,
     LedgerError: 4,
     OperatorError: 5,
+    OutputError: 4,
     SinkFolderError: 4,
 }
 
