@@ -179,6 +179,7 @@ async def run_command(
     when drained, 130 when cancelled.
     """
     from reclaim_tui.runner.service import InboxOptions, run_service
+    from reclaim_tui.runner.service_log import service_log
 
     if idle_sleep <= 0:
         raise ConfigError("--idle-sleep must be positive")
@@ -191,7 +192,7 @@ async def run_command(
         run_service, settings, jobs, once=once, inbox=inbox, idle_sleep=idle_sleep, control=control
     )
     if log_path:
-        with open(log_path, "a", encoding="utf-8") as log:
+        with service_log(log_path) as log:
             code = await serve(log=log)
     else:
         code = await serve()
