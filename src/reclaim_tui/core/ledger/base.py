@@ -86,16 +86,16 @@ class LedgerBase(ABC):
             lease_seconds=lease_seconds,
         )
 
-    async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
+    async def claim_pollable(
+        self, owner: str, *, limit: int, lease_seconds: float, exclude: Collection[str] = ()
+    ) -> Claim:
         """`submitted` rows whose next poll is due (not one whose follow-up
-        turn is in flight: recovery settles that one first)."""
-        return await self._claim(
-            owner,
-            "status = 'submitted' AND inflight = 0 AND next_at <= ?",
-            [self.clock.now()],
-            limit=limit,
-            lease_seconds=lease_seconds,
+        turn is in flight: recovery settles that one first); `exclude` skips
+        rows this pass already polled."""
+        where, params = self._scoped(
+            "status = 'submitted' AND inflight = 0", False, None, exclude, "next_at <= ?"
         )
+        return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_cancel_pending(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
         """`cancelled` rows whose remote cancel is due to be asked again

@@ -70,7 +70,9 @@ class Ledger(Protocol):
 
     async def claim_sendable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim: ...
 
-    async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim: ...
+    async def claim_pollable(
+        self, owner: str, *, limit: int, lease_seconds: float, exclude: Collection[str] = ()
+    ) -> Claim: ...
 
     async def claim_cancel_pending(
         self, owner: str, *, limit: int, lease_seconds: float
