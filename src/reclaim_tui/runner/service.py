@@ -32,7 +32,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
@@ -41,7 +41,7 @@ from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import BEAT, Beacon
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.models import JobSpec, PassReport
-from reclaim_tui.errors import LedgerBusyError, LedgerError, ReclaimError
+from reclaim_tui.errors import LedgerBusyError, LedgerCorruptError, LedgerError, ReclaimError
 from reclaim_tui.runner.commands import ServiceState, SetPace
 from reclaim_tui.runner.service_start import (
     InboxOptions,
@@ -227,17 +227,29 @@ class ServiceLoop:
         if self._file is not None:
             change = changed(ledger.ledger_id, self._file, now)
             if change is not None:
-                self.say("ledger_replaced", db=ledger.path, ledger_id=ledger.ledger_id,
-                         change=change)  # fmt: skip
-                raise LedgerReplacedError(
-                    f"{ledger.path}: {change}; the service stops rather than write to a"
-                    " ledger that is not the one it opened (restart it once the file is right)"
-                )
+                self._replaced(change)
         self._file = now
+        try:  # the same file, but another history (core/ledger/generation.py)
+            went_back = await ledger.generation_change(None if now.unreadable else now)
+        except LedgerCorruptError as exc:
+            went_back = f"the ledger cannot be read any more ({exc})"
+        if went_back is not None:
+            self._replaced(went_back)
+
+    def _replaced(self, change: str) -> NoReturn:
+        ledger = self.engine.ledger
+        self.say("ledger_replaced", db=ledger.path, ledger_id=ledger.ledger_id, change=change)
+        raise LedgerReplacedError(
+            f"{ledger.path}: {change}; the service stops rather than write to a"
+            " ledger that is not the one it opened (restart it once the file is right)"
+        )
 
     async def _run(self, jobs: Sequence[JobSpec], once: bool) -> int:
         first: Sequence[JobSpec] = jobs
         code = 0
+        # A ledger put back in time under the service is seen at each pass
+        # and refused at each commit (core/ledger/generation.py).
+        await self.engine.ledger.guard_generation(self.engine.owner)
         while not self.stopping:
             self.wake.clear()
             if self.beacon is not None and not once:  # a pause or a new interval

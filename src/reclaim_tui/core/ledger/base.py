@@ -22,6 +22,7 @@ from typing import Any
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger import reads
 from reclaim_tui.core.ledger.compare_and_set import apply_transitions, mark_sending, operator_cas
+from reclaim_tui.core.ledger.identity import FileSnapshot
 from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.ledger.schema import (
@@ -64,6 +65,14 @@ class LedgerBase(ABC):
         """One locked read of SQLite-dialect SQL."""
 
     # -- claiming --------------------------------------------------------------------
+    async def guard_generation(self, owner: str) -> None:
+        """A ledger on a server cannot be put back under a process: nothing
+        to guard (SQLite overrides this: core/ledger/generation.py)."""
+        return None
+
+    async def generation_change(self, main: FileSnapshot | None = None) -> str | None:
+        return None
+
     async def dead_holders(self, me: str) -> list[str]:
         """Owners of live-by-clock leases whose process is provably gone."""
         now = self.clock.now()
