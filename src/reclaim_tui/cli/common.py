@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable, Coroutine
 from functools import wraps
@@ -118,6 +119,11 @@ def settings_from(kw: dict[str, Any]) -> Settings:
 
 def reader_settings(db: str) -> Settings:
     """Settings of a command that only reads the ledger at `db`."""
+    if db == ":memory:" or db.startswith("file::memory:"):
+        raise LedgerError(
+            f"{db}: an in-memory database holds no ledger (it is new and empty for each"
+            " process); give the ledger's file or URL"
+        )
     require_folder(db)
     return Settings(db=db)
 
@@ -138,6 +144,26 @@ def require_folder(db: str) -> None:
         )
     if not folder.is_dir():
         raise LedgerError(f"{db}: {folder} is not a folder")
+    require_ledger_file(db)
+
+
+def require_ledger_file(db: str) -> None:
+    """A LedgerError (exit 4) for a path that is there but is no file: a
+    folder (SQLite says "disk I/O error"), a pipe (opening it blocks for
+    ever), a device such as /dev/null (read as an empty ledger)."""
+    if db == ":memory:":
+        return
+    try:
+        mode = os.stat(db).st_mode
+    except FileNotFoundError:
+        return  # a new ledger (or no ledger yet): the command says which
+    except OSError as exc:
+        raise LedgerError(f"{db}: cannot be read ({exc.strerror})") from exc
+    if stat.S_ISDIR(mode):
+        raise LedgerError(f"{db} is a folder, not a ledger file (give the file inside it)")
+    if not stat.S_ISREG(mode):
+        kind = "a pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) else "no file"
+        raise LedgerError(f"{db} is {kind}, not a ledger file: a ledger is a regular file")
 
 
 class NoApi:
