@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import resource
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -49,10 +50,17 @@ def _serve(ws: Workspace, log: str, *, max_file_bytes: int | None = None) -> sub
     )
 
 
+def _counts(ws: Workspace) -> dict[str, int]:
+    try:
+        return dict(ws.view().status_counts())
+    except sqlite3.OperationalError:  # the service has not made its tables yet
+        return {}
+
+
 def _drained(ws: Workspace, proc: subprocess.Popen[str]) -> str:
     """Every job consumed (the ledger says so), then SIGTERM: exit 0; its stderr."""
     try:
-        done = _until(lambda: ws.view().status_counts() == {"consumed": JOBS})
+        done = _until(lambda: _counts(ws) == {"consumed": JOBS})
         assert done, ws.view().status_counts()
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
