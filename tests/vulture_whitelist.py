@@ -59,3 +59,6 @@ _.possible_duplicates
 _.cost_usd
 __getattr__
 traceback
+# io.RawIOBase's `writable`, asked by the io machinery around the service's log
+# (runner/service_log.py).
+_.writable

@@ -15,7 +15,9 @@
     │   └── LedgerReadOnlyError     a write was needed but the file is read-only
     │       └── LedgerPermissionError   the database role lacks a grant (names it)
     ├── OperatorError               an operator action that does not apply (exit 5)
+    ├── OutputError                 a file a command writes cannot be written (exit 4)
     ├── SinkError                   a sink could not deliver a result (row stays `done`)
+    │   └── SinkFolderError         its temp folder is a link or not its own (exit 4)
     └── BackendError                the API could not be used for one call
         ├── NotCreatedError         create was definitely not accepted
         ├── MaybeCreatedError       create may have been accepted (timeout, 5xx, reset)
@@ -49,9 +51,11 @@ __all__ = [
     "MaybeCreatedError",
     "NotCreatedError",
     "OperatorError",
+    "OutputError",
     "PermanentReadError",
     "ReclaimError",
     "SinkError",
+    "SinkFolderError",
     "TransientReadError",
 ]
 
@@ -138,8 +142,19 @@ class OperatorError(ReclaimError):
     """An operator action that does not apply to the row (wrong status, unknown key)."""
 
 
+class OutputError(ReclaimError):
+    """A file a command writes whole (`export -o`) could not be written: no
+    room, the disk erring, no permission; nothing new is left under its name."""
+
+
 class SinkError(ReclaimError):
     """A sink failed to deliver a result; the row stays `done` for replay."""
+
+
+class SinkFolderError(SinkError):
+    """The directory sink's temp folder is a link, not a folder, or not this
+    user's: the sink writes and deletes there, so it stops rather than touch
+    files it did not make."""
 
 
 #: Causes of a failed call that lie outside the job: they never spend the

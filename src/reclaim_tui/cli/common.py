@@ -28,7 +28,9 @@ from reclaim_tui.errors import (
     JobsFileError,
     LedgerError,
     OperatorError,
+    OutputError,
     ReclaimError,
+    SinkFolderError,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +63,8 @@ EXIT_CODES: dict[type[ReclaimError], int] = {
     JobsFileError: 3,
     LedgerError: 4,
     OperatorError: 5,
+    OutputError: 4,
+    SinkFolderError: 4,
 }
 
 T = TypeVar("T")
@@ -113,6 +117,11 @@ def settings_from(kw: dict[str, Any]) -> Settings:
 
 def reader_settings(db: str) -> Settings:
     """Settings of a command that only reads the ledger at `db`."""
+    if db == ":memory:" or db.startswith("file::memory:"):
+        raise LedgerError(
+            f"{db}: an in-memory database holds no ledger (it is new and empty for each"
+            " process); give the ledger's file or URL"
+        )
     require_folder(db)
     return Settings(db=db)
 

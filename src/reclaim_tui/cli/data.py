@@ -16,6 +16,7 @@ import click
 from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.cli.common import count_of, echo_json, json_option, reader_settings, run
 from reclaim_tui.cli.options import options
+from reclaim_tui.cli.output_file import written_whole
 from reclaim_tui.cli.tables import Column, text_table
 from reclaim_tui.core.export import iso_time, write_export
 from reclaim_tui.core.ledger.port import Ledger
@@ -369,7 +370,7 @@ async def export(db: str, fmt: str, only: str | None, output: str | None, as_jso
         raise click.UsageError("--json reports what --output wrote: give -o FILE as well")
     written = 0
     async with open_ledger(reader_settings(db), readonly=True, create=False) as ledger:
-        with open(output, "w", encoding="utf-8", newline="") if output else _stdout() as out:
+        with written_whole(output) if output else _stdout() as out:
             async for rows in _export_pages(ledger, only):
                 results = await ledger.results([r.idem for r in rows])
                 write_export(rows, fmt, out, results=results, header=written == 0)

@@ -198,6 +198,7 @@ async def run_command(
     """
     from reclaim_tui.cli.last_line import say_stopped
     from reclaim_tui.runner.service import InboxOptions, run_service
+    from reclaim_tui.runner.service_log import service_log
 
     async def serve(out: TextIO | None) -> int:
         if idle_sleep <= 0:
@@ -221,7 +222,7 @@ async def run_command(
     # Opened first: whatever ends the service (a bad flag or jobs file too)
     # is said in its log's last line.
     with contextlib.ExitStack() as files:
-        log = files.enter_context(open(log_path, "a", encoding="utf-8")) if log_path else None
+        log = files.enter_context(service_log(log_path)) if log_path else None
         try:
             code = await serve(log)
         except (Exception, KeyboardInterrupt) as exc:

@@ -21,6 +21,7 @@ batch durable with two flushes instead of three `fsync`s per job.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -37,7 +38,7 @@ from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import valid_key
 from reclaim_tui.core.models import StoredResult
 from reclaim_tui.core.outputs import output_media
-from reclaim_tui.errors import ConfigError, SinkError
+from reclaim_tui.errors import ConfigError, SinkError, SinkFolderError
 
 __all__ = ["BatchSink", "CallableSink", "DirectorySink", "Sink", "load_sink"]
 
@@ -61,9 +62,46 @@ class BatchSink(Protocol):
 TEMP_DIR = ".reclaim-tmp"
 
 
-def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
-    """Write `data` to a temp file beside `path`'s future home; not yet
-    durable, not yet visible under its name: (temp, target).
+def open_temp_dir(temp_dir: Path, *, create: bool = True) -> int | None:
+    """A descriptor of the sink's temp folder (made if missing and `create`;
+    None when missing and not). Every name in it is then used through this
+    descriptor, so a link put there later is never followed.
+
+    Refused (SinkFolderError): a link, anything but a folder, or a folder of
+    another user. The sink writes and deletes files in it: through a link
+    to another folder it would delete files it never wrote."""
+    if create:
+        temp_dir.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(temp_dir)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temp_dir, flags)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        what = "a link" if temp_dir.is_symlink() else "not a folder"
+        raise SinkFolderError(
+            f"{temp_dir} is {what}: the sink writes only in a temp folder of its own"
+            " (remove it; the sink makes it again)"
+        ) from exc
+    owner = os.fstat(fd).st_uid
+    if owner != os.geteuid():
+        os.close(fd)
+        raise SinkFolderError(
+            f"{temp_dir} belongs to user {owner}, not to this one ({os.geteuid()}): the sink"
+            " writes only in a temp folder of its own (remove it; the sink makes it again)"
+        )
+    return fd
+
+
+def _write_temp(path: Path, data: bytes, temp_fd: int) -> tuple[str, Path]:
+    """Write `data` to a temp file in the temp folder (`temp_fd`); not yet
+    durable, not yet visible under its name: (temp name, target).
 
     The name is the target's and this process's (`<idem>.md.<pid>.tmp`), created
     with O_EXCL: a key is delivered by its lease holder alone, so one open(2)
@@ -71,31 +109,51 @@ def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
     share of the service's CPU at two files a job. Another process's
     leftover for the key is removed before staging (`_leftovers`); one of this
     pid's own (a reused pid after a crash) is replaced."""
-    tmp = temp_dir / f"{path.name}.{os.getpid()}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    tmp = f"{path.name}.{os.getpid()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(tmp, flags, 0o666)  # the umask applies, as for any new file
+        fd = os.open(tmp, flags, 0o666, dir_fd=temp_fd)  # the umask applies, as for any file
     except FileExistsError:
-        tmp.unlink()
-        fd = os.open(tmp, flags, 0o666)
+        os.unlink(tmp, dir_fd=temp_fd)  # a link is removed, never followed
+        fd = os.open(tmp, flags, 0o666, dir_fd=temp_fd)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _remove(tmp, temp_fd)
         raise
     return tmp, path
 
 
-def _leftovers(temp_dir: Path) -> dict[str, list[str]]:
-    """Temp files in `temp_dir` by the key they were written for (a key has
-    no dot: the name up to the first dot). Listed once per batch: temp files
-    live in their own small directory, so this is a scan of the deliveries
-    killed in flight, not of every article ever written."""
+def _remove(name: str, temp_fd: int) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=temp_fd)
+
+
+def _temp_key(entry: os.DirEntry[str], uid: int) -> str | None:
+    """The key a temp file was written for, when `entry` is one the sink
+    writes (`<key>.<suffix>.<pid>.tmp`, an older version's `<key>.<suffix>.<random>.tmp`;
+    a plain file of this user); None for anything else, which is never deleted."""
+    key, dot, rest = entry.name.partition(".")
+    head, _, tag = rest.removesuffix(".tmp").rpartition(".")
+    if not (dot and rest.endswith(".tmp") and head and tag and valid_key(key)):
+        return None
+    if not entry.is_file(follow_symlinks=False):
+        return None
+    return key if entry.stat(follow_symlinks=False).st_uid == uid else None
+
+
+def _leftovers(temp_fd: int) -> dict[str, list[str]]:
+    """Temp files in the temp folder by the key they were written for. Listed
+    once per batch: temp files live in their own small directory, so this is
+    a scan of the deliveries killed in flight, not of every article written."""
     found: dict[str, list[str]] = {}
-    with os.scandir(temp_dir) as entries:
+    uid = os.geteuid()
+    with os.scandir(temp_fd) as entries:
         for entry in entries:
-            found.setdefault(entry.name.partition(".")[0], []).append(entry.name)
+            key = _temp_key(entry, uid)
+            if key is not None:
+                found.setdefault(key, []).append(entry.name)
     return found
 
 
@@ -123,8 +181,9 @@ def _libc_syncfs() -> Callable[[int], int] | None:
     return syncfs
 
 
-def _flush_files(directory: Path, paths: Sequence[Path]) -> None:
-    """Make the data of every file in `paths` (all under `directory`) durable.
+def _flush_files(temp_fd: int, names: Sequence[str]) -> None:
+    """Make the data of every temp file in `names` (in the temp folder
+    `temp_fd`) durable.
 
     Linux's syncfs(2) flushes the whole filesystem in one call, where an
     fsync per file and per directory waits for the disk once a file
@@ -134,17 +193,13 @@ def _flush_files(directory: Path, paths: Sequence[Path]) -> None:
     """
     syncfs = _libc_syncfs()
     if syncfs is not None:
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            if syncfs(fd) == 0:
-                return
-            err = ctypes.get_errno()
-            if err != errno.ENOSYS:
-                raise OSError(err, os.strerror(err), str(directory))
-        finally:
-            os.close(fd)
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
+        if syncfs(temp_fd) == 0:
+            return
+        err = ctypes.get_errno()
+        if err != errno.ENOSYS:
+            raise OSError(err, os.strerror(err))
+    for name in names:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=temp_fd)
         try:
             os.fsync(fd)
         finally:
@@ -181,76 +236,102 @@ class DirectorySink:
             self._base = self.directory.resolve()
         return self._base / f"{idem}{suffix}"
 
+    def check(self) -> None:
+        """Refuse (SinkFolderError) a temp folder that is a link or not this
+        user's, before any pass; a missing one is made at the first delivery."""
+        fd = open_temp_dir(self.directory / TEMP_DIR, create=False)
+        if fd is not None:
+            os.close(fd)
+
     def _stage(
-        self, idem: str, result: StoredResult, temp_dir: Path, leftovers: Sequence[str]
-    ) -> list[tuple[Path, Path]]:
+        self, idem: str, result: StoredResult, temp_fd: int, leftovers: Sequence[str]
+    ) -> list[tuple[str, Path]]:
         """Every file of one delivery written to temp files; on an error the
         ones already written are removed. `leftovers`: temp files a killed
         delivery of this key left behind, removed first."""
-        staged: list[tuple[Path, Path]] = []
+        staged: list[tuple[str, Path]] = []
         try:
             for name in leftovers:
-                (temp_dir / name).unlink(missing_ok=True)
+                _remove(name, temp_fd)
             md = self.path_for(idem, ".md")
-            staged.append(_write_temp(md, result.output_text.encode("utf-8"), temp_dir))
-            staged.extend(self._stage_media(idem, result, temp_dir))
+            staged.append(_write_temp(md, result.output_text.encode("utf-8"), temp_fd))
+            staged.extend(self._stage_media(idem, result, temp_fd))
             pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
             js = self.path_for(idem, ".json")
-            staged.append(_write_temp(js, pretty.encode("utf-8") + b"\n", temp_dir))
+            staged.append(_write_temp(js, pretty.encode("utf-8") + b"\n", temp_fd))
         except BaseException:
             for tmp, _ in staged:
-                tmp.unlink(missing_ok=True)
+                _remove(tmp, temp_fd)
             raise
         return staged
 
-    def _stage_media(
-        self, idem: str, result: StoredResult, temp_dir: Path
-    ) -> list[tuple[Path, Path]]:
+    def _stage_media(self, idem: str, result: StoredResult, temp_fd: int) -> list[tuple[str, Path]]:
         """Images, audio and video the model produced, beside the .md as
         `<idem>.<n>.<ext>`; an output the API keeps by URI is listed in
         `<idem>.media.txt` instead (the URI may expire: fetch it soon)."""
-        staged: list[tuple[Path, Path]] = []
+        staged: list[tuple[str, Path]] = []
         uris: list[str] = []
         for n, media in enumerate(output_media(result.raw), start=1):
             if media.data is not None:
                 path = self.path_for(idem, f".{n}.{media.extension}")
-                staged.append(_write_temp(path, media.data, temp_dir))
+                staged.append(_write_temp(path, media.data, temp_fd))
             elif media.uri is not None:
                 uris.append(f"{n}\t{media.kind}\t{media.mime_type}\t{media.uri}\n")
         if uris:
             path = self.path_for(idem, ".media.txt")
-            staged.append(_write_temp(path, "".join(uris).encode(), temp_dir))
+            staged.append(_write_temp(path, "".join(uris).encode(), temp_fd))
         return staged
 
     def _write_many(self, items: Sequence[tuple[str, StoredResult]]) -> list[BaseException | None]:
         outcomes: list[BaseException | None] = [None] * len(items)
-        staged: list[tuple[int, list[tuple[Path, Path]]]] = []
+        refused = [n for n, (idem, _) in enumerate(items) if not valid_key(idem)]
+        for n in refused:  # a refused key creates nothing
+            outcomes[n] = SinkError(f"refusing key {items[n][0]!r}: not a safe file name")
+        if len(refused) == len(items):
+            return outcomes
         try:
-            temp_dir = self.directory / TEMP_DIR
-            leftovers: dict[str, list[str]] | None = None
+            temp_fd = open_temp_dir(self.directory / TEMP_DIR)  # SinkFolderError: the whole pass
+        except SinkFolderError:
+            raise
+        except OSError as exc:  # the folder cannot be made (read-only, full): each row's error
+            return [out or self._error(items[n][0], exc) for n, out in enumerate(outcomes)]
+        assert temp_fd is not None  # made when missing
+        try:
+            self._write_staged(items, outcomes, temp_fd)
+        finally:
+            os.close(temp_fd)
+        return outcomes
+
+    def _write_staged(
+        self,
+        items: Sequence[tuple[str, StoredResult]],
+        outcomes: list[BaseException | None],
+        temp_fd: int,
+    ) -> None:
+        staged: list[tuple[int, list[tuple[str, Path]]]] = []
+        try:
+            leftovers = _leftovers(temp_fd)
             for n, (idem, result) in enumerate(items):
+                if outcomes[n] is not None:
+                    continue
                 try:
-                    self.path_for(idem, ".md")  # a refused key creates nothing
-                    if leftovers is None:
-                        temp_dir.mkdir(parents=True, exist_ok=True)
-                        leftovers = _leftovers(temp_dir)
-                    staged.append((n, self._stage(idem, result, temp_dir, leftovers.get(idem, []))))
+                    staged.append((n, self._stage(idem, result, temp_fd, leftovers.get(idem, []))))
                 except SinkError as exc:
                     outcomes[n] = exc
                 except OSError as exc:
                     outcomes[n] = self._error(idem, exc)
             if staged:
-                _flush_files(temp_dir, [tmp for _, files in staged for tmp, _ in files])
+                _flush_files(temp_fd, [tmp for _, files in staged for tmp, _ in files])
                 for n, files in staged:
                     try:
                         for tmp, target in files:
-                            os.replace(tmp, target)
+                            os.replace(tmp, target, src_dir_fd=temp_fd)
                     except OSError as exc:
                         # This key's target cannot be replaced (a directory
                         # stands there, …): this delivery fails, not the batch.
                         outcomes[n] = self._error(items[n][0], exc)
                         for tmp, _ in files:
-                            tmp.unlink(missing_ok=True)
+                            _remove(tmp, temp_fd)
                     crashpoint("inside_sink")
                 _fsync_dir(self.directory)
         except OSError as exc:
@@ -258,10 +339,9 @@ class DirectorySink:
             # known durable; each stays `done` and is delivered again.
             for _, files in staged:
                 for tmp, _ in files:
-                    tmp.unlink(missing_ok=True)
+                    _remove(tmp, temp_fd)
             for n, _ in staged:
                 outcomes[n] = outcomes[n] or self._error(items[n][0], exc)
-        return outcomes
 
     def _error(self, idem: str, exc: OSError) -> SinkError:
         err = SinkError(f"cannot write result for {idem} in {self.directory}: {exc}")

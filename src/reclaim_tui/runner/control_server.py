@@ -30,9 +30,10 @@ from typing import Protocol
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
+from reclaim_tui.core.keys import valid_key
 from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.core.models import Actor, PassReport
-from reclaim_tui.errors import ConfigError, ReclaimError
+from reclaim_tui.errors import ConfigError, OperatorError, ReclaimError
 from reclaim_tui.runner.commands import (
     Failed,
     Message,
@@ -85,6 +86,10 @@ class ServiceSide(Protocol):
         ...
 
 
+def _job_key(key: object) -> bool:
+    return isinstance(key, str) and valid_key(key)
+
+
 class _ControlSession(Server):
     """One attached console: its Ticks wait for the service's next pass."""
 
@@ -104,6 +109,11 @@ class _ControlSession(Server):
             return Failed.of(exc)
         if not is_command(message):
             return Failed.of(ReclaimError(f"unknown engine command {type(message).__name__}"))
+        bad = [k for k in getattr(message, "idems", None) or () if not _job_key(k)]
+        if bad:
+            # From a socket anyone with its permission can write to: a key
+            # that is no job key (a path, say) is refused, never looked up.
+            return Failed.of(OperatorError(f"refusing {bad[0]!r}: not a job key (a-z 0-9 _ -)"))
         return await execute(self.engine, message)
 
 

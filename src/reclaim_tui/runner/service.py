@@ -36,13 +36,18 @@ from typing import TYPE_CHECKING, TextIO
 
 from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
-from reclaim_tui.core.ledger.identity import FileSnapshot, LedgerReplacedError, changed, snapshot
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import BEAT, Beacon
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.models import JobSpec, PassReport
-from reclaim_tui.errors import LedgerBusyError, LedgerError, LedgerPermissionError, ReclaimError
+from reclaim_tui.errors import (
+    LedgerBusyError,
+    LedgerError,
+    LedgerPermissionError,
+    ReclaimError,
+)
 from reclaim_tui.runner.commands import ServiceState, SetPace
+from reclaim_tui.runner.ledger_watch import LedgerWatch
 from reclaim_tui.runner.service_start import (
     InboxOptions,
     control_socket,
@@ -109,7 +114,7 @@ class ServiceLoop:
     freeze_gc: bool = True
     _froze: bool = False
     #: the ledger file as last checked (`_check_file`)
-    _file: FileSnapshot | None = None
+    _watch: LedgerWatch | None = None
     #: this process's row in the registry (core/ledger/registry.py); None: unregistered
     beacon: Beacon | None = None
     _draining: asyncio.Task[None] | None = None
@@ -224,28 +229,18 @@ class ServiceLoop:
         self._froze = True
 
     async def _check_file(self) -> None:
-        """Stop loudly when the ledger file is no longer the one opened: moved
-        over, truncated, overwritten with another ledger or an older copy
-        (core/ledger/identity.py). Writing on would record into a file nobody reads,
-        or next to state that went back in time."""
-        ledger = self.engine.ledger
-        if ledger.ledger_id is None or ledger.path == ":memory:":
-            return  # PostgreSQL (no file), or an old ledger opened read-only
-        now = await asyncio.to_thread(snapshot, ledger.path, self._file)
-        if self._file is not None:
-            change = changed(ledger.ledger_id, self._file, now)
-            if change is not None:
-                self.say("ledger_replaced", db=ledger.path, ledger_id=ledger.ledger_id,
-                         change=change)  # fmt: skip
-                raise LedgerReplacedError(
-                    f"{ledger.path}: {change}; the service stops rather than write to a"
-                    " ledger that is not the one it opened (restart it once the file is right)"
-                )
-        self._file = now
+        """Stop loudly (`ledger_replaced`) when the ledger is no longer the one
+        opened (runner/ledger_watch.py)."""
+        if self._watch is None:
+            self._watch = LedgerWatch(self.engine.ledger, self.say)
+        await self._watch.check()
 
     async def _run(self, jobs: Sequence[JobSpec], once: bool) -> int:
         first: Sequence[JobSpec] = jobs
         code = 0
+        # A ledger put back in time under the service is seen at each pass
+        # and refused at each commit (core/ledger/generation.py).
+        await self.engine.ledger.guard_generation(self.engine.owner)
         while not self.stopping:
             self.wake.clear()
             if self.beacon is not None and not once:  # a pause or a new interval

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 
 from reclaim_tui.core.models import Actor, GonePolicy, JobSpec, OrphanPolicy
 
-__all__ = ["EngineConfig"]
+__all__ = ["ZERO_FIRST_POLL_GRID", "EngineConfig"]
+
+#: With `--first-poll 0`, the grid of the later polls: ages 2, 4, 8 … s.
+ZERO_FIRST_POLL_GRID = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +96,17 @@ class EngineConfig:
         rather than "now + age", so a late tick does not push every later poll
         further out: a job of duration d is seen done by age 2·d at most, after
         ⌈log2(d / first_poll)⌉ + 1 polls. Past the cap, polls come every poll_cap.
+
+        A first poll of 0 means "at the first pass"; the later polls then sit
+        on the grid of ZERO_FIRST_POLL_GRID (2, 4, 8 … s): "due at once" after
+        every poll would poll a running job in a loop, flooding the API.
         """
-        if self.first_poll <= 0:
-            return now
+        base = self.first_poll if self.first_poll > 0 else ZERO_FIRST_POLL_GRID
         age = now - submitted_at
         exponent = polls
-        if age >= self.first_poll * 2.0 ** min(exponent, 40):
+        if age >= base * 2.0 ** min(exponent, 40):
             # That grid point has passed (a late tick): take the first one
             # after now, never "due at once", or a late row is polled twice.
-            exponent = math.floor(math.log2(age / self.first_poll)) + 1
-        target = submitted_at + self.first_poll * 2.0 ** min(exponent, 40)
+            exponent = math.floor(math.log2(age / base)) + 1
+        target = submitted_at + base * 2.0 ** min(exponent, 40)
         return min(target, now + self.poll_cap)

@@ -16,11 +16,16 @@ __all__ = ["reclaim"]
 
 
 async def reclaim(parts: EngineParts) -> PassReport:
-    """Poll every due `submitted` row; store and deliver what completed."""
+    """Poll every due `submitted` row, each at most once (a row due again
+    at once waits for the next pass); store and deliver what completed."""
     report = PassReport()
+    polled: set[str] = set()
     while not parts.circuit.open and (
-        claim := await batch_pass.claimed(parts, parts.ledger.claim_pollable, limit=parts.flight())
+        claim := await batch_pass.claimed(
+            parts, parts.ledger.claim_pollable, limit=parts.flight(), exclude=polled
+        )
     ):
+        polled.update(r.idem for r in claim.rows)
         async with batch_pass.hold(parts, claim, started_free=True) as batch:
             get_one = functools.partial(_get_one, parts)
             outcomes = await batch_pass.each(parts, claim.rows, get_one, batch)

@@ -9,7 +9,8 @@
     408, 409, other 5xx → Maybe, "server"   timeouts, connection errors,
     connect error / connect or pool           bad JSON → Transient, "transport"
       timeout (nothing sent) → NotCreated,  other 4xx → PermanentReadError
-      "transport"
+      "transport"; a header httpx refuses
+      here → NotCreated, "transport"
     read/write timeout, reset, protocol
       error, malformed 200 → MaybeCreatedError, "transport"
 
@@ -22,7 +23,9 @@ the API key never reaches a row, a log line or a repr.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from urllib.parse import quote, quote_plus
 
 from reclaim_tui.errors import (
     BackendError,
@@ -33,7 +36,7 @@ from reclaim_tui.errors import (
     TransientReadError,
 )
 
-__all__ = ["Redactor", "create_error", "read_error"]
+__all__ = ["Redactor", "create_error", "read_error", "secret_forms"]
 
 # httpx (or its fork httpx2, which google-genai 3.3 may use) exception names;
 # matched by name so the mapping works with either package.
@@ -70,17 +73,53 @@ def _is_bad_key(exc: BaseException) -> bool:
     return "API_KEY_INVALID" in text or "API key not valid" in text
 
 
+#: Parts of a key split at whitespace shorter than this are not hidden on
+#: their own: hiding every "a" would garble the message, and no such part
+#: is a usable key.
+MIN_SECRET_PART = 6
+
+
+def secret_forms(secret: str) -> list[str]:
+    """Every spelling of `secret` an error message may hold, longest first:
+    itself, its repr (str and bytes, as httpx and h11 quote a header), its
+    JSON and percent-encoded forms, and the parts between its whitespace."""
+    if not secret:
+        return []
+    parts = [p for p in secret.split() if len(p) >= MIN_SECRET_PART]
+    forms: set[str] = set()
+    for text in (secret, *parts):
+        raw = text.encode("utf-8", "surrogateescape")
+        forms |= {text, repr(text)[1:-1], repr(raw)[2:-1], json.dumps(text)[1:-1]}
+        forms |= {quote(text, safe=""), quote_plus(text), quote(text)}
+    return sorted(forms, key=len, reverse=True)
+
+
 class Redactor:
-    """Builds error messages that never contain the API key."""
+    """Builds error messages that never contain the API key, in any form."""
 
     def __init__(self, secret: str) -> None:
-        self._secret = secret
+        self._forms = secret_forms(secret)
+
+    def hide(self, text: str) -> str:
+        for form in self._forms:
+            text = text.replace(form, "***")
+        return text
 
     def __call__(self, what: str, exc: BaseException) -> str:
-        detail = _api_message(exc) or str(exc) or type(exc).__name__
-        if self._secret:
-            detail = detail.replace(self._secret, "***")
+        detail = self.hide(_api_message(exc) or str(exc) or type(exc).__name__)
         return f"{what}: {type(exc).__name__}: {_shorten(detail, 300)}"
+
+
+def _refused_here(exc: BaseException) -> bool:
+    """httpx refused to build the request's headers on this machine (h11's
+    "Illegal header value/name", raised before the first byte is written):
+    nothing was sent. Other local protocol errors may come after the
+    headers went out, so they stay "maybe"."""
+    return any(
+        "LocalProtocolError" in {c.__name__ for c in type(err).__mro__}
+        and str(err).startswith(("Illegal header", "Header value", "Header name"))
+        for err in _chain(exc)
+    )
 
 
 def _api_message(exc: BaseException) -> str | None:
@@ -142,7 +181,7 @@ def create_error(exc: BaseException, say: Redactor) -> BackendError:
             return MaybeCreatedError(message, status, cause=cause, retry_after=wait)
         return NotCreatedError(message, status, retryable=False)
     if _is_transport(exc):
-        if _names(exc) & _NOT_SENT:
+        if _names(exc) & _NOT_SENT or _refused_here(exc):
             message = say("create was not sent", exc)
             return NotCreatedError(message, retryable=True, cause="transport")
         return MaybeCreatedError(say("create sent, no usable answer", exc), cause="transport")

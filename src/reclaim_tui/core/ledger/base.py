@@ -15,15 +15,16 @@ from __future__ import annotations
 import asyncio
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger import reads
 from reclaim_tui.core.ledger.compare_and_set import apply_transitions, mark_sending, operator_cas
+from reclaim_tui.core.ledger.identity import FileSnapshot
 from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.port import Claim
+from reclaim_tui.core.ledger.public_reads import PublicReads
 from reclaim_tui.core.ledger.schema import (
     EVENT_SQL,
     chunks,
@@ -31,13 +32,13 @@ from reclaim_tui.core.ledger.schema import (
     lease_free_sql,
     row_from_tuple,
 )
-from reclaim_tui.core.models import Actor, Event, Row, Status, StoredResult, Transition
+from reclaim_tui.core.models import Actor, Row, Status, Transition
 from reclaim_tui.core.row_notes import PENDING_SQL
 
 __all__ = ["LedgerBase"]
 
 
-class LedgerBase(ABC):
+class LedgerBase(PublicReads, ABC):
     """The engine-agnostic part of a ledger (see the module's text)."""
 
     #: which engine's SQL this ledger speaks ("sqlite" or "postgres")
@@ -68,6 +69,14 @@ class LedgerBase(ABC):
         return None
 
     # -- claiming --------------------------------------------------------------------
+    async def guard_generation(self, owner: str) -> None:
+        """A ledger on a server cannot be put back under a process: nothing
+        to guard (SQLite overrides this: core/ledger/generation.py)."""
+        return None
+
+    async def generation_change(self, main: FileSnapshot | None = None) -> str | None:
+        return None
+
     async def dead_holders(self, me: str) -> list[str]:
         """Owners of live-by-clock leases whose process is provably gone."""
         now = self.clock.now()
@@ -95,16 +104,16 @@ class LedgerBase(ABC):
         )
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
-    async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
+    async def claim_pollable(
+        self, owner: str, *, limit: int, lease_seconds: float, exclude: Collection[str] = ()
+    ) -> Claim:
         """`submitted` rows whose next poll is due (not one whose follow-up
-        turn is in flight: recovery settles that one first)."""
-        return await self._claim(
-            owner,
-            "status = 'submitted' AND inflight = 0 AND next_at <= ?",
-            [self.clock.now()],
-            limit=limit,
-            lease_seconds=lease_seconds,
+        turn is in flight: recovery settles that one first); `exclude` skips
+        rows this pass already polled."""
+        where, params = self._scoped(
+            "status = 'submitted' AND inflight = 0", False, None, exclude, "next_at <= ?"
         )
+        return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_cancel_pending(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
         """`cancelled` rows whose remote cancel is due to be asked again
@@ -297,43 +306,3 @@ class LedgerBase(ABC):
         now = self.clock.now()
         async with self.write() as db:
             await db.execute(EVENT_SQL, (now, idem, actor, status, status, note))
-
-    # -- reading --------------------------------------------------------------------
-    async def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """A read for the console's windowed queries (core/ledger/queries.py); tuples
-        in the SELECT's column order."""
-        return await self._fetchall(sql, params)
-
-    async def get(self, idem: str) -> Row | None:
-        return await reads.get(self._fetchall, idem)
-
-    async def get_many(self, idems: Sequence[str]) -> dict[str, Row]:
-        return await reads.get_many(self._fetchall, idems)
-
-    async def find(self, prefix: str) -> list[Row]:
-        """Rows whose key starts with `prefix` (operators type short keys)."""
-        return await reads.find(self._fetchall, prefix)
-
-    def iter_rows(self, batch: int = 2000) -> AsyncIterator[Row]:
-        """Every row, in key order, a page at a time (exports)."""
-        return reads.iter_rows(self._fetchall, batch)
-
-    async def result(self, idem: str) -> StoredResult | None:
-        return await reads.result(self._fetchall, idem)
-
-    async def results(self, idems: Sequence[str]) -> dict[str, StoredResult]:
-        return await reads.results(self._fetchall, idems)
-
-    async def events(self, idem: str, limit: int = 10_000) -> list[Event]:
-        return await reads.events(self._fetchall, idem, limit)
-
-    async def counts(self) -> dict[str, tuple[int, float | None]]:
-        """Per status: (count, oldest state_since)."""
-        return await reads.counts(self._fetchall)
-
-    async def orphan_count(self, me: str = "", *, dead: Sequence[str] | None = None) -> int:
-        """Orphans (ORPHAN_SQL): what `status` and the console's orphans tab
-        count. `dead`: the holders known dead (looked up when None)."""
-        if dead is None:
-            dead = await self.dead_holders(me)
-        return await reads.orphan_count(self._fetchall, self.clock.now(), dead)

@@ -126,9 +126,19 @@ class FileSnapshot:
     stored_events: int
     #: checks in a row whose read of the main file failed (0: this one read it)
     unreadable: int = 0
+    #: the main file's newest event: (id, what it says), None when it has none
+    last_event: tuple[int, str] | None = None
 
 
-def _stored(path: str) -> tuple[str | None, int] | None:
+_LAST_EVENT_SQL = "SELECT id, at, idem, to_status, note FROM events ORDER BY id DESC LIMIT 1"
+
+
+def event_text(at: object, idem: object, to_status: object, note: object) -> str:
+    """An event as `last_event` compares it (the same text from either read)."""
+    return repr((float(at), str(idem), str(to_status or ""), str(note)))  # type: ignore[arg-type]
+
+
+def _stored(path: str) -> tuple[str | None, int, tuple[int, str] | None] | None:
     """(ledger id, events sequence) as the main file holds them, WAL ignored;
     None when the file could not be read as a SQLite database. The file is
     opened through SQLite, never by Python itself: closing a descriptor of a
@@ -139,7 +149,9 @@ def _stored(path: str) -> tuple[str | None, int] | None:
     except sqlite3.Error:
         return None
     try:
-        return _value(conn, LEDGER_ID_SQL), int(_value(conn, _SEQ_SQL) or 0)
+        last = conn.execute(_LAST_EVENT_SQL).fetchone() if _value(conn, _SEQ_SQL) else None
+        event = (int(last[0]), event_text(*last[1:])) if last else None
+        return _value(conn, LEDGER_ID_SQL), int(_value(conn, _SEQ_SQL) or 0), event
     except sqlite3.Error:
         return None
     finally:
@@ -163,14 +175,14 @@ def snapshot(path: str, before: FileSnapshot | None = None) -> FileSnapshot:
         st = os.stat(path)
     except FileNotFoundError:
         return FileSnapshot(None, None, None, None, 0)
-    stored = _stored(path) if st.st_size else (None, 0)
+    stored = _stored(path) if st.st_size else (None, 0, None)
     if stored is None:
         kept = before or FileSnapshot(None, None, None, None, 0)
         return FileSnapshot(
             st.st_dev, st.st_ino, st.st_size, kept.stored_id, kept.stored_events,
             unreadable=kept.unreadable + 1,
         )  # fmt: skip
-    return FileSnapshot(st.st_dev, st.st_ino, st.st_size, stored[0], stored[1])
+    return FileSnapshot(st.st_dev, st.st_ino, st.st_size, stored[0], stored[1], 0, stored[2])
 
 
 def changed(ledger_id: str, before: FileSnapshot, now: FileSnapshot) -> str | None:

@@ -11,6 +11,8 @@ server?" is decided in one module.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from reclaim_tui.core.clock import Clock
@@ -18,7 +20,7 @@ from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.errors import LedgerError
 
-__all__ = ["ledger_file", "open_ledger", "require_folder", "same_ledger"]
+__all__ = ["ledger_file", "open_ledger", "require_folder", "require_ledger_file", "same_ledger"]
 
 
 def ledger_file(db: str | Path) -> Path | None:
@@ -82,3 +84,23 @@ def require_folder(db: str) -> None:
         )
     if not folder.is_dir():
         raise LedgerError(f"{db}: {folder} is not a folder")
+    require_ledger_file(db)
+
+
+def require_ledger_file(db: str) -> None:
+    """A LedgerError (exit 4) for a path that is there but is no file: a
+    folder (SQLite says "disk I/O error"), a pipe (opening it blocks for
+    ever), a device such as /dev/null (read as an empty ledger)."""
+    if db == ":memory:":
+        return
+    try:
+        mode = os.stat(db).st_mode
+    except FileNotFoundError:
+        return  # a new ledger (or no ledger yet): the command says which
+    except OSError as exc:
+        raise LedgerError(f"{db}: cannot be read ({exc.strerror})") from exc
+    if stat.S_ISDIR(mode):
+        raise LedgerError(f"{db} is a folder, not a ledger file (give the file inside it)")
+    if not stat.S_ISREG(mode):
+        kind = "a pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) else "no file"
+        raise LedgerError(f"{db} is {kind}, not a ledger file: a ledger is a regular file")

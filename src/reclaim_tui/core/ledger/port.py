@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.ledger.identity import FileSnapshot
 from reclaim_tui.core.models import Actor, Event, Row, Status, StoredResult, Transition
 
 __all__ = ["Claim", "Ledger"]
@@ -77,7 +78,9 @@ class Ledger(Protocol):
         idems: Sequence[str] | None = None,
     ) -> Claim: ...
 
-    async def claim_pollable(self, owner: str, *, limit: int, lease_seconds: float) -> Claim: ...
+    async def claim_pollable(
+        self, owner: str, *, limit: int, lease_seconds: float, exclude: Collection[str] = ()
+    ) -> Claim: ...
 
     async def claim_cancel_pending(
         self, owner: str, *, limit: int, lease_seconds: float
@@ -178,3 +181,14 @@ class Ledger(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    # -- a service's guard against a ledger that went back in time --------------------
+    async def guard_generation(self, owner: str) -> None:
+        """Bump `owner`'s generation at each commit from now on (a no-op
+        where a ledger cannot be put back under a process: PostgreSQL)."""
+        ...
+
+    async def generation_change(self, main: FileSnapshot | None = None) -> str | None:
+        """What happened when the ledger no longer holds the generation this
+        process last committed; None when it does, or when not guarded."""
+        ...

@@ -33,6 +33,7 @@ from reclaim_tui.core.ledger.identity import (
     write_marker,
 )
 from reclaim_tui.core.ledger.schema import EVENT_SQL, chunks
+from reclaim_tui.core.ledger.sqlite_generation import GenerationGuard
 from reclaim_tui.core.ledger.sqlite_schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -51,7 +52,7 @@ from reclaim_tui.errors import (
 __all__ = ["SqliteLedger"]
 
 
-class SqliteLedger(LedgerBase):
+class SqliteLedger(GenerationGuard, LedgerBase):
     """A ledger in one SQLite file: opening, migrating, `BEGIN IMMEDIATE`
     write transactions and locked reads over one connection; writes are
     serialised by an asyncio lock."""
@@ -240,6 +241,7 @@ class SqliteLedger(LedgerBase):
             pass  # busy or failing: the WAL stays, and the ledger with it is whole
 
     async def close(self) -> None:
+        await self._drop_generation()
         await self._db.close()
 
     async def interrupt(self) -> None:
@@ -262,7 +264,9 @@ class SqliteLedger(LedgerBase):
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
+                await self._bump_generation()  # a service's (core/ledger/generation.py)
                 await self._db.execute("COMMIT")
+                self._generation_committed()
             except BaseException as exc:
                 # Also on cancellation: a statement already handed to
                 # aiosqlite's thread runs anyway (a BEGIN cancelled while it
@@ -270,6 +274,7 @@ class SqliteLedger(LedgerBase):
                 # ROLLBACK behind it — shielded, so a second cancel cannot
                 # skip it — instead of trusting in_transaction right now.
                 await asyncio.shield(self._abandon())
+                await asyncio.shield(self._generation_settle())
                 if isinstance(exc, sqlite3.Error):
                     raise map_sqlite_error(exc, self.path) from exc
                 raise

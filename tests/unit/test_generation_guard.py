@@ -1,0 +1,83 @@
+"""Issue 40 item 3, in the ledger: a service's generation on ledgers the old
+code made (tests/fixtures/ledgers/: no schema change, the row lives in
+`meta`, which migration 6 made), and what ends it.
+
+- each commit of the guarded ledger bumps the row; a check reads it;
+- an older copy restored through SQLite's backup API is seen at the next
+  check and refused by the next commit (nothing of it is kept);
+- VACUUM and a truncating checkpoint keep it;
+- a clean close removes the row.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from reclaim_tui.core.ledger.identity import LedgerReplacedError
+from reclaim_tui.core.ledger.opening import open_ledger
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "ledgers"
+OWNER = "host|1|test"
+
+
+def _from_dump(dump: Path, db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.executescript(dump.read_text(encoding="utf-8"))
+    conn.close()
+
+
+def _meta(db: Path) -> dict[str, str]:
+    conn = sqlite3.connect(db)
+    try:
+        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("dump", sorted(FIXTURES.glob("sqlite-v*.sql")), ids=lambda p: p.stem)
+async def test_a_restore_into_an_old_ledger_is_seen_and_refused(dump: Path, tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    _from_dump(dump, db)
+    ledger = await open_ledger(str(db))
+    try:
+        await ledger.insert_jobs([("before", '{"input": "x", "model": "m"}', "m")], "t")
+        backup = tmp_path / "backup.db"
+        with sqlite3.connect(db) as live, sqlite3.connect(backup) as copy:
+            live.backup(copy)  # before the service started: no row of it
+        await ledger.guard_generation(OWNER)
+        for n in range(3):
+            await ledger.insert_jobs([(f"k{n}", '{"input": "x", "model": "m"}', "m")], "t")
+            assert await ledger.generation_change() is None
+        assert _meta(db)[f"generation:{OWNER}"] == "3"
+
+        with sqlite3.connect(backup) as copy, sqlite3.connect(db) as live:
+            copy.backup(live)  # `sqlite3 ledger.db ".restore backup.db"`
+        change = await ledger.generation_change()
+        assert change is not None and "this service's commits" in change
+        with pytest.raises(LedgerReplacedError):
+            await ledger.insert_jobs([("after", '{"input": "x", "model": "m"}', "m")], "t")
+        idems = {r[0] for r in await ledger.select("SELECT idem FROM jobs")}
+        assert "before" in idems and not idems & {"k0", "k1", "k2", "after"}  # none written
+    finally:
+        await ledger.close()
+    assert f"generation:{OWNER}" not in _meta(db)  # a lost ledger is not written to on close
+
+
+async def test_a_clean_close_removes_the_row_and_vacuum_keeps_it(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    ledger = await open_ledger(str(db))
+    try:
+        await ledger.guard_generation(OWNER)
+        await ledger.insert_jobs([("k", '{"input": "x", "model": "m"}', "m")], "t")
+        with sqlite3.connect(db, isolation_level=None) as other:
+            other.execute("VACUUM")
+            other.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert await ledger.generation_change() is None
+        await ledger.insert_jobs([("k2", '{"input": "x", "model": "m"}', "m")], "t")
+        assert _meta(db)[f"generation:{OWNER}"] == "2"
+    finally:
+        await ledger.close()
+    assert f"generation:{OWNER}" not in _meta(db)
