@@ -26,13 +26,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import events, work
-from textual.app import App, SystemCommand
+from textual import work
+from textual.app import SystemCommand
 from textual.binding import BindingType
 from textual.dom import DOMNode
 from textual.screen import Screen
-from textual.widget import Widget
-from textual.widgets import Input
 from textual.worker import WorkerState
 
 from reclaim_tui.config import (
@@ -49,6 +47,7 @@ from reclaim_tui.runner.control import AttachedHost
 from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.gc_freeze import StartupFreeze
+from reclaim_tui.tui.key_routing import KeyRouting
 from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS
 from reclaim_tui.tui.ledger_switch import switch_ledger
 from reclaim_tui.tui.messages import TickFailed, TickFinished
@@ -57,7 +56,6 @@ from reclaim_tui.tui.screens.main import MainScreen
 from reclaim_tui.tui.service_link import ServiceLink
 from reclaim_tui.tui.settings_keeper import apply_saved, settings_now
 from reclaim_tui.tui.state import ConsoleState
-from reclaim_tui.tui.typeahead import PasteGuard, TypeAhead
 from reclaim_tui.tui.widgets.command_line import CommandLine, pace_argument
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 from reclaim_tui.tui.worker_wait import finished, painted
@@ -65,7 +63,7 @@ from reclaim_tui.tui.worker_wait import finished, painted
 __all__ = ["ReclaimApp"]
 
 
-class ReclaimApp(App[None]):
+class ReclaimApp(KeyRouting):
     CSS_PATH = "app.tcss"
     TITLE = "reclaim-tui"
     BINDINGS: ClassVar[list[BindingType]] = bindings(on_app=True)
@@ -94,8 +92,7 @@ class ReclaimApp(App[None]):
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
         self.startup_freeze = StartupFreeze(lambda: self.config.freeze_gc)  # tui/gc_freeze.py
-        self.typeahead = TypeAhead(self, self._opens_line)
-        self.paste_guard = PasteGuard()
+        self.route_keys_of(self.main)  # tui/key_routing.py
         #: Attached to a service: its state, and the loop's keys act on it.
         self.service: ServiceLink | None = None
         if isinstance(self.host, AttachedHost):
@@ -117,34 +114,7 @@ class ReclaimApp(App[None]):
         if self.interval_note:
             self.notify(self.interval_note, timeout=10)
         self.theme_changed_signal.subscribe(self, lambda _: self.remember())
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and not event.is_forwarded:
-            if self.typeahead.active:
-                self.typeahead.hold(event)
-                return
-            if not isinstance(self.focused, Input):
-                self.paste_guard.hold(event)  # routed when idle (tui/typeahead.py)
-                return
-        await super().on_event(event)
-
-    async def on_idle(self) -> None:
-        keys, pasted = self.paste_guard.release()
-        if pasted:
-            self.notify(
-                f"{pasted:,} keys came at once (a paste?) and were ignored: keys here are"
-                " actions. To paste text, open its line first (/ filter, : command).",
-                severity="warning",
-            )
-        for key in keys:
-            if not self.typeahead.hold(key):
-                await super().on_event(key)
-
-    def _opens_line(self, key: str) -> Widget | None:
-        """`/` and `:` on the ledger view: open the line now (typeahead.py)."""
-        if self.screen is not self.main or isinstance(self.focused, Input):
-            return None
-        return self.main.open_line(key)
+        self.watch_screens()
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -209,7 +179,9 @@ class ReclaimApp(App[None]):
         note = getattr(self.reader.background, "text_index_note", None)
         if note:
             self.notify(note, title="text filter", severity="warning")
-        if not await finished(self.main.follow(self.reader)):
+        following = self.main.follow(self.reader)
+        self.call_later(self.route_keys)  # the keys typed while it opened
+        if not await finished(following):
             return  # quit or replaced (`:ledger`) before the first page
         await painted(self, self.main)  # the page's RowsChanged (feed.py) shown: issue 27
         self.startup_freeze.freeze()

@@ -59,6 +59,8 @@ async def switch_ledger(app: ReclaimApp, target: str) -> None:
     # From here to `follow` nothing awaits: no read, key or pass sees a
     # console between two ledgers.
     app.workers.cancel_group(app, "loop")
+    app.workers.cancel_group(app, "keys")
+    app.key_order.forget()  # actions typed for the rows of the ledger left
     app.main.feed.leave()
     old_host, old_reader = app.host, app.reader
     config.settings, config.host = settings, host

@@ -13,7 +13,8 @@ the order typed (issue 25, defect 1).
 `PasteGuard` judges keys that come at once. An unbracketed paste of 20,000
 characters reached the table as 20,000 action keys: it opened screens,
 answered their confirmations with whatever letter came next, and froze the
-console for minutes (issue 25, 8). So outside a text input every key waits
+console for minutes (issue 25, 8). So outside a text field (an Input or a
+TextArea, which take every key however fast) every key waits
 here until the app is idle (the keys read in one go are all processed: a
 typist's keys each come alone, so they pass at once) and the run is
 judged: a run of many different keys in one go is a paste and is ignored,

@@ -62,6 +62,8 @@ class LedgerTable(PlainTable):
         #: The window asked for and not shown yet, and where its cursor goes:
         #: keys pressed meanwhile move that target instead of asking again.
         self._asked: Asked | None = None
+        #: A window was asked for (PageRequested) and the screen has not read it yet.
+        self.asking = False
         #: Windows drawn so far (benchmarks and tests wait on it).
         self.renders = 0
         #: The columns the operator chose (None: all) and those shown (tui/columns.py).
@@ -199,6 +201,7 @@ class LedgerTable(PlainTable):
         if asked is None:
             return False
         self._asked = asked
+        self.asking = True
         self.post_message(self.PageRequested(direction, asked[1]))
         return True
 
@@ -219,11 +222,11 @@ class LedgerTable(PlainTable):
             super().action_page_up()
 
     def action_scroll_top(self) -> None:
-        self._asked = None
+        self._asked, self.asking = None, True
         self.post_message(self.PageRequested("first", 0))
 
     def action_scroll_bottom(self) -> None:
-        self._asked = None
+        self._asked, self.asking = None, True
         self.post_message(self.PageRequested("last", -1))
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
