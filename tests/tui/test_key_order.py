@@ -10,6 +10,8 @@ import json
 
 import pytest
 from textual import events
+from textual._time import get_time
+from textual.keys import _character_to_key
 from textual.widgets import TextArea
 
 from reclaim_tui.core.ledger.queries import ConsoleReader
@@ -114,3 +116,61 @@ async def test_a_key_pressed_before_the_ledger_is_open_waits_for_it(
         assert app.is_running
         assert app.state.tab == "failed"
         assert [r.idem for r in app.table.rows_shown] == [seeded.keys["failed"]]
+
+
+def _keys(text: str, first: float, apart: float = 0.0005) -> list[events.Key]:
+    """The keys of `text` as the terminal made them, `apart` seconds apart from `first`."""
+    keys = [events.Key(_character_to_key(ch), ch) for ch in text]
+    for i, key in enumerate(keys):
+        key.time = first + i * apart
+    return keys
+
+
+async def test_a_paste_read_in_pieces_with_idles_between_runs_no_action(
+    seeded: Seeded,
+) -> None:
+    """2 of 13 pastes of 18-21 keys ran as actions: they reached the app in
+    pieces, each short enough to pass for typing."""
+    app = seeded.app()
+    now = [0.0]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        start = app.table.cursor_row
+        guard = app.paste_guard
+        guard.now = lambda: now[0]  # the keys' clock, stopped while the pieces come
+        now[0] = 100.0
+        first, second = _keys("jjjjjjsx", 100.0), _keys("rca jjjjj", 100.004)
+        for key in first:
+            app.post_message(key)
+        await pilot._wait_for_screen()  # the app idles between the two reads
+        assert app.table.cursor_row == start  # held: the burst may go on
+        for key in second:
+            app.post_message(key)
+        await pilot._wait_for_screen()
+        now[0] = 101.0  # the burst is over
+        await settle(pilot)
+        assert app.screen is app.main  # neither submit (s) nor a question opened
+        assert app.table.cursor_row == start
+        assert await until(pilot, notified(pilot, "17 keys came at once"))
+
+
+async def test_the_last_key_of_a_paste_read_late_does_not_act(seeded: Seeded) -> None:
+    """The terminal's parser hands over a read's last key at its next tick: a
+    paste's last key acted in 10 of 11 pastes."""
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        start = app.table.cursor_row
+        # Made a while ago: the key typed at the end comes long after the paste.
+        body = _keys("the quick brown fox jump", get_time() - 10)
+        for key in body:
+            app.post_message(key)
+        await settle(pilot)
+        assert await until(pilot, notified(pilot, "24 keys came at once"))
+        (last,) = _keys("s", body[-1].time + 0.1)  # its tick, a tenth of a second later
+        app.post_message(last)
+        await settle(pilot)
+        assert app.screen is app.main  # s did not open the submit dialog
+        assert app.table.cursor_row == start
+        await press(pilot, "j")  # a key typed later acts
+        assert app.table.cursor_row == start + 1

@@ -10,6 +10,7 @@ that reads the highlighted row waits for the cursor a key moved
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from functools import partial
 
@@ -113,6 +114,11 @@ class KeyRouting(App[None]):
         ledger is open they wait for it (a tab or `/` reads it)."""
         if self.main.feed.reader is None:
             return
+        wait = self.paste_guard.due_in()
+        if wait > 0:  # the burst may go on: judge it whole (typeahead.py)
+            if not any(w.name == "burst" and not w.is_finished for w in self.workers):
+                self.run_worker(self._burst_over(wait), name="burst", group="keys")
+            return
         keys, pasted = self.paste_guard.release()
         if pasted:
             self.notify(
@@ -123,6 +129,12 @@ class KeyRouting(App[None]):
         for key in keys:
             if not self.typeahead.hold(key):
                 await super().on_event(key)
+
+    async def _burst_over(self, wait: float) -> None:
+        while wait > 0:
+            await asyncio.sleep(wait)
+            wait = self.paste_guard.due_in()
+        await self.route_keys()
 
     def _opens_line(self, key: str) -> Widget | None:
         """`/` and `:` on the ledger view: open the line now (typeahead.py)."""
