@@ -37,7 +37,7 @@ async def test_changes_are_written_to_the_settings_file(seeded: Seeded, config_h
         assert await until(pilot, lambda: saved(path).get("detail_width") == 3)
         app.theme = "nord"  # what the palette's theme picker does
         assert await until(pilot, lambda: saved(path).get("theme") == "nord")
-        assert not [n for n in app._notifications if "settings" in n.message]
+        assert not [n for n in app._notifications if "not saved" in n.message]
 
 
 async def test_the_settings_file_is_read_at_start(seeded: Seeded, config_home: Path) -> None:

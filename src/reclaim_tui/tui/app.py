@@ -54,7 +54,7 @@ from reclaim_tui.tui.messages import TickFailed, TickFinished
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.main import MainScreen
 from reclaim_tui.tui.service_link import ServiceLink
-from reclaim_tui.tui.settings_keeper import apply_saved, settings_now
+from reclaim_tui.tui.settings_keeper import apply_saved, merge_changes, settings_now
 from reclaim_tui.tui.state import ConsoleState
 from reclaim_tui.tui.widgets.command_line import CommandLine, pace_argument
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
@@ -80,6 +80,7 @@ class ReclaimApp(KeyRouting):
         applied = apply_saved(config, self.remembered, self.settings_path, self.available_themes)
         if applied.theme is not None:
             self.theme = applied.theme
+        self.started_theme = self.theme
         self.settings_problem = self.settings_problem or applied.problem
         self.interval_note = applied.interval_note
         mode = "read-only" if self.host is None else "starting"
@@ -234,17 +235,26 @@ class ReclaimApp(KeyRouting):
             now = self.console_settings()
             if now == self.remembered or self.settings_problem:
                 return
+            path = self.settings_path
+            merged, problem = await asyncio.to_thread(merge_changes, path, self.remembered, now)
+            if merged is None:  # someone's half-made edit: left alone, said once
+                self.notify(f"settings not saved: {problem}", severity="warning")
+                self.settings_problem = problem
+                return
             try:
-                await asyncio.to_thread(save_console_settings, self.settings_path, now)
+                await asyncio.to_thread(save_console_settings, path, merged)
             except OSError as exc:
                 self.notify(f"settings not saved: {exc}", severity="warning")
-                self.settings_problem = f"cannot write {self.settings_path}"
+                self.settings_problem = f"cannot write {path}"
                 return
-            self.remembered = now
+            self.remembered = merged
+            self.main.state.views = dict(merged.views)  # those added since, too
 
     def console_settings(self) -> ConsoleSettings:
         interval = self.pace.interval if self.service is None else None
-        return settings_now(self.theme, interval, self.config, self.main.state, self.remembered)
+        # The theme is saved once the operator picks one, not the default.
+        theme = self.theme if self.theme != self.started_theme else self.remembered.theme
+        return settings_now(theme, interval, self.config, self.main.state, self.remembered)
 
     # -- the loop's keys ------------------------------------------------------------------
     def action_toggle_pause(self) -> None:
@@ -259,15 +269,13 @@ class ReclaimApp(KeyRouting):
         if self.service is not None:
             self.service.step_interval(longer=True)
             return
-        self.notify(f"a pass every {self.pace.step_interval(longer=True):g}s")
-        self._paced()
+        self._paced(self.pace.step_interval(longer=True))
 
     def action_faster(self) -> None:
         if self.service is not None:
             self.service.step_interval(longer=False)
             return
-        self.notify(f"a pass every {self.pace.step_interval(longer=False):g}s")
-        self._paced()
+        self._paced(self.pace.step_interval(longer=False))
 
     def on_command_line_entered(self, event: CommandLine.Entered) -> None:
         """`:ledger`, `:interval S` and `:concurrency N` (the screen's own verbs are its)."""
@@ -295,10 +303,19 @@ class ReclaimApp(KeyRouting):
             )
         else:
             self.pace.interval = value
-            self.notify(f"a pass every {value:g}s")
-            self._paced()
+            self._paced(value)
 
-    def _paced(self) -> None:
+    def _paced(self, interval: float | None = None) -> None:
+        if interval is not None:
+            # The file is the user's, not the ledger's: say so, or a pace set
+            # in the demo surprises the next console on a real ledger.
+            where = (
+                f"for this console only ({self.settings_problem})"
+                if self.settings_problem
+                else f"saved in {self.settings_path}: every console started later uses it,"
+                " on any ledger"
+            )
+            self.notify(f"a pass every {interval:g}s; {where}")
         self.main.show_bar()
         self.pace.kick()
         self.remember()

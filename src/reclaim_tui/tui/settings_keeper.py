@@ -5,14 +5,14 @@ console holds now, to be written after a change (config.ConsoleSettings)."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from reclaim_tui.config import ConsoleSettings
+from reclaim_tui.config import ConsoleSettings, load_console_settings
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.state import ConsoleState
 
-__all__ = ["Applied", "apply_saved", "settings_now"]
+__all__ = ["Applied", "apply_saved", "merge_changes", "settings_now"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def apply_saved(
 
 
 def settings_now(
-    theme: str,
+    theme: str | None,
     interval: float | None,
     config: ConsoleConfig,
     state: ConsoleState,
@@ -69,3 +69,18 @@ def settings_now(
         columns=state.columns,
         views=remembered.views,  # the file's own (the console never edits them)
     )
+
+
+def merge_changes(
+    path: Path, before: ConsoleSettings, now: ConsoleSettings
+) -> tuple[ConsoleSettings | None, str | None]:
+    """The file as it is on disk now, with only the settings that changed from
+    `before` to `now` put in: another console, or the operator's editor, may
+    have changed the others (added a view) since this console read it.
+    (None, why) when the file cannot be read as settings now: it is not written."""
+    changed = {f.name: getattr(now, f.name) for f in fields(ConsoleSettings)}
+    changed = {k: v for k, v in changed.items() if getattr(before, k) != v}
+    on_disk, problem = load_console_settings(path)
+    if problem:
+        return None, problem
+    return replace(on_disk, **changed), None
