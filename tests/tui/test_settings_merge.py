@@ -27,8 +27,7 @@ async def test_a_view_added_while_the_console_runs_survives_its_saves(
         await settle(pilot)
         # Another console, or the operator's editor, adds a view and a theme.
         path.write_text(
-            'theme = "nord"\nhidden = []\n\n[views]\nmine = "status:failed"\n'
-            'theirs = "model:pro"\n'
+            'theme = "nord"\nhidden = []\n\n[views]\nmine = "status:failed"\ntheirs = "model:pro"\n'
         )
         await press(pilot, "plus")
         assert await until(pilot, lambda: saved(path).get("interval") == 5.0)
