@@ -19,6 +19,7 @@ from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ReclaimError
+from reclaim_tui.tui.widgets.loop_bar import LoopBarState
 
 if TYPE_CHECKING:
     from reclaim_tui.tui.app import ReclaimApp
@@ -67,6 +68,7 @@ async def switch_ledger(app: ReclaimApp, target: str) -> None:
     app.host = app.main.host = host
     app.reader = reader
     app.main.state.marks.clear()
+    app.main.bar = LoopBarState()  # the last ledger's pass, API and inbox are not this one's
     app.pace.mode = "read-only" if host is None else "starting"
     app.sub_title = shown_db(target) + (" · read-only" if host is None else "")
     app.main.follow(reader)
