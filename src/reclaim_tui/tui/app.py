@@ -256,6 +256,11 @@ class ReclaimApp(KeyRouting):
         theme = self.theme if self.theme != self.started_theme else self.remembered.theme
         return settings_now(theme, interval, self.config, self.main.state, self.remembered)
 
+    async def action_quit(self) -> None:
+        # A service this console paused would stay paused, unsaid (service_link.py).
+        if self.service is None or not self.service.asks_before_quit(self.exit):
+            self.exit()
+
     # -- the loop's keys ------------------------------------------------------------------
     def action_toggle_pause(self) -> None:
         if self.service is not None:
