@@ -37,8 +37,10 @@ def apply_saved(
         else:
             problem = f"{path}: no theme named {saved.theme!r}"
     if saved.interval is not None:
-        if saved.interval != config.interval:
-            # Said at start: the flag (or its default) was not what runs.
+        # Said at start when the operator typed --interval and the file's pace
+        # runs instead (a console without a loop of its own runs neither).
+        own_loop = not config.readonly and config.attach is None
+        if saved.interval != config.interval and config.interval_given and own_loop:
             note = (
                 f"a pass every {saved.interval:g}s, from {path} (it wins over"
                 f" --interval {config.interval:g}; + and - change it there)"

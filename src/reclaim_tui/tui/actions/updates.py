@@ -5,6 +5,7 @@ its message changed."""
 
 from __future__ import annotations
 
+from reclaim_tui.core.ledger.views import SORT_COLUMNS
 from reclaim_tui.core.models import PassReport
 from reclaim_tui.tui.actions.port import MainPort
 from reclaim_tui.tui.format import attention_text, inbox_text, shorten_error
@@ -83,8 +84,16 @@ def highlighted(screen: MainPort, idem: str | None) -> None:
         load_detail(screen, idem)
 
 
+#: The jobs column a sort orders by → the table column that shows it.
+_SORTED_COLUMN = {jobs: table for table, (jobs, _, _) in reversed(SORT_COLUMNS.items())}
+
+
 def rerender(screen: MainPort, cursor: Cursor = "keep") -> None:
     state, now = screen.state, screen.config.clock.now()
+    sort = state.sort
+    # The age column shows how long ago `state_since` was: oldest first is ↓.
+    down = sort.descending != (sort.column == "state_since")
+    screen.table.mark_sort(_SORTED_COLUMN.get(sort.column), "↓" if down else "↑")
     screen.table.show_rows(state.window.page.rows, now, state.marks, screen.feed.dead, cursor)
     screen.query_one(DetailPane).redraw(now)  # the detail's ages move with the table's
     for follow in _follow_screens(screen):

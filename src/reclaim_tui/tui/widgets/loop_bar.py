@@ -104,7 +104,7 @@ def bar_parts(s: LoopBarState) -> list[Part]:
     parts.append(Part(2, Content.assemble(" │ sort: ", (s.sort, "$accent"))))
     if s.filter:
         content = Content.assemble(" │ filter: ", (s.filter, "bold $warning"))
-        parts.append(Part(7, content, truncate=True))
+        parts.append(Part(4, content, truncate=True))  # cut before the count goes
     if s.window:
         parts.append(Part(5, Content(f" │ {s.window}")))
     if s.marks:

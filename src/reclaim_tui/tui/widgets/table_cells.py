@@ -86,6 +86,7 @@ def row_cells(
     dead: set[str],
     styles: dict[Status, Style],
     error_width: int,
+    key_width: int = 12,
 ) -> list[Text]:
     """The row's cells, one for each of `COLUMNS` (the table shows those that fit)."""
     orphan = row.is_orphan(now, dead)
@@ -97,7 +98,7 @@ def row_cells(
         error, status = "", _cell("plan ready", styles[Status.DONE])
     return [
         mark_cell(row.idem in marks),
-        _cell(short(row.idem)),
+        _cell(short(row.idem, key_width)),
         status,
         _cell(row.model),
         _cell(row.handle or "—"),
