@@ -144,3 +144,19 @@ def test_a_long_filter_is_cut_before_the_count_goes() -> None:
     assert isinstance(shown, Content)
     assert "rows 1–37 of 37" in shown.plain and "filter: xxx" in shown.plain
     assert shown.cell_length <= 160
+
+
+async def test_narrowed_after_wide_the_key_column_narrows_too(seeded: Seeded) -> None:
+    """From 160 columns (whole keys) to 80: the key column kept its width
+    and the table scrolled sideways, the error column off-screen."""
+    app = seeded.app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        table = app.table
+        assert str(table.get_row_at(0)[1]) == table.rows_shown[0].idem  # whole
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        app.main.feed.watch(force=True)  # the next look at the ledger redraws
+        await settle(pilot)
+        assert str(table.get_row_at(0)[1]).endswith("…")
+        assert table.virtual_size.width <= table.scrollable_content_region.width

@@ -18,6 +18,7 @@ __all__ = [
     "BUDGET",
     "ERROR_MIN",
     "KEY_FROM",
+    "KEY_SHORT",
     "PRIORITY",
     "error_width",
     "fit",

@@ -75,6 +75,8 @@ class LedgerTable(PlainTable):
         self.chosen: tuple[str, ...] | None = None
         self.shown: frozenset[str] = frozenset()
         self._shown_at: list[int] = []
+        #: The key column's characters the rows were drawn with (tui/columns.py).
+        self._key_width = columns.KEY_SHORT
         #: The column the rows are sorted by and its arrow, in its header.
         self.sort_mark: tuple[str, str] | None = None
 
@@ -172,7 +174,10 @@ class LedgerTable(PlainTable):
         current, index = self.current_idem(), self.cursor_row
         self.rows_shown = rows
         self.renders += 1
-        if same and cursor == "keep" and len(self._drawn) == len(cells):
+        # A new key width (the terminal was resized) is drawn afresh: the
+        # key column's auto width only grows cell by cell.
+        keys_as_drawn, self._key_width = self._key_width == key_width, key_width
+        if same and cursor == "keep" and len(self._drawn) == len(cells) and keys_as_drawn:
             self._update_cells(rows, cells)
             return
         self.clear()
