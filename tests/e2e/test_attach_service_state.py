@@ -79,9 +79,8 @@ async def test_the_attached_console_shows_and_sets_the_services_own_state(
             async with app.run_test(size=SIZE) as pilot:
                 shown = app.main.query_one(LoopLog)
                 # The service's own state and pace, not the console's 2 s loop.
-                assert await until(pilot, lambda: "● up every 0.2s · 4 calls" in _bar(app)), _bar(
-                    app
-                )
+                up = "● up every 0.2s · concurrency 4"
+                assert await until(pilot, lambda: up in _bar(app)), _bar(app)
                 assert await until(
                     pilot, lambda: ws.view().status_counts().get("consumed", 0) == JOBS, 120
                 )
@@ -104,12 +103,12 @@ async def test_the_attached_console_shows_and_sets_the_services_own_state(
                 assert await until(pilot, lambda: "every 0.5s" in _bar(app))
                 await press(pilot, "colon", *"concurrency 3", "enter")
                 assert await until(pilot, lambda: _paced(log, concurrency=3))
-                assert await until(pilot, lambda: "· 3 calls" in _bar(app))
+                assert await until(pilot, lambda: "· concurrency 3" in _bar(app))
                 # A value the service refuses: said in red, nothing changed.
                 await press(pilot, "colon", *"concurrency 0", "enter")
                 assert await until(pilot, notified(pilot, "must be between 1 and 1024"))
                 assert not _paced(log, concurrency=0)
-                assert "· 3 calls" in _bar(app)
+                assert "· concurrency 3" in _bar(app)
                 # The service stops: the console says gone within its refresh,
                 # never a stale "up", pace or "API ok"; and says it once.
                 proc.send_signal(signal.SIGTERM)

@@ -36,7 +36,7 @@ async def test_a_submit_while_paused_sends_the_prompt_and_nothing_else(seeded: S
         assert isinstance(app.screen, SubmitScreen)
         app.screen.query_one(TextArea).text = "Summarise the paused-loop rule"
         await press(pilot, "ctrl+s")
-        assert await until(pilot, notified(pilot, "submitted: 1 reserved"))
+        assert await until(pilot, notified(pilot, ": 1 reserved"))
         await settle(pilot)
     mine = await seeded.get(idempotency_key(spec("Summarise the paused-loop rule")))
     assert mine.status == Status.SUBMITTED and mine.handle
@@ -143,7 +143,7 @@ async def test_a_clean_exit_leaves_the_ledger_whole_in_its_db_file(seeded: Seede
         await press(pilot, "s")
         app.screen.query_one(TextArea).text = "Write something to the WAL"
         await press(pilot, "ctrl+s")
-        assert await until(pilot, notified(pilot, "submitted: 1 reserved"))
+        assert await until(pilot, notified(pilot, ": 1 reserved"))
         await settle(pilot)
         wal = Path(f"{seeded.db}-wal")
         assert wal.exists() and wal.stat().st_size > 0  # the console's writes are there now

@@ -37,7 +37,7 @@ async def test_changes_are_written_to_the_settings_file(seeded: Seeded, config_h
         assert await until(pilot, lambda: saved(path).get("detail_width") == 3)
         app.theme = "nord"  # what the palette's theme picker does
         assert await until(pilot, lambda: saved(path).get("theme") == "nord")
-        assert not [n for n in app._notifications if "settings" in n.message]
+        assert not [n for n in app._notifications if "not saved" in n.message]
 
 
 async def test_the_settings_file_is_read_at_start(seeded: Seeded, config_home: Path) -> None:
@@ -45,7 +45,7 @@ async def test_the_settings_file_is_read_at_start(seeded: Seeded, config_home: P
     path.parent.mkdir(parents=True)
     text = 'theme = "nord"\ninterval = 10.0\npage_size = 50\nhidden = ["log"]\ndetail_width = 4\n'
     path.write_text(text)
-    app = seeded.app(interval=2.0)
+    app = seeded.app(interval=2.0, interval_given=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.theme == "nord"

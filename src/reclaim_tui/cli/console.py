@@ -63,7 +63,12 @@ def console(readonly: bool, interval: float, attach: str | None, **kw: Any) -> N
             settings = _attached(settings, attach)
         elif not readonly:
             _refuse_first_run(settings)
-        run_console(settings, readonly=readonly, interval=interval, attach=attach)
+        # A pace from the settings file wins over a --interval the operator typed: said then only.
+        source = click.get_current_context().get_parameter_source("interval")
+        given = source is not click.core.ParameterSource.DEFAULT
+        run_console(
+            settings, readonly=readonly, interval=interval, attach=attach, interval_given=given
+        )
     except ReclaimError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exit_code(exc))

@@ -25,13 +25,11 @@ import time
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from textual import events, work
-from textual.app import App, SystemCommand
+from textual import work
+from textual.app import SystemCommand
 from textual.binding import BindingType
 from textual.dom import DOMNode
 from textual.screen import Screen
-from textual.widget import Widget
-from textual.widgets import Input
 from textual.worker import WorkerState
 
 from reclaim_tui.config import (
@@ -49,15 +47,15 @@ from reclaim_tui.runner.control import AttachedHost
 from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.gc_freeze import StartupFreeze
+from reclaim_tui.tui.key_routing import KeyRouting
 from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS
 from reclaim_tui.tui.ledger_switch import switch_ledger
 from reclaim_tui.tui.messages import TickFailed, TickFinished
 from reclaim_tui.tui.pace import LoopPace
 from reclaim_tui.tui.screens.main import MainScreen
 from reclaim_tui.tui.service_link import ServiceLink
-from reclaim_tui.tui.settings_keeper import apply_saved, settings_now
+from reclaim_tui.tui.settings_keeper import apply_saved, merge_changes, settings_now
 from reclaim_tui.tui.state import ConsoleState
-from reclaim_tui.tui.typeahead import PasteGuard, TypeAhead
 from reclaim_tui.tui.widgets.command_line import CommandLine, pace_argument
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 from reclaim_tui.tui.worker_wait import finished, painted
@@ -65,7 +63,7 @@ from reclaim_tui.tui.worker_wait import finished, painted
 __all__ = ["ReclaimApp"]
 
 
-class ReclaimApp(App[None]):
+class ReclaimApp(KeyRouting):
     CSS_PATH = "app.tcss"
     TITLE = "reclaim-tui"
     BINDINGS: ClassVar[list[BindingType]] = bindings(on_app=True)
@@ -82,6 +80,7 @@ class ReclaimApp(App[None]):
         applied = apply_saved(config, self.remembered, self.settings_path, self.available_themes)
         if applied.theme is not None:
             self.theme = applied.theme
+        self.started_theme = self.theme
         self.settings_problem = self.settings_problem or applied.problem
         self.interval_note = applied.interval_note
         mode = "read-only" if self.host is None else "starting"
@@ -94,8 +93,7 @@ class ReclaimApp(App[None]):
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
         self.startup_freeze = StartupFreeze(lambda: self.config.freeze_gc)  # tui/gc_freeze.py
-        self.typeahead = TypeAhead(self, self._opens_line)
-        self.paste_guard = PasteGuard()
+        self.route_keys_of(self.main)  # tui/key_routing.py
         #: Attached to a service: its state, and the loop's keys act on it.
         self.service: ServiceLink | None = None
         if isinstance(self.host, AttachedHost):
@@ -117,34 +115,7 @@ class ReclaimApp(App[None]):
         if self.interval_note:
             self.notify(self.interval_note, timeout=10)
         self.theme_changed_signal.subscribe(self, lambda _: self.remember())
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and not event.is_forwarded:
-            if self.typeahead.active:
-                self.typeahead.hold(event)
-                return
-            if not isinstance(self.focused, Input):
-                self.paste_guard.hold(event)  # routed when idle (tui/typeahead.py)
-                return
-        await super().on_event(event)
-
-    async def on_idle(self) -> None:
-        keys, pasted = self.paste_guard.release()
-        if pasted:
-            self.notify(
-                f"{pasted:,} keys came at once (a paste?) and were ignored: keys here are"
-                " actions. To paste text, open its line first (/ filter, : command).",
-                severity="warning",
-            )
-        for key in keys:
-            if not self.typeahead.hold(key):
-                await super().on_event(key)
-
-    def _opens_line(self, key: str) -> Widget | None:
-        """`/` and `:` on the ledger view: open the line now (typeahead.py)."""
-        if self.screen is not self.main or isinstance(self.focused, Input):
-            return None
-        return self.main.open_line(key)
+        self.watch_screens()
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -210,7 +181,9 @@ class ReclaimApp(App[None]):
         note = self.reader.background.text_index_note
         if note:
             self.notify(note, title="text filter", severity="warning")
-        if not await finished(self.main.follow(self.reader)):
+        following = self.main.follow(self.reader)
+        self.call_later(self.route_keys)  # the keys typed while it opened
+        if not await finished(following):
             return  # quit or replaced (`:ledger`) before the first page
         await painted(self, self.main)  # the page's RowsChanged (feed.py) shown
         self.startup_freeze.freeze()
@@ -263,17 +236,31 @@ class ReclaimApp(App[None]):
             now = self.console_settings()
             if now == self.remembered or self.settings_problem:
                 return
+            path = self.settings_path
+            merged, problem = await asyncio.to_thread(merge_changes, path, self.remembered, now)
+            if merged is None:  # someone's half-made edit: left alone, said once
+                self.notify(f"settings not saved: {problem}", severity="warning")
+                self.settings_problem = problem
+                return
             try:
-                await asyncio.to_thread(save_console_settings, self.settings_path, now)
+                await asyncio.to_thread(save_console_settings, path, merged)
             except OSError as exc:
                 self.notify(f"settings not saved: {exc}", severity="warning")
-                self.settings_problem = f"cannot write {self.settings_path}"
+                self.settings_problem = f"cannot write {path}"
                 return
-            self.remembered = now
+            self.remembered = merged
+            self.main.state.views = dict(merged.views)  # those added since, too
 
     def console_settings(self) -> ConsoleSettings:
         interval = self.pace.interval if self.service is None else None
-        return settings_now(self.theme, interval, self.config, self.main.state, self.remembered)
+        # The theme is saved once the operator picks one, not the default.
+        theme = self.theme if self.theme != self.started_theme else self.remembered.theme
+        return settings_now(theme, interval, self.config, self.main.state, self.remembered)
+
+    async def action_quit(self) -> None:
+        # A service this console paused would stay paused, unsaid (service_link.py).
+        if self.service is None or not self.service.asks_before_quit(self.exit):
+            self.exit()
 
     # -- the loop's keys ------------------------------------------------------------------
     def action_toggle_pause(self) -> None:
@@ -288,15 +275,13 @@ class ReclaimApp(App[None]):
         if self.service is not None:
             self.service.step_interval(longer=True)
             return
-        self.notify(f"a pass every {self.pace.step_interval(longer=True):g}s")
-        self._paced()
+        self._paced(self.pace.step_interval(longer=True))
 
     def action_faster(self) -> None:
         if self.service is not None:
             self.service.step_interval(longer=False)
             return
-        self.notify(f"a pass every {self.pace.step_interval(longer=False):g}s")
-        self._paced()
+        self._paced(self.pace.step_interval(longer=False))
 
     def on_command_line_entered(self, event: CommandLine.Entered) -> None:
         """`:ledger`, `:interval S` and `:concurrency N` (the screen's own verbs are its)."""
@@ -324,10 +309,19 @@ class ReclaimApp(App[None]):
             )
         else:
             self.pace.interval = value
-            self.notify(f"a pass every {value:g}s")
-            self._paced()
+            self._paced(value)
 
-    def _paced(self) -> None:
+    def _paced(self, interval: float | None = None) -> None:
+        if interval is not None:
+            # The file is the user's, not the ledger's: say so, or a pace set
+            # in the demo surprises the next console on a real ledger.
+            where = (
+                f"for this console only ({self.settings_problem})"
+                if self.settings_problem
+                else f"saved in {self.settings_path}: every console started later uses it,"
+                " on any ledger"
+            )
+            self.notify(f"a pass every {interval:g}s; {where}")
         self.main.show_bar()
         self.pace.kick()
         self.remember()

@@ -14,7 +14,17 @@ from collections.abc import Iterable
 
 from reclaim_tui.config import COLUMN_NAMES
 
-__all__ = ["BUDGET", "ERROR_MIN", "PRIORITY", "error_width", "fit", "key_of"]
+__all__ = [
+    "BUDGET",
+    "ERROR_MIN",
+    "KEY_FROM",
+    "KEY_SHORT",
+    "PRIORITY",
+    "error_width",
+    "fit",
+    "key_of",
+    "key_width",
+]
 
 #: Each column's width on screen, padding included, as the layout counts it
 #: (the model and handle hold typical names; their sum is the width every
@@ -22,12 +32,12 @@ __all__ = ["BUDGET", "ERROR_MIN", "PRIORITY", "error_width", "fit", "key_of"]
 BUDGET = {
     "mark": 3,
     "idem": 15,
-    "status": 11,
+    "status": 12,
     "model": 21,
     "handle": 24,
     "attempts": 5,
     "age": 14,
-    "next": 12,
+    "next": 11,
     "updated": 13,
 }
 #: Kept free when the handle (the last to go in, with a generous budget) is
@@ -35,6 +45,12 @@ BUDGET = {
 _RESERVE = 4
 #: The error column's least width (its text is cut to it).
 ERROR_MIN = 16
+#: The key column's characters (more: cut with "…") up to `KEY_FROM` columns;
+#: past it the key takes one more a column, up to the 63 a key may have: a
+#: user's key names the result's files, and cut it told one job from another
+#: by its first 12 characters only.
+KEY_SHORT = 12
+KEY_FROM = 140
 #: Which column goes in first when not all fit.
 PRIORITY = (
     "mark",
@@ -81,4 +97,10 @@ def error_width(width: int, shown: Iterable[str]) -> int:
     table never scrolls sideways."""
     shown = set(shown)
     reserve = 0 if "handle" in shown else _RESERVE
-    return max(ERROR_MIN, width - sum(BUDGET.get(k, 0) for k in shown) - reserve)
+    wider_key = key_width(width) - KEY_SHORT if "idem" in shown else 0
+    return max(ERROR_MIN, width - sum(BUDGET.get(k, 0) for k in shown) - reserve - wider_key)
+
+
+def key_width(width: int) -> int:
+    """The key column's characters at `width` (a longer key is cut with "…")."""
+    return min(63, KEY_SHORT + max(0, width - KEY_FROM))

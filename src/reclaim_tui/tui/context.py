@@ -23,6 +23,8 @@ class ConsoleConfig:
     host: EngineHost | None = None
     readonly: bool = False
     interval: float = 2.0
+    #: The operator typed --interval (a saved pace winning over it is said).
+    interval_given: bool = False
     paused: bool = False
     clock: Clock = field(default_factory=SystemClock)
     models: list[str] = field(default_factory=list)

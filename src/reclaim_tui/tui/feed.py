@@ -34,7 +34,7 @@ from reclaim_tui.tui.messages import (
 )
 from reclaim_tui.tui.state import ConsoleState, Cursor, Move
 from reclaim_tui.tui.watching import LedgerWatch
-from reclaim_tui.tui.worker_wait import finished
+from reclaim_tui.tui.worker_wait import finished, painted
 
 __all__ = ["LedgerFeed"]
 
@@ -59,6 +59,8 @@ class LedgerFeed:
         self._redraw = redraw
         self._watch = LedgerWatch(config.settings.retention_days)
         self._page: tuple[Move, Worker[None]] | None = None
+        #: The read of a window a key asked for, whose cursor lands on a new row.
+        self._move: Worker[None] | None = None
         self.reader: ConsoleReader | None = None
         self._watching = False
         #: whether the looks reach the ledger (tui/ledger_health.py)
@@ -101,7 +103,7 @@ class LedgerFeed:
         for group in ("boot", "page", "watch", "detail"):
             self._screen.workers.cancel_group(self._screen, group)
         self._watch = LedgerWatch(self._config.settings.retention_days)
-        self._page = None
+        self._page = self._move = None
         self.reader = None
 
     # -- a window, a row ---------------------------------------------------------------
@@ -120,7 +122,15 @@ class LedgerFeed:
         load = partial(self._load_page, move, cursor, counts)
         worker = self._run(load, group="page", exclusive=True)
         self._page = (move, worker)
+        if cursor != "keep":
+            self._move = worker
         return worker
+
+    @property
+    def move(self) -> Worker[None] | None:
+        """The window a key asked for while it is not shown yet (tui/key_order.py)."""
+        move = self._move
+        return move if move is not None and not move.is_finished else None
 
     async def _load_page(self, move: Move, cursor: Cursor, counts: CountsChanged | None) -> None:
         reader, window = self.opened(), self._state.window
@@ -141,6 +151,8 @@ class LedgerFeed:
                     return
         at = self._state.page_offset(window, move, len(page.rows))
         self._screen.post_message(RowsChanged(page, view, at, cursor, counts))
+        if cursor != "keep":  # a move ends when its cursor is on screen (key_order.py)
+            await painted(self._screen.app, self._screen)
 
     def _post_counts(self, counts: CountsChanged | None) -> None:
         if counts is not None:

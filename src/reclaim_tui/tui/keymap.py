@@ -60,6 +60,12 @@ SORT_KEYS = (
     ("E", "error", "last error"),
 )
 
+
+def _sort_word(column: str) -> str:
+    """What `:sort` calls the column (widgets/command_line.py's SORT_NAMES)."""
+    return "key" if column == "idem" else column
+
+
 _NAV = "Navigate"
 _VIEW = "View"
 _OPS = "Operate (through the engine, actor 'console')"
@@ -133,7 +139,7 @@ KEYS: tuple[KeySpec, ...] = (
             letter,
             f"sort_by('{column}')",
             f"Sort by {name}",
-            f"Sort by {name} (again: the other way; :sort {name.split()[0]} desc)",
+            f"Sort by {name} (again: the other way; :sort {_sort_word(column)} desc)",
             _VIEW,
             footer=False,
         )
@@ -260,7 +266,14 @@ KEYS: tuple[KeySpec, ...] = (
         _PANELS,
         footer=False,
     ),
-    KeySpec("space", "space", "toggle_mark", "Mark", "Mark / unmark the row", _OPS),
+    KeySpec(
+        "space",
+        "space",
+        "toggle_mark",
+        "Mark",
+        "Mark / unmark the row and go down one",
+        _OPS,
+    ),
     KeySpec("A", "A", "mark_all", "Mark all", "Mark every row matching tab + filter", _OPS),
     # One key, one line: in the follow and raw views `clear` goes back.
     KeySpec(

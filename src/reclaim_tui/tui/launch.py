@@ -53,6 +53,7 @@ def make_app(
     clock: Clock | None = None,
     paused: bool = False,
     attach: str | None = None,
+    interval_given: bool = False,
 ) -> ReclaimApp:
     """The console on `settings.db`. Without `backend` the engine runs in a
     worker process on the settings' Gemini backend (a missing key fails here,
@@ -72,6 +73,7 @@ def make_app(
         host=host,
         readonly=readonly,
         interval=interval,
+        interval_given=interval_given,
         paused=paused,
         clock=clock,
         models=[settings.model],
@@ -108,8 +110,11 @@ def run_console(
     readonly: bool = False,
     interval: float = 2.0,
     attach: str | None = None,
+    interval_given: bool = False,
 ) -> None:
-    app = make_app(settings, readonly=readonly, interval=interval, attach=attach)
+    app = make_app(
+        settings, readonly=readonly, interval=interval, attach=attach, interval_given=interval_given
+    )
     # Attached, the service owns the ledger: it must exist, never be created here.
     app.config.created_note = asyncio.run(_preflight(settings, readonly or attach is not None))
     app.run()

@@ -19,6 +19,7 @@ from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.errors import ReclaimError
+from reclaim_tui.tui.widgets.loop_bar import LoopBarState
 
 if TYPE_CHECKING:
     from reclaim_tui.tui.app import ReclaimApp
@@ -60,12 +61,15 @@ async def switch_ledger(app: ReclaimApp, target: str) -> None:
     # From here to `follow` nothing awaits: no read, key or pass sees a
     # console between two ledgers.
     app.workers.cancel_group(app, "loop")
+    app.workers.cancel_group(app, "keys")
+    app.key_order.forget()  # actions typed for the rows of the ledger left
     app.main.feed.leave()
     old_host, old_reader = app.host, app.reader
     config.settings, config.host = settings, host
     app.host = app.main.host = host
     app.reader = reader
     app.main.state.marks.clear()
+    app.main.bar = LoopBarState()  # the last ledger's pass, API and inbox are not this one's
     app.pace.mode = "read-only" if host is None else "starting"
     app.sub_title = shown_db(target) + (" · read-only" if host is None else "")
     app.main.follow(reader)

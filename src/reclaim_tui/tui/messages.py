@@ -116,6 +116,8 @@ class SubmitProgressed(Message):
 @dataclass
 class SubmitFinished(Message):
     text: str
+    #: The one prompt's key (None: a file's jobs).
+    idem: str | None = None
 
 
 @dataclass

@@ -25,6 +25,7 @@ from textual.notifications import SeverityLevel
 from reclaim_tui.core.engine.engine import PassReport
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import check_job, parse_jobs_bytes
+from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import JobSpec
@@ -189,7 +190,10 @@ async def submit_jobs(
         present += report.counts["already_present"]
         progress(SubmitProgressed(start + len(chunk), len(jobs)))
     tail = f", {present} already in the ledger" if present else ""
-    return SubmitFinished(f"submitted: {inserted} reserved{tail}")
+    if request.path:
+        return SubmitFinished(f"submitted: {inserted} reserved{tail}")
+    idem = idempotency_key(jobs[0])
+    return SubmitFinished(f"submitted {idem}: {inserted} reserved{tail} (shown: esc clears)", idem)
 
 
 # -- through the reader -----------------------------------------------------------------------

@@ -11,11 +11,13 @@ refuses is said in red, and nothing changed.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.runner.commands import ServiceState
 from reclaim_tui.runner.control import AttachedHost
 from reclaim_tui.tui.pace import LoopPace
+from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.main import MainScreen
 from reclaim_tui.tui.service_view import ANSWER_WITHIN, REFRESH, ServiceView, stepped
 from reclaim_tui.tui.widgets.loop_log import LoopLog
@@ -31,6 +33,9 @@ class ServiceLink:
         self.view = ServiceView()
         self.refresh = REFRESH
         pace.mode = self.view.mode
+        #: This console paused the service (and has not resumed it since).
+        self.paused_here = False
+        self._asked_at_quit = False
 
     async def watch(self) -> None:
         """Until the console quits: the service's state, every `refresh` s."""
@@ -105,8 +110,43 @@ class ServiceLink:
             return
         if self.view.seen(state):
             self.main.feed.watch(force=True)
+        if paused is not None:
+            self.paused_here = paused and state.state == "paused"
+            self._asked_at_quit = False
         self.show()
         self.main.notify(f"service: {_said(state, paused, interval, concurrency)}")
+
+    # -- quitting -------------------------------------------------------------------------
+    def asks_before_quit(self, quit: Callable[[], None]) -> bool:
+        """This console paused the service, which is still paused: ask whether
+        to resume it before quitting (once; `q` again quits and leaves it
+        paused). False when there is nothing to ask."""
+        state = self.view.state
+        if not self.paused_here or state is None or state.state != "paused":
+            return False
+        if self._asked_at_quit:
+            return False
+        self._asked_at_quit = True
+        question = (
+            f"This console paused the service (pid {state.pid}) and it is still paused:"
+            " no pass runs, nothing is sent or reclaimed, until someone resumes it."
+            "\n\ny resumes it, then quits; n stays here. (q again quits and leaves it"
+            f" paused; to resume it later: P in a console started with --attach {self.host.path}.)"
+        )
+
+        def answered(resume: bool | None) -> None:
+            if resume:
+                self.main.run_worker(self._resume_then(quit), group="service")
+            else:
+                self.main.notify("the service stays paused; q again quits and leaves it so")
+
+        self.main.app.push_screen(ConfirmScreen("quit", question, "Resume, then quit"), answered)
+        return True
+
+    async def _resume_then(self, quit: Callable[[], None]) -> None:
+        await self._set(paused=False)
+        if self.view.paused is False:
+            quit()  # else _set said why it could not, and the console stays
 
 
 def _said(

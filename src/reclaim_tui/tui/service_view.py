@@ -27,6 +27,7 @@ from reclaim_tui.core.models import PassReport
 from reclaim_tui.runner.commands import ServiceState
 from reclaim_tui.tui.format import clock_time
 from reclaim_tui.tui.pace import INTERVALS
+from reclaim_tui.tui.widgets.loop_bar import API_CALLS, NOT_TRIED
 
 __all__ = ["ANSWER_WITHIN", "REFRESH", "LogLine", "ServiceView", "stepped"]
 
@@ -114,12 +115,14 @@ class ServiceView:
         return f"a pass at least every {s.interval:g}s · {calls}"
 
     def calls_text(self) -> str:
+        """The service's limit on API calls at once (not the calls in flight,
+        which the service does not report)."""
         s = self.state
         if s is None:
             return ""
         if s.max_concurrency is not None and s.max_concurrency != s.concurrency:
-            return f"{s.concurrency}–{s.max_concurrency} calls"
-        return f"{s.concurrency} calls"
+            return f"concurrency {s.concurrency}–{s.max_concurrency}"
+        return f"concurrency {s.concurrency}"
 
     def last_text(self) -> str:
         s = self.state
@@ -131,6 +134,11 @@ class ServiceView:
 
     def api_text(self) -> str:
         s = self.state
-        if s is None or s.last_pass_at is None:
+        if s is None:
             return ""
-        return f"unavailable ({s.last_unavailable[0]})" if s.last_unavailable else "ok"
+        if s.last_unavailable:
+            cause = s.last_unavailable[0]
+            return f"unreachable ({cause})" if cause == "transport" else f"unavailable ({cause})"
+        if s.last_pass_at is None or not any(s.totals.get(k) for k in API_CALLS):
+            return NOT_TRIED
+        return "ok"

@@ -5,14 +5,14 @@ console holds now, to be written after a change (config.ConsoleSettings)."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from reclaim_tui.config import ConsoleSettings
+from reclaim_tui.config import ConsoleSettings, load_console_settings
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.state import ConsoleState
 
-__all__ = ["Applied", "apply_saved", "settings_now"]
+__all__ = ["Applied", "apply_saved", "merge_changes", "settings_now"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,10 @@ def apply_saved(
         else:
             problem = f"{path}: no theme named {saved.theme!r}"
     if saved.interval is not None:
-        if saved.interval != config.interval:
-            # Said at start: the flag (or its default) was not what runs.
+        # Said at start when the operator typed --interval and the file's pace
+        # runs instead (a console without a loop of its own runs neither).
+        own_loop = not config.readonly and config.attach is None
+        if saved.interval != config.interval and config.interval_given and own_loop:
             note = (
                 f"a pass every {saved.interval:g}s, from {path} (it wins over"
                 f" --interval {config.interval:g}; + and - change it there)"
@@ -51,7 +53,7 @@ def apply_saved(
 
 
 def settings_now(
-    theme: str,
+    theme: str | None,
     interval: float | None,
     config: ConsoleConfig,
     state: ConsoleState,
@@ -69,3 +71,18 @@ def settings_now(
         columns=state.columns,
         views=remembered.views,  # the file's own (the console never edits them)
     )
+
+
+def merge_changes(
+    path: Path, before: ConsoleSettings, now: ConsoleSettings
+) -> tuple[ConsoleSettings | None, str | None]:
+    """The file as it is on disk now, with only the settings that changed from
+    `before` to `now` put in: another console, or the operator's editor, may
+    have changed the others (added a view) since this console read it.
+    (None, why) when the file cannot be read as settings now: it is not written."""
+    changed = {f.name: getattr(now, f.name) for f in fields(ConsoleSettings)}
+    changed = {k: v for k, v in changed.items() if getattr(before, k) != v}
+    on_disk, problem = load_console_settings(path)
+    if problem:
+        return None, problem
+    return replace(on_disk, **changed), None

@@ -13,28 +13,42 @@ the order typed.
 `PasteGuard` judges keys that come at once. An unbracketed paste of 20,000
 characters reached the table as 20,000 action keys: it opened screens,
 answered their confirmations with whatever letter came next, and froze the
-console for minutes. So outside a text input every key waits
-here until the app is idle (the keys read in one go are all processed: a
-typist's keys each come alone, so they pass at once) and the run is
-judged: a run of many different keys in one go is a paste and is ignored,
-said in one notification; a short run (a fast typist on a laggy link) or
-one key repeated (a held `j`) is replayed in order."""
+console for minutes. So outside a text field (an Input or a
+TextArea, which take every key however fast) every key waits here until no
+key has come for `BURST_GAP` seconds, and the burst is judged whole: many
+different keys in one burst are a paste and are ignored, said in one
+notification; a short burst (a fast typist on a laggy link) or one key
+repeated (a held `j`) is replayed in order.
+
+The keys of one paste reach the app in pieces, with idles between them (the
+terminal's reads, the input thread's posts), so the pieces are joined by the
+time each key was made, not by what arrived before an idle. The terminal
+parser hands over the last key of a read only at its next tick, about a
+tenth of a second later: a key that comes within `PASTE_TAIL` of a paste's
+last key is that paste's too. A typist's keys come tens of milliseconds
+apart; a paste's, microseconds."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from textual import events
+from textual._time import get_time
 from textual.app import App
 from textual.widget import Widget
 
-__all__ = ["PASTE_RUN", "PasteGuard", "TypeAhead"]
+__all__ = ["BURST_GAP", "PASTE_RUN", "PASTE_TAIL", "PasteGuard", "TypeAhead"]
 
 #: How many refreshes the opened line may take to get the focus before the
 #: held keys are dropped (it only fails to if the line was torn down).
 _PATIENCE = 20
-#: Keys in one go beyond which a run of different keys is a paste, not typing.
+#: Keys in one burst beyond which a run of different keys is a paste, not typing.
 PASTE_RUN = 16
+#: Seconds without a key after which a burst is over: a paste's keys are made
+#: microseconds apart, a typist's (or a held key's repeats) tens of ms.
+BURST_GAP = 0.015
+#: Seconds after a paste's last key within which a key still belongs to it.
+PASTE_TAIL = 0.3
 
 
 class TypeAhead:
@@ -78,17 +92,34 @@ class TypeAhead:
 
 
 class PasteGuard:
-    """Holds the keys that arrive between two idles (see the module's text)."""
+    """Holds the keys of a burst until it is over (see the module's text).
 
-    def __init__(self) -> None:
+    `now` is the clock the keys' times are on (Textual's `Message.time`)."""
+
+    def __init__(self, now: Callable[[], float] = get_time) -> None:
+        self.now = now
         self._held: list[events.Key] = []
+        self._paste_ended: float | None = None
 
     def hold(self, event: events.Key) -> None:
         self._held.append(event)
 
+    def due_in(self) -> float:
+        """Seconds until the burst held is over (0: judge it now)."""
+        if not self._held:
+            return 0.0
+        return max(0.0, self._held[-1].time + BURST_GAP - self.now())
+
     def release(self) -> tuple[list[events.Key], int]:
         """The keys to route now, in order, and how many were ignored as a paste."""
+        if self.due_in() > 0:
+            return [], 0
         held, self._held = self._held, []
-        if len(held) > PASTE_RUN and len({key.key for key in held}) > 1:
+        if not held:
+            return [], 0
+        ended = self._paste_ended
+        tail = ended is not None and held[0].time - ended <= PASTE_TAIL
+        if tail or (len(held) > PASTE_RUN and len({key.key for key in held}) > 1):
+            self._paste_ended = held[-1].time
             return [], len(held)
         return held, 0

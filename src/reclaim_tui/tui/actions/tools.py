@@ -25,6 +25,7 @@ from reclaim_tui.tui.screens.export import ExportRequest, ExportScreen
 from reclaim_tui.tui.screens.submit import SubmitRequest, SubmitScreen
 from reclaim_tui.tui.widgets.command_line import Command, prune_arguments
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
+from reclaim_tui.tui.widgets.status_tabs import StatusTabs
 
 __all__ = [
     "archive_path",
@@ -179,7 +180,17 @@ async def _submit_jobs(screen: MainPort, request: SubmitRequest, dialog: SubmitS
     outcome = await operations.submit_jobs(engine, request, default, dialog.post_message)
     if isinstance(outcome, SubmitFinished):
         screen.pace.kick()
+        if outcome.idem is not None:
+            _show_row(screen, outcome.idem)
     dialog.post_message(outcome)
+
+
+def _show_row(screen: MainPort, idem: str) -> None:
+    """The row just submitted, under the cursor: the All tab filtered to its key."""
+    screen.state.tab = "all"
+    screen.query_one(StatusTabs).active = "all"
+    screen.state.set_filter(idem)
+    screen.feed.load_page("first", cursor="top")
 
 
 def export(screen: MainPort, last: ExportRequest | None = None, error: str = "") -> None:

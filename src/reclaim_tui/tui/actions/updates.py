@@ -5,6 +5,8 @@ its message changed."""
 
 from __future__ import annotations
 
+from reclaim_tui.core.ledger.views import SORT_COLUMNS
+from reclaim_tui.core.models import PassReport
 from reclaim_tui.tui.actions.port import MainPort
 from reclaim_tui.tui.format import attention_text, inbox_text, shorten_error
 from reclaim_tui.tui.messages import (
@@ -19,7 +21,7 @@ from reclaim_tui.tui.screens.follow import FollowScreen
 from reclaim_tui.tui.state import Cursor, Window
 from reclaim_tui.tui.tabs import TABS
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
-from reclaim_tui.tui.widgets.loop_bar import LoopBar
+from reclaim_tui.tui.widgets.loop_bar import API_CALLS, NOT_TRIED, LoopBar
 from reclaim_tui.tui.widgets.loop_log import LoopLog
 from reclaim_tui.tui.widgets.status_tabs import StatusTabs
 
@@ -82,8 +84,16 @@ def highlighted(screen: MainPort, idem: str | None) -> None:
         load_detail(screen, idem)
 
 
+#: The jobs column a sort orders by → the table column that shows it.
+_SORTED_COLUMN = {jobs: table for table, (jobs, _, _) in reversed(SORT_COLUMNS.items())}
+
+
 def rerender(screen: MainPort, cursor: Cursor = "keep") -> None:
     state, now = screen.state, screen.config.clock.now()
+    sort = state.sort
+    # The age column shows how long ago `state_since` was: oldest first is ↓.
+    down = sort.descending != (sort.column == "state_since")
+    screen.table.mark_sort(_SORTED_COLUMN.get(sort.column), "↓" if down else "↑")
     screen.table.show_rows(state.window.page.rows, now, state.marks, screen.feed.dead, cursor)
     screen.query_one(DetailPane).redraw(now)  # the detail's ages move with the table's
     for follow in _follow_screens(screen):
@@ -125,11 +135,8 @@ def tick_finished(screen: MainPort, event: TickFinished) -> None:
     log, bar = screen.query_one(LoopLog), screen.bar
     log.tick(event.report, event.seconds, event.at)
     bar.last = f"last pass {event.seconds:.2f}s: {event.report.summary()}"
-    down, deferred = event.report.unavailable, event.report.counts["deferred"]
-    if down:
-        bar.api = f"unavailable ({down[0]})"
-    else:
-        bar.api = f"degraded ({deferred} deferred)" if deferred else "ok"
+    bar.api = api_word(event.report, bar.api)
+    down = event.report.unavailable
     if down:
         log.line(
             event.at,
@@ -137,6 +144,19 @@ def tick_finished(screen: MainPort, event: TickFinished) -> None:
             error=True,
         )
     screen.feed.watch(force=True)
+
+
+def api_word(report: PassReport, shown: str) -> str:
+    """The bar's word on the API after a pass (`shown`: the word before it)."""
+    down, deferred = report.unavailable, report.counts["deferred"]
+    if down:
+        # A connection that cannot be made is the API unreachable, not degraded.
+        return f"unreachable ({down[0]})" if down[0] == "transport" else f"unavailable ({down[0]})"
+    if deferred:
+        return f"degraded ({deferred} deferred)"
+    if not any(report.counts[k] for k in API_CALLS):
+        return shown or NOT_TRIED  # a pass with nothing to send or poll says nothing of it
+    return "ok"
 
 
 def tick_failed(screen: MainPort, event: TickFailed) -> None:

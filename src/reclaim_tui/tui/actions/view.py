@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
+from reclaim_tui.config import console_settings_path
 from reclaim_tui.core.ledger.views import SORTS
 from reclaim_tui.tui.actions import tools, updates
 from reclaim_tui.tui.actions.port import MainPort
@@ -135,7 +136,8 @@ def enter_command(screen: MainPort, command: Command) -> None:
     line, state = screen.query_one(CommandLine), screen.state
     try:
         if command.verb == "view":
-            command = Command("filter", saved_view(state.views, command.argument))
+            where = console_settings_path()
+            command = Command("filter", saved_view(state.views, command.argument, where))
         if command.verb == "model":
             state.set_model(command.argument)
             first_window(screen)

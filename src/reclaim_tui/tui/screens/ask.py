@@ -15,7 +15,10 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-__all__ = ["AskScreen", "PlanScreen", "adopt_screen", "answer_screen"]
+__all__ = ["APPROVAL", "AskScreen", "PlanScreen", "adopt_screen", "answer_screen"]
+
+#: What approving a plan with nothing typed sends as the next turn.
+APPROVAL = "The plan is approved: go ahead with the research."
 
 
 class AskScreen(ModalScreen[str | None]):
@@ -61,14 +64,23 @@ class AskScreen(ModalScreen[str | None]):
         return f"enter {self.verb} · esc cancels"
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self._send(event.value)
+        self._send(self.entered(event.value))
+
+    def entered(self, text: str) -> str:
+        """What enter sends of the text typed."""
+        return text
 
     def _send(self, text: str) -> None:
         value = text.strip()
         if not value:
             # An empty enter closed the dialog silently, as if it had acted.
             error = self.query_one("#ask-error", Static)
-            error.update(f"Nothing typed: type the {self.placeholder}, or esc to cancel.")
+            what = (
+                self.placeholder
+                if self.placeholder.startswith("your")
+                else f"the {self.placeholder}"
+            )
+            error.update(f"Nothing typed: type {what}, or esc to cancel.")
             error.add_class("-shown")
             return
         self.dismiss(value)
@@ -110,6 +122,10 @@ class PlanScreen(AskScreen):
     def subtitle(self) -> str:
         return "enter approves · ctrl+r asks for a new plan · esc cancels"
 
+    def entered(self, text: str) -> str:
+        # Enter approves, as the dialog says, with or without a word to go with it.
+        return text if text.strip() else APPROVAL
+
     def action_refine(self) -> None:
         text = self.query_one(Input).value
         self.refine = bool(text.strip())  # nothing typed: still open, nothing chosen
@@ -142,7 +158,8 @@ def answer_screen(
                 (f"{idem}", "bold"),
                 f" — interaction {handle} completed with a research plan:\n\n",
                 (text or "(the plan is empty)", "italic"),
-                "\n\nEnter approves it (your text goes with the next turn, chained by"
+                "\n\nEnter approves it (your text, or with none typed"
+                f" {APPROVAL!r}, goes with the next turn, chained by"
                 " previous_interaction_id, and the research runs); ctrl+r sends your text"
                 " as a refinement and the agent plans again. To drop it, cancel the row (c).",
             )

@@ -57,9 +57,15 @@ def _interval(seconds: float | None) -> str:
 _CONDITION_STYLE = {"stale": "bold $warning", "gone": "bold $error", "stopped": "$text-muted"}
 
 
-def _process_parts(p: Process, holder: Holder | None, now: float, attached: bool) -> list[Part]:
-    """One registered process: who, where, its state; its interval, leases and last pass."""
-    if p.condition == "alive":
+def _process_parts(
+    p: Process, holder: Holder | None, now: float, attached: str | None
+) -> list[Part]:
+    """One registered process: who, where, its state; its interval, leases and last pass.
+    `attached`: the state the attached service's socket says (the registry's row
+    is written between passes: a service paused a moment ago still says "up")."""
+    if attached is not None:
+        word, style = attached, _STATE_STYLE.get(attached, "")
+    elif p.condition == "alive":
         word, style = p.state, _STATE_STYLE.get(p.state, "")
     else:
         word, style = p.condition, _CONDITION_STYLE[p.condition]
@@ -80,12 +86,14 @@ def _process_parts(p: Process, holder: Holder | None, now: float, attached: bool
     else:
         noun = "counts" if p.kind == "inbox" else "last pass"
         last = f"{noun} {age(now - p.last_pass_at)} ago: {p.last_pass or ''}"
-    passes = "" if p.kind == "inbox" else f" · {p.passes:,} pass{'' if p.passes == 1 else 'es'}"
+    # The attached service's passes are counted once, in its own lines above.
+    shown = p.kind != "inbox" and attached is None
+    passes = f" · {p.passes:,} pass{'' if p.passes == 1 else 'es'}" if shown else ""
     return [
         (f"  {p.kind:<8} {p.host[:22]:<22} {pid:<11}", "bold"),
         (f" {word:<8}", style),
         f" {leases}",
-        (" · the attached service" if attached else "", "bold"),
+        (" · the attached service" if attached is not None else "", "bold"),
         f"\n    {_interval(p.interval)}{heard}{last}{passes}\n",
     ]
 
@@ -102,7 +110,8 @@ def fleet_text(fleet: Fleet, now: float, service: ServiceView | None = None) -> 
     for p in fleet.processes:
         ours = attached is not None and p.kind == "service" and p.pid == attached.pid
         ours = ours and p.condition == "alive"
-        parts += _process_parts(p, fleet.holder(p.owner), now, ours)
+        state = attached.state if ours and attached is not None else None
+        parts += _process_parts(p, fleet.holder(p.owner), now, state)
     registered = {p.owner for p in fleet.processes}
     holders = [h for h in fleet.holders if h.owner not in registered]
     parts += [

@@ -226,9 +226,7 @@ class MainScreen(JobScreen):
 
     def on_ledger_table_page_requested(self, event: LedgerTable.PageRequested) -> None:
         self.feed.load_page(event.direction, cursor=event.cursor)
-
-    def on_ledger_table_sort_requested(self, event: LedgerTable.SortRequested) -> None:
-        self.action_sort_by(event.column)
+        self.table.asking = False  # the feed's move now (key_order.py)
 
     @on(StatusTabs.TabActivated)
     def _tab_clicked(self, event: StatusTabs.TabActivated) -> None:

@@ -7,12 +7,14 @@ line itself, and nothing else changes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
@@ -154,12 +156,15 @@ def pace_argument(command: Command) -> float:
     return value
 
 
-def saved_view(views: dict[str, str], name: str) -> str:
-    """The filter text of the view `name` (settings.toml's `[views]`); ValueError
-    lists the views there are."""
+def saved_view(views: dict[str, str], name: str, where: Path | None = None) -> str:
+    """The filter text of the view `name` (the settings file's `[views]`, at
+    `where`); ValueError lists the views there are, or says how to add one."""
     if name in views:
         return views[name]
-    names = ", ".join(sorted(views)) or 'none yet: add [views] name = "filter" to settings.toml'
+    file = str(where) if where is not None else "the console's settings.toml"
+    names = ", ".join(sorted(views)) or (
+        f'none yet: add a [views] table to {file}, a line a view: failing = "status:failed"'
+    )
     said = f"no view named {name!r}; " if name else ":view NAME — "
     raise ValueError(f"{said}views: {names}")
 
@@ -260,7 +265,8 @@ class CommandLine(Vertical):
 
     def say(self, text: str, *, error: bool = True) -> None:
         self.set_class(error, "-error")
-        self.query_one("#command-message", Static).update(text)
+        # Plain text: a message naming `[views]` is not markup.
+        self.query_one("#command-message", Static).update(Content(text))
 
     def action_complete(self) -> None:
         line = self.input

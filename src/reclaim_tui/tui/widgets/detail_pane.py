@@ -15,6 +15,7 @@ from textual.widgets import Static
 from reclaim_tui.core.costs import PriceTable, Tokens, cost_of, format_usd
 from reclaim_tui.core.ledger.owner import LeaseOwner
 from reclaim_tui.core.ledger.views import Detail
+from reclaim_tui.core.models import Row
 from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY
 from reclaim_tui.tui.format import age, next_poll, timestamp
 from reclaim_tui.tui.glossary import GlossaryScreen
@@ -160,6 +161,15 @@ def _asks(detail: Detail) -> list[Content]:
     ]
 
 
+def _last_error(row: Row) -> Content:
+    """The row's last error; a plan the agent answered with is no error: said as a plan."""
+    note = row.last_error or ""
+    if note.startswith(PLAN_READY):
+        held = "held for you, below" if row.held else "answered, the research goes on"
+        return pair("plan", f"ready ({held})", "bold")
+    return pair("last error", note or "—", "$error" if note else "")
+
+
 def _not_found(detail: Detail) -> list[Content]:
     """A row whose interaction answers 404 inside retention: what it means."""
     row = detail.row
@@ -189,7 +199,7 @@ def render_detail(detail: Detail, now: float, prices: PriceTable | None = None) 
         pair("in flight", f"{'yes' if row.inflight else 'no'}{' · held' if row.held else ''}"),
         pair("lease", lease_text(detail, now)),
         pair("next poll", next_poll(row, now) or "—"),
-        pair("last error", row.last_error or "—", "$error" if row.last_error else ""),
+        _last_error(row),
         *([pair("tokens", usage)] if usage is not None else []),
         *_asks(detail),
         *_not_found(detail),

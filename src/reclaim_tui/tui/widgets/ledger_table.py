@@ -26,6 +26,11 @@ from reclaim_tui.tui.widgets.table_window import Asked, crossing, landing_row
 __all__ = ["LedgerTable"]
 
 
+#: A sorted column's header before its arrow, where the whole label and the
+#: arrow would be wider than the column.
+_MARKED = {"age": "age", "next": "next"}
+
+
 class LedgerTable(PlainTable):
     """Shows a page; `PageRequested` when the cursor runs off either edge."""
 
@@ -62,12 +67,18 @@ class LedgerTable(PlainTable):
         #: The window asked for and not shown yet, and where its cursor goes:
         #: keys pressed meanwhile move that target instead of asking again.
         self._asked: Asked | None = None
+        #: A window was asked for (PageRequested) and the screen has not read it yet.
+        self.asking = False
         #: Windows drawn so far (benchmarks and tests wait on it).
         self.renders = 0
         #: The columns the operator chose (None: all) and those shown (tui/columns.py).
         self.chosen: tuple[str, ...] | None = None
         self.shown: frozenset[str] = frozenset()
         self._shown_at: list[int] = []
+        #: The key column's characters the rows were drawn with (tui/columns.py).
+        self._key_width = columns.KEY_SHORT
+        #: The column the rows are sorted by and its arrow, in its header.
+        self.sort_mark: tuple[str, str] | None = None
 
     def on_mount(self) -> None:
         self._lay_out()
@@ -90,13 +101,34 @@ class LedgerTable(PlainTable):
         for key, label in COLUMNS:
             if key in shown:
                 width = self._error_width() if key == "error" else None
-                self.add_column(label, key=key, width=width)
+                self.add_column(self._label(key, label), key=key, width=width)
         self.add_plain_rows(
             (row.idem, self._visible(cells))
             for row, cells in zip(self.rows_shown, self._drawn, strict=True)
         )
         if self.rows_shown:
             self.move_cursor(row=max(0, min(cursor, len(self.rows_shown) - 1)), animate=False)
+
+    def _label(self, key: str, label: str) -> str:
+        mark = self.sort_mark
+        if mark is None or mark[0] != key:
+            return label
+        # No wider than the label it replaces: the layout's budgets hold (tui/columns.py).
+        return f"{_MARKED.get(key, label)} {mark[1]}" if key != "attempts" else f"at{mark[1]}"
+
+    def mark_sort(self, column: str | None, arrow: str) -> None:
+        """Show `arrow` in the header of `column` (a table column; None: no column's)."""
+        mark = None if column is None else (column, arrow)
+        if mark == self.sort_mark:
+            return
+        self.sort_mark = mark
+        for key, label in COLUMNS:
+            column_of = self.columns.get(ColumnKey(key))
+            if column_of is not None:
+                column_of.label = Text(self._label(key, label))
+                column_of.content_width = max(column_of.content_width, column_of.label.cell_len)
+        self._require_update_dimensions = True
+        self.refresh()
 
     def _visible(self, cells: list[Text]) -> list[Text]:
         return [cells[i] for i in self._shown_at]
@@ -134,14 +166,18 @@ class LedgerTable(PlainTable):
             set(dead),
             self._error_width(),
         )
-        cells = [row_cells(row, now, marks, dead, styles, error_width) for row in rows]
+        key_width = columns.key_width(self.size.width)
+        cells = [row_cells(row, now, marks, dead, styles, error_width, key_width) for row in rows]
         same = [r.idem for r in rows] == [r.idem for r in self.rows_shown]
         # The row under the cursor, read before the window is replaced: read
         # after, it is whichever new row sits at the old index.
         current, index = self.current_idem(), self.cursor_row
         self.rows_shown = rows
         self.renders += 1
-        if same and cursor == "keep" and len(self._drawn) == len(cells):
+        # A new key width (the terminal was resized) is drawn afresh: the
+        # key column's auto width only grows cell by cell.
+        keys_as_drawn, self._key_width = self._key_width == key_width, key_width
+        if same and cursor == "keep" and len(self._drawn) == len(cells) and keys_as_drawn:
             self._update_cells(rows, cells)
             return
         self.clear()
@@ -199,6 +235,7 @@ class LedgerTable(PlainTable):
         if asked is None:
             return False
         self._asked = asked
+        self.asking = True
         self.post_message(self.PageRequested(direction, asked[1]))
         return True
 
@@ -219,11 +256,11 @@ class LedgerTable(PlainTable):
             super().action_page_up()
 
     def action_scroll_top(self) -> None:
-        self._asked = None
+        self._asked, self.asking = None, True
         self.post_message(self.PageRequested("first", 0))
 
     def action_scroll_bottom(self) -> None:
-        self._asked = None
+        self._asked, self.asking = None, True
         self.post_message(self.PageRequested("last", -1))
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:

@@ -7,8 +7,21 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.widgets import Static
 
-__all__ = ["LoopBar", "LoopBarState", "fit"]
+__all__ = ["API_CALLS", "NOT_TRIED", "LoopBar", "LoopBarState", "fit"]
 
+#: The API's word before any call was made to it.
+NOT_TRIED = "not tried yet"
+#: The counts of a pass (a service's totals) that say it called the API.
+API_CALLS = (
+    "sent",
+    "adopted",
+    "resubmitted",
+    "polled",
+    "not_found",
+    "cancelled",
+    "deferred",
+    "errors",
+)
 #: A truncated part keeps at least this many cells, or goes altogether.
 MIN_TRUNCATED = 16
 
@@ -19,15 +32,17 @@ class LoopBarState:
     #: service, the service's own: attaching / up / paused / draining / gone
     mode: str = "starting"
     interval: float = 2.0
-    #: attached: the service's API calls in flight ("16 calls"; "" otherwise)
+    #: attached: the service's concurrency limit ("concurrency 16"; "" otherwise)
     calls: str = ""
     last: str = ""
     sort: str = ""
     filter: str = ""
     window: str = ""
     marks: int = 0
-    #: "" until a pass says; "ok", "degraded (…)" when some calls were refused
-    #: for causes outside the jobs, "unavailable (…)" when the breaker opened
+    #: "" until a pass says; "not tried yet" before any call; "ok", "degraded
+    #: (…)" when some calls were refused for causes outside the jobs,
+    #: "unreachable (…)" when no connection could be made, "unavailable (…)"
+    #: when the breaker opened for another cause
     api: str = ""
     #: rows to look at: "2 past retention · 1 asks" ("" when none)
     attention: str = ""
@@ -81,7 +96,7 @@ def bar_parts(s: LoopBarState) -> list[Part]:
         if s.calls:
             parts.append(Part(3, Content(f" · {s.calls}")))
     if s.api:
-        style = "$success" if s.api == "ok" else "bold $error"
+        style = {"ok": "$success", NOT_TRIED: "$text-muted"}.get(s.api, "bold $error")
         parts.append(Part(6, Content.assemble(" │ ", (f"API {s.api}", style))))
     if s.inbox:
         style = "bold $error" if s.inbox_alarm else "$text-muted"
@@ -93,7 +108,7 @@ def bar_parts(s: LoopBarState) -> list[Part]:
     parts.append(Part(2, Content.assemble(" │ sort: ", (s.sort, "$accent"))))
     if s.filter:
         content = Content.assemble(" │ filter: ", (s.filter, "bold $warning"))
-        parts.append(Part(7, content, truncate=True))
+        parts.append(Part(4, content, truncate=True))  # cut before the count goes
     if s.window:
         parts.append(Part(5, Content(f" │ {s.window}")))
     if s.marks:

@@ -19,6 +19,7 @@ from rich.style import Style
 from rich.text import Text
 
 from reclaim_tui.core.models import Row, Status
+from reclaim_tui.core.row_notes import PLAN_READY
 from reclaim_tui.tui.format import age, next_poll, short, shorten_error
 
 __all__ = [
@@ -85,16 +86,20 @@ def row_cells(
     dead: set[str],
     styles: dict[Status, Style],
     error_width: int,
+    key_width: int = 12,
 ) -> list[Text]:
     """The row's cells, one for each of `COLUMNS` (the table shows those that fit)."""
     orphan = row.is_orphan(now, dead)
     when = "orphan" if orphan and not row.held else next_poll(row, now)
+    failed, status = styles[Status.FAILED], _cell(row.status.value, styles[row.status])
     error = shorten_error(row.last_error, error_width) if row.last_error else ""
-    failed = styles[Status.FAILED]
+    if row.last_error and row.last_error.startswith(PLAN_READY):
+        # A plan the agent answered with is what the row waits on, not an error.
+        error, status = "", _cell("plan ready", styles[Status.DONE])
     return [
         mark_cell(row.idem in marks),
-        _cell(short(row.idem)),
-        _cell(row.status.value, styles[row.status]),
+        _cell(short(row.idem, key_width)),
+        status,
         _cell(row.model),
         _cell(row.handle or "—"),
         _cell(str(row.attempts), justify="right"),
