@@ -8,7 +8,7 @@ in another schema (`extensions`) gives the text indexes, found again once it
 is installed later, and a missing index is said; a refused right names the
 statement and the grant; `migrate` into a role that may not move sequences
 refuses up front, and `migrate --check` sees a sequence left behind. The
-roles' SQL is README.md's: a test checks the README shows what they run.
+roles' SQL is docs/postgresql.md's: a test checks the page shows what they run.
 """
 
 from __future__ import annotations
@@ -28,16 +28,17 @@ from reclaim_tui.cli import cli
 
 pytestmark = pytest.mark.postgres
 
-README = Path(__file__).parents[2] / "README.md"
+DOC = Path(__file__).parents[2] / "docs" / "postgresql.md"
 ROLES = ("reclaim_owner", "reclaim_app", "reclaim_app2", "owner_mine")
 API = ["--api-key", "test-key", "--base-url", "http://127.0.0.1:9"]
 
 
-#: The roles' SQL, as README.md's PostgreSQL section shows it (a test checks
-#: the README holds exactly this).
+#: The roles' SQL, as docs/postgresql.md shows it (a test checks the page
+#: holds exactly this).
 OWNER_SQL = """\
--- owner role: as an administrator, in the ledger's database
+-- owner role: as an administrator (CREATEROLE; superuser not needed), in the ledger's database
 CREATE ROLE reclaim_owner LOGIN PASSWORD 'change me';
+GRANT reclaim_owner TO CURRENT_USER;  -- a non-superuser may give a schema only to a role it is in
 CREATE SCHEMA reclaim_tui AUTHORIZATION reclaim_owner;
 -- optional, for the console filter's trigram indexes (any schema will do):
 CREATE SCHEMA IF NOT EXISTS extensions;
@@ -53,11 +54,11 @@ GRANT SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA reclaim_tui TO reclaim_app;
 """
 
 
-def readme_sql(first_line: str) -> str:
-    """The ```sql block of README.md whose first line is `first_line`."""
-    blocks = re.findall(r"```sql\n(.*?)```", README.read_text(), re.S)
+def doc_sql(first_line: str) -> str:
+    """The ```sql block of docs/postgresql.md whose first line is `first_line`."""
+    blocks = re.findall(r"```sql\n(.*?)```", DOC.read_text(), re.S)
     found = [b for b in blocks if b.startswith(first_line)]
-    assert len(found) == 1, f"README.md has no single ```sql block starting {first_line!r}"
+    assert len(found) == 1, f"{DOC.name} has no single ```sql block starting {first_line!r}"
     return found[0]
 
 
@@ -109,9 +110,9 @@ def owner_setup(admin: psycopg.Connection[Any]) -> None:
     admin.execute(OWNER_SQL)
 
 
-def test_the_readme_shows_the_sql_these_tests_run() -> None:
-    assert readme_sql("-- owner role:") == OWNER_SQL
-    assert readme_sql("-- DML-only role:") == DML_SQL
+def test_the_manual_shows_the_sql_these_tests_run() -> None:
+    assert doc_sql("-- owner role:") == OWNER_SQL
+    assert doc_sql("-- DML-only role:") == DML_SQL
 
 
 def test_owner_role_without_database_create_starts_in_its_schema(
@@ -194,7 +195,7 @@ def test_migrate_into_a_role_that_cannot_move_sequences_refuses_up_front(
     assert "nothing was copied" in refused.stderr
     count = admin.execute("SELECT count(*) FROM reclaim_tui.jobs").fetchone()
     assert count == (0,)
-    # With the README's DML grants migrate copies and moves the sequences;
+    # With the manual's DML grants migrate copies and moves the sequences;
     # a sequence set back by hand is what --check now finds.
     admin.execute(DML_SQL)
     app = as_role(pg_dsn, "reclaim_app")
@@ -278,7 +279,7 @@ def test_a_role_without_a_right_on_the_registry_still_works(
     admin: psycopg.Connection[Any], pg_dsn: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Issue 25's process registry is a table of its own: a DML role granted
-    before it existed (the README's grant, run before an upgrade) still
+    before it existed (the manual's grant, run before an upgrade) still
     ticks; its process is not registered, and a warning names the grant."""
     owner_setup(admin)
     may_create(admin, "reclaim_owner")
