@@ -203,7 +203,12 @@ def soak(
         assert total_creates <= bound, (total_creates, jobs_count, dropped, create_5xx, duplicates)
         assert account_for_creates(view, creates) == []
         kills = sum(slot.killed for slot in slots)
+        assert kills > 0, "no worker was killed: the soak tested no crash"
         extra = total_creates - jobs_count
+        if LOOKUP:
+            # Every orphan (a dropped answer, a kill mid-create) is found by its label
+            # and adopted: not one create more than there are jobs.
+            assert extra == 0, (total_creates, jobs_count, dropped, create_5xx, kills)
         if not LOOKUP:
             # Every extra create is recorded as a possible duplicate, and only
             # rows whose create was in flight can be marked: the ambiguous

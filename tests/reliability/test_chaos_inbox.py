@@ -94,6 +94,7 @@ def test_chaos_with_the_inbox_never_creates_an_accepted_job_twice(tmp_path: Path
         stats = emu.stats()
         events = view._query("SELECT COUNT(*) AS n FROM inbox")[0]["n"]
         adopted = [e for e in view.events() if "found by webhook event" in e.note]
+        assert sum(slot.killed for slot in slots) > 0, "no worker was killed: no crash tested"
         counters = emu.admin.webhook_deliveries()["counters"]
         record_figures(
             "chaos_soak_inbox",
