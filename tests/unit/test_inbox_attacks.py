@@ -470,6 +470,15 @@ async def test_a_cached_keys_delivery_is_answered_while_a_jwks_refresh_hangs(
     again = event_body(interaction="int-c1b", key="job-c")
     assert (await box.post(again, jwt_headers(again, "msg_c1b", box.jwks.keys)))[0] == 200
     await _until(lambda: box.jwks.fetches >= 2)
+    verifier = box.server.verifier
+    verify = verifier.verify
+    entered: list[object] = []
+
+    async def counted(headers: Any, body: bytes) -> Any:
+        entered.append(body)
+        return await verify(headers, body)
+
+    verifier.verify = counted  # type: ignore[method-assign]
     forged: list[asyncio.Future[tuple[int, Any]]] = []
     # 30: more than the executor's threads (min(32, cpus + 4)), fewer than the
     # connections one client may hold (32, inbox/limits.py ConnectionLimits):
@@ -478,7 +487,7 @@ async def test_a_cached_keys_delivery_is_answered_while_a_jwks_refresh_hangs(
         stranger = make_keys(f"kid-{n}")
         b = event_body(interaction=f"int-f{n}", key="job-c")
         forged.append(asyncio.ensure_future(box.post(b, jwt_headers(b, f"msg_f{n}", stranger))))
-    await asyncio.sleep(0.5)  # let the burst reach the verifier
+    await _until(lambda: len(entered) >= len(forged))  # the burst reached the verifier
     genuine = event_body(interaction="int-c2", key="job-c2")
     try:
         status, _ = await asyncio.wait_for(
