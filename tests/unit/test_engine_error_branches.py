@@ -1,7 +1,7 @@
 """Error branches of the engine that the suite had never run (issue 35.6's coverage
-report): a batch sink that raises instead of answering per item, and a `done` row whose
-stored result is missing. Each leaves the rows `done` with the error, loses nothing,
-and a later pass delivers once the cause is gone."""
+report): a batch sink that raises instead of answering per item, a `done` row whose
+stored result is missing, and an orphan whose inbox event cannot be confirmed yet. Each
+loses nothing, pays nothing twice, and a later pass finishes once the cause is gone."""
 
 from __future__ import annotations
 
@@ -13,9 +13,12 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import JobSpec, Status, StoredResult
 from reclaim_tui.core.sinks import DirectorySink
+from reclaim_tui.errors import MaybeCreatedError, TransientReadError
 
 JOBS = 4
 
@@ -91,3 +94,49 @@ async def test_a_done_row_without_its_stored_result_is_not_consumed(
     assert row is not None and row.status == Status.DONE
     assert row.last_error is not None and f"no stored result for {lost}" in row.last_error
     assert not (out_dir / f"{lost}.md").exists()
+
+
+async def test_an_orphan_whose_event_cannot_be_confirmed_yet_waits_and_is_adopted(
+    tmp_path: Path, db_url: str
+) -> None:
+    """The `get` that confirms an inbox event fails (the API erring): the orphan is
+    neither resent nor failed, and a later pass adopts the interaction the event named."""
+    clock = ManualClock()
+    ledger = await open_ledger(db_url, clock=clock)
+    fake = FakeBackend(clock=clock, latency=None, supports_lookup=False)
+    config = EngineConfig(webhooks=True, webhook_grace=300.0, first_poll=120.0)
+    engine = Engine(ledger, fake, DirectorySink(tmp_path / "out"), config=config, owner="t|1|x")
+    try:
+        job = JobSpec(input="an orphan whose event cannot be confirmed yet", model="m")
+        idem = idempotency_key(job)
+        fake.create_faults = [(MaybeCreatedError("connection reset after send"), True)]
+        await engine.tick([job])
+        row = await ledger.get(idem)
+        assert row is not None and row.status == Status.RESERVING and row.inflight
+        handle = fake.handle_for(idem)
+        event = inbox.InboxEvent(
+            "msg_1",
+            clock.now(),
+            "interaction.completed",
+            handle,
+            idem,
+            "completed",
+            "jwt",
+            row.attempt_tag,
+        )
+        assert await inbox.record(ledger, event)
+        fake.get_faults[handle] = [TransientReadError("503 the API is erring", 503)]
+        await engine.tick()
+        row = await ledger.get(idem)
+        assert row is not None and row.status == Status.RESERVING and row.inflight
+        assert row.handle is None and fake.calls["create"] == 1
+        for _ in range(5):  # within the webhook grace: the event is looked at again
+            clock.advance(30)
+            await engine.tick()
+            row = await ledger.get(idem)
+            assert row is not None
+            if row.handle is not None:
+                break
+        assert row.handle == handle and fake.calls["create"] == 1 and row.duplicates == 0
+    finally:
+        await ledger.close()
