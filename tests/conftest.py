@@ -23,6 +23,7 @@ from tests.helpers.fixtures import figures_summary
 from tests.helpers.pg_pool import DatabasePool
 from tests.helpers.pgbouncer import PgBouncer, started_bouncer
 from tests.helpers.postgres import PostgresServer, started
+from tests.helpers.skips import skipped_summary
 from tests.helpers.slow_first import slow_first
 
 #: The fixtures that need PostgreSQL: a test using one gets the `postgres` marker.
@@ -148,6 +149,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     # Here, not in tests/reliability/conftest.py: the controller of an xdist run
     # collects nothing, so it loads no conftest below this one.
     figures_summary(terminalreporter)
+    skipped_summary(terminalreporter)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

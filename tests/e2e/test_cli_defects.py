@@ -262,7 +262,7 @@ def test_dev_demo_installs_only_what_the_demo_needs(tmp_path: Path) -> None:
 
     for stamp in venv.glob(".installed-*"):
         stamp.unlink()
-    (venv / ".installed-test-google-genai-newest").touch()  # what `./dev test` leaves
+    (venv / ".installed-test-google-genai-locked").touch()  # what `./dev test` leaves
     assert [c for c in dev_demo() if "pip" in c] == []
 
 

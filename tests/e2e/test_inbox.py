@@ -21,6 +21,19 @@ def _events(ws: Workspace) -> int:
     return int(rows[0]["n"])
 
 
+def _wait_until_every_job_was_refused(emu: EmulatorProcess) -> None:
+    """Until every job has ended and each one's delivery failed at least once."""
+    deadline = time.monotonic() + 60
+    while True:
+        log = emu.admin.webhook_deliveries()
+        sent = {m["webhook_id"] for m in log["messages"]}
+        refused = {a["webhook_id"] for a in log["attempts"] if a["outcome"] != "delivered"}
+        if len(sent) >= JOBS and sent <= refused:
+            return
+        assert time.monotonic() < deadline, log["counters"]
+        time.sleep(0.1)
+
+
 def test_events_wake_rows_one_create_one_get_per_job(tmp_path: Path) -> None:
     flags = ("--latency-max", "1.5", "--webhook-backoff-base", "0.2", "--webhook-backoff-cap", "1")
     with EmulatorProcess(tmp_path, latency=0.3, seed=5, flags=flags) as emu:
@@ -31,7 +44,7 @@ def test_events_wake_rows_one_create_one_get_per_job(tmp_path: Path) -> None:
         jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": f"hook job {i}"} for i in range(JOBS)])
         first = ws.tick(jobs=jobs)
         assert first.returncode == 0, first.stderr
-        time.sleep(2.5)  # every job has ended; no inbox yet: deliveries are refused
+        _wait_until_every_job_was_refused(emu)  # no inbox yet: its deliveries fail
         inbox.start()
         try:
             deadline = time.monotonic() + 60

@@ -26,11 +26,9 @@ from tests.helpers.ledgerdb import LedgerView
 
 __all__ = [
     "FAST_FLAGS",
-    "KNOWN_CANCEL_BUG",
     "REPO_ROOT",
     "Workspace",
     "clean_env",
-    "known_cancel_bug",
     "run_cli",
     "write_jobs",
 ]
@@ -265,16 +263,3 @@ class Workspace:
             f"ledger did not settle after {max_ticks} ticks: {self.view().status_counts()}\n"
             + "\n".join(r.stderr[-2000:] for r in runs[-3:])
         )
-
-
-#: The message of a known core bug (see the strict xfail
-#: tests/reliability/test_durability.py::
-#: test_a_write_cancelled_while_waiting_for_the_lock_leaves_no_transaction):
-#: a cancelled lease heartbeat leaves the connection inside a transaction and
-#: the tick exits 4. Tests that can meet it count it instead of failing;
-#: once the bug is fixed the count stays 0.
-KNOWN_CANCEL_BUG = "cannot start a transaction within a transaction"
-
-
-def known_cancel_bug(exit_code: int | None, output: str) -> bool:
-    return exit_code == 4 and KNOWN_CANCEL_BUG in output

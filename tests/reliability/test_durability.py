@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -169,13 +170,20 @@ async def test_a_write_cancelled_while_waiting_for_the_lock_leaves_no_transactio
     try:
         await ledger.insert_jobs([("k1", '{"input":"x","model":"m"}', "m")], "test")
         other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        began = threading.Event()
+        await ledger.connection.set_trace_callback(
+            lambda sql: began.set() if sql.startswith("BEGIN") else None
+        )
         heartbeat = asyncio.create_task(ledger.renew("me", ["k1"], 10))
-        await asyncio.sleep(0.2)  # renew now waits inside BEGIN IMMEDIATE
+        # renew's BEGIN IMMEDIATE reached SQLite: it waits there for the lock.
+        assert await asyncio.to_thread(began.wait, 30)
         heartbeat.cancel()  # what Engine._holding does when the batch is done
         with pytest.raises(asyncio.CancelledError):
             await heartbeat
         other.execute("COMMIT")
-        await asyncio.sleep(0.3)  # the cancelled BEGIN completes in aiosqlite's thread
+        # aiosqlite runs its calls in order on one thread: once this one has run, so
+        # has the cancelled BEGIN (and whatever the ledger queued behind it).
+        await ledger.connection.execute("SELECT 1")
         stuck = ledger.connection.in_transaction
         if stuck:
             await ledger.connection.execute("ROLLBACK")  # so the test can clean up

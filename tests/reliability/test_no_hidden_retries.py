@@ -5,6 +5,7 @@ after accepting) or never came in time (slow answer past the request timeout).""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from tests.helpers import EmulatorProcess, Workspace, record_figures
 from tests.helpers.procs import write_jobs
 
 MODEL = "gemini-flash-latest"
+SENDING = re.compile(r"attempt \d+: sending create")
 
 
 def posts(emu: EmulatorProcess) -> int:
@@ -30,6 +32,11 @@ def posts(emu: EmulatorProcess) -> int:
 
 def attempts(ws: Workspace, key: str) -> int:
     return int(ws.view().rows()[key]["attempts"])
+
+
+def sends(ws: Workspace, key: str) -> int:
+    """The create attempts the ledger's history records for `key`."""
+    return sum(1 for e in ws.view().events(key) if SENDING.fullmatch(e.note))
 
 
 def wait_until_due(ws: Workspace) -> None:
@@ -46,6 +53,7 @@ def test_one_post_per_attempt_when_the_answer_is_lost_or_late(tmp_path: Path) ->
         lost = Workspace(tmp_path / "lost", emulator=emu)
         text = "answer lost after accept"
         key = idempotency_key(JobSpec(input=text, model=MODEL))
+        tried = [(lost, key)]
         proc = lost.tick(jobs=write_jobs(lost.root / "j.jsonl", [{"input": text}]))
         assert proc.returncode == 0 and "MaybeCreatedError[503]" in proc.stderr
         assert (posts(emu), attempts(lost, key)) == (1, 1)
@@ -61,6 +69,7 @@ def test_one_post_per_attempt_when_the_answer_is_lost_or_late(tmp_path: Path) ->
         slow = Workspace(tmp_path / "slow", emulator=emu, lookup=True)
         text = "answer too late"
         key = idempotency_key(JobSpec(input=text, model=MODEL))
+        tried.append((slow, key))
         before = posts(emu)
         proc = slow.tick(jobs=write_jobs(slow.root / "j.jsonl", [{"input": text}]))
         assert proc.returncode == 0 and "MaybeCreatedError" in proc.stderr, proc.stderr
@@ -88,12 +97,16 @@ def test_one_post_per_attempt_when_the_answer_is_lost_or_late(tmp_path: Path) ->
             assert (posts(emu) - before, attempts(ws, key)) == (1, spent), code
             notes = [e.note for e in ws.view().events(key)]
             assert "attempt 1: sending create" in notes, notes
+            tried.append((ws, key))
         emu.set_faults()
+        # Every attempt any of these ledgers records is one POST the emulator received.
+        recorded = sum(sends(w, k) for w, k in tried)
+        assert posts(emu) == recorded, (posts(emu), recorded)
         record_figures(
             "no_hidden_retries",
             posts_total=posts(emu),
             creates_total=emu.stats()["creates_total"],
-            attempts_recorded=4 + 1,
+            attempts_recorded=recorded,
         )
 
 

@@ -101,8 +101,8 @@ class Stall:
 
 class StallingBackend:
     """The FakeBackend, with one armed stall before a create, get or lookup.
-    Creates made by a pass after it was resumed are remembered: the ledger
-    may legitimately not know them (see test_a_late_create_*)."""
+    Creates made by a pass after it was resumed are remembered for the figures: the
+    ledger must know them all the same."""
 
     def __init__(self, fake: FakeBackend) -> None:
         self.fake = fake
@@ -393,8 +393,8 @@ class LedgerMachine(RuleBasedStateMachine):
         assert idem is not None
         row = self.view.rows()[idem]
         if action == "cancel" and row["status"] == "reserving" and row["inflight"]:
-            # Known gap (test_cancel_of_an_orphan_keeps_its_possible_interaction):
-            # the interaction an orphan may have created is forgotten by cancel.
+            # Counted for the figures; the accounting check in `invariants` holds
+            # the ledger to knowing what the orphan may have created.
             self.cancel_gap.update(h for h, r in self.fake.remotes.items() if r.idem == idem)
         try:
             if action == "retry":
@@ -463,15 +463,15 @@ class LedgerMachine(RuleBasedStateMachine):
         consumed = Counter(e.idem for e in self.view.events() if e.to_status == "consumed")
         assert not consumed or max(consumed.values()) == 1, "a row was consumed twice"
         # Every interaction the remote side holds is known to the ledger (its
-        # handle, named in its timeline, or a recorded possible duplicate) —
-        # except creates sent late by a resumed zombie (known gap, xfail test).
-        # An orphan (reserving, in flight) is not settled yet: its attempt's
-        # outcome is unknown until recovery adopts it or records a duplicate.
+        # handle, named in its timeline, or a recorded possible duplicate), the
+        # creates a resumed zombie sent late and an operator's cancel of an orphan
+        # included. An orphan (reserving, in flight) is not settled yet: its
+        # attempt's outcome is unknown until recovery adopts it or records a
+        # duplicate.
         unsettled = {i for i, r in rows.items() if r["status"] == "reserving" and r["inflight"]}
         creates: dict[str, list[dict[str, Any]]] = {}
         for handle, remote in self.fake.remotes.items():
-            known_gap = handle in self.backend.late_creates or handle in self.cancel_gap
-            if not known_gap and remote.idem not in unsettled:
+            if remote.idem not in unsettled:
                 creates.setdefault(remote.idem, []).append({"id": handle})
         assert account_for_creates(self.view, creates) == []
 
@@ -514,7 +514,7 @@ def _run_machine(examples: int) -> None:
             max_examples=examples,
             stateful_step_count=30,
             deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            suppress_health_check=[HealthCheck.too_slow],
             database=None,
         ),
     )
@@ -535,9 +535,9 @@ async def test_cancel_of_an_orphan_keeps_its_possible_interaction(
         row = await ledger.get(idem)
         assert row is not None and row.inflight and row.handle is None
         await engine.operator.cancel(idem, actor=Actor.CLI)
+        assert len(fake.remotes) == 1  # the create landed; its answer was lost
         creates = {idem: [{"id": h} for h in fake.remotes]}
-        problems = account_for_creates(LedgerView(db_url), creates)
-        remote_status = [r.status for r in fake.remotes.values()]
-        assert problems == [] or remote_status == ["cancelled"], (problems, remote_status)
+        # The ledger still accounts for the interaction the orphan may have created.
+        assert account_for_creates(LedgerView(db_url), creates) == []
     finally:
         await ledger.close()

@@ -23,7 +23,7 @@ from reclaim_tui.core.models import JobSpec, RemoteInteraction, Status, StoredRe
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from tests.helpers import EmulatorProcess, LedgerView, Workspace, record_figures
 from tests.helpers.ledgerdb import account_for_creates
-from tests.helpers.procs import known_cancel_bug, write_jobs
+from tests.helpers.procs import write_jobs
 
 MODEL = "gemini-flash-latest"
 #: The shortest lease the CLI accepts for these timeouts: less waiting for it to run out.
@@ -57,16 +57,14 @@ def snapshot(ws: Workspace, key: str) -> tuple[object, ...]:
     return view.rows()[key], view.events(key), view.results().get(key)
 
 
-def resume_and_finish(zombie: subprocess.Popen[bytes]) -> tuple[str, bool]:
-    """SIGCONT the zombie and wait for it: (its output, whether it met the
-    known cancelled-heartbeat bug, which makes it exit 4 after its refused writes)."""
+def resume_and_finish(zombie: subprocess.Popen[bytes]) -> str:
+    """SIGCONT the zombie and wait for it: its writes are refused, and it exits 0."""
     zombie.send_signal(signal.SIGCONT)
     code = zombie.wait(60)
     log: str = zombie.log_path.read_text()  # type: ignore[attr-defined]
-    bug = known_cancel_bug(code, log)
-    assert code == 0 or bug, (code, log)
+    assert code == 0, (code, log)
     assert "Traceback" not in log and "locked" not in log
-    return log, bug
+    return log
 
 
 @pytest.mark.slow
@@ -95,7 +93,7 @@ def test_zombie_inside_the_sink_changes_nothing(tmp_path: Path) -> None:
             before = snapshot(ws, key)
             assert before[0]["status"] == "consumed"  # type: ignore[index]
         finally:
-            _, bug = resume_and_finish(zombie)
+            resume_and_finish(zombie)
         after = snapshot(ws, key)
         assert after == before, "the zombie wrote after it lost its lease"
 
@@ -111,7 +109,6 @@ def test_zombie_inside_the_sink_changes_nothing(tmp_path: Path) -> None:
             zombie_writes_after_takeover=0,
             deliveries=2,
             consumed_events=1,
-            zombie_exit4_known_bug=bug,
             lost=0,
         )
 
@@ -142,7 +139,7 @@ def test_zombie_in_a_slow_create_changes_nothing(tmp_path: Path) -> None:
             before = snapshot(ws, key)
             assert before[0]["status"] == "consumed"  # type: ignore[index]
         finally:
-            _, bug = resume_and_finish(zombie)
+            resume_and_finish(zombie)
         after = snapshot(ws, key)
         assert after == before, "the zombie wrote after it lost its lease"
         view = ws.view()
@@ -156,7 +153,6 @@ def test_zombie_in_a_slow_create_changes_nothing(tmp_path: Path) -> None:
             creates=2,
             duplicates_recorded=1,
             deliveries=1,
-            zombie_exit4_known_bug=bug,
             lost=0,
         )
 

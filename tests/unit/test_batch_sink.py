@@ -57,6 +57,8 @@ class Syscalls:
                 return syncfs_result
 
         monkeypatch.setattr(sinks, "_libc_syncfs", lambda: syncfs)
+        # A kernel whose syncfs reports writeback errors (tests/unit/test_sink_kernels.py).
+        monkeypatch.setattr(sinks, "kernel_release", lambda: "6.1.0")
 
     def count(self, kind: str) -> int:
         return sum(1 for k, _ in self.log if k == kind)

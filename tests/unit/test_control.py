@@ -68,6 +68,19 @@ async def service(tmp_path: Path, db_url: str) -> AsyncIterator[Running]:
         await ledger.close()
 
 
+async def _no_pass_for_30_seconds(service: Running) -> None:
+    """The loop's next wait is 30 s: the pass that ends here is the last for a while."""
+    service.loop.max_sleep = 30.0
+    await asyncio.wait_for(service.loop.next_pass(), 60)
+
+
+async def _until_a_console_waits(service: Running) -> None:
+    """Until an attached console's tick waits on the service for its next pass."""
+    async with asyncio.timeout(30):
+        while not service.loop._waiters:  # noqa: ASYNC110 — the request arrives
+            await asyncio.sleep(0.01)
+
+
 async def test_an_attached_tick_returns_the_services_own_next_pass(service: Running) -> None:
     host = AttachedHost(service.path)
     await host.start()
@@ -118,10 +131,9 @@ async def test_a_stopping_service_fails_the_tick_in_flight_and_says_so(service: 
     host = AttachedHost(service.path)
     await host.start()
     try:
-        service.loop.max_sleep = 30.0  # no pass comes before the stop
-        await asyncio.sleep(0.1)
+        await _no_pass_for_30_seconds(service)  # none comes before the stop
         waiting = asyncio.create_task(host.tick())
-        await asyncio.sleep(0.2)
+        await _until_a_console_waits(service)
         service.loop.signal(signal.SIGTERM)
         with pytest.raises(ReclaimError, match="stop"):
             await asyncio.wait_for(waiting, 60)
@@ -254,13 +266,10 @@ async def test_a_reply_the_console_cannot_read_fails_the_command(tmp_path: Path)
 async def test_stopping_the_control_server_ends_the_commands_it_runs(service: Running) -> None:
     host = AttachedHost(service.path)
     await host.start()
-    service.loop.max_sleep = 30.0
-    await asyncio.sleep(0.1)
+    await _no_pass_for_30_seconds(service)
     waiting = asyncio.create_task(host.tick())  # waits for a pass that will not come
-    async with asyncio.timeout(30):
-        while not service.server._tasks:  # noqa: ASYNC110 — the session starts
-            await asyncio.sleep(0.01)
-    await asyncio.sleep(0.1)
+    await _until_a_console_waits(service)
+    assert service.server._tasks
     await asyncio.wait_for(service.server.stop(), 30)
     assert not service.server._tasks, "no session outlives stop()"
     with pytest.raises(ReclaimError):

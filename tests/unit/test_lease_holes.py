@@ -192,7 +192,11 @@ async def test_a_kill_mid_batch_leaves_only_the_creates_in_flight_unknown(world)
     specs = [JobSpec(input=f"batch job {i}", model="m") for i in range(20)]
     task = asyncio.create_task(engine.submit(specs))
     await asyncio.wait_for(hang.wait(), WAIT)
-    await asyncio.sleep(0.05)  # let the answered ones' group commit land
+    async with asyncio.timeout(WAIT):  # the answered ones' group commit lands meanwhile
+        handled = {r.idem async for r in ledger.iter_rows() if r.handle}
+        while not set(answered) <= handled:  # polled: the ledger is another side
+            await asyncio.sleep(0.01)
+            handled = {r.idem async for r in ledger.iter_rows() if r.handle}
     task.cancel()  # the kill
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -10,12 +10,25 @@ test never measures how long anything took."""
 from __future__ import annotations
 
 import asyncio
+from typing import Literal
 
 import pytest
 
 from reclaim_tui.tui.pace import LoopPace
 
 HOUR = 3600.0
+
+
+class WatchedEvent(asyncio.Event):
+    """An Event that says when something began to wait on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited_on = asyncio.Event()
+
+    async def wait(self) -> Literal[True]:
+        self.waited_on.set()
+        return await super().wait()
 
 
 async def returns(pace: LoopPace) -> bool:
@@ -52,7 +65,8 @@ async def test_a_kick_is_taken_once() -> None:
 @pytest.mark.parametrize("paused", [True, False])
 async def test_a_kick_during_the_wait_wakes_it(paused: bool) -> None:
     pace = LoopPace(HOUR, paused=paused, mode="x")
+    pace._kick = kick = WatchedEvent()
     waiting = asyncio.create_task(pace.wait())
-    await asyncio.sleep(0)
+    await asyncio.wait_for(kick.waited_on.wait(), 5.0)  # the wait has begun
     pace.kick()
     await asyncio.wait_for(waiting, 5.0)

@@ -259,6 +259,21 @@ async def test_console_reads_are_planned_with_their_parameters(pg_dsn: str) -> N
         await writer.close()
 
 
+async def _until_the_server_runs(dsn: str, query: str) -> None:
+    """Until another session of the server runs a statement LIKE `query`."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as watcher:
+        async with asyncio.timeout(30):
+            while True:
+                cur = await watcher.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE %s",
+                    [query],
+                )
+                if (await cur.fetchone()) != (0,):
+                    return
+                await asyncio.sleep(0.01)
+
+
 async def test_a_cancelled_read_keeps_its_connection(
     pg_dsn: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -271,7 +286,7 @@ async def test_a_cancelled_read_keeps_its_connection(
     try:
         conn = reader.connection
         slow = asyncio.ensure_future(reader.select("SELECT pg_sleep(30)"))
-        await asyncio.sleep(0.3)
+        await _until_the_server_runs(pg_dsn, "%pg_sleep(30)%")
         slow.cancel()
         await asyncio.sleep(0)  # the first cancellation lands: psycopg starts cleaning up
         slow.cancel()  # Textual cancels a worker again while it still cleans up

@@ -21,7 +21,6 @@ batch durable with two flushes instead of three `fsync`s per job.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -30,6 +29,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -38,6 +38,13 @@ from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import valid_key
 from reclaim_tui.core.models import StoredResult
 from reclaim_tui.core.outputs import output_media
+from reclaim_tui.core.sink_temp import (
+    TEMP_DIR,
+    _leftovers,
+    _remove,
+    _write_temp,
+    open_temp_dir,
+)
 from reclaim_tui.errors import ConfigError, SinkError, SinkFolderError
 
 __all__ = ["BatchSink", "CallableSink", "DirectorySink", "Sink", "load_sink"]
@@ -57,104 +64,6 @@ class BatchSink(Protocol):
         """Deliver every item (same contract as `deliver`); one outcome per
         item, in order: None once its effect is durable, else its error."""
         ...
-
-
-TEMP_DIR = ".reclaim-tmp"
-
-
-def open_temp_dir(temp_dir: Path, *, create: bool = True) -> int | None:
-    """A descriptor of the sink's temp folder (made if missing and `create`;
-    None when missing and not). Every name in it is then used through this
-    descriptor, so a link put there later is never followed.
-
-    Refused (SinkFolderError): a link, anything but a folder, or a folder of
-    another user. The sink writes and deletes files in it: through a link
-    to another folder it would delete files it never wrote."""
-    if create:
-        temp_dir.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(temp_dir)
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(temp_dir, flags)
-    except FileNotFoundError:
-        if create:
-            raise
-        return None
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-            raise
-        what = "a link" if temp_dir.is_symlink() else "not a folder"
-        raise SinkFolderError(
-            f"{temp_dir} is {what}: the sink writes only in a temp folder of its own"
-            " (remove it; the sink makes it again)"
-        ) from exc
-    owner = os.fstat(fd).st_uid
-    if owner != os.geteuid():
-        os.close(fd)
-        raise SinkFolderError(
-            f"{temp_dir} belongs to user {owner}, not to this one ({os.geteuid()}): the sink"
-            " writes only in a temp folder of its own (remove it; the sink makes it again)"
-        )
-    return fd
-
-
-def _write_temp(path: Path, data: bytes, temp_fd: int) -> tuple[str, Path]:
-    """Write `data` to a temp file in the temp folder (`temp_fd`); not yet
-    durable, not yet visible under its name: (temp name, target).
-
-    The name is the target's and this process's (`<idem>.md.<pid>.tmp`), created
-    with O_EXCL: a key is delivered by its lease holder alone, so one open(2)
-    does it — `tempfile.mkstemp` drew random names and retried, a visible
-    share of the service's CPU at two files a job. Another process's
-    leftover for the key is removed before staging (`_leftovers`); one of this
-    pid's own (a reused pid after a crash) is replaced."""
-    tmp = f"{path.name}.{os.getpid()}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(tmp, flags, 0o666, dir_fd=temp_fd)  # the umask applies, as for any file
-    except FileExistsError:
-        os.unlink(tmp, dir_fd=temp_fd)  # a link is removed, never followed
-        fd = os.open(tmp, flags, 0o666, dir_fd=temp_fd)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-    except BaseException:
-        _remove(tmp, temp_fd)
-        raise
-    return tmp, path
-
-
-def _remove(name: str, temp_fd: int) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(name, dir_fd=temp_fd)
-
-
-def _temp_key(entry: os.DirEntry[str], uid: int) -> str | None:
-    """The key a temp file was written for, when `entry` is one the sink
-    writes (`<key>.<suffix>.<pid>.tmp`, an older version's `<key>.<suffix>.<random>.tmp`;
-    a plain file of this user); None for anything else, which is never deleted."""
-    key, dot, rest = entry.name.partition(".")
-    head, _, tag = rest.removesuffix(".tmp").rpartition(".")
-    if not (dot and rest.endswith(".tmp") and head and tag and valid_key(key)):
-        return None
-    if not entry.is_file(follow_symlinks=False):
-        return None
-    return key if entry.stat(follow_symlinks=False).st_uid == uid else None
-
-
-def _leftovers(temp_fd: int) -> dict[str, list[str]]:
-    """Temp files in the temp folder by the key they were written for. Listed
-    once per batch: temp files live in their own small directory, so this is
-    a scan of the deliveries killed in flight, not of every article written."""
-    found: dict[str, list[str]] = {}
-    uid = os.geteuid()
-    with os.scandir(temp_fd) as entries:
-        for entry in entries:
-            key = _temp_key(entry, uid)
-            if key is not None:
-                found.setdefault(key, []).append(entry.name)
-    return found
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -181,17 +90,35 @@ def _libc_syncfs() -> Callable[[int], int] | None:
     return syncfs
 
 
+#: The first Linux whose syncfs(2) returns the filesystem's writeback errors: an older
+#: one returns 0 whatever became of the data it flushed.
+SYNCFS_REPORTS_ERRORS_FROM = (5, 8)
+
+
+def kernel_release() -> str:
+    """The running Linux kernel's release (`uname -r`), or "" on another system."""
+    uname = os.uname()
+    return uname.release if uname.sysname == "Linux" else ""
+
+
+def _syncfs_reports_errors(release: str) -> bool:
+    found = re.match(r"(\d+)\.(\d+)", release)
+    return found is not None and (int(found[1]), int(found[2])) >= SYNCFS_REPORTS_ERRORS_FROM
+
+
 def _flush_files(temp_fd: int, names: Sequence[str]) -> None:
     """Make the data of every temp file in `names` (in the temp folder
     `temp_fd`) durable.
 
-    Linux's syncfs(2) flushes the whole filesystem in one call, where an
-    fsync per file and per directory waits for the disk once a file
-    (docs/performance.md, the default sink). It reports writeback errors
-    since Linux 5.8; where it is missing (other systems, an old libc) every
-    file is fsync'd, as before.
+    Linux's syncfs(2) flushes the whole filesystem in one call, far cheaper than
+    an fsync per file on a batch (docs/performance.md, the default sink). It is
+    used only where it reports writeback errors (`SYNCFS_REPORTS_ERRORS_FROM`):
+    before that a failed writeback still returned 0, and rows would be marked
+    consumed whose files are not on disk. Elsewhere (an older kernel, another
+    system, an old libc) every file is fsync'd, which reports its own errors;
+    the caller syncs the directory after the renames either way.
     """
-    syncfs = _libc_syncfs()
+    syncfs = _libc_syncfs() if _syncfs_reports_errors(kernel_release()) else None
     if syncfs is not None:
         if syncfs(temp_fd) == 0:
             return
