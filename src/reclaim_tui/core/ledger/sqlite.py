@@ -234,6 +234,7 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         still reading or writing keeps the WAL, and checkpoints it itself."""
         if self.readonly:
             return
+        await self._drop_generation()  # a service's last write: before the WAL is emptied
         try:
             await self._db.execute("PRAGMA busy_timeout = 0")
             await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
