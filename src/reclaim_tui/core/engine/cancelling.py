@@ -40,8 +40,11 @@ _RUNNING = (RemoteState.PENDING, RemoteState.ACTION, RemoteState.UNKNOWN)
 
 def unconfirmed(failure: BackendError, remote: RemoteInteraction | None) -> bool:
     """After a failed remote cancel: may the interaction still be running?
-    (A 404 has nothing left to cancel; a look that found it finished neither.)"""
-    if isinstance(failure, InteractionGoneError):
+    (A 404 has nothing left to cancel; a look that found it finished neither;
+    a permanent refusal — the API will not cancel a finished interaction —
+    would be answered the same way however often it is asked, and a row
+    kept "cancel pending" by it could never be retried.)"""
+    if isinstance(failure, InteractionGoneError | PermanentReadError):
         return False
     return remote is None or remote.state in _RUNNING
 
