@@ -34,9 +34,14 @@ def _export(
         if max_file_bytes is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
 
+    env = clean_env()
+    if max_file_bytes is not None:
+        # The limit is on every file the process writes: a measured run's own
+        # coverage data (written at exit) would fail on it, not the export.
+        env = {k: v for k, v in env.items() if not k.startswith("COVERAGE_")}
     return subprocess.run(
         [sys.executable, "-m", "reclaim_tui", "export", "--db", str(ws.db), "-o", output],
-        env=clean_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
