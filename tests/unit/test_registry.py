@@ -234,7 +234,8 @@ async def test_a_ledger_made_before_the_registry_gets_it(db_url: str) -> None:
     ledger = await open_ledger(db_url, clock=clock)
     try:
         assert await ledger.schema_version() == (PG_SCHEMA_VERSION if postgres else SCHEMA_VERSION)
-        assert await ledger.schema_version() == (3 if postgres else 8)
+        # The registry's own migration (PostgreSQL 3, SQLite 8) is among those applied.
+        assert await ledger.schema_version() >= (3 if postgres else 8)
         beacon = Beacon(ledger, FAR, "tick")
         await beacon.start()
         beacon.record(_report(consumed=5))
