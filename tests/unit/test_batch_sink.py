@@ -39,9 +39,9 @@ class Syscalls:
             self.log.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
             real_fsync(fd)
 
-        def replace(src: str | Path, dst: str | Path, **dir_fds: int) -> None:
+        def replace(src: str | Path, dst: str | Path) -> None:
             self.log.append(("rename", str(dst)))
-            real_replace(src, dst, **dir_fds)
+            real_replace(src, dst)
 
         monkeypatch.setattr(sinks.os, "fsync", fsync)
         monkeypatch.setattr(sinks.os, "replace", replace)
@@ -172,10 +172,10 @@ async def test_one_bad_delivery_does_not_fail_the_others(
     ]
     real = sinks._write_temp
 
-    def failing(path: Path, data: bytes, temp_fd: int) -> tuple[str, Path]:
+    def failing(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
         if path.name == "k1.json":
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(path, data, temp_fd)
+        return real(path, data, temp_dir)
 
     monkeypatch.setattr(sinks, "_write_temp", failing)
     outcomes = await sink.deliver_many(items)

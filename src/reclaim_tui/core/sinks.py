@@ -38,14 +38,7 @@ from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import valid_key
 from reclaim_tui.core.models import StoredResult
 from reclaim_tui.core.outputs import output_media
-from reclaim_tui.core.sink_temp import (
-    TEMP_DIR,
-    _leftovers,
-    _remove,
-    _write_temp,
-    open_temp_dir,
-)
-from reclaim_tui.errors import ConfigError, SinkError, SinkFolderError
+from reclaim_tui.errors import ConfigError, SinkError
 
 __all__ = ["BatchSink", "CallableSink", "DirectorySink", "Sink", "load_sink"]
 
@@ -64,6 +57,47 @@ class BatchSink(Protocol):
         """Deliver every item (same contract as `deliver`); one outcome per
         item, in order: None once its effect is durable, else its error."""
         ...
+
+
+TEMP_DIR = ".reclaim-tmp"
+
+
+def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
+    """Write `data` to a temp file beside `path`'s future home; not yet
+    durable, not yet visible under its name: (temp, target).
+
+    The name is the target's and this process's (`<idem>.md.<pid>.tmp`), created
+    with O_EXCL: a key is delivered by its lease holder alone, so one open(2)
+    does it — `tempfile.mkstemp` drew random names and retried, 11 % of the
+    service's CPU at 2,000 files per 1,000 jobs (issue 27). Another process's
+    leftover for the key is removed before staging (`_leftovers`); one of this
+    pid's own (a reused pid after a crash) is replaced."""
+    tmp = temp_dir / f"{path.name}.{os.getpid()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(tmp, flags, 0o666)  # the umask applies, as for any new file
+    except FileExistsError:
+        tmp.unlink()
+        fd = os.open(tmp, flags, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp, path
+
+
+def _leftovers(temp_dir: Path) -> dict[str, list[str]]:
+    """Temp files in `temp_dir` by the key they were written for (a key has
+    no dot: the name up to the first dot). Listed once per batch: temp files
+    live in their own small directory, so this is a scan of the deliveries
+    killed in flight, not of every article ever written."""
+    found: dict[str, list[str]] = {}
+    with os.scandir(temp_dir) as entries:
+        for entry in entries:
+            found.setdefault(entry.name.partition(".")[0], []).append(entry.name)
+    return found
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -106,27 +140,30 @@ def _syncfs_reports_errors(release: str) -> bool:
     return found is not None and (int(found[1]), int(found[2])) >= SYNCFS_REPORTS_ERRORS_FROM
 
 
-def _flush_files(temp_fd: int, names: Sequence[str]) -> None:
-    """Make the data of every temp file in `names` (in the temp folder
-    `temp_fd`) durable.
+def _flush_files(directory: Path, paths: Sequence[Path]) -> None:
+    """Make the data of every file in `paths` (all under `directory`) durable.
 
     Linux's syncfs(2) flushes the whole filesystem in one call, far cheaper than
-    an fsync per file on a batch (docs/performance.md, the default sink). It is
-    used only where it reports writeback errors (`SYNCFS_REPORTS_ERRORS_FROM`):
-    before that a failed writeback still returned 0, and rows would be marked
-    consumed whose files are not on disk. Elsewhere (an older kernel, another
-    system, an old libc) every file is fsync'd, which reports its own errors;
-    the caller syncs the directory after the renames either way.
+    an fsync per file on a batch (benchmarks/README.md). It is used only where it
+    reports writeback errors (`SYNCFS_REPORTS_ERRORS_FROM`): before that a failed
+    writeback still returned 0, and rows would be marked consumed whose files are
+    not on disk. Elsewhere (an older kernel, another system, an old libc) every
+    file is fsync'd, which reports its own errors; the caller syncs the directory
+    after the renames either way.
     """
     syncfs = _libc_syncfs() if _syncfs_reports_errors(kernel_release()) else None
     if syncfs is not None:
-        if syncfs(temp_fd) == 0:
-            return
-        err = ctypes.get_errno()
-        if err != errno.ENOSYS:
-            raise OSError(err, os.strerror(err))
-    for name in names:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=temp_fd)
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            if syncfs(fd) == 0:
+                return
+            err = ctypes.get_errno()
+            if err != errno.ENOSYS:
+                raise OSError(err, os.strerror(err), str(directory))
+        finally:
+            os.close(fd)
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
@@ -163,102 +200,76 @@ class DirectorySink:
             self._base = self.directory.resolve()
         return self._base / f"{idem}{suffix}"
 
-    def check(self) -> None:
-        """Refuse (SinkFolderError) a temp folder that is a link or not this
-        user's, before any pass; a missing one is made at the first delivery."""
-        fd = open_temp_dir(self.directory / TEMP_DIR, create=False)
-        if fd is not None:
-            os.close(fd)
-
     def _stage(
-        self, idem: str, result: StoredResult, temp_fd: int, leftovers: Sequence[str]
-    ) -> list[tuple[str, Path]]:
+        self, idem: str, result: StoredResult, temp_dir: Path, leftovers: Sequence[str]
+    ) -> list[tuple[Path, Path]]:
         """Every file of one delivery written to temp files; on an error the
         ones already written are removed. `leftovers`: temp files a killed
         delivery of this key left behind, removed first."""
-        staged: list[tuple[str, Path]] = []
+        staged: list[tuple[Path, Path]] = []
         try:
             for name in leftovers:
-                _remove(name, temp_fd)
+                (temp_dir / name).unlink(missing_ok=True)
             md = self.path_for(idem, ".md")
-            staged.append(_write_temp(md, result.output_text.encode("utf-8"), temp_fd))
-            staged.extend(self._stage_media(idem, result, temp_fd))
+            staged.append(_write_temp(md, result.output_text.encode("utf-8"), temp_dir))
+            staged.extend(self._stage_media(idem, result, temp_dir))
             pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
             js = self.path_for(idem, ".json")
-            staged.append(_write_temp(js, pretty.encode("utf-8") + b"\n", temp_fd))
+            staged.append(_write_temp(js, pretty.encode("utf-8") + b"\n", temp_dir))
         except BaseException:
             for tmp, _ in staged:
-                _remove(tmp, temp_fd)
+                tmp.unlink(missing_ok=True)
             raise
         return staged
 
-    def _stage_media(self, idem: str, result: StoredResult, temp_fd: int) -> list[tuple[str, Path]]:
+    def _stage_media(
+        self, idem: str, result: StoredResult, temp_dir: Path
+    ) -> list[tuple[Path, Path]]:
         """Images, audio and video the model produced, beside the .md as
         `<idem>.<n>.<ext>`; an output the API keeps by URI is listed in
         `<idem>.media.txt` instead (the URI may expire: fetch it soon)."""
-        staged: list[tuple[str, Path]] = []
+        staged: list[tuple[Path, Path]] = []
         uris: list[str] = []
         for n, media in enumerate(output_media(result.raw), start=1):
             if media.data is not None:
                 path = self.path_for(idem, f".{n}.{media.extension}")
-                staged.append(_write_temp(path, media.data, temp_fd))
+                staged.append(_write_temp(path, media.data, temp_dir))
             elif media.uri is not None:
                 uris.append(f"{n}\t{media.kind}\t{media.mime_type}\t{media.uri}\n")
         if uris:
             path = self.path_for(idem, ".media.txt")
-            staged.append(_write_temp(path, "".join(uris).encode(), temp_fd))
+            staged.append(_write_temp(path, "".join(uris).encode(), temp_dir))
         return staged
 
     def _write_many(self, items: Sequence[tuple[str, StoredResult]]) -> list[BaseException | None]:
         outcomes: list[BaseException | None] = [None] * len(items)
-        refused = [n for n, (idem, _) in enumerate(items) if not valid_key(idem)]
-        for n in refused:  # a refused key creates nothing
-            outcomes[n] = SinkError(f"refusing key {items[n][0]!r}: not a safe file name")
-        if len(refused) == len(items):
-            return outcomes
+        staged: list[tuple[int, list[tuple[Path, Path]]]] = []
         try:
-            temp_fd = open_temp_dir(self.directory / TEMP_DIR)  # SinkFolderError: the whole pass
-        except SinkFolderError:
-            raise
-        except OSError as exc:  # the folder cannot be made (read-only, full): each row's error
-            return [out or self._error(items[n][0], exc) for n, out in enumerate(outcomes)]
-        assert temp_fd is not None  # made when missing
-        try:
-            self._write_staged(items, outcomes, temp_fd)
-        finally:
-            os.close(temp_fd)
-        return outcomes
-
-    def _write_staged(
-        self,
-        items: Sequence[tuple[str, StoredResult]],
-        outcomes: list[BaseException | None],
-        temp_fd: int,
-    ) -> None:
-        staged: list[tuple[int, list[tuple[str, Path]]]] = []
-        try:
-            leftovers = _leftovers(temp_fd)
+            temp_dir = self.directory / TEMP_DIR
+            leftovers: dict[str, list[str]] | None = None
             for n, (idem, result) in enumerate(items):
-                if outcomes[n] is not None:
-                    continue
                 try:
-                    staged.append((n, self._stage(idem, result, temp_fd, leftovers.get(idem, []))))
+                    self.path_for(idem, ".md")  # a refused key creates nothing
+                    if leftovers is None:
+                        temp_dir.mkdir(parents=True, exist_ok=True)
+                        leftovers = _leftovers(temp_dir)
+                    staged.append((n, self._stage(idem, result, temp_dir, leftovers.get(idem, []))))
                 except SinkError as exc:
                     outcomes[n] = exc
                 except OSError as exc:
                     outcomes[n] = self._error(idem, exc)
             if staged:
-                _flush_files(temp_fd, [tmp for _, files in staged for tmp, _ in files])
+                _flush_files(temp_dir, [tmp for _, files in staged for tmp, _ in files])
                 for n, files in staged:
                     try:
                         for tmp, target in files:
-                            os.replace(tmp, target, src_dir_fd=temp_fd)
+                            os.replace(tmp, target)
                     except OSError as exc:
                         # This key's target cannot be replaced (a directory
                         # stands there, …): this delivery fails, not the batch.
                         outcomes[n] = self._error(items[n][0], exc)
                         for tmp, _ in files:
-                            _remove(tmp, temp_fd)
+                            tmp.unlink(missing_ok=True)
                     crashpoint("inside_sink")
                 _fsync_dir(self.directory)
         except OSError as exc:
@@ -266,9 +277,10 @@ class DirectorySink:
             # known durable; each stays `done` and is delivered again.
             for _, files in staged:
                 for tmp, _ in files:
-                    _remove(tmp, temp_fd)
+                    tmp.unlink(missing_ok=True)
             for n, _ in staged:
                 outcomes[n] = outcomes[n] or self._error(items[n][0], exc)
+        return outcomes
 
     def _error(self, idem: str, exc: OSError) -> SinkError:
         err = SinkError(f"cannot write result for {idem} in {self.directory}: {exc}")
