@@ -68,8 +68,8 @@ def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
 
     The name is the target's and this process's (`<idem>.md.<pid>.tmp`), created
     with O_EXCL: a key is delivered by its lease holder alone, so one open(2)
-    does it — `tempfile.mkstemp` drew random names and retried, 11 % of the
-    service's CPU at 2,000 files per 1,000 jobs (issue 27). Another process's
+    does it — `tempfile.mkstemp` drew random names and retried, a visible
+    share of the service's CPU at two files a job. Another process's
     leftover for the key is removed before staging (`_leftovers`); one of this
     pid's own (a reused pid after a crash) is replaced."""
     tmp = temp_dir / f"{path.name}.{os.getpid()}.tmp"
