@@ -227,11 +227,10 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         return out
 
     async def checkpoint(self) -> None:
-        """At a clean exit: copy the WAL into the ledger file and empty it, so
-        a copy of the `.db` alone is the whole ledger. SQLite does it when
-        the last connection closes, but not when that one is read-only (a
-        console's readers close after its engine). Never waits: a process
-        still reading or writing keeps the WAL, and checkpoints it itself."""
+        """At a clean exit: copy the WAL into the ledger file and empty it, so a
+        copy of the `.db` alone is the whole ledger (SQLite does it when the last
+        connection closes, but not a read-only one: a console's readers close
+        last). Never waits: a process still using the ledger keeps the WAL."""
         if self.readonly:
             return
         await self._drop_generation()  # a service's last write: before the WAL is emptied
