@@ -3,23 +3,38 @@
 For scripts that drive a running `reclaim-tui emulator` (faults, stats, the
 create log, webhook deliveries); the tests and the benchmarks share it.
 
-It stays on urllib, not the aiohttp the product uses: its callers are
-synchronous (a test's body, a benchmark's driver, a shell script), and an
-aiohttp call would need an event loop of its own per call or a thread; a
-request here is one blocking round trip with nothing to keep between them.
-The product's own client of the admin API (core/gemini/finder.py, inside
+Its HTTP client is httpx2's synchronous one, the client google-genai itself
+depends on (it is installed wherever the product is): the tree keeps two HTTP
+clients, aiohttp for our servers and everything on an event loop, httpx2 for
+the SDK and for this. Not aiohttp, because the callers are synchronous (a
+test's body, a benchmark's driver, a shell script): an aiohttp call would need
+an event loop of its own per call, or a thread. A request is one blocking
+round trip (`httpx2.request`), with nothing kept between them.
+
+Every failure of the round trip — no answer, a timeout, an answer that is not
+2xx — raises `AdminError`, an `OSError` as urllib's errors were, so callers
+that catch `OSError` go on catching it; `status` is the HTTP status, if any
+came. The product's own client of the admin API (core/gemini/finder.py, inside
 the engine's loop) is aiohttp's.
 """
 
 from __future__ import annotations
 
-import json
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
-__all__ = ["AdminClient"]
+import httpx2
+
+__all__ = ["AdminClient", "AdminError"]
+
+
+class AdminError(OSError):
+    """The admin API could not be reached, or answered other than 2xx."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class AdminClient:
@@ -30,15 +45,16 @@ class AdminClient:
         self.timeout = timeout
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"{self.base_url}/_emulator/{path}",
-            data=data,
-            method=method,
-            headers={"content-type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            return json.loads(response.read())
+        url = f"{self.base_url}/_emulator/{path}"
+        try:
+            response = httpx2.request(method, url, json=body, timeout=self.timeout)
+            response.raise_for_status()
+        except httpx2.HTTPStatusError as exc:
+            status = exc.response.status_code
+            raise AdminError(f"{method} {url}: HTTP {status}", status) from exc
+        except httpx2.HTTPError as exc:
+            raise AdminError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
+        return response.json()
 
     def stats(self) -> dict[str, Any]:
         result: dict[str, Any] = self.call("GET", "stats")
@@ -54,7 +70,7 @@ class AdminClient:
         return result
 
     def find(self, idem: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self.call("GET", f"find?idem={urllib.parse.quote(idem)}")
+        result: list[dict[str, Any]] = self.call("GET", f"find?idem={quote(idem)}")
         return result
 
     def finish(self, interaction_id: str, status: str, text: str | None = None) -> Any:

@@ -208,6 +208,7 @@ class InboxServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self.verifier.aclose()
         await self.flush()
 
     async def __aenter__(self) -> InboxServer:

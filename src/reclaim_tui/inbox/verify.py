@@ -17,10 +17,11 @@
   another body is refused. That memory is per process; what a replay after
   a restart could still do is bounded by the engine, which adopts nothing
   on an event's word alone (it `get`s the interaction and checks its label).
-- The keys are cached in the verifier: a known `kid` is checked on the
-  event loop without a thread; an unknown one triggers one refresh at a
-  time (on a thread of its own, at most every 30 s), and while a refresh
-  hangs, deliveries signed by a known key are answered at once.
+- The keys are cached (jwks.py): a known `kid` is checked at once; an
+  unknown one triggers one refresh at a time (fetched with aiohttp on the
+  inbox's event loop, at most every 30 s, given up after `jwks_timeout`),
+  and while a refresh hangs, deliveries signed by a known key, and every
+  HMAC-signed one, are answered at once.
 
 Every delivery must also carry a `webhook-timestamp` within `tolerance` of
 the inbox's clock (injectable) — a replay of an old delivery is refused
@@ -30,12 +31,10 @@ names no secret and no body.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import logging
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +43,7 @@ import standardwebhooks
 
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.inbox import GOOGLE_JWKS_URL
+from reclaim_tui.inbox.jwks import JwksUnreachable, KeyCache
 
 __all__ = ["GOOGLE_JWKS_URL", "Refused", "Verified", "Verifier"]
 
@@ -77,12 +77,13 @@ class Verifier:
         jwks_url: str | None = GOOGLE_JWKS_URL,
         audience: str | None = None,
         tolerance: float = TOLERANCE,
+        jwks_timeout: float = 5.0,
     ) -> None:
         self.clock = clock
         self.tolerance = tolerance
         self.audience = audience
         self._hooks = [_hook(s) for s in secrets]
-        self._keys = _KeyCache(jwks_url) if jwks_url else None
+        self._keys = KeyCache(jwks_url, timeout=jwks_timeout) if jwks_url else None
         #: unbound tokens' first delivery: signature → (webhook-id, body digest, exp)
         self._bound: dict[str, tuple[str, str, float]] = {}
 
@@ -98,6 +99,11 @@ class Verifier:
             return Verified(wid, at, "jwt")
         self._check_hmac({"webhook-id": wid, "webhook-timestamp": stamp}, signature, body)
         return Verified(wid, at, "hmac")
+
+    async def aclose(self) -> None:
+        """Stop a key refresh in flight (the inbox is stopping)."""
+        if self._keys is not None:
+            await self._keys.aclose()
 
     def _check_hmac(self, headers: dict[str, str], signature: str, body: bytes) -> None:
         if not self._hooks:
@@ -124,7 +130,12 @@ class Verifier:
             raise Refused("bad-signature", "not a JWT") from exc
         if not isinstance(kid, str) or not kid or len(kid) > 256:
             raise Refused("bad-signature", "no usable kid")
-        key = await self._keys.key(kid, self.clock.now())
+        try:
+            key = await self._keys.key(kid, self.clock.now())
+        except JwksUnreachable as exc:
+            raise Refused("jwks-unreachable", str(exc)) from exc
+        if key is None:
+            raise Refused("bad-signature", "no key with this kid")
         claims = self._decode(token, key)
         iat = claims.get("iat")
         if isinstance(iat, int | float) and abs(self.clock.now() - iat) > self.tolerance:
@@ -167,59 +178,6 @@ class Verifier:
         except jwt.PyJWTError as exc:
             raise Refused("bad-signature", type(exc).__name__) from exc
         return claims
-
-
-class _KeyCache:
-    """The JWKS's keys by kid. A known kid is answered at once (a stale set
-    is refreshed in the background); an unknown kid waits for one refresh —
-    a single fetch at a time on a thread of its own, at most every
-    `cooldown` seconds — and is refused if the set still lacks it."""
-
-    def __init__(self, url: str, lifespan: float = 300.0, cooldown: float = 30.0) -> None:
-        self._client = jwt.PyJWKClient(url, cache_jwk_set=False, timeout=5)
-        self.lifespan, self.cooldown = lifespan, cooldown
-        self.keys: dict[str, Any] = {}
-        self.fetched_at = float("-inf")
-        self._tried_at = float("-inf")
-        self._refresh: asyncio.Task[None] | None = None
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jwks")
-
-    async def key(self, kid: str, now: float) -> Any:
-        if kid in self.keys:
-            if now - self.fetched_at > self.lifespan:
-                self._start(now)
-            return self.keys[kid]
-        if now - self._tried_at < self.cooldown and not self._running():
-            raise Refused("bad-signature", "no key with this kid")
-        task = self._start(now)
-        try:
-            await asyncio.wait_for(asyncio.shield(task), 10.0)
-        except Exception as exc:  # the fetch failed or hangs: the sender retries
-            raise Refused("jwks-unreachable", type(exc).__name__) from exc
-        if kid not in self.keys:
-            raise Refused("bad-signature", "no key with this kid")
-        return self.keys[kid]
-
-    def _running(self) -> bool:
-        return self._refresh is not None and not self._refresh.done()
-
-    def _start(self, now: float) -> asyncio.Task[None]:
-        if self._refresh is None or self._refresh.done():
-            self._tried_at = now
-            self._refresh = asyncio.create_task(self._fetch(now))
-            # Its failure is reported to whoever waits; none may be left waiting.
-            self._refresh.add_done_callback(lambda t: t.cancelled() or t.exception())
-        return self._refresh
-
-    async def _fetch(self, now: float) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            found = await loop.run_in_executor(self._pool, self._client.get_jwk_set, True)
-            keys = {k.key_id: k.key for k in found.keys if k.key_id}
-        except Exception as exc:  # garbage, a 5xx, a timeout: nothing is trusted
-            log.warning("inbox: the JWKS could not be read (%s)", type(exc).__name__)
-            raise
-        self.keys, self.fetched_at = keys, now
 
 
 def _hook(secret: str) -> standardwebhooks.Webhook:

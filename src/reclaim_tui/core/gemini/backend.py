@@ -10,8 +10,8 @@ on connection errors, which duplicates interactions when a response is lost,
 DESIGN.md §1). Reads are not retried by the SDK either: the engine polls the
 row again later, with backoff, and records each failure on the row.
 
-The SDK calls go through the fast path (fastpath.py, fastcalls.py) when the SDK
-is the verified version, and through the stock SDK otherwise.
+The SDK calls go through the fast path when the SDK is a verified version, and
+through the stock SDK otherwise; its one door is fastgate.py (`attach_fast_path`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from reclaim_tui.core.outputs import output_text
 from reclaim_tui.errors import BackendError, ConfigError, TransientReadError
 
 if TYPE_CHECKING:
-    from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
+    from reclaim_tui.core.gemini.fastgate import FastCreate, FastGet
 
 __all__ = ["EMULATOR_DEFAULT_KEY", "GeminiBackend", "interaction_from_json", "resolve_api_key"]
 
@@ -147,9 +147,9 @@ class GeminiBackend:
     #: Built by `_build`, on the first access of any of them.
     _client: Any
     _interactions: Any
-    _fast_get: _FastGet | None
-    _fast_create: _FastCreate | None
-    #: fastpath._fast_path: the memoized SDK helpers are on inside its block
+    _fast_get: FastGet | None
+    _fast_create: FastCreate | None
+    #: the memoized SDK helpers are on inside its block (fastgate.FastPath.scope)
     _fast_scope: Callable[[bool], AbstractContextManager[None]]
 
     def __getattr__(self, name: str) -> Any:
@@ -166,9 +166,8 @@ class GeminiBackend:
         from google import genai
         from google.genai import types
 
-        # The fast path's modules come with the SDK: an idle tick imports neither.
-        from reclaim_tui.core.gemini.fastcalls import _FastCreate, _FastGet
-        from reclaim_tui.core.gemini.fastpath import _fast_path, install_fast_path
+        # The fast path's modules come with the SDK: an idle tick imports none.
+        from reclaim_tui.core.gemini.fastgate import attach_fast_path
 
         options = types.HttpOptions(
             base_url=self.base_url,
@@ -176,12 +175,11 @@ class GeminiBackend:
             retry_options=types.HttpRetryOptions(attempts=1),
             httpx_async_client=self._http_client,
         )
-        self._fast = self._want_fast and install_fast_path()
-        self._fast_scope = _fast_path
         self._client = genai.Client(api_key=self._api_key, http_options=options)
         self._interactions = self._client.aio.interactions
-        self._fast_get = _FastGet.attach(self._interactions) if self._fast else None
-        self._fast_create = _FastCreate.attach(self._interactions) if self._fast else None
+        fast = attach_fast_path(self._interactions, self._want_fast)
+        self._fast, self._fast_scope = fast.on, fast.scope
+        self._fast_get, self._fast_create = fast.get, fast.create
         self._built = True
 
     async def warm(self) -> None:
