@@ -9,8 +9,10 @@ not a folder or another user's (exit 4, one line saying so), before any pass.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -42,6 +44,21 @@ def _two_ticks(ws: Workspace) -> list[subprocess.CompletedProcess[str]]:
         time.sleep(max(0.0, wait or 0.0) + 0.05)
     runs.append(ws.tick())
     return runs
+
+
+def _events(log: Path) -> list[dict[str, object]]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def _until(predicate, limit: float = 120.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _refused(run: subprocess.CompletedProcess[str], start: str) -> None:
@@ -110,3 +127,45 @@ def test_the_temp_folder_it_makes_is_its_own_and_delivery_goes_on(
     assert (info.st_mode & 0o777, info.st_uid) == (0o700, os.geteuid())
     assert list((ws.out / TEMP_DIR).iterdir()) == []
     assert sorted(p.name for p in victim.iterdir()) == ["report.pdf"]
+
+
+def test_a_link_made_under_a_running_service_stops_it_at_the_delivery(tmp_path: Path) -> None:
+    """The folder was the sink's own when the service started; it is swapped
+    for a link while the job runs (4 s at this emulator): the delivery is
+    refused, the service ends with exit 4 and the row stays `done`."""
+    with EmulatorProcess(tmp_path, latency=4.0) as emu:
+        ws, victim = _workspace(tmp_path / "svc", emu)
+        jobs = write_jobs(ws.root / "j.jsonl", [{"key": "report", "input": "r"}])
+        submitted = ws.cli("submit", str(jobs), "--no-send")
+        assert submitted.returncode == 0, submitted.stderr
+        temp = ws.out / TEMP_DIR
+        temp.mkdir(mode=0o700)  # as an earlier delivery left it
+        log = ws.root / "run.log"
+        args = ["run", *ws.engine_flags("run"), "--log", str(log), "--idle-sleep", "0.1"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reclaim_tui", *args],
+            env=ws.env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert _until(lambda: any(e["event"] == "pass" for e in _events(log)))  # sent
+            temp.rmdir()
+            temp.symlink_to("../victim")
+            # Made while the job still runs: before its delivery.
+            assert ws.view().rows()["report"]["status"] == "submitted"
+            assert _until(
+                lambda: (
+                    proc.poll() is not None or ws.view().rows()["report"]["status"] == "consumed"
+                )
+            )
+            assert proc.poll() == 4, ws.view().rows()["report"]
+            stderr = proc.communicate(timeout=60)[1]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert stderr.strip().splitlines()[-1].startswith(f"error: {temp} is a link:"), stderr
+    assert [e["code"] for e in _events(log) if e["event"] == "stopped"] == [4]
+    assert sorted(p.name for p in victim.iterdir()) == ["report.pdf"]
+    assert ws.view().rows()["report"]["status"] == "done"
