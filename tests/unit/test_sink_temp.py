@@ -64,6 +64,26 @@ async def test_only_temp_files_of_its_own_naming_are_deleted(tmp_path: Path) -> 
     ]
 
 
+def test_a_link_planted_under_the_very_temp_name_it_draws_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone who guessed the next temp name and put a link there: the
+    create refuses it (O_EXCL, O_NOFOLLOW), the sink draws another name, and
+    the link and what it points at are left as they were."""
+    temp = tmp_path / TEMP_DIR
+    temp.mkdir()
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_text("not the sink's")
+    guessed = temp / f"report.md.{os.getpid()}-00000000.reclaim.tmp"
+    guessed.symlink_to(elsewhere)
+    draws = iter([b"\0\0\0\0", b"\0\0\0\0", b"\1\1\1\1", b"\2\2\2\2"])
+    monkeypatch.setattr(os, "urandom", lambda n: next(draws))
+    assert DirectorySink(tmp_path)._write_many([("report", _result("report"))]) == [None]
+    assert (tmp_path / "report.md").read_text() == "text"
+    assert elsewhere.read_text() == "not the sink's"
+    assert [p.name for p in temp.iterdir()] == [guessed.name] and guessed.is_symlink()
+
+
 async def test_a_temp_file_of_another_user_is_left(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("giving a file to another user needs root")
