@@ -90,7 +90,7 @@ async def open_engine(
     # Imported here: the commands that only read the ledger (status, show, export)
     # import neither the engine nor the sinks.
     from reclaim_tui.core.engine.engine import Engine
-    from reclaim_tui.core.sinks import load_sink
+    from reclaim_tui.core.sinks import DirectorySink, load_sink
 
     # Backend first: a missing API key fails before the sink or the ledger is touched.
     if backend is None:
@@ -98,6 +98,8 @@ async def open_engine(
     try:
         if sink is None:
             sink = load_sink(settings.sink, settings.out)
+        if isinstance(sink, DirectorySink):
+            sink.check()  # a temp folder that is a link is refused before any pass
         async with open_ledger(settings, clock=clock, create=create) as ledger:
             yield Engine(ledger, backend, sink, config=settings.engine_config(actor))
             await ledger.checkpoint()  # reached on a clean exit only

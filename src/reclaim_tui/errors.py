@@ -17,6 +17,7 @@
     ├── OperatorError               an operator action that does not apply (exit 5)
     ├── OutputError                 a file a command writes cannot be written (exit 4)
     ├── SinkError                   a sink could not deliver a result (row stays `done`)
+    │   └── SinkFolderError         its temp folder is a link or not its own (exit 4)
     └── BackendError                the API could not be used for one call
         ├── NotCreatedError         create was definitely not accepted
         ├── MaybeCreatedError       create may have been accepted (timeout, 5xx, reset)
@@ -54,6 +55,7 @@ __all__ = [
     "PermanentReadError",
     "ReclaimError",
     "SinkError",
+    "SinkFolderError",
     "TransientReadError",
 ]
 
@@ -147,6 +149,12 @@ class OutputError(ReclaimError):
 
 class SinkError(ReclaimError):
     """A sink failed to deliver a result; the row stays `done` for replay."""
+
+
+class SinkFolderError(SinkError):
+    """The directory sink's temp folder is a link, not a folder, or not this
+    user's: the sink writes and deletes there, so it stops (the pass, the
+    command) rather than touch files it did not make."""
 
 
 #: Causes of a failed call that lie outside the job: they never spend the

@@ -303,7 +303,8 @@ def test_orphan_policy_hold_ends_in_the_held_state(
 async def test_stale_temp_files_of_a_killed_delivery_are_removed(tmp_path: Path) -> None:
     sink = DirectorySink(tmp_path)
     idem = "a" * 32
-    # What a SIGKILL between creating the temp file and os.replace leaves (sinks._write_temp).
+    # What a SIGKILL between creating the temp file and os.replace leaves (an older
+    # version's name: mkstemp's random letters).
     (tmp_path / TEMP_DIR).mkdir()
     stale = tmp_path / TEMP_DIR / f"{idem}.json.k1ll3d.tmp"
     stale.write_bytes(b'{"half": ')

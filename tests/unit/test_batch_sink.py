@@ -23,6 +23,7 @@ from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import JobSpec, Status, StoredResult
+from reclaim_tui.core.sink_temp import TempFolder
 from reclaim_tui.core.sinks import TEMP_DIR, BatchSink, DirectorySink
 
 JOBS = 20
@@ -39,9 +40,9 @@ class Syscalls:
             self.log.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
             real_fsync(fd)
 
-        def replace(src: str | Path, dst: str | Path) -> None:
+        def replace(src: str | Path, dst: str | Path, **dir_fds: int) -> None:
             self.log.append(("rename", str(dst)))
-            real_replace(src, dst)
+            real_replace(src, dst, **dir_fds)
 
         monkeypatch.setattr(sinks.os, "fsync", fsync)
         monkeypatch.setattr(sinks.os, "replace", replace)
@@ -170,14 +171,14 @@ async def test_one_bad_delivery_does_not_fail_the_others(
         (f"k{n}", StoredResult(f"k{n}", f"emu-{n}", f"text {n}", None, '{"id": "x"}', 0.0))
         for n in range(3)
     ]
-    real = sinks._write_temp
+    real = TempFolder.write
 
-    def failing(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
+    def failing(folder: TempFolder, path: Path, data: bytes) -> str:
         if path.name == "k1.json":
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(path, data, temp_dir)
+        return real(folder, path, data)
 
-    monkeypatch.setattr(sinks, "_write_temp", failing)
+    monkeypatch.setattr(TempFolder, "write", failing)
     outcomes = await sink.deliver_many(items)
     assert outcomes[0] is None and outcomes[2] is None
     assert outcomes[1] is not None and "No space left" in str(outcomes[1])

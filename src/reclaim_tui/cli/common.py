@@ -30,6 +30,7 @@ from reclaim_tui.errors import (
     OperatorError,
     OutputError,
     ReclaimError,
+    SinkFolderError,
 )
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ EXIT_CODES: dict[type[ReclaimError], int] = {
     LedgerError: 4,
     OperatorError: 5,
     OutputError: 4,
+    SinkFolderError: 4,
 }
 
 T = TypeVar("T")

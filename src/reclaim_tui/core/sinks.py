@@ -38,6 +38,7 @@ from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import valid_key
 from reclaim_tui.core.models import StoredResult
 from reclaim_tui.core.outputs import output_media
+from reclaim_tui.core.sink_temp import TEMP_DIR, TempFolder
 from reclaim_tui.errors import ConfigError, SinkError
 
 __all__ = ["BatchSink", "CallableSink", "DirectorySink", "Sink", "load_sink"]
@@ -57,47 +58,6 @@ class BatchSink(Protocol):
         """Deliver every item (same contract as `deliver`); one outcome per
         item, in order: None once its effect is durable, else its error."""
         ...
-
-
-TEMP_DIR = ".reclaim-tmp"
-
-
-def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
-    """Write `data` to a temp file beside `path`'s future home; not yet
-    durable, not yet visible under its name: (temp, target).
-
-    The name is the target's and this process's (`<idem>.md.<pid>.tmp`), created
-    with O_EXCL: a key is delivered by its lease holder alone, so one open(2)
-    does it — `tempfile.mkstemp` drew random names and retried, a visible
-    share of the service's CPU at two files a job. Another process's
-    leftover for the key is removed before staging (`_leftovers`); one of this
-    pid's own (a reused pid after a crash) is replaced."""
-    tmp = temp_dir / f"{path.name}.{os.getpid()}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(tmp, flags, 0o666)  # the umask applies, as for any new file
-    except FileExistsError:
-        tmp.unlink()
-        fd = os.open(tmp, flags, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp, path
-
-
-def _leftovers(temp_dir: Path) -> dict[str, list[str]]:
-    """Temp files in `temp_dir` by the key they were written for (a key has
-    no dot: the name up to the first dot). Listed once per batch: temp files
-    live in their own small directory, so this is a scan of the deliveries
-    killed in flight, not of every article ever written."""
-    found: dict[str, list[str]] = {}
-    with os.scandir(temp_dir) as entries:
-        for entry in entries:
-            found.setdefault(entry.name.partition(".")[0], []).append(entry.name)
-    return found
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -140,8 +100,8 @@ def _syncfs_reports_errors(release: str) -> bool:
     return found is not None and (int(found[1]), int(found[2])) >= SYNCFS_REPORTS_ERRORS_FROM
 
 
-def _flush_files(directory: Path, paths: Sequence[Path]) -> None:
-    """Make the data of every file in `paths` (all under `directory`) durable.
+def _flush_files(folder: TempFolder, names: Sequence[str]) -> None:
+    """Make the data of every temp file in `names` (in `folder`) durable.
 
     Linux's syncfs(2) flushes the whole filesystem in one call, far cheaper than
     an fsync per file on a batch (benchmarks/README.md). It is used only where it
@@ -153,21 +113,12 @@ def _flush_files(directory: Path, paths: Sequence[Path]) -> None:
     """
     syncfs = _libc_syncfs() if _syncfs_reports_errors(kernel_release()) else None
     if syncfs is not None:
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            if syncfs(fd) == 0:
-                return
-            err = ctypes.get_errno()
-            if err != errno.ENOSYS:
-                raise OSError(err, os.strerror(err), str(directory))
-        finally:
-            os.close(fd)
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if syncfs(folder.fd) == 0:
+            return
+        err = ctypes.get_errno()
+        if err != errno.ENOSYS:
+            raise OSError(err, os.strerror(err), str(folder.path))
+    folder.fsync_each(names)
 
 
 class DirectorySink:
@@ -176,7 +127,9 @@ class DirectorySink:
     `.reclaim-tmp/` subdirectory, made durable, then renamed over the
     targets, then the directory synced. A reader sees a key's old file or
     the whole new one, never a torn write. Idempotent: a second delivery of
-    the same key rewrites the same bytes.
+    the same key rewrites the same bytes. The temp folder must be a real
+    folder of this user (`core/sink_temp.py`): anything else is refused
+    (SinkFolderError), never written or cleaned up through.
 
     A batch is staged whole (every temp file written), flushed once, renamed,
     and the directory synced once: two flushes per batch instead of three
@@ -200,86 +153,131 @@ class DirectorySink:
             self._base = self.directory.resolve()
         return self._base / f"{idem}{suffix}"
 
+    def check(self) -> None:
+        """Refuse (SinkFolderError) a temp folder that is a link, not a
+        folder or not this user's, before any pass. A missing one is made at
+        the first delivery; one that cannot be looked at is said by each
+        delivery (its row's error), as a folder that cannot be written is."""
+        try:
+            folder = TempFolder.open(self.directory / TEMP_DIR, create=False)
+        except SinkError:
+            raise
+        except OSError:
+            return
+        if folder is not None:
+            folder.close()
+
     def _stage(
-        self, idem: str, result: StoredResult, temp_dir: Path, leftovers: Sequence[str]
-    ) -> list[tuple[Path, Path]]:
-        """Every file of one delivery written to temp files; on an error the
-        ones already written are removed. `leftovers`: temp files a killed
-        delivery of this key left behind, removed first."""
-        staged: list[tuple[Path, Path]] = []
+        self, idem: str, result: StoredResult, folder: TempFolder, leftovers: Sequence[str]
+    ) -> list[tuple[str, Path]]:
+        """Every file of one delivery written to temp files, (temp name,
+        target) each; on an error the ones already written are removed.
+        `leftovers`: temp files a killed delivery of this key left, removed
+        first."""
+        staged: list[tuple[str, Path]] = []
         try:
             for name in leftovers:
-                (temp_dir / name).unlink(missing_ok=True)
+                folder.remove(name)
             md = self.path_for(idem, ".md")
-            staged.append(_write_temp(md, result.output_text.encode("utf-8"), temp_dir))
-            staged.extend(self._stage_media(idem, result, temp_dir))
+            staged.append((folder.write(md, result.output_text.encode("utf-8")), md))
+            staged.extend(self._stage_media(idem, result, folder))
             pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
             js = self.path_for(idem, ".json")
-            staged.append(_write_temp(js, pretty.encode("utf-8") + b"\n", temp_dir))
+            staged.append((folder.write(js, pretty.encode("utf-8") + b"\n"), js))
         except BaseException:
             for tmp, _ in staged:
-                tmp.unlink(missing_ok=True)
+                folder.remove(tmp)
             raise
         return staged
 
     def _stage_media(
-        self, idem: str, result: StoredResult, temp_dir: Path
-    ) -> list[tuple[Path, Path]]:
+        self, idem: str, result: StoredResult, folder: TempFolder
+    ) -> list[tuple[str, Path]]:
         """Images, audio and video the model produced, beside the .md as
         `<idem>.<n>.<ext>`; an output the API keeps by URI is listed in
         `<idem>.media.txt` instead (the URI may expire: fetch it soon)."""
-        staged: list[tuple[Path, Path]] = []
+        staged: list[tuple[str, Path]] = []
         uris: list[str] = []
         for n, media in enumerate(output_media(result.raw), start=1):
             if media.data is not None:
                 path = self.path_for(idem, f".{n}.{media.extension}")
-                staged.append(_write_temp(path, media.data, temp_dir))
+                staged.append((folder.write(path, media.data), path))
             elif media.uri is not None:
                 uris.append(f"{n}\t{media.kind}\t{media.mime_type}\t{media.uri}\n")
         if uris:
             path = self.path_for(idem, ".media.txt")
-            staged.append(_write_temp(path, "".join(uris).encode(), temp_dir))
+            staged.append((folder.write(path, "".join(uris).encode()), path))
         return staged
 
     def _write_many(self, items: Sequence[tuple[str, StoredResult]]) -> list[BaseException | None]:
         outcomes: list[BaseException | None] = [None] * len(items)
-        staged: list[tuple[int, list[tuple[Path, Path]]]] = []
+        todo: list[int] = []
+        for n, (idem, _) in enumerate(items):
+            try:
+                self.path_for(idem, ".md")  # a refused key creates nothing
+                todo.append(n)
+            except SinkError as exc:
+                outcomes[n] = exc
+        if not todo:
+            return outcomes
         try:
-            temp_dir = self.directory / TEMP_DIR
-            leftovers: dict[str, list[str]] | None = None
-            for n, (idem, result) in enumerate(items):
+            folder = TempFolder.open(self.directory / TEMP_DIR)  # SinkFolderError: the pass
+        except SinkError:
+            raise
+        except OSError as exc:  # the folder cannot be made (read-only, full): each row's error
+            return [out or self._error(items[n][0], exc) for n, out in enumerate(outcomes)]
+        assert folder is not None  # made when missing
+        with folder:
+            written = self._write_staged(items, todo, folder)
+        for n in todo:
+            outcomes[n] = written[n]
+        return outcomes
+
+    def _write_staged(
+        self, items: Sequence[tuple[str, StoredResult]], todo: Sequence[int], folder: TempFolder
+    ) -> dict[int, BaseException | None]:
+        """The outcome of each of `todo`: None only once its files are renamed
+        into place and the directory synced; an error in any step before that
+        (listing the temp folder included) is the outcome of every delivery it
+        left unfinished."""
+        outcomes: dict[int, BaseException | None] = {}
+        staged: list[tuple[int, list[tuple[str, Path]]]] = []
+        try:
+            leftovers = folder.leftovers()
+            for n in todo:
+                idem, result = items[n]
                 try:
-                    self.path_for(idem, ".md")  # a refused key creates nothing
-                    if leftovers is None:
-                        temp_dir.mkdir(parents=True, exist_ok=True)
-                        leftovers = _leftovers(temp_dir)
-                    staged.append((n, self._stage(idem, result, temp_dir, leftovers.get(idem, []))))
+                    staged.append((n, self._stage(idem, result, folder, leftovers.get(idem, []))))
                 except SinkError as exc:
                     outcomes[n] = exc
                 except OSError as exc:
                     outcomes[n] = self._error(idem, exc)
             if staged:
-                _flush_files(temp_dir, [tmp for _, files in staged for tmp, _ in files])
+                _flush_files(folder, [tmp for _, files in staged for tmp, _ in files])
+                renamed: list[int] = []
                 for n, files in staged:
                     try:
                         for tmp, target in files:
-                            os.replace(tmp, target)
+                            folder.replace(tmp, target)
+                        renamed.append(n)
                     except OSError as exc:
                         # This key's target cannot be replaced (a directory
                         # stands there, …): this delivery fails, not the batch.
                         outcomes[n] = self._error(items[n][0], exc)
                         for tmp, _ in files:
-                            tmp.unlink(missing_ok=True)
+                            folder.remove(tmp)
                     crashpoint("inside_sink")
                 _fsync_dir(self.directory)
+                outcomes.update(dict.fromkeys(renamed))
         except OSError as exc:
-            # The flush or a rename failed: no delivery of this batch is
-            # known durable; each stays `done` and is delivered again.
+            # The listing, the flush or the directory sync failed: no delivery
+            # of this batch is known durable; each stays `done` and is
+            # delivered again.
             for _, files in staged:
                 for tmp, _ in files:
-                    tmp.unlink(missing_ok=True)
-            for n, _ in staged:
-                outcomes[n] = outcomes[n] or self._error(items[n][0], exc)
+                    folder.remove(tmp)
+            for n in todo:
+                outcomes.setdefault(n, self._error(items[n][0], exc))
         return outcomes
 
     def _error(self, idem: str, exc: OSError) -> SinkError:

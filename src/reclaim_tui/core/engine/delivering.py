@@ -15,7 +15,7 @@ from reclaim_tui.core.engine.batching import HeldBatch
 from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.models import PassReport, Row, StoredResult
 from reclaim_tui.core.sinks import BatchSink
-from reclaim_tui.errors import SinkError
+from reclaim_tui.errors import SinkError, SinkFolderError
 
 __all__ = ["deliver", "replay"]
 
@@ -101,6 +101,8 @@ async def _deliver_many(
     if items:
         try:
             delivered = await sink.deliver_many(items)
+        except SinkFolderError:
+            raise  # the sink's own folder is unsafe: no delivery can go on
         except Exception as exc:  # rule 7: the rows' outcome, not the pass's
             delivered = [exc] * len(items)
         outcomes.extend(zip((idem for idem, _ in items), delivered, strict=True))
