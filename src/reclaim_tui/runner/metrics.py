@@ -280,7 +280,8 @@ class InboxCollector(Collector):
         family.add_metric(["redelivered", ""], self._inbox.duplicates)
         for cause, n in sorted(self._inbox.refused.items()):
             family.add_metric(["refused", cause], n)
-        family.add_metric(["refused", "ledger-unavailable"], self._inbox.ledger_refusals)
+        if self._inbox.ledger_refusals:  # as the other causes: once one was counted
+            family.add_metric(["refused", "ledger-unavailable"], self._inbox.ledger_refusals)
         yield family
 
 
