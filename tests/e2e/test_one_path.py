@@ -122,3 +122,12 @@ async def test_serve_runs_the_service_that_run_runs(tmp_path: Path) -> None:
     assert json.loads(body)["passes"] >= 1
     assert [tuple(row) for row in registered] == [("service", "up")]
     assert said[-1]["event"] == "stopped"
+
+
+def test_reserve_answers_what_submit_did_as_the_cli_prints_it(tmp_path: Path) -> None:
+    with reclaim_tui.connect_sync(tmp_path / "ledger.db") as ledger:
+        first = ledger.reserve([{"input": "once"}, {"input": "twice"}])
+        again = ledger.reserve({"input": "twice"})
+    assert (first.counts["inserted"], first.counts["already_present"]) == (2, 0)
+    assert (again.counts["inserted"], again.counts["already_present"]) == (0, 1)
+    assert first.counts["sent"] == 0  # reserved only: send=False needs no API key
