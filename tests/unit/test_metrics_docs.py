@@ -28,7 +28,9 @@ def _served() -> set[str]:
     metrics.passed(report, 0.5)
     metrics.api_calls.labels("create", "ok").inc()
     metrics.ledger_waiting()
-    metrics.watch_inbox(SimpleNamespace(accepted=2, duplicates=1, refused=Counter(rate=1)))
+    metrics.watch_inbox(
+        SimpleNamespace(accepted=2, duplicates=1, refused=Counter(rate=1), ledger_refusals=1)
+    )
     text = generate_latest(metrics.registry).decode()
     families = list(text_string_to_metric_families(text))
     # A family's own name too: the ledger's gauges have no sample on an empty ledger.

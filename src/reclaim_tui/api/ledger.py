@@ -1,10 +1,11 @@
 """`Ledger`, the Python API's one object: a ledger opened by path or
 PostgreSQL URL, its engine built only when something calls the API.
 
-Every write goes through the engine the CLI and the console use (the same
-leases, compare-and-sets, events and sink rules), so a job submitted here is
-the job `reclaim-tui submit` would have reserved, and a pass run here is a
-`tick`. Reading (`get`, `wait`, `finished`) needs no API key.
+The CLI's `submit`, `tick` and `run` are clients of this object (one path,
+not two): a job submitted here is checked as `reclaim-tui submit` checks it
+and is the job it would have reserved, a pass run here is a `tick`, and
+`serve` runs the service `reclaim-tui run` runs. Reading (`get`, `wait`,
+`finished`) needs no API key.
 """
 
 from __future__ import annotations
@@ -12,18 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TextIO, cast
 
 from reclaim_tui.api.jobs import Job, Result, job_from
 from reclaim_tui.api.settings import settings_for
+from reclaim_tui.api.specs import JobLike, checked_specs
 from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend, NoApi
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.costs import PriceTable, load_prices
-from reclaim_tui.core.jobsfile import check_job
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import port as ledger_port
 from reclaim_tui.core.ledger.opening import require_folder
@@ -33,15 +34,13 @@ from reclaim_tui.errors import ConfigError, OperatorError, ReclaimError
 
 if TYPE_CHECKING:
     from reclaim_tui.core.engine.engine import Engine
+    from reclaim_tui.runner.service import ServiceLoop
 
 __all__ = ["JobLike", "Ledger", "ResultCallback", "connect"]
 
 #: What `on_result` is called with: the job's key and its stored result. It may
 #: be sync (run in a worker thread) or async; it must be idempotent by key.
 ResultCallback = Callable[[str, Result], Awaitable[None] | None]
-#: A job to submit: a JobSpec, or a dict shaped as a jobs file's line.
-JobLike = JobSpec | Mapping[str, Any]
-
 log = logging.getLogger("reclaim_tui.api")
 
 #: The longest pause between two looks at the ledger while waiting for jobs.
@@ -91,8 +90,12 @@ class Ledger:
         create: bool = True,
         backend: Backend | None = None,
         clock: Clock | None = None,
+        actor: Actor = Actor.API,
     ) -> None:
         self.settings = settings
+        #: who the ledger's events name for this object's writes (the CLI's
+        #: commands name themselves: `tick`, `cli`, `service`)
+        self.actor = actor
         self._sink = sink
         self._readonly = readonly
         self._create = create
@@ -115,38 +118,54 @@ class Ledger:
         value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        await self.aclose()
+        await self.aclose(checkpoint=kind is None)
 
-    async def open(self) -> None:
+    async def open(self, *, sink: bool = False, api: bool = False) -> None:
         """Open the ledger (created with its schema when `create` and new: a new
         SQLite ledger beside another ledger of its folder is refused, as the CLI
-        refuses it, unless the `create_ledger` setting asks for it)."""
+        refuses it, unless the `create_ledger` setting asks for it).
+
+        `sink`: load the result sink first, `api`: build the API client too, so
+        that a bad sink or a missing API key is said before a ledger is created."""
         if self._store is not None:
             return
-        from reclaim_tui.bootstrap import open_ledger
+        from reclaim_tui.bootstrap import make_backend, open_ledger
 
         require_folder(self.settings.db)
+        if api and self._backend is None:
+            self._backend = make_backend(self.settings)
         stack = contextlib.AsyncExitStack()
-        self._store = await stack.enter_async_context(
-            open_ledger(
-                self.settings, readonly=self._readonly, create=self._create, clock=self._clock
+        try:
+            if (sink or api) and self._sink is None:
+                self._sink = load_sink(self.settings.sink, self.settings.out)
+            self._store = await stack.enter_async_context(
+                open_ledger(
+                    self.settings, readonly=self._readonly, create=self._create, clock=self._clock
+                )
             )
-        )
+        except BaseException:
+            await self._close_backend(self._backend)
+            raise
         self._closing = stack
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, checkpoint: bool = True) -> None:
         """Close the API client (if one was built) and the ledger; a writable
-        SQLite ledger's WAL is emptied into its file first, as the CLI does."""
+        SQLite ledger's WAL is emptied into its file first, as the CLI does
+        (not after an error: the ledger may be what failed)."""
         engine, store, closing = self._engine, self._store, self._closing
         self._engine = self._store = self._closing = None
         try:
-            if engine is not None and self._own_backend:
-                await engine.backend.aclose()
-            if store is not None and not self._readonly:
+            await self._close_backend(engine.backend if engine is not None else self._backend)
+            if store is not None and not self._readonly and checkpoint:
                 await store.checkpoint()
         finally:
             if closing is not None:
                 await closing.aclose()
+
+    async def _close_backend(self, backend: Backend | None) -> None:
+        if backend is not None and self._own_backend:
+            self._backend = None
+            await backend.aclose()
 
     @property
     def store(self) -> ledger_port.Ledger:
@@ -162,30 +181,42 @@ class Ledger:
 
             backend = self._backend or make_backend(self.settings)
             sink = self._sink or load_sink(self.settings.sink, self.settings.out)
-            config = self.settings.engine_config(Actor.API)
+            self._backend = backend
+            config = self.settings.engine_config(self.actor)
             self._engine = Engine(self.store, backend, sink, config=config)
         return self._engine
+
+    @property
+    def owner(self) -> str:
+        """The lease owner this object's passes write as (this process)."""
+        return self._engine_now().owner
 
     # -- jobs in ------------------------------------------------------------------------
     def job_spec(self, job: JobLike) -> JobSpec:
         """`job` checked as a jobs file's line is (JobsFileError says what is wrong)."""
-        if isinstance(job, JobSpec):
-            return check_job(_spec_fields(job), source="submit", default_model=self.settings.model)
-        if not isinstance(job, Mapping):
-            raise ConfigError(f"a job is a dict or a JobSpec, not {type(job).__name__}")
-        return check_job(dict(job), source="submit", default_model=self.settings.model)
+        return self.job_specs(job)[0]
+
+    def job_specs(self, jobs: JobLike | Iterable[JobLike]) -> list[JobSpec]:
+        """`jobs` checked as a jobs file's lines are, each and across them
+        (JobsFileError names every bad one by its number, from 1)."""
+        return checked_specs(jobs, default_model=self.settings.model)
 
     async def submit(self, jobs: JobLike | Iterable[JobLike], *, send: bool = False) -> list[str]:
         """Reserve each job (the same spec twice is one job) and return their
         keys, in order. `send`: create their interactions now (the API key is
         needed); else the next `tick`, `serve` or service sends them."""
-        specs = [self.job_spec(job) for job in _as_list(jobs)]
-        keys = [idempotency_key(spec) for spec in specs]
+        specs = self.job_specs(jobs)
+        await self.reserve(specs, send=send)
+        return [idempotency_key(spec) for spec in specs]
+
+    async def reserve(self, jobs: JobLike | Iterable[JobLike], *, send: bool = False) -> PassReport:
+        """`submit`, answered with what it did: reserved (`inserted`), already
+        in the ledger (`already_present`), sent, and any row's error."""
+        specs = self.job_specs(jobs)
         if not specs:
-            return []
+            return PassReport()
         engine = self._engine_now() if send else self._marker()
-        await engine.submit(specs, send=send)
-        return keys
+        return await engine.submit(specs, send=send)
 
     def _marker(self) -> Engine:
         """An engine that never calls the API: reserving and marking need no key."""
@@ -194,14 +225,13 @@ class Ledger:
         from reclaim_tui.core.engine.engine import Engine
 
         sink = self._sink or load_sink(self.settings.sink, self.settings.out)
-        return Engine(self.store, NoApi(), sink, config=self.settings.engine_config(Actor.API))
+        return Engine(self.store, NoApi(), sink, config=self.settings.engine_config(self.actor))
 
     # -- passes -------------------------------------------------------------------------
     async def tick(self, jobs: JobLike | Iterable[JobLike] = ()) -> PassReport:
         """One pass, as `reclaim-tui tick`: recover orphans, reserve `jobs`,
         send, reclaim, deliver (`on_result`), replay what did not deliver."""
-        specs = [self.job_spec(job) for job in _as_list(jobs)]
-        return await self._engine_now().tick(specs)
+        return await self._engine_now().tick(self.job_specs(jobs))
 
     async def serve(
         self,
@@ -209,34 +239,25 @@ class Ledger:
         interval: float = 5.0,
         jobs: JobLike | Iterable[JobLike] = (),
         log_to: TextIO | None = None,
+        metrics_listen: str | None = None,
     ) -> int:
-        """The service loop (`reclaim-tui run`) until cancelled: passes, then
+        """The service loop (`reclaim-tui run`'s) until cancelled: passes, then
         sleeps until the next due row (at most `interval` s). Cancelling the
         task drains as SIGTERM does (the pass in progress finishes, then
         CancelledError); a second cancel cancels the pass. Its JSON lines go to
-        `log_to`, else to the `reclaim_tui.service` logger."""
-        from reclaim_tui.runner.service import ServiceLoop
+        `log_to`, else to the `reclaim_tui.service` logger; `metrics_listen`
+        (HOST:PORT) serves its Prometheus metrics and /healthz there."""
+        from reclaim_tui.runner.service import run_service
 
         if not interval > 0:
             raise ConfigError("interval must be positive")
-        specs = [self.job_spec(job) for job in _as_list(jobs)]
-        engine = self._engine_now().acting_as(Actor.SERVICE)
+        specs = self.job_specs(jobs)
         out = log_to if log_to is not None else cast(TextIO, _LogLines())
-        loop = ServiceLoop(engine, out=out, max_sleep=interval, freeze_gc=False)
-        loop.say("ready", db=self.settings.db)
-        running = asyncio.ensure_future(loop.run(specs))
-        try:
-            return await asyncio.shield(running)
-        except asyncio.CancelledError:
-            if running.done():
-                raise
-            loop.signal()  # drain: finish the pass in progress, start no other
-            while not running.done():
-                try:
-                    await asyncio.shield(running)
-                except asyncio.CancelledError:
-                    loop.signal()  # asked again: cancel the pass
-            raise
+        engine = self._engine_now().acting_as(Actor.SERVICE)
+        return await run_service(
+            self.settings, specs, log=out, idle_sleep=interval, metrics_listen=metrics_listen,
+            engine=engine, drive=_drain_on_cancel,
+        )  # fmt: skip
 
     # -- reading ------------------------------------------------------------------------
     def _price_table(self) -> PriceTable | None:
@@ -315,12 +336,12 @@ class Ledger:
     # -- an operator's actions ----------------------------------------------------------
     async def cancel(self, key: str) -> Job:
         """Cancel a reserving or submitted job (at the API too when it was sent)."""
-        await self._engine_now().operator.cancel(key, actor=Actor.API)
+        await self._engine_now().operator.cancel(key, actor=self.actor)
         return await self._job(key)
 
     async def retry(self, key: str) -> Job:
         """Mark a failed or cancelled job for resend; the next pass sends it."""
-        await self._marker().operator.retry(key, actor=Actor.API)
+        await self._marker().operator.retry(key, actor=self.actor)
         return await self._job(key)
 
     async def answer(self, key: str, text: str, *, refine: bool = False) -> Job:
@@ -328,7 +349,7 @@ class Ledger:
         its research plan, with `text` as the next turn."""
         if not text.strip():
             raise ConfigError("the answer is empty: say what the interaction should go on with")
-        await self._engine_now().operator.answer(key, text, actor=Actor.API, refine=refine)
+        await self._engine_now().operator.answer(key, text, actor=self.actor, refine=refine)
         return await self._job(key)
 
     async def replay(self, keys: Sequence[str] | None = None) -> PassReport:
@@ -340,6 +361,24 @@ class Ledger:
         if job is None:
             raise OperatorError(f"no job with key {key!r} in {self.settings.db}")
         return job
+
+
+async def _drain_on_cancel(loop: ServiceLoop, jobs: Sequence[JobSpec], once: bool) -> int:
+    """Run the loop; a cancel of the caller drains it as SIGTERM does, a
+    second cancels its pass, and the CancelledError is raised once it ended."""
+    running = asyncio.ensure_future(loop.run(jobs, once=once))
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        if running.done():
+            raise
+        loop.signal()  # drain: finish the pass in progress, start no other
+        while not running.done():
+            try:
+                await asyncio.shield(running)
+            except asyncio.CancelledError:
+                loop.signal()  # asked again: cancel the pass
+        raise
 
 
 class _LogLines:
@@ -355,27 +394,3 @@ class _LogLines:
 
     def flush(self) -> None:
         return None
-
-
-def _as_list(jobs: JobLike | Iterable[JobLike]) -> list[JobLike]:
-    if isinstance(jobs, JobSpec | Mapping):
-        return [jobs]
-    return list(jobs)
-
-
-def _spec_fields(spec: JobSpec) -> dict[str, Any]:
-    """A JobSpec as a jobs file's line, so it gets every check a line gets."""
-    fields: dict[str, Any] = {"input": spec.input}
-    if spec.agent:
-        fields["agent"] = spec.agent
-    elif spec.model:
-        fields["model"] = spec.model
-    optional = {
-        "config": dict(spec.config) or None,
-        "key": spec.key,
-        "labels": dict(spec.labels) or None,
-        "deadline": spec.deadline,
-        "previous": spec.previous,
-    }
-    fields.update({name: value for name, value in optional.items() if value is not None})
-    return fields

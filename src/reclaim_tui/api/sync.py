@@ -78,6 +78,10 @@ class SyncLedger:
         keys: list[str] = self._run(self.ledger.submit(jobs, send=send))
         return keys
 
+    def reserve(self, jobs: JobLike | Iterable[JobLike], *, send: bool = False) -> PassReport:
+        report: PassReport = self._run(self.ledger.reserve(jobs, send=send))
+        return report
+
     def tick(self, jobs: JobLike | Iterable[JobLike] = ()) -> PassReport:
         report: PassReport = self._run(self.ledger.tick(jobs))
         return report
@@ -88,10 +92,14 @@ class SyncLedger:
         interval: float = 5.0,
         jobs: JobLike | Iterable[JobLike] = (),
         log_to: TextIO | None = None,
+        metrics_listen: str | None = None,
     ) -> int:
         """The service loop until Ctrl-C: the first drains, a second cancels
         the pass (the runner turns SIGINT into a cancel of this call)."""
-        code: int = self._run(self.ledger.serve(interval=interval, jobs=jobs, log_to=log_to))
+        serving = self.ledger.serve(
+            interval=interval, jobs=jobs, log_to=log_to, metrics_listen=metrics_listen
+        )
+        code: int = self._run(serving)
         return code
 
     def get(self, key: str, *, timeline: bool = True) -> Job | None:

@@ -1,5 +1,10 @@
 """The job commands: `tick` (one pass for cron), `run` (the loop as a
-service), `submit` (reserve a jobs file's jobs and send them)."""
+service), `submit` (reserve a jobs file's jobs and send them).
+
+Each is a client of the Python API (reclaim_tui.api): `tick` and `submit`
+call a `Ledger` that names them in its events, `run` runs the service
+`Ledger.serve` runs (runner/service.py's `run_service`). What is theirs
+alone is reading the jobs file, the idle tick's early exit and the printing."""
 
 from __future__ import annotations
 
@@ -11,7 +16,6 @@ from typing import Any, TextIO
 import click
 
 from reclaim_tui.cli.common import (
-    NoApi,
     echo_json,
     guarded,
     json_option,
@@ -85,23 +89,25 @@ def _nothing_due(settings: Settings, now: float) -> bool:
 async def _tick(
     settings: Settings, jobs_path: str | None, fail_on_errors: bool, as_json: bool
 ) -> None:
-    from reclaim_tui.bootstrap import open_engine
+    from reclaim_tui.api.ledger import Ledger
     from reclaim_tui.core.export import iso_time
     from reclaim_tui.core.ledger.registry import Beacon
 
     jobs = read_jobs(jobs_path, settings) if jobs_path else []
-    async with open_engine(settings, actor=Actor.TICK) as engine:
-        started = engine.ledger.clock.now()
+    ledger = Ledger(settings, actor=Actor.TICK)
+    await ledger.open(api=True)  # a missing API key is said before a ledger is created
+    async with ledger:
+        started = ledger.store.clock.now()
         # Its row in the process registry: up now, its pass and `stopped` at the end.
-        beacon = Beacon(engine.ledger, engine.owner, "tick")
+        beacon = Beacon(ledger.store, ledger.owner, "tick")
         await beacon.start()
         try:
-            report = await engine.tick(jobs)
+            report = await ledger.tick(jobs)
         except LedgerError as exc:
             if exc.report is not None:
                 # What the pass did before the ledger failed it, its rows
                 # named; then the error and its exit code (4).
-                finished = engine.ledger.clock.now()
+                finished = ledger.store.clock.now()
                 times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
                 _report_failed(exc.report, as_json=as_json, extra=times)
                 beacon.record(exc.report)
@@ -110,7 +116,7 @@ async def _tick(
             beacon.record(report)
         finally:
             await beacon.stopped()
-        finished = engine.ledger.clock.now()
+        finished = ledger.store.clock.now()
     times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
     print_report(report, fail_on_errors, settings, as_json=as_json, extra=times)
 
@@ -250,13 +256,14 @@ async def submit(jobs_path: str, no_send: bool, as_json: bool, **kw: Any) -> Non
     if not jobs and not as_json:
         click.echo(f"no jobs in {jobs_path} (blank lines and # comments only): nothing reserved")
         return
+    from reclaim_tui.api.ledger import Ledger
+
     # --no-send: for a producer beside a running service, which sends from its warm
     # client (a second cold process would pay the SDK's import to send them).
-    backend = NoApi() if no_send else None
-    from reclaim_tui.bootstrap import open_engine
-
-    async with open_engine(settings, actor=Actor.CLI, backend=backend) as engine:
-        report = await engine.submit(jobs, send=not no_send)
+    ledger = Ledger(settings, actor=Actor.CLI)
+    await ledger.open(sink=True, api=not no_send)
+    async with ledger:
+        report = await ledger.reserve(jobs, send=not no_send)
     if as_json:
         print_report(report, False, settings, as_json=True)
         return

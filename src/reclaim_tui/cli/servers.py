@@ -90,6 +90,13 @@ __all__ = ["inbox", "webhooks"]
     help="With --trusted-proxy: the header the proxy sets (one it does not set would be"
     " the client's own words).",
 )
+@click.option(
+    "--metrics-listen",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve Prometheus metrics (/metrics: deliveries kept or refused by cause, the"
+    " ledger unavailable or back) and a health check (/healthz) here, e.g. 127.0.0.1:9465.",
+)
 @run
 async def inbox(
     db: str,
@@ -104,6 +111,7 @@ async def inbox(
     max_client_connections: int,
     trusted_proxies: tuple[str, ...],
     forwarded_header: str,
+    metrics_listen: str | None,
 ) -> None:
     """Receive the API's webhooks into the ledger (verified, kept once, then 200)."""
     from reclaim_tui.inbox.command import serve_inbox
@@ -122,7 +130,16 @@ async def inbox(
         per_client=max_client_connections,
         trusted=trusted,
     )
-    await serve_inbox(db, listen, path, secrets, jwks_url, audience, limits)
+    watch = None
+    if metrics_listen is not None:
+        from functools import partial
+
+        from reclaim_tui.runner.inbox_metrics import inbox_metrics
+        from reclaim_tui.runner.metrics import parse_listen
+
+        parse_listen(metrics_listen)  # a bad one is said before the inbox binds
+        watch = partial(inbox_metrics, metrics_listen)
+    await serve_inbox(db, listen, path, secrets, jwks_url, audience, limits, watch)
 
 
 @click.group()

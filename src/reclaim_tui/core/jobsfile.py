@@ -271,38 +271,27 @@ def check_job(fields: dict[str, Any], *, source: str, default_model: str) -> Job
     the checks a jobs file's line gets: JobsFileError says what is wrong,
     before anything is reserved (a 1 MB prompt was reserved, then refused
     with 413 by the API)."""
-    try:
-        return _checked(fields, default_model)
-    except (ValueError, RecursionError, UnicodeError) as exc:
-        raise JobsFileError(source, [(1, str(exc).splitlines()[0][:200])]) from None
+    return check_jobs([fields], source=source, default_model=default_model)[0]
 
 
-def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
-    """Validate every line; return the jobs or raise JobsFileError naming each bad line."""
+def check_jobs(jobs: Iterable[Any], *, source: str, default_model: str) -> list[JobSpec]:
+    """Jobs given as objects (the Python API's dicts), with the checks a jobs
+    file's lines get, each and across them (a key used twice, a cycle of
+    `previous` keys): JobsFileError names every bad one by its number (1, …)."""
+    checked, problems = _checked_all(enumerate(jobs, start=1), default_model)
+    if problems:
+        raise JobsFileError(source, sorted(problems))
+    return checked
+
+
+def _checked_all(
+    numbered: Iterable[tuple[int, Any]], default_model: str
+) -> tuple[list[JobSpec], list[tuple[int, str]]]:
     jobs: list[JobSpec] = []
     problems: list[tuple[int, str]] = []
-    example_said = False  # what a line looks like, shown with the first non-JSON line only
-    keys: dict[str, tuple[int, bool]] = {}  # key → (first line, explicit?)
-    numbers: list[int] = []  # the line of each job
-    for number, line in enumerate(lines, start=1):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
-        if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-            problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
-            continue
-        try:
-            obj = load_line(text)
-        except json.JSONDecodeError as exc:
-            problems.append((number, _json_problem(text, exc, example=not example_said)))
-            example_said = True
-            continue
-        except ValueError as exc:  # a number that is no number (NaN, 1e400), or too long
-            problems.append((number, str(exc)[:200]))
-            continue
-        except RecursionError:
-            problems.append((number, "nested too deeply to read"))
-            continue
+    keys: dict[str, tuple[int, bool]] = {}  # key → (first number, explicit?)
+    numbers: list[int] = []
+    for number, obj in numbered:
         try:
             job = _checked(obj, default_model)
             idem = idempotency_key(job)
@@ -311,15 +300,39 @@ def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list
             continue
         first = keys.get(idem)
         if first is not None and (job.key is not None or first[1]):
-            # An explicit key equal to another line's key (explicit or derived)
-            # would make one of the two jobs vanish: refuse, naming both lines.
-            # Two lines with the same spec and no key are the same job.
+            # An explicit key equal to another job's (explicit or derived) would make
+            # one vanish: refuse, naming both. The same spec twice with no key is one job.
             problems.append((number, f"key {idem!r} already used on line {first[0]}"))
             continue
         keys.setdefault(idem, (number, job.key is not None))
         jobs.append(job)
         numbers.append(number)
-    problems = sorted(problems + _refuse_cycles(jobs, numbers))
+    return jobs, problems + _refuse_cycles(jobs, numbers)
+
+
+def parse_jobs(lines: Iterable[str], *, source: str, default_model: str) -> list[JobSpec]:
+    """Validate every line; return the jobs or raise JobsFileError naming each bad line."""
+    problems: list[tuple[int, str]] = []
+    example_said = False  # what a line looks like, shown with the first non-JSON line only
+    objects: list[tuple[int, Any]] = []  # each line's object, with its number
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+            problems.append((number, f"line is over {MAX_INPUT_BYTES} bytes"))
+            continue
+        try:
+            objects.append((number, load_line(text)))
+        except json.JSONDecodeError as exc:
+            problems.append((number, _json_problem(text, exc, example=not example_said)))
+            example_said = True
+        except ValueError as exc:  # a number that is no number (NaN, 1e400), or too long
+            problems.append((number, str(exc)[:200]))
+        except RecursionError:
+            problems.append((number, "nested too deeply to read"))
+    jobs, more = _checked_all(objects, default_model)
+    problems = sorted(problems + more)
     if problems:
         raise JobsFileError(source, problems)
     return jobs

@@ -7,7 +7,8 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 
 from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.config import Settings
@@ -60,7 +61,10 @@ async def serve_inbox(
     jwks_url: str | None,
     audience: str | None,
     limits: ConnectionLimits | None = None,
+    watch: Watch | None = None,
 ) -> None:
+    """Serve until SIGINT/SIGTERM; `watch(server)` (`--metrics-listen`: the
+    caller's metrics listener, its URL said) runs while the inbox does."""
     host, port = parse_listen(listen)
     if not path.startswith("/"):
         raise ConfigError("--path must start with /")
@@ -82,15 +86,9 @@ async def serve_inbox(
         except OSError as exc:
             raise ConfigError(f"--listen {listen}: cannot bind ({exc.strerror or exc})") from exc
         try:
-            kinds = ", ".join(
-                k for k, on in (("HMAC", bool(secrets)), ("JWT", bool(jwks_url))) if on
-            )
-            print(
-                f"inbox: listening on {server.url} ({kinds or 'nothing'} accepted)",
-                file=sys.stderr,
-                flush=True,
-            )
-            await keep_registered(ledger, server, stop)
+            async with watch(server) if watch is not None else _unwatched() as watched:
+                _say_listening(server, secrets, jwks_url, watched)
+                await keep_registered(ledger, server, stop)
         finally:
             await server.stop()
         print(
@@ -98,3 +96,25 @@ async def serve_inbox(
             f" refused {sum(server.refused.values())}",
             file=sys.stderr,
         )
+
+
+#: What watches a running inbox (its metrics listener): a context whose value is its URL.
+Watch = Callable[[InboxServer], AbstractAsyncContextManager[str | None]]
+
+
+@contextlib.asynccontextmanager
+async def _unwatched() -> AsyncIterator[str | None]:
+    yield None
+
+
+def _say_listening(
+    server: InboxServer, secrets: Sequence[str], jwks_url: str | None, watched: str | None
+) -> None:
+    kinds = ", ".join(k for k, on in (("HMAC", bool(secrets)), ("JWT", bool(jwks_url))) if on)
+    print(
+        f"inbox: listening on {server.url} ({kinds or 'nothing'} accepted)",
+        file=sys.stderr,
+        flush=True,
+    )
+    if watched is not None:
+        print(f"inbox: metrics on {watched} (/metrics, /healthz)", file=sys.stderr, flush=True)

@@ -79,6 +79,11 @@ class InboxServer:
         self.refused: Counter[str] = Counter()
         self.accepted = 0
         self.duplicates = 0
+        #: deliveries answered 503 for a ledger that could not be written; the
+        #: times it became unusable, and whether it answered last time
+        self.ledger_refusals = 0
+        self.ledger_outages = 0
+        self.ledger_is_up = True
         self._unflushed: Counter[str] = Counter()
         self.limits = limits or ConnectionLimits()
         self.complaints = Complaints(verifier.clock, self.limits.log_interval)
@@ -127,7 +132,10 @@ class InboxServer:
             new = await inbox.record(self.ledger, event)
         except LedgerError as exc:
             log.warning("inbox: %s not kept, the ledger refused (%s); the API retries", wid, exc)
+            self.ledger_refusals += 1
+            self._ledger_answered(False)
             return web.json_response({"error": "ledger unavailable"}, status=503)
+        self._ledger_answered(True)
         if new:
             self.accepted += 1
             if self.on_kept is not None:
@@ -174,14 +182,28 @@ class InboxServer:
         self._unflushed[f"refused:{reason}"] += 1
         self.complaints.say(reason, f"refused ({reason}) {detail}")
 
+    def _ledger_answered(self, up: bool) -> None:
+        """Note the ledger becoming unusable, or coming back (said once each)."""
+        if up == self.ledger_is_up:
+            return
+        self.ledger_is_up = up
+        if not up:
+            self.ledger_outages += 1
+        log.warning("inbox: the ledger %s", "is back" if up else "is unavailable")
+
     # -- counters -------------------------------------------------------------------------
     async def flush(self) -> None:
         """Add the refusals counted since the last flush to the ledger."""
         counts, self._unflushed = self._unflushed, Counter()
+        if not counts:
+            return
         try:
             await inbox.count(self.ledger, counts, self.clock.now())
         except LedgerError:
             self._unflushed.update(counts)  # kept for the next flush
+            self._ledger_answered(False)
+        else:
+            self._ledger_answered(True)
 
     async def _flush_forever(self) -> None:
         while True:

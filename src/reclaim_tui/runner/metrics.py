@@ -25,7 +25,7 @@ import contextlib
 import logging
 import time
 from collections import Counter as CounterType
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -54,7 +54,14 @@ from reclaim_tui.errors import (
     TransientReadError,
 )
 
-__all__ = ["CountingBackend", "ServiceMetrics", "metrics_listener", "parse_listen"]
+__all__ = [
+    "CountingBackend",
+    "InboxCollector",
+    "ServiceMetrics",
+    "metrics_listener",
+    "parse_listen",
+    "serve_metrics",
+]
 
 log = logging.getLogger("reclaim_tui.metrics")
 
@@ -182,7 +189,7 @@ class ServiceMetrics:
 
     def watch_inbox(self, inbox: InboxCounts) -> None:
         """Count the deliveries of the service's own inbox (`--inbox-listen`)."""
-        self.registry.register(_InboxCollector(inbox))
+        self.registry.register(InboxCollector(inbox))
 
     def set_state(self, state: str) -> None:
         for name in STATES:
@@ -252,9 +259,11 @@ class InboxCounts(Protocol):
     accepted: int
     duplicates: int
     refused: CounterType[str]
+    #: deliveries answered 503 because the ledger could not be written
+    ledger_refusals: int
 
 
-class _InboxCollector(Collector):
+class InboxCollector(Collector):
     """The inbox's deliveries as one counter: kept, redelivered (already kept:
     a no-op), refused by cause."""
 
@@ -271,6 +280,8 @@ class _InboxCollector(Collector):
         family.add_metric(["redelivered", ""], self._inbox.duplicates)
         for cause, n in sorted(self._inbox.refused.items()):
             family.add_metric(["refused", cause], n)
+        if self._inbox.ledger_refusals:  # as the other causes: once one was counted
+            family.add_metric(["refused", "ledger-unavailable"], self._inbox.ledger_refusals)
         yield family
 
 
@@ -324,19 +335,16 @@ async def metrics_listener(
     state: Callable[[], str],
     prices: Callable[[], Any] | None,
 ) -> AsyncIterator[str]:
-    """`/metrics` and `/healthz` on `listen` while the block runs; its URL."""
-    host, port = parse_listen(listen)
+    """A service's `/metrics` and `/healthz` on `listen` while the block runs; its URL."""
 
-    async def scrape(request: web.Request) -> web.Response:
+    async def before_scrape() -> None:
         metrics.set_state(state())
         try:
             await metrics.refresh(ledger, prices)
         except Exception as exc:  # the ledger's figures stay as last read
             log.warning("metrics: the ledger could not be read: %s", exc)
-        body = generate_latest(metrics.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    async def health(request: web.Request) -> web.Response:
+    def health() -> tuple[dict[str, Any], bool]:
         word = state()
         metrics.set_state(word)
         document = {
@@ -345,11 +353,37 @@ async def metrics_listener(
             "last_pass_at": metrics.last_pass_at,
             "ledger_up": metrics.ledger_is_up,
         }
-        return web.json_response(document, status=200 if word in ("passing", "paused") else 503)
+        return document, word in ("passing", "paused")
+
+    async with serve_metrics(listen, metrics.registry, health, before_scrape) as url:
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def serve_metrics(
+    listen: str,
+    registry: CollectorRegistry,
+    health: Callable[[], tuple[dict[str, Any], bool]],
+    before_scrape: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncIterator[str]:
+    """`GET /metrics` (the registry, in Prometheus's text format) and `GET
+    /healthz` (`health()`'s document; 200 when it says healthy, else 503) on
+    `listen` while the block runs; its URL. The service's and the inbox's."""
+    host, port = parse_listen(listen)
+
+    async def scrape(request: web.Request) -> web.Response:
+        if before_scrape is not None:
+            await before_scrape()
+        body = generate_latest(registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthz(request: web.Request) -> web.Response:
+        document, healthy = health()
+        return web.json_response(document, status=200 if healthy else 503)
 
     app = web.Application()
     app.router.add_get("/metrics", scrape)
-    app.router.add_get("/healthz", health)
+    app.router.add_get("/healthz", healthz)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

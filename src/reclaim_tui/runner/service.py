@@ -15,8 +15,6 @@ ledger connection — instead of a cron tick paying start-up every minute:
   the engine is up, one line per pass that did something (and one a minute
   when idle), `stopped` at the end — on stderr, or appended to `--log`;
 - `--once`: one pass, then exit (a cron tick in the service's shape).
-
-No Textual here (import-linter: runner imports neither Textual nor the console).
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
@@ -364,6 +362,10 @@ class ServiceLoop:
             await asyncio.wait_for(self.wake.wait(), wait)
 
 
+#: What runs a service's loop once it is up: (loop, first jobs, once) → exit code.
+Drive = Callable[[ServiceLoop, Sequence[JobSpec], bool], Awaitable[int]]
+
+
 async def run_service(
     settings: Settings,
     jobs: Sequence[JobSpec] = (),
@@ -374,21 +376,29 @@ async def run_service(
     idle_sleep: float = 5.0,
     control: str | None = None,
     metrics_listen: str | None = None,
+    engine: Engine | None = None,
+    drive: Drive | None = None,
 ) -> int:
-    """`reclaim-tui run`: the engine up, `ready` said, passes until stopped."""
+    """`reclaim-tui run`, and the Python API's `serve`: the engine up (opened
+    here once its ledger is reachable, or the caller's `engine`), `ready`
+    said, passes until stopped (`drive` runs the loop: by default until a
+    signal; the API's, until its task is cancelled)."""
     out = log or sys.stderr
     async with contextlib.AsyncExitStack() as stack:
-        # --once is a tick in the service's shape: it exits 4 as a tick does.
-        engine = await engine_when_reachable(stack, settings, out, wait=not once)
+        own = engine is None  # --once is a tick in the service's shape: it exits 4 as a tick does
+        if engine is None:
+            engine = await engine_when_reachable(stack, settings, out, wait=not once)
         kind, interval = ("run", None) if once else ("service", idle_sleep)
         beacon = Beacon(engine.ledger, engine.owner, kind, interval=interval)
-        loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep, beacon=beacon)
+        loop = ServiceLoop(engine, out=out, max_sleep=idle_sleep, beacon=beacon, freeze_gc=own)
         if metrics_listen is not None:
             from reclaim_tui.runner.metrics import CountingBackend, ServiceMetrics
 
-            loop.metrics = ServiceMetrics()
-            engine.parts.backend = CountingBackend(engine.backend, loop.metrics)
-        loop.install_signals()
+            loop.metrics, inner = ServiceMetrics(), engine.backend
+            engine.parts.backend = CountingBackend(inner, loop.metrics)
+            stack.callback(setattr, engine.parts, "backend", inner)
+        if drive is None:
+            loop.install_signals()
         # A service is started to work: build the SDK's client (its import is
         # long) before `ready`, not inside the first job's window.
         sdk = await warm(engine)
@@ -399,12 +409,11 @@ async def run_service(
         ):
             await beacon.start()
             loop.say(
-                "ready",
-                db=shown_db(settings.db),
-                inbox=url,
-                webhooks=bool(settings.webhook_url),
-                control=control,
-                metrics=metrics_url,
-                sdk=sdk,
-            )
-            return await loop.run(jobs, once=once)
+                "ready", db=shown_db(settings.db), inbox=url, webhooks=bool(settings.webhook_url),
+                control=control, metrics=metrics_url, sdk=sdk,
+            )  # fmt: skip
+            return await (drive or _until_signalled)(loop, jobs, once)
+
+
+async def _until_signalled(loop: ServiceLoop, jobs: Sequence[JobSpec], once: bool) -> int:
+    return await loop.run(jobs, once=once)
