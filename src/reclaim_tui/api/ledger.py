@@ -29,7 +29,7 @@ from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import port as ledger_port
 from reclaim_tui.core.ledger.opening import require_folder
 from reclaim_tui.core.models import Actor, JobSpec, PassReport
-from reclaim_tui.core.sinks import CallableSink, Sink, load_sink
+from reclaim_tui.core.sinks import CallableSink, DirectorySink, Sink, load_sink
 from reclaim_tui.errors import ConfigError, OperatorError, ReclaimError
 
 if TYPE_CHECKING:
@@ -136,8 +136,8 @@ class Ledger:
             self._backend = make_backend(self.settings)
         stack = contextlib.AsyncExitStack()
         try:
-            if (sink or api) and self._sink is None:
-                self._sink = load_sink(self.settings.sink, self.settings.out)
+            if sink or api:
+                self._checked_sink()
             self._store = await stack.enter_async_context(
                 open_ledger(
                     self.settings, readonly=self._readonly, create=self._create, clock=self._clock
@@ -167,6 +167,16 @@ class Ledger:
             self._backend = None
             await backend.aclose()
 
+    def _checked_sink(self) -> Sink:
+        """The sink (the settings' one unless given), loaded once; a directory
+        sink's temp folder that is a link or not this user's is refused here,
+        before any pass, as the CLI's engine refuses it."""
+        if self._sink is None:
+            self._sink = load_sink(self.settings.sink, self.settings.out)
+        if isinstance(self._sink, DirectorySink):
+            self._sink.check()
+        return self._sink
+
     @property
     def store(self) -> ledger_port.Ledger:
         if self._store is None:
@@ -180,7 +190,7 @@ class Ledger:
             from reclaim_tui.core.engine.engine import Engine
 
             backend = self._backend or make_backend(self.settings)
-            sink = self._sink or load_sink(self.settings.sink, self.settings.out)
+            sink = self._checked_sink()
             self._backend = backend
             config = self.settings.engine_config(self.actor)
             self._engine = Engine(self.store, backend, sink, config=config)
@@ -224,7 +234,7 @@ class Ledger:
             return self._engine
         from reclaim_tui.core.engine.engine import Engine
 
-        sink = self._sink or load_sink(self.settings.sink, self.settings.out)
+        sink = self._checked_sink()
         return Engine(self.store, NoApi(), sink, config=self.settings.engine_config(self.actor))
 
     # -- passes -------------------------------------------------------------------------
