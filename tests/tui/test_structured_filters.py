@@ -15,6 +15,7 @@ import pytest
 
 from reclaim_tui.config import ConsoleSettings
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.views import RowFilter, View
@@ -54,8 +55,13 @@ async def reader(db_url: str) -> AsyncIterator[ConsoleReader]:
     try:
         async with ledger.write() as con:
             await con.executemany(
-                "INSERT INTO jobs(idem, spec, model, status, attempts, created_at, state_since,"
-                " updated_at) VALUES (?,?,?,?,?,?,?,?)",
+                Sql(
+                    lambda d: (
+                        "INSERT INTO jobs(idem, spec, model, status, attempts, created_at,"
+                        " state_since,"
+                        f" updated_at) VALUES ({d.p},{d.p},{d.p},{d.p},{d.p},{d.p},{d.p},{d.p})"
+                    )
+                ),
                 rows,
             )
     finally:

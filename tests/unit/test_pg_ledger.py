@@ -1,5 +1,5 @@
 """What only the PostgreSQL ledger has: the server's clock, claims by several
-hosts at once, a restart under a live connection, its SQL rewriting, and
+hosts at once, a restart under a live connection, and
 refusals (a foreign schema, a newer one, synchronous_commit off)."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.pg_connect import ServerClock
 from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA, PG_SCHEMA_VERSION
-from reclaim_tui.core.ledger.pg_sql import SqliteOnlyError, reorder, to_postgres
 from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
@@ -24,31 +23,6 @@ from reclaim_tui.errors import (
 from tests.helpers.postgres import PostgresServer, started
 
 pytestmark = pytest.mark.postgres
-
-
-def test_sql_rewriting() -> None:
-    sql, order = to_postgres(
-        "INSERT INTO events(at, job, idem) SELECT ?1, id, ?2 FROM jobs WHERE idem = ?2"
-    )
-    assert sql == "INSERT INTO events(at, job, idem) SELECT %s, id, %s FROM jobs WHERE idem = %s"
-    assert list(reorder(["t", "k"], order)) == ["t", "k", "k"]
-    sql, order = to_postgres(
-        "SELECT j.idem FROM json_each(?) AS k CROSS JOIN jobs AS j ON j.idem = k.value"
-        " WHERE name LIKE 'refused%' AND x LIKE ? ESCAPE '\\'"
-    )
-    assert order is None
-    assert sql == (
-        "SELECT j.idem FROM json_array_elements_text(%s::json) AS k(value)"
-        " JOIN jobs AS j ON j.idem = k.value WHERE name ILIKE 'refused%%' AND x ILIKE %s"
-        " ESCAPE '\\'"
-    )
-    assert to_postgres("SELECT 'a?b', ? FROM jobs INDEXED BY jobs_updated")[0] == (
-        "SELECT 'a?b', %s FROM jobs"
-    )
-    with pytest.raises(SqliteOnlyError, match="INSERT OR"):
-        to_postgres("INSERT OR REPLACE INTO jobs VALUES (?)")
-    with pytest.raises(SqliteOnlyError, match="PRAGMA"):
-        to_postgres("PRAGMA user_version")
 
 
 async def test_server_clock_ignores_the_hosts_wall_clock(
