@@ -149,9 +149,11 @@ def structured_sql(
         if word.kind == "label":
             if dialect == "postgres":
                 # A spec that is not JSON would fail the cast (and the page):
-                # only a spec that names labels is read as JSON.
+                # only a spec that names labels is read as JSON. LIKE, not
+                # ILIKE: JSON's keys are case-sensitive, and "LABELS" in a
+                # spec that is not JSON must not reach the cast.
                 value = (
-                    f"(CASE WHEN spec {d.like} '{d.pct}\"labels\"{d.pct}'"
+                    f"(CASE WHEN spec LIKE '{d.pct}\"labels\"{d.pct}'"
                     f" THEN spec::json -> 'labels' ->> {d.p} END)"
                 )
             else:  # a spec that is not JSON has no labels (and fails no read)
