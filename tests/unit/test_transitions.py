@@ -219,7 +219,7 @@ def test_orphan_rule_in_sql_matches_row_is_orphan(
         (status.value, int(inflight), int(held), owner, NOW + lease_offset),
     )
     in_sql = db.execute(
-        f"SELECT COUNT(*) FROM jobs WHERE {ORPHAN_SQL}", (NOW, json.dumps(list(dead)))
+        "SELECT COUNT(*) FROM jobs WHERE " + ORPHAN_SQL, (NOW, json.dumps(list(dead)))
     ).fetchone()[0]
     row = _row(
         status, inflight=inflight, held=held, lease_owner=owner, lease_until=NOW + lease_offset
@@ -253,7 +253,7 @@ async def test_orphan_rule_in_sql_matches_row_is_orphan_on_every_engine(db_url: 
             )
         for dead in ((), ("gone-host|1|1",)):
             found = await ledger.select(
-                f"SELECT idem FROM jobs WHERE {ORPHAN_SQL}", (NOW, json.dumps(list(dead)))
+                "SELECT idem FROM jobs WHERE " + ORPHAN_SQL, (NOW, json.dumps(list(dead)))
             )
             in_sql = {idem for (idem,) in found}
             expected = {
