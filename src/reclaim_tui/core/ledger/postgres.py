@@ -57,6 +57,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Self
 
 import psycopg
+from psycopg import sql
 
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger import pg_write
@@ -84,6 +85,14 @@ __all__ = ["PgLedger"]
 
 # PostgreSQL's own statements (psycopg's markers): reserve the rows of a
 # JSON array of {idem, spec, model}, then write the events of those reserved.
+
+
+def _qualified(schema: str, table: str) -> str:
+    """`schema.table`, each part quoted by psycopg (a statement's text, and
+    the regclass text pg_get_serial_sequence reads)."""
+    return sql.Identifier(schema, table).as_string()
+
+
 _RESERVE_SQL = (
     "INSERT INTO jobs(idem, spec, model, status, created_at, state_since, updated_at, next_at)"
     " SELECT j.idem, j.spec, j.model, 'reserving', %s, %s, %s, %s"
@@ -120,7 +129,6 @@ class PgLedger(LedgerBase):
         #: the last read; one cancelled twice may still be rolling back
         self._reading: asyncio.Future[list[Any]] | None = None
         self.schema, self._search_path = schema_for(url)
-        self._q = quote_ident(self.schema)
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -313,7 +321,7 @@ class PgLedger(LedgerBase):
         the grant, rather than after every row was copied."""
         role = quote_ident(str(self._conn.info.user))
         for table in ("jobs", "events"):
-            qualified = f"{self._q}.{table}"
+            qualified = _qualified(self.schema, table)
             rows = await self._fetchall(
                 "SELECT pg_get_serial_sequence(%s, 'id'),"
                 " has_sequence_privilege(pg_get_serial_sequence(%s, 'id'), 'UPDATE')",
@@ -334,10 +342,11 @@ class PgLedger(LedgerBase):
         would reuse a copied id."""
         async with self.write() as db:
             for table in ("jobs", "events"):
+                qualified = _qualified(self.schema, table)
                 await db.execute(
                     "SELECT setval(pg_get_serial_sequence(%s, 'id'),"
-                    f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {self._q}.{table}), false)",
-                    (f"{self._q}.{table}",),
+                    f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {qualified}), false)",
+                    (qualified,),
                 )
 
     async def sequences_behind(self) -> list[str]:
@@ -345,7 +354,7 @@ class PgLedger(LedgerBase):
         (a copy whose setval did not happen): the next insert would fail."""
         behind = []
         for table in ("jobs", "events"):
-            qualified = f"{self._q}.{table}"
+            qualified = _qualified(self.schema, table)
             rows = await self._fetchall(
                 f"SELECT pg_get_serial_sequence(%s, 'id'), (SELECT MAX(id) FROM {qualified})",
                 (qualified,),
