@@ -9,6 +9,7 @@ caller opened (`Ledger.write()`): none begins or commits one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -159,7 +160,8 @@ _RESULT_SQL = Sql(
 )
 
 
-def _update_sql(names: Sequence[str]) -> Sql:
+@functools.lru_cache(maxsize=256)
+def _update_sql(names: tuple[str, ...]) -> Sql:
     """Set the columns `names` of the row `owner` holds (parameters: the
     values, the key, the owner)."""
     return Sql(
