@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.pg_connect import ServerClock
 from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA, PG_SCHEMA_VERSION
@@ -23,6 +24,30 @@ from reclaim_tui.errors import (
 from tests.helpers.postgres import PostgresServer, started
 
 pytestmark = pytest.mark.postgres
+
+
+async def test_sqlite_text_reaching_the_server_is_refused_not_rewritten(pg_dsn: str) -> None:
+    """Nothing rewrites SQL for PostgreSQL: a statement written in SQLite's
+    words alone fails loudly at the server instead of meaning something else
+    there, in a read and in a write, and an `Sql` part spliced into an
+    f-string fails before it is sent."""
+    ledger = await open_ledger(pg_dsn)
+    try:
+        with pytest.raises(LedgerError, match="placeholder"):
+            await ledger.select("SELECT idem FROM jobs WHERE idem = ?", ["k"])
+        with pytest.raises(LedgerError, match="syntax error"):
+            await ledger.select("SELECT idem FROM jobs INDEXED BY jobs_updated")
+        with pytest.raises(LedgerError, match="operator does not exist"):
+            async with ledger.write() as db:
+                await db.execute(Sql(lambda d: f"DELETE FROM jobs WHERE idem = {d.p}"), ["k"])
+                await db.execute(
+                    "DELETE FROM jobs WHERE idem IN (SELECT value FROM json_each('[]'))"
+                )
+        with pytest.raises(TypeError, match="f-string"):
+            await ledger.select(f"SELECT idem FROM jobs WHERE {Sql(lambda d: d.p)}", ["k"])
+        assert await ledger.select(Sql(lambda d: f"SELECT {d.p}::text"), ["ok"]) == [("ok",)]
+    finally:
+        await ledger.close()
 
 
 async def test_server_clock_ignores_the_hosts_wall_clock(
