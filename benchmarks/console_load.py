@@ -293,10 +293,12 @@ async def filter_texts(db: str, per_kind: int, seed: int = 7) -> list[tuple[str,
     ledger = await open_ledger(db, readonly=True, create=False)
     try:
         [(top,)] = await ledger.select("SELECT MAX(id) FROM jobs")
+        mark = "%s" if ledger.dialect == "postgres" else "?"  # each engine's own marker
         rows = [
             (
                 await ledger.select(
-                    "SELECT idem, handle, spec FROM jobs WHERE id >= ? ORDER BY id LIMIT 1", [n]
+                    f"SELECT idem, handle, spec FROM jobs WHERE id >= {mark} ORDER BY id LIMIT 1",
+                    [n],
                 )
             )[0]
             for n in rng.sample(range(1, top + 1), per_kind * 3)

@@ -40,7 +40,8 @@ async def _measure(models: int, folder: str, db: str | None) -> tuple[int, int, 
         if install is not None:
             await install(ledger, prices)
         expr, params = cost_sql.row_cost_sql(prices, ledger.dialect)
-        await ledger.select(f"SELECT count(*) FROM jobs WHERE {expr} > ?", [*params, 0.5])
+        mark = "%s" if ledger.dialect == "postgres" else "?"  # each engine's own marker
+        await ledger.select(f"SELECT count(*) FROM jobs WHERE {expr} > {mark}", [*params, 0.5])
         return len(expr), len(params), time.perf_counter() - start
     finally:
         await ledger.close()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from reclaim_tui.core.ledger.dialect import Sql
 from tests.helpers import EmulatorProcess, Workspace, run_cli
 from tests.helpers.procs import write_jobs
 
@@ -31,7 +32,7 @@ def row(db: Path, idem: str) -> tuple[str, int, str | None]:
     conn = sqlite3.connect(db)
     try:
         found = conn.execute(
-            "SELECT status, held, last_error FROM jobs WHERE idem = ?", (idem,)
+            Sql(lambda d: f"SELECT status, held, last_error FROM jobs WHERE idem = {d.p}"), (idem,)
         ).fetchone()
     finally:
         conn.close()

@@ -26,6 +26,7 @@ from reclaim_tui.cli import prune as prune_module
 from reclaim_tui.cli.prune import parse_age
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.fakes import fake_output_text
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.schema import EVENT_SQL
 from reclaim_tui.core.models import JobSpec, Status
@@ -196,16 +197,29 @@ def seed(db: str, rows: list[tuple[str, Status, float]]) -> None:
                 for key, status, days in rows:
                     since = now - days * DAY
                     await con.execute(
-                        "UPDATE jobs SET status = ?, state_since = ?, updated_at = ?, handle = ?"
-                        " WHERE idem = ?",
+                        Sql(
+                            lambda d: (
+                                f"UPDATE jobs SET status = {d.p}, state_since = {d.p}, updated_at"
+                                f" = {d.p}, handle = {d.p}"
+                                f" WHERE idem = {d.p}"
+                            )
+                        ),
                         (status.value, since, since, f"int-{key}", key),
                     )
-                    await con.execute(EVENT_SQL, (since, key, "test", "reserving", status, "x"))
+                    await con.execute(
+                        EVENT_SQL, (since, key, "test", "reserving", status, "x", key)
+                    )
                     if status == Status.CONSUMED:
                         await con.execute(
-                            "INSERT INTO results(job, idem, interaction_id, output_text, usage,"
-                            " raw_json, stored_at) SELECT id, idem, ?, ?, NULL, '{}', ?"
-                            " FROM jobs WHERE idem = ?",
+                            Sql(
+                                lambda d: (
+                                    "INSERT INTO results(job, idem, interaction_id, output_text,"
+                                    " usage,"
+                                    f" raw_json, stored_at) SELECT id, idem, {d.p}, {d.p}, NULL,"
+                                    f" '{{}}', {d.p}"
+                                    f" FROM jobs WHERE idem = {d.p}"
+                                )
+                            ),
                             (f"int-{key}", f"text {key}", since, key),
                         )
         finally:

@@ -22,6 +22,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.inbox import InboxEvent, count, record
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.transfer import compare, copy_ledger
@@ -129,7 +130,9 @@ def test_sqlite_ledger_migrates_to_postgresql_whole(tmp_path: Path, pg_dsn: str)
             assert inserted == ["fresh-key"]
             await ledger.add_event(next(iter(statuses)), "cli", "a note written later", None)
             async with ledger.write() as db_:
-                await db_.execute("UPDATE jobs SET polls = polls + 1 WHERE idem = ?", (key,))
+                await db_.execute(
+                    Sql(lambda d: f"UPDATE jobs SET polls = polls + 1 WHERE idem = {d.p}"), (key,)
+                )
             return key, "fresh-key"
         finally:
             await ledger.close()

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reclaim_tui.cli import cli
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.errors import LedgerReadOnlyError
 from tests.helpers import EmulatorProcess, Workspace, record_figures
@@ -378,13 +379,24 @@ def test_keys_that_escape_the_sink_directory_are_refused(
     try:
         now = time.time()
         conn.execute(
-            "INSERT INTO jobs(idem, spec, model, status, handle, created_at, state_since,"
-            " updated_at, next_at) VALUES (?, ?, ?, 'done', 'emu-x', ?, ?, ?, ?)",
+            Sql(
+                lambda d: (
+                    "INSERT INTO jobs(idem, spec, model, status, handle, created_at, state_since,"
+                    f" updated_at, next_at) VALUES ({d.p}, {d.p}, {d.p}, 'done', 'emu-x', {d.p},"
+                    f" {d.p}, {d.p}, {d.p})"
+                )
+            ),
             ("../escaped", json.dumps({"input": "x", "model": MODEL}), MODEL, now, now, now, now),
         )
         conn.execute(
-            "INSERT INTO results(job, idem, interaction_id, output_text, raw_json, stored_at)"
-            " SELECT id, idem, 'emu-x', 'escaped text', '{}', ? FROM jobs WHERE idem = ?",
+            Sql(
+                lambda d: (
+                    "INSERT INTO results(job, idem, interaction_id, output_text, raw_json,"
+                    " stored_at)"
+                    f" SELECT id, idem, 'emu-x', 'escaped text', '{{}}', {d.p} FROM jobs WHERE"
+                    f" idem = {d.p}"
+                )
+            ),
             (now, "../escaped"),
         )
     finally:

@@ -10,6 +10,7 @@ from collections import Counter
 from contextlib import closing
 
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.fleet import read_fleet
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import this_process
@@ -34,15 +35,25 @@ async def test_holders_and_writers_on_both_engines(db_url: str) -> None:
         await ledger.insert_jobs([(f"k{n}", spec, "m") for n in range(5)], "test")
         async with ledger.write() as db:
             await db.execute(
-                "UPDATE jobs SET lease_owner = ?, lease_until = ? WHERE idem IN ('k0', 'k1')",
+                Sql(
+                    lambda d: (
+                        f"UPDATE jobs SET lease_owner = {d.p}, lease_until = {d.p} WHERE idem IN"
+                        " ('k0', 'k1')"
+                    )
+                ),
                 ("host-a|41|900|", NOW + 30),
             )
             await db.execute(
-                "UPDATE jobs SET lease_owner = ?, lease_until = ? WHERE idem = 'k2'",
+                Sql(
+                    lambda d: (
+                        f"UPDATE jobs SET lease_owner = {d.p}, lease_until = {d.p} WHERE idem ="
+                        " 'k2'"
+                    )
+                ),
                 ("host-b|7|100|", NOW - 60),
             )
-            await db.execute(EVENT_SQL, (NOW - 10, "k0", "service", None, "reserving", "n"))
-            await db.execute(EVENT_SQL, (NOW - 7200, "k1", "tick", None, "reserving", "old"))
+            await db.execute(EVENT_SQL, (NOW - 10, "k0", "service", None, "reserving", "n", "k0"))
+            await db.execute(EVENT_SQL, (NOW - 7200, "k1", "tick", None, "reserving", "old", "k1"))
         fleet = await read_fleet(ledger, NOW)
     finally:
         await ledger.close()
@@ -57,7 +68,11 @@ async def test_fleet_command_and_the_rows_holder(seeded: Seeded) -> None:
     now = seeded.clock.now()
     with closing(sqlite3.connect(seeded.db)) as db, db:  # another process works on a row
         db.execute(
-            "UPDATE jobs SET lease_owner = ?, lease_until = ? WHERE idem = ?",
+            Sql(
+                lambda d: (
+                    f"UPDATE jobs SET lease_owner = {d.p}, lease_until = {d.p} WHERE idem = {d.p}"
+                )
+            ),
             (SEED_OWNER, now + 60, seeded.keys["submitted"]),
         )
     app = seeded.app()

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.views import SORTS, RowFilter, View
@@ -41,8 +42,14 @@ async def reader(db_url: str) -> AsyncIterator[ConsoleReader]:
     try:
         async with ledger.write() as con:
             await con.executemany(
-                "INSERT INTO jobs(idem, spec, model, status, inflight, created_at, state_since,"
-                " updated_at, last_error) VALUES (?,?,?,?,?,?,?,?,?)",
+                Sql(
+                    lambda d: (
+                        "INSERT INTO jobs(idem, spec, model, status, inflight, created_at,"
+                        " state_since,"
+                        " updated_at, last_error) VALUES"
+                        f" ({d.p},{d.p},{d.p},{d.p},{d.p},{d.p},{d.p},{d.p},{d.p})"
+                    )
+                ),
                 [(*r[:5], r[5], r[5], r[6], r[7]) for r in rows],
             )
     finally:

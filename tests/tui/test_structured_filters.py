@@ -15,6 +15,7 @@ import pytest
 
 from reclaim_tui.config import ConsoleSettings
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.views import RowFilter, View
@@ -54,8 +55,13 @@ async def reader(db_url: str) -> AsyncIterator[ConsoleReader]:
     try:
         async with ledger.write() as con:
             await con.executemany(
-                "INSERT INTO jobs(idem, spec, model, status, attempts, created_at, state_since,"
-                " updated_at) VALUES (?,?,?,?,?,?,?,?)",
+                Sql(
+                    lambda d: (
+                        "INSERT INTO jobs(idem, spec, model, status, attempts, created_at,"
+                        " state_since,"
+                        f" updated_at) VALUES ({d.p},{d.p},{d.p},{d.p},{d.p},{d.p},{d.p},{d.p})"
+                    )
+                ),
                 rows,
             )
     finally:
@@ -101,6 +107,33 @@ async def test_structured_words_filter_on_both_engines(reader: ConsoleReader, te
     got = [k for k in got if k != "bad-spec"]
     assert got == sorted(f"k{n:03d}" for n in range(60) if CASES[text](n))
     assert got, "every case matches some rows"
+
+
+async def test_a_spec_not_json_naming_labels_in_capitals_fails_no_label_filter(
+    reader: ConsoleReader, db_url: str
+) -> None:
+    """Only a spec naming `"labels"` is read as JSON on PostgreSQL: the test
+    is case-sensitive, as JSON's keys are, so a hand-edited spec that is not
+    JSON and says "LABELS" is not cast (which failed the page)."""
+    ledger = await open_ledger(db_url)
+    try:
+        async with ledger.write() as con:
+            await con.execute(
+                Sql(
+                    lambda d: (
+                        "INSERT INTO jobs(idem, spec, model, status, attempts, created_at,"
+                        f" state_since, updated_at) VALUES ({d.marks(8)})"
+                    )
+                ),
+                ("caps-spec", 'not json "LABELS" {', "m", "failed", 1, NOW, NOW, NOW),
+            )
+    finally:
+        await ledger.close()
+    got = await walk(reader, View(filter=RowFilter.parse("label:team=docs")), 7)
+    assert "caps-spec" not in got
+    assert sorted(k for k in got if k != "bad-spec") == sorted(
+        f"k{n:03d}" for n in range(60) if labels_of(n).get("team") == "docs"
+    )
 
 
 async def test_created_today_is_since_local_midnight(reader: ConsoleReader) -> None:

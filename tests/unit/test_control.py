@@ -23,6 +23,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import JobSpec
@@ -206,7 +207,10 @@ async def test_prune_counts_its_age_from_the_instant_the_operator_confirmed(
 
     await engine.ledger.insert_jobs([("late-row", '{"input": "x", "model": "m"}', "m")], "test")
     async with engine.ledger.write() as db:
-        await db.execute("UPDATE jobs SET status = 'consumed', state_since = ?", [clock.now()])
+        await db.execute(
+            Sql(lambda d: f"UPDATE jobs SET status = 'consumed', state_since = {d.p}"),
+            [clock.now()],
+        )
     confirmed_at = clock.now()  # the count said: nothing older than 60 s
     clock.advance(120)  # the dialog stayed open; the row is now past the age
     reply = await execute(engine, Prune(("consumed",), 60.0, None, at=confirmed_at))

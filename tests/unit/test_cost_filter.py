@@ -19,6 +19,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.cost_sql import install_prices, row_cost_sql
 from reclaim_tui.core.cost_totals import CostFilter, cost_totals, grand_total
 from reclaim_tui.core.costs import PriceTable, cost_of, load_prices
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.reads import stored_usage
@@ -141,13 +142,24 @@ async def seed(db_url: str, rows: list[Generated]) -> None:
     try:
         async with ledger.write() as con:
             await con.executemany(
-                "INSERT INTO jobs(idem, spec, model, status, attempts, created_at, state_since,"
-                " updated_at) VALUES (?,?,?,?,?,?,?,?)",
+                Sql(
+                    lambda d: (
+                        "INSERT INTO jobs(idem, spec, model, status, attempts, created_at,"
+                        " state_since,"
+                        f" updated_at) VALUES ({d.p},{d.p},{d.p},{d.p},{d.p},{d.p},{d.p},{d.p})"
+                    )
+                ),
                 jobs,
             )
             await con.executemany(
-                "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
-                " stored_at) SELECT id, ?, ?, '', ?, '{}', ? FROM jobs WHERE idem = ?",
+                Sql(
+                    lambda d: (
+                        "INSERT INTO results(job, idem, interaction_id, output_text, usage,"
+                        " raw_json,"
+                        f" stored_at) SELECT id, {d.p}, {d.p}, '', {d.p}, '{{}}', {d.p} FROM jobs"
+                        f" WHERE idem = {d.p}"
+                    )
+                ),
                 results,
             )
     finally:

@@ -17,7 +17,6 @@ from reclaim_tui.core.cost_estimate import estimate_resubmit
 from reclaim_tui.core.cost_totals import CostFilter, cost_totals, grand_total
 from reclaim_tui.core.costs import Tokens, cost_of, format_usd, load_prices
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.pg_sql import SqliteOnlyError, to_postgres
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError
@@ -152,13 +151,6 @@ def test_a_bad_prices_file_is_named_with_its_problem(
 def test_a_missing_prices_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot be read"):
         load_prices(tmp_path / "nope.json")
-
-
-def test_postgres_rewrite_reads_one_json_member_and_refuses_paths() -> None:
-    sql, _ = to_postgres("SELECT CAST(json_extract(r.usage, '$.total_input_tokens') AS BIGINT)")
-    assert sql == "SELECT CAST((r.usage::json ->> 'total_input_tokens') AS BIGINT)"
-    with pytest.raises(SqliteOnlyError):
-        to_postgres("SELECT json_extract(r.usage, '$.a.b') FROM results AS r")
 
 
 async def _world(ledger: Ledger, clock: ManualClock) -> dict[str, str]:

@@ -14,6 +14,7 @@ from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend, fake_output_text
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import JobSpec, Status, StoredResult
@@ -86,7 +87,7 @@ async def test_a_done_row_without_its_stored_result_is_not_consumed(
     await failing.reclaim()  # every row done, its result stored, nothing delivered
     lost = idems[0]
     async with ledger.write() as db:
-        await db.execute("DELETE FROM results WHERE idem = ?", [lost])
+        await db.execute(Sql(lambda d: f"DELETE FROM results WHERE idem = {d.p}"), [lost])
     clock.advance(3600)
     report = await engine.replay(force=True)
     assert report.counts["consumed"] == JOBS - 1

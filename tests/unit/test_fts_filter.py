@@ -28,6 +28,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.cost_totals import CostFilter, cost_totals
 from reclaim_tui.core.costs import load_prices
 from reclaim_tui.core.ledger import queries, text_search
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.sqlite_schema import (
@@ -105,8 +106,13 @@ async def _seed(db: str) -> ConsoleReader:
             for n, (key, handle, _, _, status) in enumerate(ROWS):
                 since = NOW - (n % 5) * 60  # ties: the key breaks them
                 await con.execute(
-                    "UPDATE jobs SET handle = ?, status = ?, state_since = ?, updated_at = ?"
-                    " WHERE idem = ?",
+                    Sql(
+                        lambda d: (
+                            f"UPDATE jobs SET handle = {d.p}, status = {d.p}, state_since ="
+                            f" {d.p}, updated_at = {d.p}"
+                            f" WHERE idem = {d.p}"
+                        )
+                    ),
                     (handle, status.value, since, since + n % 3, key),
                 )
     finally:
@@ -162,10 +168,11 @@ async def _like_scan(reader: ConsoleReader, text: str) -> set[str]:
     pattern = text_search.like_pattern(text)
     postgres = reader._fast.dialect == "postgres"
     spec_input = "(spec::json ->> 'input')" if postgres else "json_extract(spec, '$.input')"
+    like, mark = ("ILIKE", "%s") if postgres else ("LIKE", "?")
     rows = await reader._fast.select(
-        "SELECT idem FROM jobs WHERE idem LIKE ?1 ESCAPE '\\' OR handle LIKE ?1 ESCAPE '\\'"
-        f" OR {spec_input} LIKE ?1 ESCAPE '\\'",
-        [pattern],
+        f"SELECT idem FROM jobs WHERE idem {like} {mark} ESCAPE '\\'"
+        f" OR handle {like} {mark} ESCAPE '\\' OR {spec_input} {like} {mark} ESCAPE '\\'",
+        [pattern] * 3,
     )
     return {r[0] for r in rows}
 
@@ -371,7 +378,8 @@ async def test_insert_handle_update_and_delete_stay_in_step(tmp_path: Path) -> N
         _integrity(con)
         assert _indexed(con, "int-new") == {"job-one"} and _indexed(con, "int-old") == set()
         con.execute(
-            "UPDATE jobs SET spec = ? WHERE idem = 'job-one'", (_spec("second prompt", "m"),)
+            Sql(lambda d: f"UPDATE jobs SET spec = {d.p} WHERE idem = 'job-one'"),
+            (_spec("second prompt", "m"),),
         )
         _integrity(con)
         assert _indexed(con, "second") == {"job-one"} and _indexed(con, "first") == set()
@@ -387,8 +395,12 @@ async def test_insert_then_delete_before_the_index_sees_it(tmp_path: Path) -> No
     await (await open_ledger(db)).close()
     with _connect(db) as con:
         con.execute(
-            "INSERT INTO jobs(idem, spec, model, status, handle, created_at, state_since,"
-            " updated_at) VALUES ('brief', ?, 'm', 'reserving', 'h-1', 0, 0, 0)",
+            Sql(
+                lambda d: (
+                    "INSERT INTO jobs(idem, spec, model, status, handle, created_at, state_since,"
+                    f" updated_at) VALUES ('brief', {d.p}, 'm', 'reserving', 'h-1', 0, 0, 0)"
+                )
+            ),
             (_spec("short lived", "m"),),
         )
         con.execute("UPDATE jobs SET handle = 'h-2' WHERE idem = 'brief'")
@@ -469,8 +481,12 @@ async def test_migration_backfills_a_version_4_ledger(tmp_path: Path) -> None:
     for migration in MIGRATIONS[:4]:
         con.executescript(migration)
     con.executemany(
-        "INSERT INTO jobs(idem, spec, model, status, handle, created_at, state_since,"
-        " updated_at) VALUES (?, ?, ?, ?, ?, 0, 0, 0)",
+        Sql(
+            lambda d: (
+                "INSERT INTO jobs(idem, spec, model, status, handle, created_at, state_since,"
+                f" updated_at) VALUES ({d.p}, {d.p}, {d.p}, {d.p}, {d.p}, 0, 0, 0)"
+            )
+        ),
         [(k, _spec(v, m), m, s.value, h) for k, h, v, m, s in ROWS],
     )
     con.execute("PRAGMA user_version = 4")
@@ -534,17 +550,3 @@ async def test_a_short_filter_keeps_the_ordered_walk(seeded: tuple[Path, Console
         plan = _plan(con, sql, params)
     assert not any("jobs_fts" in step for step in plan)
     assert any("jobs_updated" in step for step in plan), plan
-
-
-def test_postgres_translation_leaves_string_literals_as_written() -> None:
-    """Planner hints and LIKE are rewritten in the SQL, never inside a literal."""
-    from reclaim_tui.core.ledger.pg_sql import to_postgres
-
-    sql, _ = to_postgres(
-        "SELECT 'a NOT INDEXED', 'b INDEXED BY jobs_due', 'LIKE' FROM jobs NOT INDEXED"
-        " WHERE model LIKE ? AND model = 'zz NOT INDEXED'"
-    )
-    assert sql == (
-        "SELECT 'a NOT INDEXED', 'b INDEXED BY jobs_due', 'LIKE' FROM jobs"
-        " WHERE model ILIKE %s AND model = 'zz NOT INDEXED'"
-    )

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import BEAT
@@ -234,11 +235,21 @@ async def test_an_event_makes_its_row_due_at_once(world: World) -> None:
     await world.ledger.insert_jobs([("job-b", '{"input":"b","model":"m"}', "m")], Actor.TICK)
     async with world.ledger.write() as db:
         await db.execute(
-            "UPDATE jobs SET status='submitted', handle='int-a', next_at=? WHERE idem='job-a'",
+            Sql(
+                lambda d: (
+                    f"UPDATE jobs SET status='submitted', handle='int-a', next_at={d.p} WHERE"
+                    " idem='job-a'"
+                )
+            ),
             (far,),
         )
         await db.execute(
-            "UPDATE jobs SET inflight=1, attempts=1, sent_at=?, next_at=? WHERE idem='job-b'",
+            Sql(
+                lambda d: (
+                    f"UPDATE jobs SET inflight=1, attempts=1, sent_at={d.p}, next_at={d.p} WHERE"
+                    " idem='job-b'"
+                )
+            ),
             (far - 7200, far),
         )
     body = event_body(interaction="int-a", key="job-a")

@@ -31,6 +31,7 @@ from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import GonePolicy, JobSpec, Status
@@ -245,7 +246,12 @@ async def test_an_event_for_a_settled_or_other_handle_row_changes_nothing(
     far = ew.clock.now() + 9999
     async with ew.ledger.write() as db:
         await db.execute(
-            "UPDATE jobs SET status = ?, handle = 'int-mine', next_at = ? WHERE idem = ?",
+            Sql(
+                lambda d: (
+                    f"UPDATE jobs SET status = {d.p}, handle = 'int-mine', next_at = {d.p} WHERE"
+                    f" idem = {d.p}"
+                )
+            ),
             (status, far, idem),
         )
     before = await ew.ledger.get(idem)
@@ -263,7 +269,12 @@ async def test_an_event_for_an_orphan_whose_lease_is_held_elsewhere_is_not_adopt
     ew.clock.advance(1000)
     async with ew.ledger.write() as db:  # another live host's create is in flight
         await db.execute(
-            "UPDATE jobs SET lease_owner = 'other-host|4242|y', lease_until = ? WHERE idem = ?",
+            Sql(
+                lambda d: (
+                    f"UPDATE jobs SET lease_owner = 'other-host|4242|y', lease_until = {d.p}"
+                    f" WHERE idem = {d.p}"
+                )
+            ),
             (ew.clock.now() + 3600, idem),
         )
     await inbox.record(ew.ledger, _event("msg_l", real, idem, ew.clock.now()))

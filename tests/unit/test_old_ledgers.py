@@ -57,7 +57,7 @@ async def _filtered(db: str) -> dict[str, list[str]]:
         for needle in NEEDLES:
             pattern = like_pattern(needle)
             rows = await ledger.select(
-                f"SELECT idem FROM jobs WHERE {TEXT_SQL} ORDER BY idem", [pattern] * 3
+                "SELECT idem FROM jobs WHERE " + TEXT_SQL + " ORDER BY idem", [pattern] * 3
             )
             out[needle] = [r[0] for r in rows]
         return out

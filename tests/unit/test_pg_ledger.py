@@ -1,5 +1,5 @@
 """What only the PostgreSQL ledger has: the server's clock, claims by several
-hosts at once, a restart under a live connection, its SQL rewriting, and
+hosts at once, a restart under a live connection, and
 refusals (a foreign schema, a newer one, synchronous_commit off)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import psycopg
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.pg_connect import ServerClock
 from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA, PG_SCHEMA_VERSION
-from reclaim_tui.core.ledger.pg_sql import SqliteOnlyError, reorder, to_postgres
 from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
@@ -26,29 +26,28 @@ from tests.helpers.postgres import PostgresServer, started
 pytestmark = pytest.mark.postgres
 
 
-def test_sql_rewriting() -> None:
-    sql, order = to_postgres(
-        "INSERT INTO events(at, job, idem) SELECT ?1, id, ?2 FROM jobs WHERE idem = ?2"
-    )
-    assert sql == "INSERT INTO events(at, job, idem) SELECT %s, id, %s FROM jobs WHERE idem = %s"
-    assert list(reorder(["t", "k"], order)) == ["t", "k", "k"]
-    sql, order = to_postgres(
-        "SELECT j.idem FROM json_each(?) AS k CROSS JOIN jobs AS j ON j.idem = k.value"
-        " WHERE name LIKE 'refused%' AND x LIKE ? ESCAPE '\\'"
-    )
-    assert order is None
-    assert sql == (
-        "SELECT j.idem FROM json_array_elements_text(%s::json) AS k(value)"
-        " JOIN jobs AS j ON j.idem = k.value WHERE name ILIKE 'refused%%' AND x ILIKE %s"
-        " ESCAPE '\\'"
-    )
-    assert to_postgres("SELECT 'a?b', ? FROM jobs INDEXED BY jobs_updated")[0] == (
-        "SELECT 'a?b', %s FROM jobs"
-    )
-    with pytest.raises(SqliteOnlyError, match="INSERT OR"):
-        to_postgres("INSERT OR REPLACE INTO jobs VALUES (?)")
-    with pytest.raises(SqliteOnlyError, match="PRAGMA"):
-        to_postgres("PRAGMA user_version")
+async def test_sqlite_text_reaching_the_server_is_refused_not_rewritten(pg_dsn: str) -> None:
+    """Nothing rewrites SQL for PostgreSQL: a statement written in SQLite's
+    words alone fails loudly at the server instead of meaning something else
+    there, in a read and in a write, and an `Sql` part spliced into an
+    f-string fails before it is sent."""
+    ledger = await open_ledger(pg_dsn)
+    try:
+        with pytest.raises(LedgerError, match="placeholder"):
+            await ledger.select("SELECT idem FROM jobs WHERE idem = ?", ["k"])
+        with pytest.raises(LedgerError, match="syntax error"):
+            await ledger.select("SELECT idem FROM jobs INDEXED BY jobs_updated")
+        with pytest.raises(LedgerError, match="operator does not exist"):
+            async with ledger.write() as db:
+                await db.execute(Sql(lambda d: f"DELETE FROM jobs WHERE idem = {d.p}"), ["k"])
+                await db.execute(
+                    "DELETE FROM jobs WHERE idem IN (SELECT value FROM json_each('[]'))"
+                )
+        with pytest.raises(TypeError, match="f-string"):
+            await ledger.select(f"SELECT idem FROM jobs WHERE {Sql(lambda d: d.p)}", ["k"])
+        assert await ledger.select(Sql(lambda d: f"SELECT {d.p}::text"), ["ok"]) == [("ok",)]
+    finally:
+        await ledger.close()
 
 
 async def test_server_clock_ignores_the_hosts_wall_clock(

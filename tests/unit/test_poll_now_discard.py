@@ -14,6 +14,7 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.prune import discard
 from reclaim_tui.core.models import Actor, Status
@@ -28,7 +29,10 @@ async def engine(db_url: str) -> AsyncIterator[Engine]:
     ledger = await open_ledger(db_url, clock=clock)
     await seed(ledger, MIXED)
     async with ledger.write() as db:
-        await db.execute("UPDATE jobs SET next_at = ? WHERE status = 'submitted'", (NOW + DAY,))
+        await db.execute(
+            Sql(lambda d: f"UPDATE jobs SET next_at = {d.p} WHERE status = 'submitted'"),
+            (NOW + DAY,),
+        )
 
     async def sink(idem: str, result: object) -> None:
         return None

@@ -16,6 +16,7 @@ import pytest
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger import prune as prune_module
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.inbox import InboxEvent, named, record
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
@@ -42,18 +43,31 @@ async def seed(ledger: Ledger, rows: list[tuple[str, Status, float]]) -> None:
     await ledger.insert_jobs([(key, spec(key), "m") for key, _, _ in rows], "test")
     async with ledger.write() as db:
         await db.executemany(
-            "UPDATE jobs SET status = ?, state_since = ?, updated_at = ?, handle = ?"
-            " WHERE idem = ?",
+            Sql(
+                lambda d: (
+                    f"UPDATE jobs SET status = {d.p}, state_since = {d.p}, updated_at = {d.p},"
+                    f" handle = {d.p}"
+                    f" WHERE idem = {d.p}"
+                )
+            ),
             [(s.value, NOW - d * DAY, NOW - d * DAY, f"int-{k}", k) for k, s, d in rows],
         )
         await db.executemany(
             EVENT_SQL,
-            [(NOW - d * DAY, k, "test", "reserving", s.value, f"to {s.value}") for k, s, d in rows],
+            [
+                (NOW - d * DAY, k, "test", "reserving", s.value, f"to {s.value}", k)
+                for k, s, d in rows
+            ],
         )
         with_result = [(k, d) for k, s, d in rows if s in (Status.DONE, Status.CONSUMED)]
         await db.executemany(
-            "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
-            " stored_at) SELECT id, idem, ?, ?, ?, ?, ? FROM jobs WHERE idem = ?",
+            Sql(
+                lambda d: (
+                    "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
+                    f" stored_at) SELECT id, idem, {d.p}, {d.p}, {d.p}, {d.p}, {d.p} FROM jobs"
+                    f" WHERE idem = {d.p}"
+                )
+            ),
             [
                 (
                     f"int-{k}",
@@ -265,7 +279,7 @@ async def test_a_kill_between_the_archive_and_the_delete_loses_nothing(
 async def test_inbox_rows_stay_but_no_longer_name_a_pruned_job(mixed: Ledger) -> None:
     sent = NOW - 40 * DAY
     async with mixed.write() as db:
-        await db.execute("UPDATE jobs SET attempts = 1, sent_at = ?", (sent,))
+        await db.execute(Sql(lambda d: f"UPDATE jobs SET attempts = 1, sent_at = {d.p}"), (sent,))
     for n, key in enumerate(("old-consumed-1", "new-consumed")):
         event = InboxEvent(f"wh-{n}", NOW - DAY, "interaction.completed", f"int-{key}", key,
                            "completed", "hmac", attempt_tag(1, sent))  # fmt: skip

@@ -13,6 +13,7 @@ from pathlib import Path
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, JobSpec, RemoteInteraction, Status
 from reclaim_tui.core.sinks import DirectorySink
@@ -138,8 +139,13 @@ async def test_held_and_leased_rows_do_not_make_the_service_spin(
                 "UPDATE jobs SET held = 1, inflight = 1, next_at = 0 WHERE idem = 'held'"
             )
             await db.execute(
-                "UPDATE jobs SET lease_owner = 'other|1|x', lease_until = ?, next_at = 0"
-                " WHERE idem = 'leased'",
+                Sql(
+                    lambda d: (
+                        f"UPDATE jobs SET lease_owner = 'other|1|x', lease_until = {d.p}, next_at"
+                        " = 0"
+                        " WHERE idem = 'leased'"
+                    )
+                ),
                 (now + 100,),
             )
         assert await next_due(ledger) == now + 100

@@ -10,6 +10,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.costs import load_prices
 from reclaim_tui.core.engine.polling import after_poll
 from reclaim_tui.core.engine.transitions import EngineConfig, after_create, settle_orphan
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.stats import chart_data, first_event_id
@@ -21,7 +22,7 @@ USAGE = {"total_input_tokens": 1000, "total_output_tokens": 1000}  # flash: 0.00
 
 
 async def _min_id_at_or_after(ledger: Ledger, at: float) -> int | None:
-    rows = await ledger.select("SELECT MIN(id) FROM events WHERE at >= ?", [at])
+    rows = await ledger.select(Sql(lambda d: f"SELECT MIN(id) FROM events WHERE at >= {d.p}"), [at])
     return rows[0][0]
 
 
@@ -32,7 +33,7 @@ async def test_first_event_id_bisects_over_gaps(ledger: Ledger, clock: ManualClo
         await put_row(ledger, clock, runs=7)
         clock.advance(13)
     async with ledger.write() as db:  # gaps, as a prune or a rolled-back insert leaves
-        await db.execute("DELETE FROM events WHERE id % 3 = 0")
+        await db.execute(Sql(lambda d: f"DELETE FROM events WHERE id {d.pct} 3 = 0"), ())
     for at in [times[0] - 1, *times, times[5] + 3, clock.now() + 100]:
         expected = await _min_id_at_or_after(ledger, at)
         top = (await ledger.select("SELECT MAX(id) FROM events"))[0][0]

@@ -20,6 +20,7 @@ from reclaim_tui.core.engine import polling, transitions
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.engine.transitions import EngineConfig, Transition
 from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.schema import ORPHAN_SQL
 from reclaim_tui.core.models import (
@@ -207,12 +208,18 @@ def test_orphan_rule_in_sql_matches_row_is_orphan(
     for migration in MIGRATIONS:
         db.executescript(migration)
     db.execute(
-        "INSERT INTO jobs(idem, spec, model, status, inflight, held, lease_owner, lease_until,"
-        " created_at, state_since, updated_at) VALUES ('k', '{}', 'm', ?, ?, ?, ?, ?, 0, 0, 0)",
+        Sql(
+            lambda d: (
+                "INSERT INTO jobs(idem, spec, model, status, inflight, held, lease_owner,"
+                " lease_until,"
+                f" created_at, state_since, updated_at) VALUES ('k', '{{}}', 'm', {d.p}, {d.p},"
+                f" {d.p}, {d.p}, {d.p}, 0, 0, 0)"
+            )
+        ),
         (status.value, int(inflight), int(held), owner, NOW + lease_offset),
     )
     in_sql = db.execute(
-        f"SELECT COUNT(*) FROM jobs WHERE {ORPHAN_SQL}", (NOW, json.dumps(list(dead)))
+        "SELECT COUNT(*) FROM jobs WHERE " + ORPHAN_SQL, (NOW, json.dumps(list(dead)))
     ).fetchone()[0]
     row = _row(
         status, inflight=inflight, held=held, lease_owner=owner, lease_until=NOW + lease_offset
@@ -232,9 +239,13 @@ async def test_orphan_rule_in_sql_matches_row_is_orphan_on_every_engine(db_url: 
         kinds = list(itertools.product(list(Status), bools, bools, owners, [-10.0, 0.0, 10.0]))
         async with ledger.write() as db:
             await db.executemany(
-                "INSERT INTO jobs(idem, spec, model, status, inflight, held, lease_owner,"
-                " lease_until, created_at, state_since, updated_at)"
-                " VALUES (?, '{}', 'm', ?, ?, ?, ?, ?, 0, 0, 0)",
+                Sql(
+                    lambda d: (
+                        "INSERT INTO jobs(idem, spec, model, status, inflight, held, lease_owner,"
+                        " lease_until, created_at, state_since, updated_at)"
+                        f" VALUES ({d.p}, '{{}}', 'm', {d.p}, {d.p}, {d.p}, {d.p}, {d.p}, 0, 0, 0)"
+                    )
+                ),
                 [
                     (f"k{n}", status.value, int(inflight), int(held), owner, NOW + offset)
                     for n, (status, inflight, held, owner, offset) in enumerate(kinds)
@@ -242,7 +253,7 @@ async def test_orphan_rule_in_sql_matches_row_is_orphan_on_every_engine(db_url: 
             )
         for dead in ((), ("gone-host|1|1",)):
             found = await ledger.select(
-                f"SELECT idem FROM jobs WHERE {ORPHAN_SQL}", (NOW, json.dumps(list(dead)))
+                "SELECT idem FROM jobs WHERE " + ORPHAN_SQL, (NOW, json.dumps(list(dead)))
             )
             in_sql = {idem for (idem,) in found}
             expected = {

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from reclaim_tui.core.cost_totals import MEASURED, field_sql
 from reclaim_tui.core.costs import USAGE_FIELDS, PriceTable, cost_of
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.schema import chunks
 
@@ -53,7 +54,7 @@ async def estimate_resubmit(ledger: Ledger, idems: Sequence[str], prices: PriceT
     models: Counter[str] = Counter()
     for chunk in chunks(list(idems), 5000):
         for (model,) in await ledger.select(
-            "SELECT model FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
+            Sql(lambda d: f"SELECT model FROM jobs WHERE idem IN (SELECT value FROM {d.each()})"),
             [json.dumps(list(chunk))],
         ):
             models[str(model)] += 1
@@ -86,11 +87,16 @@ async def _average_cost(ledger: Ledger, model: str, prices: PriceTable) -> tuple
         return None, 0
     names = ("input", "output", "thought", "cached", "tool_use")
     # Over rows that have counts, a missing field counting 0, as in cost_of.
-    averages = ", ".join(f"AVG(COALESCE({field_sql(n)}, 0))" for n in names)
     rows = await ledger.select(
-        f"SELECT COUNT(*), {averages} FROM (SELECT r.usage FROM jobs AS j"
-        " JOIN results AS r ON r.job = j.id WHERE j.status IN ('consumed', 'done')"
-        f" AND j.model = ? AND {MEASURED} ORDER BY j.state_since DESC LIMIT ?) AS r",
+        Sql(
+            lambda d: (
+                "SELECT COUNT(*), "
+                + ", ".join(f"AVG(COALESCE({field_sql(n).of(d)}, 0))" for n in names)
+                + " FROM (SELECT r.usage FROM jobs AS j JOIN results AS r ON r.job = j.id"
+                f" WHERE j.status IN ('consumed', 'done') AND j.model = {d.p}"
+                f" AND {MEASURED.of(d)} ORDER BY j.state_since DESC LIMIT {d.p}) AS r"
+            )
+        ),
         [model, AVERAGE_OVER],
     )
     if not rows or not rows[0][0]:

@@ -28,7 +28,7 @@ most one stored result (`results` is keyed by the job; a later result
 replaces it): its cost is that interaction's usage. A continuation
 (`previous`) is a row of its own, with its own cost.
 
-Written in SQLite's SQL; core/ledger/pg_sql.py rewrites `json_extract`.
+Built for the ledger's dialect (core/ledger/dialect.py).
 Pricing is the slowest test a filter makes of a row it walks (a lookup of
 its result and a few JSON reads).
 """
@@ -42,6 +42,7 @@ from typing import Any
 
 from reclaim_tui.core.cost_totals import MEASURED, field_sql
 from reclaim_tui.core.costs import PriceTable
+from reclaim_tui.core.ledger.dialect import DIALECTS
 from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = ["install_prices", "row_cost_sql"]
@@ -111,13 +112,13 @@ def _usd(long: bool) -> str:
     return f"({paid}) / 1000000"
 
 
-def _pg_rates(job: str) -> str:
+def _pg_rates(job: str) -> str:  # PostgreSQL only: psycopg's marker
     """The rates of `job`'s model from the JSON parameter, a row or none."""
     rates = ", ".join(
         f"CAST(q.r ->> {n} AS DOUBLE PRECISION) AS {name}" for n, name in enumerate(_RATES)
     )
     return (
-        f"(SELECT {rates} FROM (SELECT (SELECT CAST(? AS JSONB)) -> {job}.model AS r) AS q"
+        f"(SELECT {rates} FROM (SELECT (SELECT CAST(%s AS JSONB)) -> {job}.model AS r) AS q"
         " WHERE q.r IS NOT NULL)"
     )
 
@@ -129,18 +130,19 @@ def row_cost_sql(prices: PriceTable, dialect: str, job: str = "jobs") -> tuple[s
     connection that runs it."""
     if not prices.prices:
         return "NULL", []
+    d = DIALECTS[dialect]
     # A usage that is not JSON would fail json_extract (and the page): on
     # SQLite it counts as no usage; PostgreSQL has no test before its cast.
     usage = "x.usage" if dialect == "postgres" else "CASE WHEN json_valid(x.usage) THEN x.usage END"
     counts = ", ".join(
-        f"COALESCE({field_sql(n)}, 0) AS {alias}"
+        f"COALESCE({field_sql(n).of(d)}, 0) AS {alias}"
         for n, alias in zip(_COUNTS, ("i", "o", "h", "c", "u"), strict=True)
     )
     tokens = (
         f"SELECT {counts} FROM (SELECT {usage} AS usage FROM results AS x"
-        f" WHERE x.job = {job}.id) AS r WHERE {MEASURED}"
+        f" WHERE x.job = {job}.id) AS r WHERE {MEASURED.of(d)}"
     )
-    cost = f"CASE WHEN t.i > ? THEN {_usd(True)} ELSE {_usd(False)} END"
+    cost = f"CASE WHEN t.i > {d.p} THEN {_usd(True)} ELSE {_usd(False)} END"
     params: list[Any] = [prices.long_context_above]
     if dialect == "postgres":
         params.append(_pg_table(prices))

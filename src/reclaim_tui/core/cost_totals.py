@@ -1,9 +1,10 @@
 """What the ledger's jobs cost, summed: per status, model (or agent) or UTC day,
 over the rows a CostFilter keeps (the prices and a usage's tokens: core/costs.py).
 
-Totals are summed by the database (`json_extract`, rewritten for PostgreSQL
-by core/ledger/pg_sql.py), grouped by (key, model, long prompt): the price is linear
-in each sum, so a million rows come back as a few groups.
+Totals are summed by the database (a usage's token counts read as members of
+its JSON, in each engine's SQL: core/ledger/dialect.py), grouped by (key,
+model, long prompt): the price is linear in each sum, so a million rows come
+back as a few groups.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from reclaim_tui.core.costs import USAGE_FIELDS, PriceTable, Tokens
+from reclaim_tui.core.ledger.dialect import Sql, joined
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import Status
 
@@ -87,11 +89,14 @@ def grand_total(rows: Sequence[CostRow], key: str = "total") -> CostRow:
     return out
 
 
-def field_sql(name: str) -> str:
-    return f"CAST(json_extract(r.usage, '$.{USAGE_FIELDS[name]}') AS BIGINT)"
+def field_sql(name: str) -> Sql:
+    """The token count `name` of the usage `r.usage` (NULL when it has none)."""
+    return Sql(lambda d: f"CAST({d.member('r.usage', USAGE_FIELDS[name])} AS BIGINT)")
 
 
-MEASURED = f"({field_sql('input')} IS NOT NULL OR {field_sql('output')} IS NOT NULL)"
+MEASURED = Sql(
+    lambda d: f"({field_sql('input').of(d)} IS NOT NULL OR {field_sql('output').of(d)} IS NOT NULL)"
+)
 _KEYS: dict[str, str] = {
     "status": "j.status",
     "model": "j.model",
@@ -100,44 +105,48 @@ _KEYS: dict[str, str] = {
 }
 
 
-def usage_sums_sql() -> str:
+def usage_sums_sql() -> Sql:
     """Two columns, then the sums a group's `group_row` reads: is the prompt
     long (a `?`: the table's threshold), then COUNT(*), rows with usage, rows
     with counts, and the input, output, thought, cached and tool-use sums.
     Over `jobs AS j LEFT JOIN results AS r`."""
-    sums = ", ".join(
-        f"SUM({field_sql(n)})" for n in ("input", "output", "thought", "cached", "tool_use")
-    )
-    return (
-        f"CASE WHEN COALESCE({field_sql('input')}, 0) > ? THEN 1 ELSE 0 END,"
-        " COUNT(*), SUM(CASE WHEN r.usage IS NOT NULL THEN 1 ELSE 0 END),"
-        f" SUM(CASE WHEN {MEASURED} THEN 1 ELSE 0 END), {sums}"
+    names = ("input", "output", "thought", "cached", "tool_use")
+    return Sql(
+        lambda d: (
+            f"CASE WHEN COALESCE({field_sql('input').of(d)}, 0) > {d.p} THEN 1 ELSE 0 END,"
+            " COUNT(*), SUM(CASE WHEN r.usage IS NOT NULL THEN 1 ELSE 0 END),"
+            f" SUM(CASE WHEN {MEASURED.of(d)} THEN 1 ELSE 0 END), "
+            + ", ".join(f"SUM({field_sql(n).of(d)})" for n in names)
+        )
     )
 
 
-def _totals_sql(by: GroupBy, where: CostFilter) -> tuple[str, list[Any]]:
+def _totals_sql(by: GroupBy, where: CostFilter) -> tuple[Sql, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     if where.statuses:
-        clauses.append("j.status IN (SELECT value FROM json_each(?))")
+        clauses.append(Sql(lambda d: f"j.status IN (SELECT value FROM {d.each()})"))
         params.append(json.dumps(sorted(s.value for s in where.statuses)))
     if where.models:
-        clauses.append("j.model IN (SELECT value FROM json_each(?))")
+        clauses.append(Sql(lambda d: f"j.model IN (SELECT value FROM {d.each()})"))
         params.append(json.dumps(list(where.models)))
     when = "COALESCE(r.stored_at, j.created_at)"
     if where.since is not None:
-        clauses.append(f"{when} >= ?")
+        clauses.append(Sql(lambda d: f"{when} >= {d.p}"))
         params.append(where.since)
     if where.until is not None:
-        clauses.append(f"{when} < ?")
+        clauses.append(Sql(lambda d: f"{when} < {d.p}"))
         params.append(where.until)
     if where.rows is not None:
-        clauses.append(f"j.id IN ({where.rows[0]})")
+        # The view's own statement, already in the ledger's dialect.
+        clauses.append("j.id IN (" + where.rows[0] + ")")
         params += list(where.rows[1])
     sql = (
-        f"SELECT {_KEYS[by]}, j.model, {usage_sums_sql()}"
-        " FROM jobs AS j LEFT JOIN results AS r ON r.job = j.id"
-        f" WHERE {' AND '.join(clauses) or 'TRUE'} GROUP BY 1, 2, 3"
+        f"SELECT {_KEYS[by]}, j.model, "
+        + usage_sums_sql()
+        + " FROM jobs AS j LEFT JOIN results AS r ON r.job = j.id WHERE "
+        + (joined(" AND ", clauses) if clauses else "TRUE")
+        + " GROUP BY 1, 2, 3"
     )
     return sql, params
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from reclaim_tui.core.cost_totals import CostRow, group_row, usage_sums_sql
 from reclaim_tui.core.costs import PriceTable
+from reclaim_tui.core.ledger.dialect import Dialect, Sql
 from reclaim_tui.core.ledger.port import Ledger
 
 __all__ = [
@@ -59,10 +60,33 @@ API_ERROR_NOTES: tuple[str, ...] = (
 )
 _COMPLETED = "(e.to_status = 'done' AND e.from_status <> 'done')"
 _FAILED = "(e.to_status = 'failed' AND e.from_status <> 'failed')"
-_API_ERROR = (
-    "(e.from_status = e.to_status AND ("
-    + " OR ".join("e.note LIKE ?" for _ in API_ERROR_NOTES)
-    + "))"
+_API_ERROR = Sql(
+    lambda d: (
+        "(e.from_status = e.to_status AND ("
+        + " OR ".join(f"e.note {d.like} {d.p}" for _ in API_ERROR_NOTES)
+        + "))"
+    )
+)
+_AT_OR_AFTER_SQL = Sql(lambda d: f"SELECT id, at FROM events WHERE id >= {d.p} ORDER BY id LIMIT 1")
+_FIRST_FROM_SQL = Sql(lambda d: f"SELECT MIN(id) FROM events WHERE id >= {d.p}")
+_SERIES_SQL = Sql(
+    lambda d: (
+        f"SELECT CAST((e.at - {d.p}) * 1000 AS BIGINT) / {d.p},"
+        f" SUM(CASE WHEN {_COMPLETED} THEN 1 ELSE 0 END),"
+        f" SUM(CASE WHEN {_FAILED} THEN 1 ELSE 0 END),"
+        f" SUM(CASE WHEN {_API_ERROR.of(d)} THEN 1 ELSE 0 END)"
+        f" FROM events AS e WHERE e.id >= {d.p} AND e.at >= {d.p} AND e.at <= {d.p} GROUP BY 1"
+    )
+)
+_MODELS_SQL = Sql(
+    lambda d: (
+        f"SELECT j.model, SUM(CASE WHEN {_COMPLETED} THEN 1 ELSE 0 END),"
+        f" SUM(CASE WHEN {_FAILED} THEN 1 ELSE 0 END), {usage_sums_sql().of(d)}"
+        " FROM events AS e JOIN jobs AS j ON j.id = e.job"
+        " LEFT JOIN results AS r ON r.job = j.id"
+        f" WHERE e.id >= {d.p} AND e.at >= {d.p} AND ({_COMPLETED} OR {_FAILED})"
+        " GROUP BY j.model, 4"
+    )
 )
 
 
@@ -129,15 +153,13 @@ async def first_event_id(ledger: Ledger, at: float) -> int:
     lo, hi = int(bounds[0][0]), int(bounds[0][1]) + 1
     while lo < hi:
         mid = (lo + hi) // 2
-        found = await ledger.select(
-            "SELECT id, at FROM events WHERE id >= ? ORDER BY id LIMIT 1", [mid]
-        )
+        found = await ledger.select(_AT_OR_AFTER_SQL, [mid])
         event_id, event_at = int(found[0][0]), float(found[0][1])
         if event_at < at:
             lo = event_id + 1
         else:
             hi = mid  # ids in [mid, event_id) do not exist
-    found = await ledger.select("SELECT MIN(id) FROM events WHERE id >= ?", [lo])
+    found = await ledger.select(_FIRST_FROM_SQL, [lo])
     return int(found[0][0]) if found and found[0][0] is not None else lo
 
 
@@ -164,11 +186,7 @@ async def _series(
     # Buckets counted in whole milliseconds: integer division floors on both
     # engines (a float CAST truncates on SQLite but rounds on PostgreSQL).
     rows = await ledger.select(
-        "SELECT CAST((e.at - ?) * 1000 AS BIGINT) / ?,"
-        f" SUM(CASE WHEN {_COMPLETED} THEN 1 ELSE 0 END),"
-        f" SUM(CASE WHEN {_FAILED} THEN 1 ELSE 0 END),"
-        f" SUM(CASE WHEN {_API_ERROR} THEN 1 ELSE 0 END)"
-        " FROM events AS e WHERE e.id >= ? AND e.at >= ? AND e.at <= ? GROUP BY 1",
+        _SERIES_SQL,
         [start, bucket * 1000, *API_ERROR_NOTES, first, start, now],
     )
     for index, *values in rows:
@@ -180,29 +198,36 @@ async def _series(
 
 async def _durations(ledger: Ledger, first: int, start: float) -> Histogram:
     edges = DURATION_EDGES
-    below = "d < ?"
-    cases = [below, *(f"d >= ? AND {below}" for _ in edges[1:]), "d >= ?"]
     params: list[Any] = [edges[0]]
     for low, high in pairwise(edges):
         params += [low, high]
     params.append(edges[-1])
-    rows = await ledger.select(
-        "SELECT " + ", ".join(f"SUM(CASE WHEN {c} THEN 1 ELSE 0 END)" for c in cases) + " FROM"
-        " (SELECT j.done_at - j.submitted_at AS d FROM events AS e JOIN jobs AS j ON j.id = e.job"
-        f" WHERE e.id >= ? AND e.at >= ? AND {_COMPLETED}"
-        " AND j.done_at IS NOT NULL AND j.submitted_at IS NOT NULL) AS runs",
-        [*params, first, start],
-    )
+    rows = await ledger.select(_durations_sql(len(edges)), [*params, first, start])
     return Histogram(edges, [int(v or 0) for v in rows[0]] if rows else [0] * (len(edges) + 1))
+
+
+def _durations_sql(edges: int) -> Sql:
+    """Runs per duration bucket: below the first of `edges` bounds, between
+    each two, from the last on (parameters: the bounds, then the first
+    event id and the start time)."""
+
+    def build(d: Dialect) -> str:
+        below = f"d < {d.p}"
+        cases = [below, *(f"d >= {d.p} AND {below}" for _ in range(edges - 1)), f"d >= {d.p}"]
+        return (
+            "SELECT "
+            + ", ".join(f"SUM(CASE WHEN {c} THEN 1 ELSE 0 END)" for c in cases)
+            + " FROM (SELECT j.done_at - j.submitted_at AS d FROM events AS e"
+            f" JOIN jobs AS j ON j.id = e.job WHERE e.id >= {d.p} AND e.at >= {d.p}"
+            f" AND {_COMPLETED} AND j.done_at IS NOT NULL AND j.submitted_at IS NOT NULL) AS runs"
+        )
+
+    return Sql(build)
 
 
 async def _models(ledger: Ledger, prices: PriceTable, first: int, start: float) -> list[ModelStats]:
     rows = await ledger.select(
-        f"SELECT j.model, SUM(CASE WHEN {_COMPLETED} THEN 1 ELSE 0 END),"
-        f" SUM(CASE WHEN {_FAILED} THEN 1 ELSE 0 END), {usage_sums_sql()}"
-        " FROM events AS e JOIN jobs AS j ON j.id = e.job"
-        " LEFT JOIN results AS r ON r.job = j.id"
-        f" WHERE e.id >= ? AND e.at >= ? AND ({_COMPLETED} OR {_FAILED}) GROUP BY j.model, 4",
+        _MODELS_SQL,
         [prices.long_context_above, first, start],
     )
     merged: dict[str, ModelStats] = {}

@@ -1,11 +1,11 @@
 """What both engines share: claims, lease renewal and release, the
-compare-and-set writes and the public reads, written once in SQLite's SQL.
+compare-and-set writes and the public reads, each statement written once
+(in both engines' SQL where they differ: core/ledger/dialect.py).
 
 `LedgerBase` is the abstract base of `SqliteLedger` (core/ledger/sqlite.py)
 and `PgLedger` (core/ledger/postgres.py); it runs its statements through the
 two things each engine gives it: `write()` (one transaction) and
-`_fetchall()` (one locked read; PostgreSQL rewrites the SQL,
-core/ledger/pg_sql.py). Claims are single `UPDATE … RETURNING` statements;
+`_fetchall()` (one locked read). Claims are single `UPDATE … RETURNING` statements;
 every transition appends to `events` in the transaction that makes it
 (core/ledger/compare_and_set.py); the reads are core/ledger/reads.py.
 """
@@ -21,6 +21,7 @@ from typing import Any
 
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger.compare_and_set import apply_transitions, mark_sending, operator_cas
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.identity import FileSnapshot
 from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.port import Claim
@@ -36,6 +37,28 @@ from reclaim_tui.core.models import Actor, Row, Status, Transition
 from reclaim_tui.core.row_notes import PENDING_SQL
 
 __all__ = ["LedgerBase"]
+
+_LIVE_LEASES_SQL = Sql(
+    lambda d: (
+        "SELECT DISTINCT lease_owner FROM jobs WHERE lease_owner IS NOT NULL"
+        f" AND lease_until > {d.p} AND lease_owner != {d.p}"
+    )
+)
+_DUE = Sql(lambda d: f"next_at <= {d.p}")
+_AMONG_SQL = Sql(lambda d: f" AND idem IN (SELECT value FROM {d.each()})")
+_NOT_AMONG_SQL = Sql(lambda d: f" AND idem NOT IN (SELECT value FROM {d.each()})")
+_RENEW_SQL = Sql(
+    lambda d: (
+        f"UPDATE jobs SET lease_until = {d.p} WHERE lease_owner = {d.p}"
+        f" AND idem IN (SELECT value FROM {d.each()}) RETURNING idem"
+    )
+)
+_RELEASE_SQL = Sql(
+    lambda d: (
+        "UPDATE jobs SET lease_owner = NULL, lease_until = 0"
+        f" WHERE lease_owner = {d.p} AND idem IN (SELECT value FROM {d.each()})"
+    )
+)
 
 
 class LedgerBase(PublicReads, ABC):
@@ -80,11 +103,7 @@ class LedgerBase(PublicReads, ABC):
     async def dead_holders(self, me: str) -> list[str]:
         """Owners of live-by-clock leases whose process is provably gone."""
         now = self.clock.now()
-        rows = await self._fetchall(
-            "SELECT DISTINCT lease_owner FROM jobs WHERE lease_owner IS NOT NULL"
-            " AND lease_until > ? AND lease_owner != ?",
-            (now, me),
-        )
+        rows = await self._fetchall(_LIVE_LEASES_SQL, (now, me))
         return [r[0] for r in rows if holder_alive(r[0]) is False]
 
     async def claim_sendable(
@@ -100,7 +119,7 @@ class LedgerBase(PublicReads, ABC):
         `write_batch(sending=…)` right before its own create is sent, so a
         kill leaves unsent rows as they were (rule 3)."""
         where, params = self._scoped(
-            "status = 'reserving' AND inflight = 0 AND held = 0", False, idems, (), "next_at <= ?"
+            "status = 'reserving' AND inflight = 0 AND held = 0", False, idems, (), _DUE
         )
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
@@ -111,7 +130,7 @@ class LedgerBase(PublicReads, ABC):
         turn is in flight: recovery settles that one first); `exclude` skips
         rows this pass already polled."""
         where, params = self._scoped(
-            "status = 'submitted' AND inflight = 0", False, None, exclude, "next_at <= ?"
+            "status = 'submitted' AND inflight = 0", False, None, exclude, _DUE
         )
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
@@ -120,7 +139,7 @@ class LedgerBase(PublicReads, ABC):
         (core/engine/cancelling.py)."""
         return await self._claim(
             owner,
-            f"{PENDING_SQL} AND next_at <= ?",
+            f"{PENDING_SQL} AND " + _DUE,
             [self.clock.now()],
             limit=limit,
             lease_seconds=lease_seconds,
@@ -138,7 +157,7 @@ class LedgerBase(PublicReads, ABC):
     ) -> Claim:
         """`done` rows whose sink has to run (again). `force` also takes rows
         whose sink backoff has not run out; `exclude` skips rows already tried."""
-        where, params = self._scoped("status = 'done'", force, idems, exclude, "next_at <= ?")
+        where, params = self._scoped("status = 'done'", force, idems, exclude, _DUE)
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_orphans(
@@ -161,7 +180,7 @@ class LedgerBase(PublicReads, ABC):
             force,
             idems,
             exclude,
-            "(held = 0 OR status = 'submitted') AND next_at <= ?",
+            "(held = 0 OR status = 'submitted') AND " + _DUE,
         )
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
@@ -175,13 +194,13 @@ class LedgerBase(PublicReads, ABC):
     ) -> tuple[str, list[Any]]:
         params: list[Any] = []
         if not force:
-            where += f" AND {due}"
+            where += " AND " + due
             params.append(self.clock.now())
         if idems is not None:
-            where += " AND idem IN (SELECT value FROM json_each(?))"
+            where += _AMONG_SQL
             params.append(json.dumps(list(idems)))
         if exclude:
-            where += " AND idem NOT IN (SELECT value FROM json_each(?))"
+            where += _NOT_AMONG_SQL
             params.append(json.dumps(sorted(exclude)))
         return where, params
 
@@ -218,8 +237,7 @@ class LedgerBase(PublicReads, ABC):
         async with self.write() as db:
             for chunk in chunks(keys, 5000):
                 async with db.execute(
-                    "UPDATE jobs SET lease_until = ? WHERE lease_owner = ?"
-                    " AND idem IN (SELECT value FROM json_each(?)) RETURNING idem",
+                    _RENEW_SQL,
                     (now + lease_seconds, owner, json.dumps(list(chunk))),
                 ) as cur:
                     held.update(r[0] for r in await cur.fetchall())
@@ -232,8 +250,7 @@ class LedgerBase(PublicReads, ABC):
             return 0
         async with self.write() as db:
             cur = await db.execute(
-                "UPDATE jobs SET lease_owner = NULL, lease_until = 0 WHERE lease_owner = ?"
-                " AND idem IN (SELECT value FROM json_each(?))",
+                _RELEASE_SQL,
                 (owner, json.dumps(keys)),
             )
             return int(cur.rowcount)
@@ -305,4 +322,4 @@ class LedgerBase(PublicReads, ABC):
     async def add_event(self, idem: str, actor: str, note: str, status: str | None) -> None:
         now = self.clock.now()
         async with self.write() as db:
-            await db.execute(EVENT_SQL, (now, idem, actor, status, status, note))
+            await db.execute(EVENT_SQL, (now, idem, actor, status, status, note, idem))

@@ -9,6 +9,7 @@ caller opened (`Ledger.write()`): none begins or commits one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 
 import aiosqlite
 
+from reclaim_tui.core.ledger.dialect import Dialect, Sql
 from reclaim_tui.core.ledger.schema import (
     COLUMNS,
     EVENT_SQL,
@@ -42,9 +44,7 @@ async def mark_sending(
     if not idems:
         return {}
     async with db.execute(
-        "UPDATE jobs SET attempts = attempts + 1, inflight = 1, sent_at = ?"
-        " WHERE idem IN (SELECT value FROM json_each(?)) AND lease_owner = ?"
-        f" AND status = 'reserving' AND inflight = 0 RETURNING {COLUMNS}",
+        _MARK_SENDING_SQL,
         (now, json.dumps(list(idems)), owner),
     ) as cur:
         rows = {r.idem: r for r in map(row_from_tuple, await cur.fetchall())}
@@ -58,6 +58,7 @@ async def mark_sending(
                 "reserving",
                 "reserving",
                 f"attempt {r.attempts}: sending create",
+                r.idem,
             )
             for r in rows.values()
         ],
@@ -91,7 +92,7 @@ async def apply_transitions(
     await db.executemany(
         EVENT_SQL,
         [
-            (now, t.idem, actor, t.expect.value, t.to.value, t.note)
+            (now, t.idem, actor, t.expect.value, t.to.value, t.note, t.idem)
             for t in todo
             if t.note or t.expect != t.to
         ],
@@ -103,9 +104,7 @@ async def _held(db: aiosqlite.Connection, owner: str, idems: list[str]) -> dict[
     out: dict[str, str] = {}
     for chunk in chunks(idems, 5000):
         async with db.execute(
-            "SELECT j.idem, j.status FROM json_each(?) AS k"
-            " CROSS JOIN jobs AS j ON j.idem = k.value WHERE j.lease_owner = ?"
-            + _row_lock(db, " OF j"),
+            _HELD_SQL + _row_lock(db, " OF j"),
             (json.dumps(chunk), owner),
         ) as cur:
             out.update({r[0]: r[1] for r in await cur.fetchall()})
@@ -123,22 +122,56 @@ async def _write_transitions(
         cols = transition_columns(t, now)
         groups[tuple(sorted(cols))].append((t.idem, cols))
     for names, group in groups.items():
-        assign = ", ".join(f"{n} = ?" for n in names)
         await db.executemany(
-            f"UPDATE jobs SET {assign} WHERE idem = ? AND lease_owner = ?",
+            _update_sql(names),
             [[cols[n] for n in names] + [idem, owner] for idem, cols in group],
         )
     results = [t for t in todo if t.result is not None]
     if results:
         await db.executemany(
-            "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
-            " stored_at) SELECT id, ?1, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE idem = ?1"
-            " ON CONFLICT(job) DO UPDATE SET"
-            " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
-            " usage = excluded.usage, raw_json = excluded.raw_json,"
-            " stored_at = excluded.stored_at",
-            [result_params(t.idem, t.result, now) for t in results if t.result],
+            _RESULT_SQL,
+            [(*result_params(t.idem, t.result, now), t.idem) for t in results if t.result],
         )
+
+
+_MARK_SENDING_SQL = Sql(
+    lambda d: (
+        f"UPDATE jobs SET attempts = attempts + 1, inflight = 1, sent_at = {d.p}"
+        f" WHERE idem IN (SELECT value FROM {d.each()}) AND lease_owner = {d.p}"
+        f" AND status = 'reserving' AND inflight = 0 RETURNING {COLUMNS}"
+    )
+)
+_HELD_SQL = Sql(
+    lambda d: (
+        f"SELECT j.idem, j.status FROM {d.each('k')}"
+        f" {d.cross_join} jobs AS j ON j.idem = k.value WHERE j.lease_owner = {d.p}"
+    )
+)
+#: A job's result by its key (result_params, then the key again).
+_RESULT_SQL = Sql(
+    lambda d: (
+        "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
+        f" stored_at) SELECT id, {d.p}, {d.p}, {d.p}, {d.p}, {d.p}, {d.p} FROM jobs"
+        f" WHERE idem = {d.p} ON CONFLICT(job) DO UPDATE SET"
+        " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
+        " usage = excluded.usage, raw_json = excluded.raw_json,"
+        " stored_at = excluded.stored_at"
+    )
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _update_sql(names: tuple[str, ...]) -> Sql:
+    """Set the columns `names` of the row `owner` holds (parameters: the
+    values, the key, the owner)."""
+    return Sql(
+        lambda d: f"UPDATE jobs SET {_assign(d, names)} WHERE idem = {d.p} AND lease_owner = {d.p}"
+    )
+
+
+def _assign(d: Dialect, names: Sequence[str]) -> str:
+    """`name = ?, …` for the columns `names`."""
+    return ", ".join(f"{n} = {d.p}" for n in names)
 
 
 def _row_lock(db: aiosqlite.Connection, of: str = "") -> str:
@@ -148,6 +181,9 @@ def _row_lock(db: aiosqlite.Connection, of: str = "") -> str:
     the row waits for this transaction instead of slipping in between."""
     lock = getattr(db, "row_lock", "")
     return f"{lock}{of}" if lock else ""
+
+
+_STATUS_SQL = Sql(lambda d: f"SELECT status FROM jobs WHERE idem = {d.p}")
 
 
 def transition_columns(t: Transition, now: float) -> dict[str, Any]:
@@ -197,16 +233,19 @@ async def operator_cas(
     cols = dict(changes)
     cols.update(status=to.value, updated_at=now, lease_owner=None, lease_until=0.0)
     names = sorted(cols)
-    assign = ", ".join(f"{n} = ?" for n in names)
-    marks = ",".join("?" for _ in expect)
-    state_since = ", state_since = CASE WHEN status != ? THEN ? ELSE state_since END"
     free, free_params = lease_free_sql(now, dead)
-    async with db.execute("SELECT status FROM jobs WHERE idem = ?" + _row_lock(db), (idem,)) as cur:
+    flag = "" if inflight is None else f" AND inflight = {int(inflight)}"
+    async with db.execute(_STATUS_SQL + _row_lock(db), (idem,)) as cur:
         before = await cur.fetchone()
     async with db.execute(
-        f"UPDATE jobs SET {assign}{state_since} WHERE idem = ? AND status IN ({marks})"
-        f"{'' if inflight is None else f' AND inflight = {int(inflight)}'}"
-        f" AND (lease_owner = ? OR {free}) RETURNING {COLUMNS}",
+        Sql(
+            lambda d: (
+                f"UPDATE jobs SET {_assign(d, names)}, state_since = CASE WHEN"
+                f" status != {d.p} THEN {d.p} ELSE state_since END WHERE idem = {d.p}"
+                f" AND status IN ({', '.join(d.p for _ in expect)}){flag}"
+                f" AND (lease_owner = {d.p} OR {free.of(d)}) RETURNING {COLUMNS}"
+            )
+        ),
         [
             *(cols[n] for n in names),
             to.value,
@@ -220,5 +259,7 @@ async def operator_cas(
         got = await cur.fetchone()
     if got is None:
         return None
-    await db.execute(EVENT_SQL, (now, idem, actor, before[0] if before else None, to.value, note))
+    await db.execute(
+        EVENT_SQL, (now, idem, actor, before[0] if before else None, to.value, note, idem)
+    )
     return row_from_tuple(got)

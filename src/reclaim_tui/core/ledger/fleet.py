@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import Process, read_processes
@@ -62,8 +63,13 @@ async def read_fleet(ledger: Ledger, now: float, window: float = 3600.0) -> Flee
     """The lease holders, the recent writers and the registered processes of
     `ledger` at `now`."""
     rows = await ledger.select(
-        "SELECT lease_owner, SUM(CASE WHEN lease_until > ? THEN 1 ELSE 0 END), COUNT(*),"
-        " MAX(lease_until) FROM jobs WHERE lease_owner IS NOT NULL GROUP BY lease_owner",
+        Sql(
+            lambda d: (
+                "SELECT lease_owner,"
+                f" SUM(CASE WHEN lease_until > {d.p} THEN 1 ELSE 0 END), COUNT(*), MAX(lease_until)"
+                " FROM jobs WHERE lease_owner IS NOT NULL GROUP BY lease_owner"
+            )
+        ),
         [now],
     )
     holders = []
@@ -82,9 +88,13 @@ async def read_fleet(ledger: Ledger, now: float, window: float = 3600.0) -> Flee
         )
     holders.sort(key=lambda h: (-h.held, -h.until, h.owner))
     recent = await ledger.select(
-        "SELECT actor, COUNT(*), MAX(at) FROM events"
-        " WHERE id > (SELECT COALESCE(MAX(id), 0) FROM events) - ? AND at > ?"
-        " GROUP BY actor",
+        Sql(
+            lambda d: (
+                "SELECT actor, COUNT(*), MAX(at) FROM events"
+                f" WHERE id > (SELECT COALESCE(MAX(id), 0) FROM events) - {d.p} AND at > {d.p}"
+                " GROUP BY actor"
+            )
+        ),
         [EVENTS_READ, now - window],
     )
     writers = sorted(

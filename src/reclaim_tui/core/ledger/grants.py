@@ -11,8 +11,9 @@ administrator to run, or applied by the owner role itself.
 from __future__ import annotations
 
 import psycopg
+from psycopg import sql
 
-from reclaim_tui.core.ledger.pg_connect import dial, map_pg_error, quote_ident
+from reclaim_tui.core.ledger.pg_connect import dial, map_pg_error
 from reclaim_tui.core.ledger.pg_search_path import schema_for
 from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ConfigError, LedgerError
@@ -27,14 +28,17 @@ SEQUENCE_RIGHTS = "SELECT, UPDATE"
 def grant_statements(schema: str, owner: str, role: str) -> list[str]:
     """The statements that give `role` the app's rights on `schema` (owned by
     `owner`), now and for what `owner` creates there later."""
-    s, o, r = quote_ident(schema), quote_ident(owner), quote_ident(role)
-    later = f"ALTER DEFAULT PRIVILEGES FOR ROLE {o} IN SCHEMA {s} GRANT"
+    names = {"s": sql.Identifier(schema), "o": sql.Identifier(owner), "r": sql.Identifier(role)}
+    later = "ALTER DEFAULT PRIVILEGES FOR ROLE {o} IN SCHEMA {s} GRANT"
     return [
-        f"GRANT USAGE ON SCHEMA {s} TO {r};",
-        f"GRANT {ROW_RIGHTS} ON ALL TABLES IN SCHEMA {s} TO {r};",
-        f"GRANT {SEQUENCE_RIGHTS} ON ALL SEQUENCES IN SCHEMA {s} TO {r};",
-        f"{later} {ROW_RIGHTS} ON TABLES TO {r};",
-        f"{later} {SEQUENCE_RIGHTS} ON SEQUENCES TO {r};",
+        sql.SQL(statement).format(**names).as_string()
+        for statement in (
+            "GRANT USAGE ON SCHEMA {s} TO {r};",
+            f"GRANT {ROW_RIGHTS} ON ALL TABLES IN SCHEMA {{s}} TO {{r}};",
+            f"GRANT {SEQUENCE_RIGHTS} ON ALL SEQUENCES IN SCHEMA {{s}} TO {{r}};",
+            f"{later} {ROW_RIGHTS} ON TABLES TO {{r}};",
+            f"{later} {SEQUENCE_RIGHTS} ON SEQUENCES TO {{r}};",
+        )
     ]
 
 

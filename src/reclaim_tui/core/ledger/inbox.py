@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import attempt_tag
 
@@ -121,15 +122,20 @@ async def record(ledger: Ledger, event: InboxEvent) -> bool:
         job = None
         if event.job is not None and event.attempt is not None:
             async with db.execute(
-                "SELECT attempts, sent_at FROM jobs WHERE idem = ?", (event.job,)
+                Sql(lambda d: f"SELECT attempts, sent_at FROM jobs WHERE idem = {d.p}"),
+                (event.job,),
             ) as cur:
                 found = list(await cur.fetchall())
             if found and attempt_tag(found[0][0], found[0][1]) == event.attempt:
                 job = event.job
         cursor = await db.execute(
-            "INSERT INTO inbox"
-            "(webhook_id, received_at, type, interaction, job, api_status, signed_by)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (webhook_id) DO NOTHING",
+            Sql(
+                lambda d: (
+                    "INSERT INTO inbox"
+                    "(webhook_id, received_at, type, interaction, job, api_status, signed_by)"
+                    f" VALUES ({d.marks(7)}) ON CONFLICT (webhook_id) DO NOTHING"
+                )
+            ),
             (
                 event.webhook_id,
                 at,
@@ -144,8 +150,12 @@ async def record(ledger: Ledger, event: InboxEvent) -> bool:
             return False
         if event.interaction is not None:
             await db.execute(
-                "UPDATE jobs SET next_at = ? WHERE handle = ? AND status = 'submitted'"
-                " AND next_at > ?",
+                Sql(
+                    lambda d: (
+                        f"UPDATE jobs SET next_at = {d.p} WHERE handle = {d.p}"
+                        f" AND status = 'submitted' AND next_at > {d.p}"
+                    )
+                ),
                 (at, event.interaction, at),
             )
         if job is not None and event.interaction is not None:
@@ -153,8 +163,12 @@ async def record(ledger: Ledger, event: InboxEvent) -> bool:
             # follow-up turn's): a row waiting out a refusal's Retry-After
             # stays as it is.
             await db.execute(
-                "UPDATE jobs SET next_at = ? WHERE idem = ? AND inflight = 1"
-                " AND status IN ('reserving', 'submitted') AND next_at > ?",
+                Sql(
+                    lambda d: (
+                        f"UPDATE jobs SET next_at = {d.p} WHERE idem = {d.p} AND inflight = 1"
+                        f" AND status IN ('reserving', 'submitted') AND next_at > {d.p}"
+                    )
+                ),
                 (at, job, at),
             )
     return True
@@ -166,12 +180,16 @@ async def named(ledger: Ledger, idem: str, limit: int = 5) -> list[InboxEvent]:
     name an interaction since gone, so the engine confirms one with a `get`
     (its label must be this job's) before adopting it."""
     rows = await ledger.select(
-        "SELECT webhook_id, received_at, type, interaction, job, api_status, signed_by"
-        " FROM inbox AS i WHERE job = ? AND interaction IS NOT NULL AND NOT EXISTS"
-        " (SELECT 1 FROM inbox AS n WHERE n.job = i.job AND n.interaction = i.interaction"
-        " AND (n.received_at > i.received_at"
-        " OR (n.received_at = i.received_at AND n.webhook_id > i.webhook_id)))"
-        " ORDER BY received_at DESC LIMIT ?",
+        Sql(
+            lambda d: (
+                "SELECT webhook_id, received_at, type, interaction, job, api_status, signed_by"
+                f" FROM inbox AS i WHERE job = {d.p} AND interaction IS NOT NULL AND NOT EXISTS"
+                " (SELECT 1 FROM inbox AS n WHERE n.job = i.job AND n.interaction = i.interaction"
+                " AND (n.received_at > i.received_at"
+                " OR (n.received_at = i.received_at AND n.webhook_id > i.webhook_id)))"
+                f" ORDER BY received_at DESC LIMIT {d.p}"
+            )
+        ),
         (idem, limit),
     )
     return [InboxEvent(*r) for r in rows]
@@ -184,9 +202,14 @@ async def held_named(ledger: Ledger, limit: int = 500) -> list[str]:
     An event older than the hold is what the hold already knew (a 404 with
     `--on-gone hold` after the interaction's own event), not news."""
     rows = await ledger.select(
-        "SELECT DISTINCT jobs.idem FROM inbox JOIN jobs ON jobs.idem = inbox.job"
-        " WHERE jobs.status = 'reserving' AND jobs.inflight = 1 AND jobs.held = 1"
-        " AND inbox.interaction IS NOT NULL AND inbox.received_at > jobs.updated_at LIMIT ?",
+        Sql(
+            lambda d: (
+                "SELECT DISTINCT jobs.idem FROM inbox JOIN jobs ON jobs.idem = inbox.job"
+                " WHERE jobs.status = 'reserving' AND jobs.inflight = 1 AND jobs.held = 1"
+                " AND inbox.interaction IS NOT NULL AND inbox.received_at > jobs.updated_at"
+                f" LIMIT {d.p}"
+            )
+        ),
         (limit,),
     )
     return [r[0] for r in rows]
@@ -195,7 +218,7 @@ async def held_named(ledger: Ledger, limit: int = 500) -> list[str]:
 async def received_for(ledger: Ledger, handle: str) -> float | None:
     """When the first event for the interaction `handle` arrived, if one did."""
     rows = await ledger.select(
-        "SELECT MIN(received_at) FROM inbox WHERE interaction = ?", (handle,)
+        Sql(lambda d: f"SELECT MIN(received_at) FROM inbox WHERE interaction = {d.p}"), (handle,)
     )
     return rows[0][0] if rows else None
 
@@ -207,9 +230,14 @@ async def wake(ledger: Ledger, handles: Sequence[str], now: float) -> int:
         return 0
     async with ledger.write() as db:
         cursor = await db.execute(
-            "UPDATE jobs SET next_at = ? WHERE status = 'submitted' AND next_at > ?"
-            " AND handle IN (SELECT interaction FROM inbox"
-            " WHERE interaction IN (SELECT value FROM json_each(?)))",
+            Sql(
+                lambda d: (
+                    f"UPDATE jobs SET next_at = {d.p} WHERE status = 'submitted'"
+                    f" AND next_at > {d.p}"
+                    " AND handle IN (SELECT interaction FROM inbox"
+                    f" WHERE interaction IN (SELECT value FROM {d.each()}))"
+                )
+            ),
             (now, now, json.dumps(list(handles))),
         )
         return int(cursor.rowcount)
@@ -221,9 +249,14 @@ async def count(ledger: Ledger, counts: Mapping[str, int], now: float) -> None:
         return
     async with ledger.write() as db:
         await db.executemany(
-            "INSERT INTO inbox_counters(name, value, updated_at) VALUES (?, ?, ?)"
-            " ON CONFLICT(name) DO UPDATE SET value = inbox_counters.value + excluded.value,"
-            " updated_at = excluded.updated_at",
+            Sql(
+                lambda d: (
+                    f"INSERT INTO inbox_counters(name, value, updated_at) VALUES ({d.marks(3)})"
+                    " ON CONFLICT(name) DO UPDATE SET"
+                    " value = inbox_counters.value + excluded.value,"
+                    " updated_at = excluded.updated_at"
+                )
+            ),
             [(name, n, now) for name, n in counts.items() if n],
         )
 
@@ -243,10 +276,16 @@ async def stats(ledger: Ledger, now: float) -> InboxStats:
     refused (bad signature, stale, malformed, too big, too fast). Index
     reads only: the console asks with every count."""
     rows = await ledger.select(
-        "SELECT (SELECT COUNT(*) FROM inbox WHERE received_at > ?),"
-        " (SELECT MAX(received_at) FROM inbox),"
-        " (SELECT COALESCE(SUM(value), 0) FROM inbox_counters WHERE name LIKE 'refused%'),"
-        " (SELECT MAX(updated_at) FROM inbox_counters WHERE name LIKE 'refused%')",
+        Sql(
+            lambda d: (
+                f"SELECT (SELECT COUNT(*) FROM inbox WHERE received_at > {d.p}),"
+                " (SELECT MAX(received_at) FROM inbox),"
+                " (SELECT COALESCE(SUM(value), 0) FROM inbox_counters"
+                f" WHERE name {d.like} 'refused{d.pct}'),"
+                " (SELECT MAX(updated_at) FROM inbox_counters"
+                f" WHERE name {d.like} 'refused{d.pct}')"
+            )
+        ),
         (now - 60.0,),
     )
     minute, last, refused, refused_at = rows[0]

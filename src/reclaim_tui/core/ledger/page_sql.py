@@ -1,8 +1,9 @@
 """A console view as SQL: the keyset page query over the index its sort and
 size call for, and the WHERE clauses of its tab and filter.
 
-Written in SQLite's SQL (`INDEXED BY` hints are dropped for PostgreSQL by
-core/ledger/pg_sql.py). `core/ledger/queries.py` runs what this builds.
+Built for the ledger's dialect (core/ledger/dialect.py: SQLite's `INDEXED
+BY` hints have no PostgreSQL counterpart). `core/ledger/queries.py` runs
+what this builds.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from reclaim_tui.core.ledger.dialect import DIALECTS
 from reclaim_tui.core.ledger.row_filters import structured_sql
 from reclaim_tui.core.ledger.schema import COLUMNS, orphan_sql
 from reclaim_tui.core.ledger.text_search import TEXT_SQL, like_pattern
@@ -43,24 +45,25 @@ def predicates(
     """WHERE clauses (besides status and the keyset) and their parameters;
     `hits`: the JSON list of ids the text index names for the filter text;
     `prices`: the table a `cost` word prices rows at."""
+    d = DIALECTS[dialect]
     clauses: list[str] = []
     params: list[Any] = []
     if view.orphans:
         where, orphan_params = orphan_sql(now, dead)
-        clauses.append(where)
+        clauses.append(where.of(d))
         params += orphan_params
     flt = view.filter
     if flt.text:
         if hits is not None:
-            clauses.append("id IN (SELECT CAST(value AS INTEGER) FROM json_each(?))")
+            clauses.append(f"id IN (SELECT CAST(value AS INTEGER) FROM {d.each()})")
             params.append(hits)
         # The indexes only narrow the rows (trigrams, Unicode case folding):
         # the test below decides, so both plans return the same rows.
-        clauses.append(TEXT_SQL)
+        clauses.append(TEXT_SQL.of(d))
         params += [like_pattern(flt.text)] * 3
     for column, values in (("model", flt.models), ("last_error", flt.errors)):
         for value in values:
-            clauses.append(f"{column} LIKE ? ESCAPE '\\'")
+            clauses.append(f"{column} {d.like} {d.p} ESCAPE '\\'")
             params.append(like_pattern(value))
     words, word_params = structured_sql(flt.words, now, dialect, prices)
     return [*clauses, *words], [*params, *word_params]
@@ -89,6 +92,7 @@ def page_sql(
     dialect: str = "sqlite",
     prices: PriceTable | None = None,
 ) -> tuple[str, list[Any]]:
+    d = DIALECTS[dialect]
     sort = view.sort
     op, scan_desc = _keyset(sort.column, sort.descending, direction)
     way = "DESC" if scan_desc else "ASC"
@@ -98,8 +102,8 @@ def page_sql(
     keyset: list[str] = []
     keyset_params: list[Any] = []
     if start is not None and direction != "last":
-        marks = ", ".join("?" * len(exprs))
-        keyset, keyset_params = [f"({', '.join(exprs)}) {op} ({marks})"], list(start)
+        keyset = [f"({', '.join(exprs)}) {op} ({d.marks(len(exprs))})"]
+        keyset_params = list(start)
     statuses = view.effective_statuses()
     if statuses is not None and not statuses:
         return "SELECT " + COLUMNS + " FROM jobs WHERE FALSE", []
@@ -111,23 +115,23 @@ def page_sql(
         index = per_status or "jobs_status_age"
         subs, params = [], []
         for status in statuses if statuses is not None else list(Status):
-            where = " AND ".join(["status = ?", *extra, *keyset])
+            where = " AND ".join([f"status = {d.p}", *extra, *keyset])
             subs.append(
-                f"SELECT * FROM (SELECT {COLUMNS} FROM jobs INDEXED BY {index}"
-                f" WHERE {where} ORDER BY {order} LIMIT ?) AS by_{status.value}"
+                f"SELECT * FROM (SELECT {COLUMNS} FROM jobs{d.indexed_by(index)}"
+                f" WHERE {where} ORDER BY {order} LIMIT {d.p}) AS by_{status.value}"
             )
             params += [status.value, *extra_params, *keyset_params, limit]
-        return " UNION ALL ".join(subs) + f" ORDER BY {order} LIMIT ?", [*params, limit]
+        return " UNION ALL ".join(subs) + f" ORDER BY {order} LIMIT {d.p}", [*params, limit]
     clauses = list(extra)
     params = list(extra_params)
     if statuses is not None:
-        clauses.insert(0, "status IN (SELECT value FROM json_each(?))")
+        clauses.insert(0, f"status IN (SELECT value FROM {d.each()})")
         params.insert(0, json.dumps([s.value for s in statuses]))
     where = " AND ".join([*clauses, *keyset]) or "TRUE"
     # Text-index candidates are read by id (NOT INDEXED leaves only rowid
     # lookups) and sorted: few rows, wherever they sit in the order.
-    source = "NOT INDEXED" if by_id else "INDEXED BY jobs_updated"
+    source = d.not_indexed if by_id else d.indexed_by("jobs_updated")
     if not by_id and sort.column != "updated_at":
         source = ""  # idem's UNIQUE index, or none (UNINDEXED_SORT_CAP)
-    sql = f"SELECT {COLUMNS} FROM jobs {source} WHERE {where} ORDER BY {order}"
-    return sql + " LIMIT ?", [*params, *keyset_params, limit]
+    sql = f"SELECT {COLUMNS} FROM jobs{source} WHERE {where} ORDER BY {order}"
+    return sql + f" LIMIT {d.p}", [*params, *keyset_params, limit]

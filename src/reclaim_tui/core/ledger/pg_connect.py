@@ -28,6 +28,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg import sql
 from psycopg.adapt import Dumper
 from psycopg.conninfo import make_conninfo
 from psycopg.pq import PipelineStatus, TransactionStatus
@@ -86,8 +87,10 @@ SYNC_EVERY = 30.0
 
 
 def quote_ident(name: str) -> str:
-    """`name` as a PostgreSQL identifier, quoted."""
-    return '"' + name.replace('"', '""') + '"'
+    """`name` as a PostgreSQL identifier, quoted by psycopg, as text: for a
+    name said in a message or a setting's value. A statement composes its
+    identifiers with `psycopg.sql` instead."""
+    return sql.Identifier(name).as_string()
 
 
 class ServerClock:
@@ -127,20 +130,20 @@ class _IntFromBool(Dumper):
 
 
 @contextmanager
-def noting(sql: str, conn: psycopg.AsyncConnection[Any]) -> Iterator[None]:
+def noting(text: str, conn: psycopg.AsyncConnection[Any]) -> Iterator[None]:
     """A refused right is noted with the statement and the role it was
     refused to: map_pg_error names both, and the grant it needs."""
     try:
         yield
     except pg_errors.InsufficientPrivilege as exc:
-        note_statement(exc, sql, conn)
+        note_statement(exc, text, conn)
         raise
 
 
-def note_statement(exc: BaseException, sql: str, conn: psycopg.AsyncConnection[Any]) -> None:
+def note_statement(exc: BaseException, text: str, conn: psycopg.AsyncConnection[Any]) -> None:
     """Note on `exc` (a refused right) the statement it was refused for, once."""
     if not any(n.startswith(_STATEMENT) for n in getattr(exc, "__notes__", ())):
-        exc.add_note(_STATEMENT + " ".join(sql.split())[:90])
+        exc.add_note(_STATEMENT + " ".join(text.split())[:90])
         exc.add_note(_ROLE + str(conn.info.user))
 
 

@@ -2,8 +2,8 @@
 
 The ledger's SQL modules (core/ledger/base.py, compare_and_set.py, inbox.py,
 prune.py…) are written once against aiosqlite's `execute`/`executemany`;
-inside `PgLedger.write()` they get a `PgSession`, which rewrites each
-statement for the server (core/ledger/pg_sql.py).
+inside `PgLedger.write()` they get a `PgSession`, which sends each
+statement's PostgreSQL text (`Sql.postgres`, core/ledger/dialect.py).
 
 The transaction runs in psycopg's pipeline mode (PgLedger.write): a
 statement is sent at once and its result read only when it is needed, so
@@ -30,8 +30,8 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
+from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
 from reclaim_tui.core.ledger.pg_connect import note_statement, noting
-from reclaim_tui.core.ledger.pg_sql import reorder, to_postgres
 
 __all__ = ["PgSession"]
 
@@ -95,25 +95,25 @@ class PgSession:
         return _Run(self, sql, params)
 
     async def run(self, sql: str, params: Sequence[Any], *, wait: bool) -> _Cursor:
-        text, order = to_postgres(sql)
+        text = text_for(sql, POSTGRES)
         cur = self._conn.cursor()
-        await self._send(cur, text, cur.execute(text, reorder(params, order)))
+        await self._send(cur, text, cur.execute(text, params))
         if wait:
             await self.arrived(cur)
         return _Cursor(self, cur)
 
     async def send(self, text: str, params: Any) -> _Cursor:
-        """Send a statement written for PostgreSQL (psycopg's placeholders,
-        not rewritten); its result is read by a fetch, or after the COMMIT."""
+        """Send a statement written for PostgreSQL only (psycopg's
+        placeholders); its result is read by a fetch, or after the COMMIT."""
         cur = self._conn.cursor()
         await self._send(cur, text, cur.execute(text, params))
         return _Cursor(self, cur)
 
     async def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> _Cursor:
-        text, order = to_postgres(sql)
+        text = text_for(sql, POSTGRES)
         cur = self._conn.cursor()
         if seq:
-            await self._send(cur, text, cur.executemany(text, [reorder(p, order) for p in seq]))
+            await self._send(cur, text, cur.executemany(text, seq))
         return _Cursor(self, cur)  # rowcount: the rows all of them changed
 
     async def _send(self, cur: psycopg.AsyncCursor[Any], text: str, sending: Any) -> None:

@@ -3,8 +3,8 @@
 `--db postgresql://…` (or `RECLAIM_DB`) opens a `PgLedger` (core/ledger/opening.py).
 It implements the `Ledger` port (core/ledger/port.py) beside `SqliteLedger`,
 sharing `LedgerBase` (core/ledger/base.py): every statement of base.py,
-reads.py, compare_and_set.py, inbox.py and queries.py runs unchanged,
-rewritten for the server by core/ledger/pg_sql.py (PgSession,
+reads.py, compare_and_set.py, inbox.py and queries.py runs in its
+PostgreSQL text (core/ledger/dialect.py; PgSession,
 core/ledger/pg_session.py). The connection, the server's clock and its errors
 are core/ledger/pg_connect.py; the schema, its numbered migrations and the
 text indexes core/ledger/pg_schema.py. What differs is said here:
@@ -57,10 +57,12 @@ from contextlib import asynccontextmanager
 from typing import Any, Self
 
 import psycopg
+from psycopg import sql
 
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger import pg_write
 from reclaim_tui.core.ledger.base import LedgerBase
+from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
 from reclaim_tui.core.ledger.pg_connect import (
     ServerClock,
     dial,
@@ -74,13 +76,35 @@ from reclaim_tui.core.ledger.pg_connect import (
 )
 from reclaim_tui.core.ledger.pg_schema import migrate, schema_for, stored_version, text_index
 from reclaim_tui.core.ledger.pg_session import PgSession
-from reclaim_tui.core.ledger.pg_sql import reorder, to_postgres
 from reclaim_tui.core.ledger.schema import chunks
 from reclaim_tui.core.ledger.urls import shown_db as redact
 from reclaim_tui.core.models import Actor, Row, Transition
 from reclaim_tui.errors import LedgerError, LedgerPermissionError, LedgerReadOnlyError
 
 __all__ = ["PgLedger"]
+
+# PostgreSQL's own statements (psycopg's markers): reserve the rows of a
+# JSON array of {idem, spec, model}, then write the events of those reserved.
+
+
+def _qualified(schema: str, table: str) -> str:
+    """`schema.table`, each part quoted by psycopg (a statement's text, and
+    the regclass text pg_get_serial_sequence reads)."""
+    return sql.Identifier(schema, table).as_string()
+
+
+_RESERVE_SQL = (
+    "INSERT INTO jobs(idem, spec, model, status, created_at, state_since, updated_at, next_at)"
+    " SELECT j.idem, j.spec, j.model, 'reserving', %s, %s, %s, %s"
+    " FROM json_to_recordset(%s::json) AS j(idem text, spec text, model text)"
+    ' ORDER BY j.idem COLLATE "C" ON CONFLICT (idem) DO NOTHING RETURNING idem'
+)
+_RESERVED_SQL = (
+    "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
+    " SELECT %s, id, idem, %s, NULL, 'reserving', 'reserved' FROM jobs"
+    " WHERE idem IN (SELECT value FROM json_array_elements_text(%s::json) AS _each(value))"
+    " ORDER BY id"
+)
 
 
 class PgLedger(LedgerBase):
@@ -105,7 +129,6 @@ class PgLedger(LedgerBase):
         #: the last read; one cancelled twice may still be rolling back
         self._reading: asyncio.Future[list[Any]] | None = None
         self.schema, self._search_path = schema_for(url)
-        self._q = quote_ident(self.schema)
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -269,13 +292,13 @@ class PgLedger(LedgerBase):
         return await pg_write.collect(sent, transitions)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        text, order = to_postgres(sql)
+        text = text_for(sql, POSTGRES)
         async with self._lock:
             try:
                 conn = await self._live()
             except psycopg.Error as exc:
                 raise map_pg_error(exc, self.path) from exc
-            work = read_once(conn, self._setting_list(), text, reorder(params, order))
+            work = read_once(conn, self._setting_list(), text, params)
             read = asyncio.ensure_future(work)
             self._reading = read
             try:
@@ -298,10 +321,10 @@ class PgLedger(LedgerBase):
         the grant, rather than after every row was copied."""
         role = quote_ident(str(self._conn.info.user))
         for table in ("jobs", "events"):
-            qualified = f"{self._q}.{table}"
+            qualified = _qualified(self.schema, table)
             rows = await self._fetchall(
-                "SELECT pg_get_serial_sequence(?, 'id'),"
-                " has_sequence_privilege(pg_get_serial_sequence(?, 'id'), 'UPDATE')",
+                "SELECT pg_get_serial_sequence(%s, 'id'),"
+                " has_sequence_privilege(pg_get_serial_sequence(%s, 'id'), 'UPDATE')",
                 (qualified, qualified),
             )
             sequence, allowed = rows[0]
@@ -319,10 +342,11 @@ class PgLedger(LedgerBase):
         would reuse a copied id."""
         async with self.write() as db:
             for table in ("jobs", "events"):
+                qualified = _qualified(self.schema, table)
                 await db.execute(
-                    "SELECT setval(pg_get_serial_sequence(?, 'id'),"
-                    f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {self._q}.{table}), false)",
-                    (f"{self._q}.{table}",),
+                    "SELECT setval(pg_get_serial_sequence(%s, 'id'),"
+                    f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {qualified}), false)",
+                    (qualified,),
                 )
 
     async def sequences_behind(self) -> list[str]:
@@ -330,9 +354,9 @@ class PgLedger(LedgerBase):
         (a copy whose setval did not happen): the next insert would fail."""
         behind = []
         for table in ("jobs", "events"):
-            qualified = f"{self._q}.{table}"
+            qualified = _qualified(self.schema, table)
             rows = await self._fetchall(
-                f"SELECT pg_get_serial_sequence(?, 'id'), (SELECT MAX(id) FROM {qualified})",
+                f"SELECT pg_get_serial_sequence(%s, 'id'), (SELECT MAX(id) FROM {qualified})",
                 (qualified,),
             )
             sequence, largest = rows[0]
@@ -359,10 +383,7 @@ class PgLedger(LedgerBase):
         async with self.write() as db:
             for chunk in chunks(ordered, 5000):
                 async with db.execute(
-                    "INSERT INTO jobs(idem, spec, model, status, created_at, state_since,"
-                    " updated_at, next_at) SELECT j.idem, j.spec, j.model, 'reserving', ?, ?, ?, ?"
-                    " FROM json_to_recordset(?::json) AS j(idem text, spec text, model text)"
-                    ' ORDER BY j.idem COLLATE "C" ON CONFLICT (idem) DO NOTHING RETURNING idem',
+                    _RESERVE_SQL,
                     (
                         now,
                         now,
@@ -375,9 +396,7 @@ class PgLedger(LedgerBase):
             inserted = list(dict.fromkeys(idem for idem, _, _ in jobs if idem in fresh))
             for chunk in chunks(sorted(fresh), 5000):
                 await db.execute(
-                    "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
-                    " SELECT ?, id, idem, ?, NULL, 'reserving', 'reserved' FROM jobs"
-                    " WHERE idem IN (SELECT value FROM json_each(?)) ORDER BY id",
+                    _RESERVED_SQL,
                     (now, actor, json.dumps(list(chunk))),
                 )
         present = set(inserted)

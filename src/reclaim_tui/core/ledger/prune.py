@@ -51,6 +51,7 @@ from typing import Any
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.export import iso_time
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.prune_archive import append_synced, archive_lines
 from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
@@ -194,8 +195,12 @@ async def count_prunable(
     newest: float | None = None
     for status in wanted:
         [(count, low, high)] = await ledger.select(
-            "SELECT COUNT(*), MIN(state_since), MAX(state_since) FROM jobs"
-            " WHERE status = ? AND state_since < ?",
+            Sql(
+                lambda d: (
+                    "SELECT COUNT(*), MIN(state_since), MAX(state_since) FROM jobs"
+                    f" WHERE status = {d.p} AND state_since < {d.p}"
+                )
+            ),
             [status.value, cutoff],
         )
         if not count:
@@ -253,8 +258,12 @@ async def _prune_batch(
     async with ledger.write() as db:
         lock = getattr(db, "row_lock", "")  # PostgreSQL: FOR UPDATE
         async with db.execute(
-            f"SELECT id, {COLUMNS} FROM jobs WHERE status = ? AND state_since < ?"
-            f" ORDER BY state_since, idem LIMIT ?{lock}",
+            Sql(
+                lambda d: (
+                    f"SELECT id, {COLUMNS} FROM jobs WHERE status = {d.p} AND state_since < {d.p}"
+                    f" ORDER BY state_since, idem LIMIT {d.p}{lock}"
+                )
+            ),
             (status.value, report.cutoff, batch),
         ) as cur:
             found = list(await cur.fetchall())
@@ -284,13 +293,14 @@ async def _archive_and_delete(
         report.archived += len(lines)
         # A kill here: archived, not deleted; the next prune archives again.
         crashpoint("after_archive_before_delete")
-    by_id = "IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"
-    await db.execute(f"DELETE FROM events WHERE job {by_id}", (ids,))
-    await db.execute(f"DELETE FROM results WHERE job {by_id}", (ids,))
+    by_id = Sql(lambda d: f"IN (SELECT CAST(value AS INTEGER) FROM {d.each()})")
+    await db.execute("DELETE FROM events WHERE job " + by_id, (ids,))
+    await db.execute("DELETE FROM results WHERE job " + by_id, (ids,))
     await db.execute(
-        "UPDATE inbox SET job = NULL WHERE job IN (SELECT value FROM json_each(?))", (keys,)
+        Sql(lambda d: f"UPDATE inbox SET job = NULL WHERE job IN (SELECT value FROM {d.each()})"),
+        (keys,),
     )
-    await db.execute(f"DELETE FROM jobs WHERE id {by_id}", (ids,))
+    await db.execute("DELETE FROM jobs WHERE id " + by_id, (ids,))
 
 
 async def discard(ledger: Ledger, idem: str, *, now: float, archive: Path) -> Row:
@@ -303,7 +313,7 @@ async def discard(ledger: Ledger, idem: str, *, now: float, archive: Path) -> Ro
     async with ledger.write() as db:
         lock = getattr(db, "row_lock", "")  # PostgreSQL: FOR UPDATE
         async with db.execute(
-            f"SELECT id, {COLUMNS} FROM jobs WHERE idem = ?{lock}", (idem,)
+            Sql(lambda d: f"SELECT id, {COLUMNS} FROM jobs WHERE idem = {d.p}{lock}"), (idem,)
         ) as cur:
             found = list(await cur.fetchall())
         if not found:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from reclaim_tui.core.export import iso_time, job_record
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.reads import stored_usage
 from reclaim_tui.core.models import Event, Row, StoredResult
 from reclaim_tui.errors import ConfigError
@@ -22,12 +23,12 @@ __all__ = ["append_synced", "archive_lines"]
 
 async def archive_lines(db: Any, ids: str, rows: Sequence[Row], now: float) -> list[str]:
     """Each row's job_record (result, interaction, timeline) as a JSON line."""
-    by_id = "IN (SELECT CAST(value AS INTEGER) FROM json_each(?))"
+    by_id = Sql(lambda d: f"IN (SELECT CAST(value AS INTEGER) FROM {d.each()})")
     order = {int(i): row.idem for i, row in zip(json.loads(ids), rows, strict=True)}
     results: dict[str, StoredResult] = {}
     async with db.execute(
         "SELECT job, interaction_id, output_text, usage, raw_json, stored_at"
-        f" FROM results WHERE job {by_id}",
+        " FROM results WHERE job " + by_id,
         (ids,),
     ) as cur:
         for r in await cur.fetchall():
@@ -36,8 +37,9 @@ async def archive_lines(db: Any, ids: str, rows: Sequence[Row], now: float) -> l
             results[idem] = StoredResult(idem, r[1], r[2], usage, r[4], r[5])
     events: dict[str, list[Event]] = {row.idem: [] for row in rows}
     async with db.execute(
-        f"SELECT id, at, idem, actor, from_status, to_status, note FROM events WHERE job {by_id}"
-        " ORDER BY job, id",
+        "SELECT id, at, idem, actor, from_status, to_status, note FROM events WHERE job "
+        + by_id
+        + " ORDER BY job, id",
         (ids,),
     ) as cur:
         for r in await cur.fetchall():

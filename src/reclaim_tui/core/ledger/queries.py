@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.ledger.dialect import DIALECTS, Sql
 from reclaim_tui.core.ledger.inbox import InboxStats, received_for
 from reclaim_tui.core.ledger.inbox import stats as inbox_stats
 from reclaim_tui.core.ledger.opening import open_ledger
@@ -171,7 +172,7 @@ class ConsoleReader:
         clauses, params = predicates(view, now, self._dead, hits, dialect, self.prices)
         statuses = view.effective_statuses()
         if statuses is not None:
-            clauses.insert(0, "status IN (SELECT value FROM json_each(?))")
+            clauses.insert(0, f"status IN (SELECT value FROM {DIALECTS[dialect].each()})")
             params.insert(0, json.dumps([s.value for s in statuses]))
         return f"SELECT id FROM jobs WHERE {' AND '.join(clauses) or 'TRUE'}", params
 
@@ -205,8 +206,7 @@ class ConsoleReader:
         """(rows updated after `since`, up to 10,000; the latest updated_at seen)."""
         rows = await _fetch(
             self._slow,
-            "SELECT COUNT(*), MAX(updated_at) FROM (SELECT updated_at FROM jobs"
-            " INDEXED BY jobs_updated WHERE updated_at > ? LIMIT 10000) AS recent",
+            _CHANGED_SQL,
             [since],
         )
         count, latest = rows[0]
@@ -220,8 +220,7 @@ class ConsoleReader:
             event_id = max(0, int(top[0][0]) - 50_000)
         rows = await _fetch(
             self._slow,
-            "SELECT id, at, to_status, from_status FROM events"
-            " WHERE id > ? ORDER BY id LIMIT 50000",
+            _COMPLETIONS_SQL,
             [event_id],
         )
         times = [r[1] for r in rows if r[2] == "done" and r[3] != "done"]
@@ -243,6 +242,20 @@ class ConsoleReader:
 
     async def rows_by_idem(self, idems: Sequence[str]) -> dict[str, Row]:
         return await self._fast.get_many(idems)
+
+
+_CHANGED_SQL = Sql(
+    lambda d: (
+        "SELECT COUNT(*), MAX(updated_at) FROM (SELECT updated_at FROM"
+        f" jobs{d.indexed_by('jobs_updated')} WHERE updated_at > {d.p} LIMIT 10000) AS recent"
+    )
+)
+_COMPLETIONS_SQL = Sql(
+    lambda d: (
+        "SELECT id, at, to_status, from_status FROM events"
+        f" WHERE id > {d.p} ORDER BY id LIMIT 50000"
+    )
+)
 
 
 async def _fetch(ledger: Ledger, sql: str, params: Sequence[Any]) -> list[Any]:

@@ -1,8 +1,8 @@
 """The ledger's public reads, the same SQL on both engines.
 
-Each takes `fetch`, an engine's locked read (`_fetchall`: SQLite's
-statement as written, rewritten for PostgreSQL by core/ledger/pg_sql.py),
-so the statements live once; `core/ledger/base.py` exposes them as the
+Each takes `fetch`, an engine's locked read (`_fetchall`, which sends the
+engine's text of each statement: core/ledger/dialect.py), so the
+statements live once; `core/ledger/base.py` exposes them as the
 `Ledger` port's methods.
 """
 
@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.schema import COLUMNS, chunks, orphan_sql, row_from_tuple
 from reclaim_tui.core.models import Event, Row, StoredResult
 
@@ -36,7 +37,7 @@ _RESULT_COLUMNS = "idem, interaction_id, output_text, usage, raw_json, stored_at
 
 
 async def get(fetch: Fetch, idem: str) -> Row | None:
-    rows = await fetch(f"SELECT {COLUMNS} FROM jobs WHERE idem = ?", (idem,))
+    rows = await fetch(Sql(lambda d: f"SELECT {COLUMNS} FROM jobs WHERE idem = {d.p}"), (idem,))
     return row_from_tuple(rows[0]) if rows else None
 
 
@@ -44,7 +45,9 @@ async def get_many(fetch: Fetch, idems: Sequence[str]) -> dict[str, Row]:
     out: dict[str, Row] = {}
     for chunk in chunks(idems, 5000):
         for values in await fetch(
-            f"SELECT {COLUMNS} FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
+            Sql(
+                lambda d: f"SELECT {COLUMNS} FROM jobs WHERE idem IN (SELECT value FROM {d.each()})"
+            ),
             (json.dumps(list(chunk)),),
         ):
             out[values[0]] = row_from_tuple(values)
@@ -54,7 +57,12 @@ async def get_many(fetch: Fetch, idems: Sequence[str]) -> dict[str, Row]:
 async def find(fetch: Fetch, prefix: str) -> list[Row]:
     """Rows whose key starts with `prefix` (operators type short keys)."""
     rows = await fetch(
-        f"SELECT {COLUMNS} FROM jobs WHERE idem >= ? AND idem < ? ORDER BY idem LIMIT 5",
+        Sql(
+            lambda d: (
+                f"SELECT {COLUMNS} FROM jobs WHERE idem >= {d.p} AND idem < {d.p}"
+                " ORDER BY idem LIMIT 5"
+            )
+        ),
         (prefix, prefix + "\uffff"),
     )
     return [row_from_tuple(r) for r in rows]
@@ -65,7 +73,10 @@ async def iter_rows(fetch: Fetch, batch: int = 2000) -> AsyncIterator[Row]:
     last = ""
     while True:
         page = await fetch(
-            f"SELECT {COLUMNS} FROM jobs WHERE idem > ? ORDER BY idem LIMIT ?", (last, batch)
+            Sql(
+                lambda d: f"SELECT {COLUMNS} FROM jobs WHERE idem > {d.p} ORDER BY idem LIMIT {d.p}"
+            ),
+            (last, batch),
         )
         if not page:
             return
@@ -76,7 +87,12 @@ async def iter_rows(fetch: Fetch, batch: int = 2000) -> AsyncIterator[Row]:
 
 async def result(fetch: Fetch, idem: str) -> StoredResult | None:
     rows = await fetch(
-        f"SELECT {_RESULT_COLUMNS} FROM results WHERE job = (SELECT id FROM jobs WHERE idem = ?)",
+        Sql(
+            lambda d: (
+                f"SELECT {_RESULT_COLUMNS} FROM results"
+                f" WHERE job = (SELECT id FROM jobs WHERE idem = {d.p})"
+            )
+        ),
         (idem,),
     )
     if not rows:
@@ -89,9 +105,13 @@ async def results(fetch: Fetch, idems: Sequence[str]) -> dict[str, StoredResult]
     out: dict[str, StoredResult] = {}
     for chunk in chunks(idems, 5000):
         for r in await fetch(
-            f"SELECT {_RESULT_COLUMNS}"
-            " FROM results WHERE job IN"
-            " (SELECT id FROM jobs WHERE idem IN (SELECT value FROM json_each(?)))",
+            Sql(
+                lambda d: (
+                    f"SELECT {_RESULT_COLUMNS}"
+                    " FROM results WHERE job IN"
+                    f" (SELECT id FROM jobs WHERE idem IN (SELECT value FROM {d.each()}))"
+                )
+            ),
             (json.dumps(list(chunk)),),
         ):
             out[r[0]] = StoredResult(r[0], r[1], r[2], stored_usage(r[3]), r[4], r[5])
@@ -100,8 +120,12 @@ async def results(fetch: Fetch, idems: Sequence[str]) -> dict[str, StoredResult]
 
 async def events(fetch: Fetch, idem: str, limit: int = 10_000) -> list[Event]:
     rows = await fetch(
-        "SELECT id, at, idem, actor, from_status, to_status, note FROM events"
-        " WHERE job = (SELECT id FROM jobs WHERE idem = ?) ORDER BY id LIMIT ?",
+        Sql(
+            lambda d: (
+                "SELECT id, at, idem, actor, from_status, to_status, note FROM events"
+                f" WHERE job = (SELECT id FROM jobs WHERE idem = {d.p}) ORDER BY id LIMIT {d.p}"
+            )
+        ),
         (idem, limit),
     )
     return [Event(*r) for r in rows]
@@ -117,7 +141,7 @@ async def orphan_count(fetch: Fetch, now: float, dead: Sequence[str]) -> int:
     """Orphans (ORPHAN_SQL): what `status` and the console's orphans tab
     count, given the holders known dead."""
     where, params = orphan_sql(now, dead)
-    rows = await fetch(f"SELECT COUNT(*) FROM jobs WHERE {where}", params)
+    rows = await fetch("SELECT COUNT(*) FROM jobs WHERE " + where, params)
     return int(rows[0][0])
 
 

@@ -41,6 +41,7 @@ import math
 from dataclasses import dataclass
 
 from reclaim_tui import __version__
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import PassReport
@@ -70,17 +71,22 @@ RETENTION = 7 * 86400.0
 #: The most rows the fleet reads (the newest heard from first).
 PROCESSES_READ = 200
 
-UPSERT_SQL = (
-    "INSERT INTO processes(owner, kind, host, pid, started_at, seen_at, state, interval_s,"
-    " passes, last_pass_at, last_pass, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT(owner) DO UPDATE SET kind = excluded.kind, seen_at = excluded.seen_at,"
-    " state = excluded.state, interval_s = excluded.interval_s, passes = excluded.passes,"
-    " last_pass_at = excluded.last_pass_at, last_pass = excluded.last_pass,"
-    " version = excluded.version"
+UPSERT_SQL = Sql(
+    lambda d: (
+        "INSERT INTO processes(owner, kind, host, pid, started_at, seen_at, state, interval_s,"
+        f" passes, last_pass_at, last_pass, version) VALUES ({d.marks(12)})"
+        " ON CONFLICT(owner) DO UPDATE SET kind = excluded.kind, seen_at = excluded.seen_at,"
+        " state = excluded.state, interval_s = excluded.interval_s, passes = excluded.passes,"
+        " last_pass_at = excluded.last_pass_at, last_pass = excluded.last_pass,"
+        " version = excluded.version"
+    )
 )
 #: A clean exit drops the older stopped rows of its host and kind (one tick row a host).
-DROP_STOPPED_SQL = (
-    "DELETE FROM processes WHERE host = ? AND kind = ? AND state = 'stopped' AND owner != ?"
+DROP_STOPPED_SQL = Sql(
+    lambda d: (
+        f"DELETE FROM processes WHERE host = {d.p} AND kind = {d.p} AND state = 'stopped'"
+        f" AND owner != {d.p}"
+    )
 )
 _COLUMNS = (
     "owner, kind, host, pid, started_at, seen_at, state, interval_s, passes,"
@@ -187,7 +193,10 @@ class Beacon:
             async with self.ledger.write() as db:
                 await db.execute(UPSERT_SQL, values)
                 if prune:
-                    await db.execute("DELETE FROM processes WHERE seen_at < ?", (now - RETENTION,))
+                    await db.execute(
+                        Sql(lambda d: f"DELETE FROM processes WHERE seen_at < {d.p}"),
+                        (now - RETENTION,),
+                    )
                 if drop_stopped:
                     await db.execute(DROP_STOPPED_SQL, (self.host, self.kind, self.owner))
         except Exception as exc:  # the registry never fails a pass
@@ -239,7 +248,8 @@ def _condition(owner: str, state: str, seen_at: float, interval: float | None, n
 async def read_processes(ledger: Ledger, now: float, limit: int = PROCESSES_READ) -> list[Process]:
     """The registered processes, those still running first, then the newest heard from."""
     rows = await ledger.select(
-        f"SELECT {_COLUMNS} FROM processes ORDER BY seen_at DESC LIMIT ?", [limit]
+        Sql(lambda d: f"SELECT {_COLUMNS} FROM processes ORDER BY seen_at DESC LIMIT {d.p}"),
+        [limit],
     )
     found = []
     for owner, kind, host, pid, started, seen, state, interval, passes, at, last, ver in rows:

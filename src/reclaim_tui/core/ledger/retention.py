@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY, UNKNOWN_STATUS
 
 if TYPE_CHECKING:  # the CLI's flags read PAID_TIER_DAYS without the port
@@ -46,8 +47,12 @@ class AtRisk:
 async def past_retention(ledger: Ledger, days: float) -> AtRisk:
     cutoff = ledger.clock.now() - days * 86400.0
     rows = await ledger.select(
-        "SELECT COUNT(*), MIN(submitted_at) FROM jobs"
-        " WHERE status = 'submitted' AND submitted_at < ?",
+        Sql(
+            lambda d: (
+                "SELECT COUNT(*), MIN(submitted_at) FROM jobs"
+                f" WHERE status = 'submitted' AND submitted_at < {d.p}"
+            )
+        ),
         [cutoff],
     )
     count, oldest = rows[0]
@@ -86,12 +91,17 @@ async def attention(ledger: Ledger, retention_days: float) -> Attention:
     """One scan of the submitted rows (on the status index)."""
     at_risk = await past_retention(ledger, retention_days)
     rows = await ledger.select(
-        "SELECT COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0),"
-        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0),"
-        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' AND held = 0 THEN 1 ELSE 0 END), 0),"
-        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' AND held = 1 THEN 1 ELSE 0 END), 0),"
-        " COALESCE(SUM(CASE WHEN last_error LIKE ? || '%' THEN 1 ELSE 0 END), 0)"
-        " FROM jobs WHERE status = 'submitted' AND last_error IS NOT NULL",
+        Sql(
+            lambda d: (
+                "SELECT "
+                + ", ".join(
+                    f"COALESCE(SUM(CASE WHEN last_error {d.like} {d.p} || '{d.pct}'{also}"
+                    " THEN 1 ELSE 0 END), 0)"
+                    for also in ("", "", " AND held = 0", " AND held = 1", "")
+                )
+                + " FROM jobs WHERE status = 'submitted' AND last_error IS NOT NULL"
+            )
+        ),
         [ASKS, UNKNOWN_STATUS, NOT_FOUND, NOT_FOUND, PLAN_READY],
     )
     asking, unknown, not_found, not_found_held, plans = rows[0]

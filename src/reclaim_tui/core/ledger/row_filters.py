@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from reclaim_tui.core.ledger.dialect import DIALECTS
+
 if TYPE_CHECKING:
     from reclaim_tui.core.costs import PriceTable
 
@@ -140,31 +142,37 @@ def structured_sql(
 ) -> tuple[list[str], list[Any]]:
     """WHERE clauses of `words` (all must hold) and their parameters; a
     `cost` word is priced at `prices` (ValueError without a table)."""
+    d = DIALECTS[dialect]
     clauses: list[str] = []
     params: list[Any] = []
     for word in words:
         if word.kind == "label":
             if dialect == "postgres":
                 # A spec that is not JSON would fail the cast (and the page):
-                # only a spec that names labels is read as JSON.
-                value = "(CASE WHEN spec LIKE '%\"labels\"%' THEN spec::json -> 'labels' ->> ? END)"
+                # only a spec that names labels is read as JSON. LIKE, not
+                # ILIKE: JSON's keys are case-sensitive, and "LABELS" in a
+                # spec that is not JSON must not reach the cast.
+                value = (
+                    f"(CASE WHEN spec LIKE '{d.pct}\"labels\"{d.pct}'"
+                    f" THEN spec::json -> 'labels' ->> {d.p} END)"
+                )
             else:  # a spec that is not JSON has no labels (and fails no read)
-                value = "(CASE WHEN json_valid(spec) THEN json_extract(spec, ?) END)"
+                value = f"(CASE WHEN json_valid(spec) THEN json_extract(spec, {d.p}) END)"
             key = word.name if dialect == "postgres" else f'$.labels."{word.name}"'
             if word.op == "has":
                 clauses.append(f"{value} IS NOT NULL")
                 params.append(key)
             else:
-                clauses.append(f"{value} = ?")
+                clauses.append(f"{value} = {d.p}")
                 params += [key, word.value]
         elif word.kind == "time":
             if word.op == "today":
-                clauses.append(f"{word.name} >= ?")
+                clauses.append(f"{word.name} >= {d.p}")
                 params.append(_midnight(now))
             else:
                 # age>1h: the time is more than an hour ago, so the column is earlier.
                 flipped = {">": "<", "<": ">", ">=": "<=", "<=": ">="}[word.op]
-                clauses.append(f"{word.name} {flipped} ?")
+                clauses.append(f"{word.name} {flipped} {d.p}")
                 params.append(now - float(word.value))
         elif word.kind == "cost":
             if prices is None:
@@ -174,9 +182,9 @@ def structured_sql(
             from reclaim_tui.core.cost_sql import row_cost_sql
 
             cost, cost_params = row_cost_sql(prices, dialect)
-            clauses.append(f"{cost} {word.op} ?")
+            clauses.append(f"{cost} {word.op} {d.p}")
             params += [*cost_params, float(word.value)]
         else:
-            clauses.append(f"attempts {word.op} ?")
+            clauses.append(f"attempts {word.op} {d.p}")
             params.append(word.value)
     return clauses, params

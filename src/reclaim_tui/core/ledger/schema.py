@@ -2,7 +2,8 @@
 SQL spelling of "lease free", "orphan" and "append an event", and the one
 place a SELECT tuple becomes a Row.
 
-Written in SQLite's SQL; core/ledger/pg_sql.py rewrites it for PostgreSQL.
+Where the engines' SQL differs a statement is an `Sql` holding both texts
+(core/ledger/dialect.py).
 Each engine's schema and numbered migrations are its own:
 core/ledger/sqlite_schema.py and core/ledger/pg_schema.py.
 """
@@ -13,6 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from reclaim_tui.core.ledger.dialect import SQLITE, Sql, text_for
 from reclaim_tui.core.models import Row, Status
 
 __all__ = [
@@ -37,62 +39,76 @@ COLUMNS = (
 
 
 def input_text_sql(spec: str) -> str:
-    """The searchable input of the spec JSON in column `spec`: the text of a
-    string input, the JSON text of a structured one; NULL for a spec that is
-    not JSON (a hand-edited row must not make every write to it fail)."""
-    return f"CASE WHEN json_valid({spec}) THEN json_extract({spec}, '$.input') END"
+    """SQLite's searchable input of the spec in column `spec` (its schema's
+    text-index triggers; `Dialect.input_text`)."""
+    return SQLITE.input_text(spec)
 
 
 # Events and results hang off the job's integer id, not its (random) key:
 # rows of one batch were inserted together, so their ids — and the index
 # pages a batch writes — are contiguous instead of scattered over the tree.
-EVENT_SQL = (
-    "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
-    " SELECT ?1, id, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE idem = ?2"
+# Parameters: at, idem, actor, from, to, note (the key twice: positional
+# parameters are the one marker both engines share).
+EVENT_SQL = Sql(
+    lambda d: (
+        "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
+        f" SELECT {d.p}, id, {d.p}, {d.p}, {d.p}, {d.p}, {d.p} FROM jobs WHERE idem = {d.p}"
+    )
 )
 #: The same where the job's id is already known (the statement that moved
 #: the row returned it): no lookup of the key.
-EVENT_BY_ID_SQL = (
-    "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+EVENT_BY_ID_SQL = Sql(
+    lambda d: (
+        "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
+        f" VALUES ({d.marks(7)})"
+    )
 )
 #: A job's result by its id (job, idem, interaction_id, output_text, usage,
 #: raw_json, stored_at); a second result of the row replaces the first.
-RESULT_BY_ID_SQL = (
-    "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json, stored_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(job) DO UPDATE SET"
-    " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
-    " usage = excluded.usage, raw_json = excluded.raw_json, stored_at = excluded.stored_at"
+RESULT_BY_ID_SQL = Sql(
+    lambda d: (
+        "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json,"
+        f" stored_at) VALUES ({d.marks(7)}) ON CONFLICT(job) DO UPDATE SET"
+        " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
+        " usage = excluded.usage, raw_json = excluded.raw_json, stored_at = excluded.stored_at"
+    )
 )
 
 
-def claim_sql(where: str, free: str, lock: str) -> str:
+def claim_sql(where: str, free: str, lock: str) -> Sql:
     """A claim: up to `LIMIT ?` rows matching `where` whose lease is `free`,
     the first due first, taken in ONE `UPDATE … RETURNING` (parameters: the
     owner, the lease's end, then `where`'s and `free`'s, then the limit).
     `lock` ends the row selection (PostgreSQL: FOR UPDATE SKIP LOCKED)."""
-    return (
-        "UPDATE jobs SET prev_owner = lease_owner, lease_owner = ?, lease_until = ?"
-        f" WHERE idem IN (SELECT idem FROM jobs WHERE {where} AND {free}"
-        f" ORDER BY next_at LIMIT ?{lock}) RETURNING {COLUMNS}"
+    return Sql(
+        lambda d: (
+            f"UPDATE jobs SET prev_owner = lease_owner, lease_owner = {d.p},"
+            f" lease_until = {d.p} WHERE idem IN (SELECT idem FROM jobs WHERE {text_for(where, d)}"
+            f" AND {text_for(free, d)} ORDER BY next_at LIMIT {d.p}{lock}) RETURNING {COLUMNS}"
+        )
     )
 
 
 # The one spelling in SQL of "nobody can act on this row" and of "orphan"
 # (Row.lease_free / Row.is_orphan are the same rules in Python; a test checks
-# that they agree). `?1`-style numbering is avoided: callers splice these in.
-_FREE = (
-    "(lease_owner IS NULL OR lease_until <= ? OR lease_owner IN (SELECT value FROM json_each(?)))"
+# that they agree).
+_FREE = Sql(
+    lambda d: (
+        f"(lease_owner IS NULL OR lease_until <= {d.p}"
+        f" OR lease_owner IN (SELECT value FROM {d.each()}))"
+    )
 )
-ORPHAN_SQL = f"(status = 'reserving' AND (held = 1 OR (inflight = 1 AND {_FREE})))"
+ORPHAN_SQL = Sql(
+    lambda d: f"(status = 'reserving' AND (held = 1 OR (inflight = 1 AND {_FREE.of(d)})))"
+)
 
 
-def lease_free_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
+def lease_free_sql(now: float, dead: Sequence[str]) -> tuple[Sql, list[Any]]:
     """The lease-free rule as a WHERE fragment and its parameters."""
     return _FREE, [now, json.dumps(list(dead))]
 
 
-def orphan_sql(now: float, dead: Sequence[str]) -> tuple[str, list[Any]]:
+def orphan_sql(now: float, dead: Sequence[str]) -> tuple[Sql, list[Any]]:
     """The orphan rule as a WHERE fragment and its parameters."""
     return ORPHAN_SQL, [now, json.dumps(list(dead))]
 

@@ -336,7 +336,7 @@ class SqliteLedger(GenerationGuard, LedgerBase):
                 inserted.extend(fresh)
             await db.executemany(
                 EVENT_SQL,
-                [(now, idem, actor, None, "reserving", "reserved") for idem in inserted],
+                [(now, idem, actor, None, "reserving", "reserved", idem) for idem in inserted],
             )
         present = set(inserted)
         return inserted, [idem for idem, _, _ in jobs if idem not in present]

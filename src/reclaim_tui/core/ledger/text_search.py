@@ -17,8 +17,8 @@ import json
 import math
 from collections.abc import Sequence
 
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.port import Ledger
-from reclaim_tui.core.ledger.schema import input_text_sql
 
 __all__ = ["FTS_BY_ID", "FTS_MIN", "TEXT_SQL", "like_pattern", "text_hits", "trigrams"]
 
@@ -29,12 +29,14 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-#: The filter's substring test, one pattern three times (plain `?`: it is
-#: spliced among other clauses). LIKE folds ASCII case only, as it always
+#: The filter's substring test, one pattern three times (positional
+#: parameters: it is spliced among other clauses). LIKE folds ASCII case only, as it always
 #: did (PostgreSQL: ILIKE on "C"-collated text, the same rule).
-TEXT_SQL = (
-    "(idem LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\'"
-    f" OR {input_text_sql('spec')} LIKE ? ESCAPE '\\')"
+TEXT_SQL = Sql(
+    lambda d: (
+        f"(idem {d.like} {d.p} ESCAPE '\\' OR handle {d.like} {d.p} ESCAPE '\\'"
+        f" OR {d.input_text('spec')} {d.like} {d.p} ESCAPE '\\')"
+    )
 )
 
 #: Filter text this long is looked up in the trigram index; shorter text has
@@ -125,7 +127,8 @@ async def _pg_hits(ledger: Ledger, text: str) -> str | None:
     [(top,)] = await ledger.select("SELECT COALESCE(MAX(id), 0) FROM jobs")
     limit = int(FTS_BY_ID * math.sqrt(top))
     rows = await ledger.select(
-        f"SELECT id FROM jobs WHERE {TEXT_SQL} LIMIT ?", [like_pattern(text)] * 3 + [limit + 1]
+        Sql(lambda d: f"SELECT id FROM jobs WHERE {TEXT_SQL.of(d)} LIMIT {d.p}"),
+        [like_pattern(text)] * 3 + [limit + 1],
     )
     return json.dumps([r[0] for r in rows]) if len(rows) <= limit else None
 

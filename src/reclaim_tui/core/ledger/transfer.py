@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.schema import COLUMNS
 
@@ -36,8 +37,23 @@ class _Table:
     #: the column a difference is reported by (jobs: the job's key, not its id)
     label: int = 0
 
-    def select(self) -> str:
-        return f"SELECT {self.columns} FROM {self.name} WHERE {self.key} > ? ORDER BY {self.key}"
+    def insert(self) -> Sql:
+        """One row of every column, unless its key is taken."""
+        names = [c.strip() for c in self.columns.split(",")]
+        return Sql(
+            lambda d: (
+                f"INSERT INTO {self.name}({', '.join(names)})"
+                f" VALUES ({d.marks(len(names))}) ON CONFLICT DO NOTHING"
+            )
+        )
+
+    def select(self) -> Sql:
+        return Sql(
+            lambda d: (
+                f"SELECT {self.columns} FROM {self.name} WHERE {self.key} > {d.p}"
+                f" ORDER BY {self.key}"
+            )
+        )
 
 
 #: What a copy carries, in the order foreign keys need. The key orders pages.
@@ -94,7 +110,7 @@ class Comparison:
 async def _pages(ledger: Ledger, table: _Table, batch: int) -> AsyncIterator[list[Any]]:
     last: Any = "" if table.key in ("webhook_id", "name") else -1
     while True:
-        page = await ledger.select(table.select() + " LIMIT ?", [last, batch])
+        page = await ledger.select(table.select() + Sql(lambda d: f" LIMIT {d.p}"), [last, batch])
         if not page:
             return
         yield [tuple(r) for r in page]
@@ -113,11 +129,7 @@ async def copy_ledger(
     await target.before_copy()
     for table in TABLES:
         done = TableCopy(table.name)
-        names = [c.strip() for c in table.columns.split(",")]
-        marks = ", ".join("?" for _ in names)
-        sql = (
-            f"INSERT INTO {table.name}({', '.join(names)}) VALUES ({marks}) ON CONFLICT DO NOTHING"
-        )
+        sql = table.insert()
         async for page in _pages(source, table, batch):
             async with target.write() as db:
                 cur = await db.executemany(sql, page)

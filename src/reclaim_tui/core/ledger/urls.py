@@ -1,10 +1,11 @@
 """A `--db` that names a PostgreSQL server rather than a file: telling them
-apart, parsing its connection keywords ourselves, and showing it without its
-secrets (messages, titles, logs).
+apart, reading its connection keywords (libpq's reading, through
+`psycopg.conninfo`, but for a URL's password: `pg_params`), and showing it
+without its secrets (messages, titles, logs).
 
-Nothing here imports a driver: `core/ledger/opening.py` reads a `--db` with
-`is_database_url` before psycopg is loaded, and the console, the runner and
-the CLI show a `--db` with `shown_db`.
+Telling a server from a file imports no driver: `core/ledger/opening.py`
+reads a `--db` with `is_database_url` before psycopg is loaded; psycopg is
+imported only to read a `--db` that names a server.
 """
 
 from __future__ import annotations
@@ -61,77 +62,63 @@ def _keyword_dsn() -> re.Pattern[str]:
 
 
 def pg_params(db: str) -> dict[str, str]:
-    """The connection keywords of a PostgreSQL `--db`, parsed here rather than
-    by libpq: libpq's parse errors quote the text they stumble on (a raw `%`
-    in a password came back whole in "invalid percent-encoded token"), and its
-    URL parse takes a raw `/` or `@` in a password as the host. Here the
-    user:password part of a URL runs to its last `@`, so a password may hold
-    any character, raw or percent-encoded (a `%` that starts no `%XX` is
-    itself); a raw `@` after the host (in a query value) must be written
-    `%40`. A text that cannot be read raises a ConfigError (exit 2) that
-    never quotes a value."""
-    if db.startswith(_URL_SCHEMES):
-        return _url_params(db)
-    return _keyword_params(db)
+    """The connection keywords of a PostgreSQL `--db`, as libpq reads them
+    (`psycopg.conninfo.conninfo_to_dict`), so a `--db` means what it means
+    to psql, with two differences, each on purpose:
+
+    - A URL's user:password part runs to its last `@` (before the host), and
+      any character in it is the password's, raw or percent-encoded (a `%`
+      that starts no `%XX` is itself). libpq ends it at a raw `/` and reads
+      the rest as host and port, so a generated password's `/`, `@` or `%`
+      connected elsewhere and showed a piece of itself in the error. That
+      part is read here, percent-encoded again, and the URL handed to libpq.
+    - libpq's parse errors quote the text they stumble on (a password's
+      raw `%` came back whole in "invalid percent-encoded token"): a text
+      libpq cannot read raises a ConfigError (exit 2) that quotes nothing.
+    """
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    url = db.startswith(_URL_SCHEMES)
+    try:
+        given = conninfo_to_dict(_reencoded(db) if url else db)
+    except ProgrammingError:
+        raise ConfigError(
+            (
+                "--db: libpq cannot read this PostgreSQL URL (its host, port, database or a"
+                " query parameter: the names are libpq's,"
+                " https://www.postgresql.org/docs/current/libpq-connect.html)" + _HOW
+            )
+            if url
+            else (
+                "--db: not a valid PostgreSQL key=value connection string: every word must be"
+                " a libpq keyword and '=' (a value holding blanks, quotes or backslashes goes in"
+                r" single quotes, with \' and \\ for a quote and a backslash inside)"
+            )
+        ) from None
+    params = {k: str(v) for k, v in given.items()}
+    if any("\x00" in v for v in params.values()):
+        raise ConfigError("--db: a value in the PostgreSQL connection text holds %00 (NUL)")
+    return params
 
 
-def _url_params(db: str) -> dict[str, str]:
-    rest = db.split("://", 1)[1]
-    params: dict[str, str] = {}
+def _reencoded(db: str) -> str:
+    """`db` (a URL) with its user:password part read as `pg_params` says and
+    percent-encoded again, for libpq."""
+    scheme, rest = db.split("://", 1)
     at = rest.rfind("@")
     if at >= 0 and ":" not in rest[:at] and ("/" in rest[:at] or "?" in rest[:at]):
         # `postgresql://host/db?user=me@corp`: the `@` is the query's, not a
         # user's; as libpq reads it, the authority ends at the first `/`.
         first = min(i for i in (rest.find("@"), rest.find("/")) if i >= 0)
         at = first if rest[first] == "@" else -1
-    if at >= 0:
-        userinfo, rest = rest[:at], rest[at + 1 :]
-        user, colon, password = userinfo.partition(":")
-        if user:
-            params["user"] = _decoded(user, "the user name")
-        if colon and password:
-            params["password"] = _decoded(password, "the password")
-    hostpart, slash, tail = _cut(rest, "/?")
-    path, _, query = tail.partition("?") if slash == "/" else ("", "", tail)
-    if hostpart:
-        hosts, ports = [], []
-        for spec in hostpart.split(","):
-            if spec.startswith("["):
-                host, bracket, after = spec[1:].partition("]")
-                if not bracket or (after and not after.startswith(":")):
-                    raise ConfigError("--db: a PostgreSQL URL's [IPv6] host is not closed" + _HOW)
-                port = after[1:]
-            else:
-                host, _, port = spec.partition(":")
-            hosts.append(_decoded(host, "a host name"))
-            ports.append(_decoded(port, "a port"))
-        params["host"] = ",".join(hosts)
-        if any(ports):
-            params["port"] = ",".join(ports)
-    if path:
-        params["dbname"] = _decoded(path, "the database name")
-    for item in query.split("&") if query else ():
-        key, equals, value = item.partition("=")
-        key = _decoded(key, "a parameter name")
-        if not equals:
-            raise ConfigError("--db: a PostgreSQL URL's query has a parameter without '='" + _HOW)
-        if key == "ssl" and value == "true":  # libpq's alias, as in JDBC URLs
-            key, value = "sslmode", "require"
-        if key not in PG_KEYWORDS:
-            raise ConfigError(
-                "--db: a PostgreSQL URL's query has a parameter libpq does not know"
-                " (the names: https://www.postgresql.org/docs/current/libpq-connect.html)" + _HOW
-            )
-        params[key] = _decoded(value, f"the value of {key}")
-    return params
-
-
-def _cut(text: str, stops: str) -> tuple[str, str, str]:
-    """`text` split at the first of `stops`: (before, the stop, after)."""
-    for i, ch in enumerate(text):
-        if ch in stops:
-            return text[:i], ch, text[i + 1 :]
-    return text, "", ""
+    if at < 0:
+        return db
+    user, colon, password = rest[:at].partition(":")
+    userinfo = quote(_decoded(user, "the user name"), safe="")
+    if colon:
+        userinfo += ":" + quote(_decoded(password, "the password"), safe="")
+    return f"{scheme}://{userinfo}@{rest[at + 1 :]}"
 
 
 def _decoded(text: str, what: str) -> str:
@@ -144,54 +131,6 @@ def _decoded(text: str, what: str) -> str:
     if "\x00" in value:
         raise ConfigError(f"--db: {what} in the PostgreSQL URL holds %00, which libpq refuses")
     return value
-
-
-def _keyword_params(db: str) -> dict[str, str]:
-    """libpq's `key=value …` grammar: a value is a run of non-blanks or a
-    single-quoted text, `\\` escaping the next character in either."""
-    params: dict[str, str] = {}
-    i, n = 0, len(db)
-    while True:
-        while i < n and db[i].isspace():
-            i += 1
-        if i >= n:
-            return params
-        start = i
-        while i < n and db[i] != "=" and not db[i].isspace():
-            i += 1
-        key = db[start:i]
-        while i < n and db[i].isspace():
-            i += 1
-        if i >= n or db[i] != "=" or key not in PG_KEYWORDS:
-            raise ConfigError(
-                "--db: not a valid PostgreSQL key=value connection string: every word must be"
-                " a libpq keyword and '=' (a value holding blanks, quotes or backslashes goes in"
-                r" single quotes, with \' and \\ for a quote and a backslash inside)"
-            )
-        i += 1
-        while i < n and db[i].isspace():
-            i += 1
-        value: list[str] = []
-        quoted = i < n and db[i] == "'"
-        i += quoted
-        while i < n:
-            ch = db[i]
-            if ch == "\\" and i + 1 < n:
-                value.append(db[i + 1])
-                i += 2
-                continue
-            if (quoted and ch == "'") or (not quoted and ch.isspace()):
-                break
-            value.append(ch)
-            i += 1
-        if quoted:
-            if i >= n:
-                raise ConfigError(
-                    "--db: a single-quoted value in the PostgreSQL key=value connection string"
-                    " is not closed (write \\' for a quote inside it)"
-                )
-            i += 1
-        params[key] = "".join(value)
 
 
 def db_secrets(db: str) -> list[str]:
