@@ -27,12 +27,11 @@ import errno
 import functools
 import importlib
 import inspect
-import json
 import os
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.keys import valid_key
@@ -60,11 +59,36 @@ class BatchSink(Protocol):
 
 
 TEMP_DIR = ".reclaim-tmp"
+#: Characters of text encoded at a time when a file is written.
+_SLICE = 1 << 20
+#: A media block's type as a JSON string token: inside a string a quote is
+#: escaped, so the token appears only as a value of the document itself.
+_MEDIA_TOKENS = ('"image"', '"audio"', '"video"')
 
 
-def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
-    """Write `data` to a temp file beside `path`'s future home; not yet
-    durable, not yet visible under its name: (temp, target).
+def _may_hold_media(raw_json: str) -> bool:
+    """Whether the stored interaction may hold an image, audio or video
+    block (False: it holds none, and need not be parsed to find them)."""
+    return any(token in raw_json for token in _MEDIA_TOKENS)
+
+
+def _write_parts(f: BinaryIO, parts: Iterable[bytes | str]) -> None:
+    """Bytes as they are, text as UTF-8 a slice at a time: a large result is
+    never held twice over (its text and its encoding)."""
+    for part in parts:
+        if isinstance(part, bytes):
+            f.write(part)
+            continue
+        for start in range(0, len(part), _SLICE):
+            f.write(part[start : start + _SLICE].encode("utf-8"))
+
+
+def _write_temp(
+    path: Path, data: bytes | Iterable[bytes | str], temp_dir: Path
+) -> tuple[Path, Path]:
+    """Write `data` (bytes, or parts of bytes and text) to a temp file beside
+    `path`'s future home; not yet durable, not yet visible under its name:
+    (temp, target).
 
     The name is the target's and this process's (`<idem>.md.<pid>.tmp`), created
     with O_EXCL: a key is delivered by its lease holder alone, so one open(2)
@@ -81,7 +105,7 @@ def _write_temp(path: Path, data: bytes, temp_dir: Path) -> tuple[Path, Path]:
         fd = os.open(tmp, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            _write_parts(f, [data] if isinstance(data, bytes) else data)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -211,11 +235,13 @@ class DirectorySink:
             for name in leftovers:
                 (temp_dir / name).unlink(missing_ok=True)
             md = self.path_for(idem, ".md")
-            staged.append(_write_temp(md, result.output_text.encode("utf-8"), temp_dir))
-            staged.extend(self._stage_media(idem, result, temp_dir))
-            pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
+            staged.append(_write_temp(md, [result.output_text], temp_dir))
+            if _may_hold_media(result.raw_json):
+                staged.extend(self._stage_media(idem, result, temp_dir))
+            # The stored text as it is: a large result is neither parsed
+            # again nor encoded again to be delivered.
             js = self.path_for(idem, ".json")
-            staged.append(_write_temp(js, pretty.encode("utf-8") + b"\n", temp_dir))
+            staged.append(_write_temp(js, [result.raw_json, "\n"], temp_dir))
         except BaseException:
             for tmp, _ in staged:
                 tmp.unlink(missing_ok=True)
