@@ -35,6 +35,7 @@ from reclaim_tui.cli.options import (
     Finite,
     options,
 )
+from reclaim_tui.cli.proxy_options import parse_trusted_proxies, proxy_options
 from reclaim_tui.config import Settings
 from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.core.models import Actor, PassReport
@@ -170,6 +171,7 @@ def _report_failed(report: PassReport, *, as_json: bool, extra: dict[str, Any]) 
     show_default=True,
     help="With --inbox-listen: keys for dynamic webhooks' JWTs.",
 )
+@proxy_options(needs="--inbox-listen")
 @click.option(
     "--control",
     default=None,
@@ -192,6 +194,8 @@ async def run_command(
     inbox_listen: str | None,
     inbox_secrets: tuple[str, ...],
     inbox_jwks_url: str,
+    trusted_proxies: tuple[str, ...],
+    forwarded_header: str,
     control: str | None,
     metrics_listen: str | None,
     **kw: Any,
@@ -211,9 +215,14 @@ async def run_command(
             raise ConfigError("--idle-sleep must be positive")
         settings = settings_from(kw)
         jobs = read_jobs(jobs_path, settings) if jobs_path else []
+        trusted = parse_trusted_proxies(trusted_proxies, forwarded_header)
+        if trusted.networks and not inbox_listen:
+            raise click.UsageError("--trusted-proxy is for the inbox: it needs --inbox-listen")
         inbox = None
         if inbox_listen:
-            inbox = InboxOptions(inbox_listen, inbox_secrets, inbox_jwks_url or None)
+            inbox = InboxOptions(
+                inbox_listen, inbox_secrets, inbox_jwks_url or None, trusted=trusted
+            )
         return await run_service(
             settings,
             jobs,

@@ -13,6 +13,7 @@ import click
 
 from reclaim_tui.cli.common import require_folder, run
 from reclaim_tui.cli.options import Finite, bound_numbers, options
+from reclaim_tui.cli.proxy_options import parse_trusted_proxies, proxy_options
 from reclaim_tui.inbox import DEFAULT_PATH, GOOGLE_JWKS_URL
 
 if TYPE_CHECKING:
@@ -73,23 +74,7 @@ __all__ = ["inbox", "webhooks"]
     type=click.IntRange(1, 1_000_000),
     help="Connections one client (an IPv4 address, an IPv6 /64) may hold open.",
 )
-@click.option(
-    "--trusted-proxy",
-    "trusted_proxies",
-    multiple=True,
-    metavar="ADDR",
-    help="A proxy in front (an address or a network, 10.0.0.0/8; repeatable): a delivery"
-    " from it counts as the client its forwarding header names (the rightmost hop that is"
-    " not a trusted proxy). No other peer's header is believed.",
-)
-@click.option(
-    "--forwarded-header",
-    default="X-Forwarded-For",
-    show_default=True,
-    type=click.Choice(["X-Forwarded-For", "Forwarded"], case_sensitive=False),
-    help="With --trusted-proxy: the header the proxy sets (one it does not set would be"
-    " the client's own words).",
-)
+@proxy_options()
 @click.option(
     "--metrics-listen",
     default=None,
@@ -115,14 +100,10 @@ async def inbox(
 ) -> None:
     """Receive the API's webhooks into the ledger (verified, kept once, then 200)."""
     from reclaim_tui.inbox.command import serve_inbox
-    from reclaim_tui.inbox.forwarded import TrustedProxies
     from reclaim_tui.inbox.limits import ConnectionLimits
 
     require_folder(db)
-    try:
-        trusted = TrustedProxies.parse(trusted_proxies, forwarded_header)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+    trusted = parse_trusted_proxies(trusted_proxies, forwarded_header)
     limits = ConnectionLimits(
         header_timeout=header_timeout,
         body_timeout=body_timeout,

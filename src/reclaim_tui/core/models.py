@@ -187,9 +187,14 @@ class RemoteInteraction:
     usage: Mapping[str, Any] | None = None
     error: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    #: `raw_json()` once made: the ledger's write and the delivery after it
+    #: share one text (a large result is not encoded twice)
+    _json: list[str] = field(default_factory=list, init=False, compare=False, repr=False)
 
     def raw_json(self) -> str:
-        return json.dumps(self.raw, sort_keys=True, ensure_ascii=False)
+        if not self._json:
+            self._json.append(json.dumps(self.raw, sort_keys=True, ensure_ascii=False))
+        return self._json[0]
 
 
 @dataclass(frozen=True, slots=True)

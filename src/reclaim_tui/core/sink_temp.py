@@ -12,9 +12,10 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import BinaryIO
 
 from reclaim_tui.errors import SinkFolderError
 
@@ -94,8 +95,9 @@ class TempFolder:
     ) -> None:
         self.close()
 
-    def write(self, target: Path, data: bytes) -> str:
-        """`data` in a new temp file for `target`; its name. Not yet durable.
+    def write(self, target: Path, data: bytes | Iterable[bytes | str]) -> str:
+        """`data` (bytes, or parts of bytes and text) in a new temp file for
+        `target`; its name. Not yet durable.
 
         Created with O_EXCL and O_NOFOLLOW under a name no other process
         draws (the pid and a random tag), so it is always a new file of this
@@ -103,7 +105,7 @@ class TempFolder:
         name, fd = self._create(target.name)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(data)
+                _write_parts(f, [data] if isinstance(data, bytes) else data)
         except BaseException:
             self.remove(name)
             raise
@@ -171,3 +173,18 @@ def _what_stands_there(path: Path) -> str | None:
     if stat.S_ISLNK(info.st_mode):
         return "a link"
     return None if stat.S_ISDIR(info.st_mode) else "not a folder"
+
+
+#: Characters of text encoded at a time when a file is written.
+_SLICE = 1 << 20
+
+
+def _write_parts(f: BinaryIO, parts: Iterable[bytes | str]) -> None:
+    """Bytes as they are, text as UTF-8 a slice at a time: a large result is
+    never held twice over (its text and its encoding)."""
+    for part in parts:
+        if isinstance(part, bytes):
+            f.write(part)
+            continue
+        for start in range(0, len(part), _SLICE):
+            f.write(part[start : start + _SLICE].encode("utf-8"))

@@ -27,7 +27,6 @@ import errno
 import functools
 import importlib
 import inspect
-import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -58,6 +57,17 @@ class BatchSink(Protocol):
         """Deliver every item (same contract as `deliver`); one outcome per
         item, in order: None once its effect is durable, else its error."""
         ...
+
+
+#: A media block's type as a JSON string token: inside a string a quote is
+#: escaped, so the token appears only as a value of the document itself.
+_MEDIA_TOKENS = ('"image"', '"audio"', '"video"')
+
+
+def _may_hold_media(raw_json: str) -> bool:
+    """Whether the stored interaction may hold an image, audio or video
+    block (False: it holds none, and need not be parsed to find them)."""
+    return any(token in raw_json for token in _MEDIA_TOKENS)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -179,11 +189,13 @@ class DirectorySink:
             for name in leftovers:
                 folder.remove(name)
             md = self.path_for(idem, ".md")
-            staged.append((folder.write(md, result.output_text.encode("utf-8")), md))
-            staged.extend(self._stage_media(idem, result, folder))
-            pretty = json.dumps(result.raw, indent=2, sort_keys=True, ensure_ascii=False)
+            staged.append((folder.write(md, [result.output_text]), md))
+            if _may_hold_media(result.raw_json):
+                staged.extend(self._stage_media(idem, result, folder))
+            # The stored text as it is: a large result is neither parsed
+            # again nor encoded again to be delivered.
             js = self.path_for(idem, ".json")
-            staged.append((folder.write(js, pretty.encode("utf-8") + b"\n"), js))
+            staged.append((folder.write(js, [result.raw_json, "\n"]), js))
         except BaseException:
             for tmp, _ in staged:
                 folder.remove(tmp)

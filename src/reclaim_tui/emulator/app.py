@@ -33,9 +33,20 @@ from reclaim_tui.emulator.state import InteractionStore, StoredInteraction
 from reclaim_tui.emulator.webhook_routes import add_webhook_routes
 from reclaim_tui.emulator.webhooks import WebhookService
 
-__all__ = ["CONFIG_KEY", "RETRY_AFTER_SECONDS", "STORE_KEY", "WEBHOOKS_KEY", "make_app"]
+__all__ = [
+    "ADMIN_MAX_BODY",
+    "CONFIG_KEY",
+    "RETRY_AFTER_SECONDS",
+    "STORE_KEY",
+    "WEBHOOKS_KEY",
+    "make_app",
+]
 
 _VERSION = "{version:v1[a-z0-9]*}"
+#: The largest body the admin endpoint that takes a result (`finish`) reads:
+#: aiohttp's default (1 MiB, kept for the API's own endpoints) is smaller
+#: than the large outputs a test scripts; past this it answers 413.
+ADMIN_MAX_BODY = 256 * 1024 * 1024
 #: The longest a live stream waits before looking at its interaction again.
 _STREAM_POLL_SECONDS = 0.5
 _FAULT_MESSAGES = {
@@ -229,8 +240,10 @@ async def admin_finish(request: web.Request) -> web.Response:
     if interaction is None:
         return _admin_error(f"Interaction {request.match_info['id']} not found.", 404)
     try:
-        body: Any = await request.json()
-    except json.JSONDecodeError:
+        body: Any = await request.clone(client_max_size=ADMIN_MAX_BODY).json()
+    except web.HTTPRequestEntityTooLarge:
+        return _admin_error(f"request body is larger than {ADMIN_MAX_BODY} bytes", 413)
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return _admin_error("request body is not valid JSON")
     status = body.get("status") if isinstance(body, dict) else None
     if not isinstance(status, str) or not status:

@@ -12,7 +12,7 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from reclaim_tui.bootstrap import open_engine, open_ledger
@@ -20,6 +20,7 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.models import Actor
 from reclaim_tui.errors import LedgerUnavailableError
+from reclaim_tui.inbox.forwarded import TrustedProxies
 
 if TYPE_CHECKING:
     from reclaim_tui.runner.control_server import ServiceSide
@@ -43,6 +44,8 @@ class InboxOptions:
     secrets: tuple[str, ...] = ()
     jwks_url: str | None = None
     audience: str | None = None
+    #: the proxies whose forwarding header names the client (inbox/forwarded.py)
+    trusted: TrustedProxies = field(default_factory=TrustedProxies)
 
 
 async def engine_when_reachable(
@@ -108,6 +111,7 @@ async def inbox_server(
         return
     from reclaim_tui.core.clock import SystemClock
     from reclaim_tui.inbox.command import parse_listen
+    from reclaim_tui.inbox.limits import ConnectionLimits
     from reclaim_tui.inbox.server import InboxServer
     from reclaim_tui.inbox.verify import Verifier
 
@@ -115,7 +119,8 @@ async def inbox_server(
     verifier = Verifier(SystemClock(), options.secrets, options.jwks_url, options.audience)
     # Its own connection: the inbox writes while a pass holds the engine's.
     async with open_ledger(settings.with_(busy_timeout=2.0)) as ledger:
-        server = InboxServer(ledger, verifier, host=host, port=port, on_kept=wake)
+        limits = ConnectionLimits(trusted=options.trusted)
+        server = InboxServer(ledger, verifier, host=host, port=port, on_kept=wake, limits=limits)
         if metrics is not None:
             metrics.watch_inbox(server)
         await server.start()

@@ -145,7 +145,12 @@ async def each(
     # Workers may spawn more while they run (the limit grew): gather them all.
     while pending := [t for t in tasks if not t.done()]:
         await asyncio.gather(*pending)
-    return [(items[i], outs[i]) for i in sorted(outs)]
+    found = [(items[i], outs[i]) for i in sorted(outs)]
+    # The workers and `spawn` refer to each other: a cycle, which the
+    # collector frees only when it next runs. Emptied here, the outcomes
+    # (a fetched result among them) go as soon as the caller drops them.
+    outs.clear()
+    return found
 
 
 def _paced(

@@ -6,13 +6,27 @@ completed and deliver exactly what was just committed `done` (delivering.py).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Sequence
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.engine import batch_pass, delivering, polling
+from reclaim_tui.core.engine.batching import HeldBatch
 from reclaim_tui.core.engine.parts import EngineParts
-from reclaim_tui.core.models import PassReport, RemoteInteraction, Row, Status, StoredResult
+from reclaim_tui.core.models import (
+    PassReport,
+    RemoteInteraction,
+    Row,
+    Status,
+    StoredResult,
+    Transition,
+)
 
-__all__ = ["reclaim"]
+__all__ = ["RESULT_BUDGET", "by_budget", "reclaim", "result_size"]
+
+#: Characters of results a pass stores and delivers at once: a batch whose
+#: results come to more is stored and delivered a group at a time, the
+#: results of one group released before the next is encoded.
+RESULT_BUDGET = 32 * 1024 * 1024
 
 
 async def reclaim(parts: EngineParts) -> PassReport:
@@ -33,20 +47,73 @@ async def reclaim(parts: EngineParts) -> PassReport:
             crashpoint("after_fetch_before_done")
             now = parts.clock.now()
             todo = [polling.after_poll(r, o, parts.config, now) for r, o in outcomes]
-            applied = await batch_pass.apply(parts, todo, report)
-            # Deliver exactly what was just committed with `done` (the same
-            # values, not a second read of them).
-            now = parts.clock.now()
-            stored = {
-                t.idem: _stored(t.idem, t.result, now)
-                for t in todo
-                if t.to == Status.DONE and t.result is not None and t.idem in applied
-            }
-            done = [row for row in claim.rows if row.idem in stored]
-            crashpoint("after_done_before_sink")
-            if done:
-                await delivering.deliver(parts, done, report, batch, stored)
+            del outcomes  # each result is now held by its transition alone
+            for group in by_budget(todo, RESULT_BUDGET):
+                await _store_and_deliver(parts, claim.rows, group, report, batch)
+                group.clear()  # its results, their text and JSON, go before the next's
     return parts.noted(report)
+
+
+async def _store_and_deliver(
+    parts: EngineParts,
+    rows: Sequence[Row],
+    todo: list[Transition],
+    report: PassReport,
+    batch: HeldBatch,
+) -> None:
+    """Commit one group's transitions, then deliver exactly what they
+    committed `done` (the same values, not a second read of them)."""
+    applied = await batch_pass.apply(parts, todo, report)
+    now = parts.clock.now()
+    stored = {
+        t.idem: _stored(t.idem, t.result, now)
+        for t in todo
+        if t.to == Status.DONE and t.result is not None and t.idem in applied
+    }
+    done = [row for row in rows if row.idem in stored]
+    crashpoint("after_done_before_sink")
+    if done:
+        await delivering.deliver(parts, done, report, batch, stored)
+
+
+def by_budget(todo: list[Transition], budget: int) -> Iterator[list[Transition]]:
+    """`todo` in groups whose results come to at most `budget` characters
+    (a larger result is a group of its own; transitions without a result
+    join the first group; no transition at all, one empty group). Taken out
+    of `todo` as they are handed over: a group the caller clears holds its
+    results no more."""
+    if not todo:
+        yield []
+    todo.reverse()
+    while todo:
+        group: list[Transition] = []
+        held = 0
+        while todo:
+            size = result_size(todo[-1].result)
+            if group and size and held + size > budget:
+                break
+            group.append(todo.pop())
+            held += size
+        yield group
+
+
+def result_size(result: RemoteInteraction | None) -> int:
+    """About what storing and delivering `result` holds in memory, in
+    characters: its strings (the output text is in the interaction too)
+    and its output text again (its own column); 0 without a result."""
+    if result is None:
+        return 0
+    return _strings(result.raw) + len(result.output_text or "")
+
+
+def _strings(value: object) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(str(k)) + _strings(v) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_strings(v) for v in value)
+    return 8
 
 
 async def _get_one(parts: EngineParts, row: Row) -> RemoteInteraction | polling.Overdue | Exception:

@@ -8,6 +8,8 @@ them only on a verified SDK version, `FAST_PATH_SDK_VERSIONS`.)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -29,6 +31,8 @@ from reclaim_tui.core.gemini.fastpath import _FastCall
 # the dict the backend would have dumped (tests/contract/test_direct_answers.py).
 # Neither retries: one call, one request (create: exactly one POST per attempt).
 _PLACEHOLDER_ID = "reclaimtuiplaceholderid0"
+#: Bytes from which an answer counts as large (read and parsed one at a time).
+LARGE_ANSWER = 1 << 20
 _SAFE_ID = re.compile(r"[A-Za-z0-9._~-]{1,512}")  # spliced verbatim into the URL
 _JSON_SEPARATORS = (",", ":")
 # A probe body for the create template; also checks the hand-built JSON against the SDK's.
@@ -41,6 +45,12 @@ _PROBE_CREATE: dict[str, Any] = {
 # `background` is a TypeError of the call itself; agent and stream requests take other
 # checks, headers and parsers): those calls keep the stock create.
 _STOCK_CREATE_KEYS = frozenset({"model", "input", "background", "agent", "agent_config", "stream"})
+
+
+def _declared_size(response: Any) -> int:
+    """The body's length its headers declare; 0 when they do not say."""
+    declared = response.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() else 0
 
 
 def _str_map(value: Mapping[str, Any]) -> bool:
@@ -56,6 +66,7 @@ class _FastGet(_FastCall):
         super().__init__(interactions, parts)
         self._head = ""
         self._tail = ""
+        self._one_large = asyncio.Lock()
 
     async def _prepare(self) -> None:
         """Build the request template the stock way (URL, headers, timeout)."""
@@ -90,9 +101,16 @@ class _FastGet(_FastCall):
         return _SAFE_ID.fullmatch(handle) is not None
 
     async def get(self, handle: str) -> Any:
-        """Call only after `ready()` returned True and `accepts(handle)`."""
-        response = await self._send("GET", self._head + handle + self._tail)
-        return self._parse(response)
+        """Call only after `ready()` returned True and `accepts(handle)`.
+
+        An answer that declares a large body is read and parsed one at a
+        time: while it is, it is held about three times over (its bytes, its
+        text, the parsed object), and several at once would add up."""
+        response = await self._send("GET", self._head + handle + self._tail, stream=True)
+        large = _declared_size(response) >= LARGE_ANSWER
+        async with self._one_large if large else contextlib.nullcontext():
+            await self._read_body(response)
+            return self._parse(response)
 
     def _parse(self, response: Any) -> Any:
         # The stock `_speakeasy_parse_response` + `CompatErrorHook` of getInteractionById:

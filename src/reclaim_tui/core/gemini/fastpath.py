@@ -360,8 +360,11 @@ class _FastCall:
         context = self._p["BeforeRequestContext"](self._hook_context)
         return await hooks.before_request(context, request)
 
-    async def _send(self, method: str, url: str, content: str | None = None) -> Any:
-        """One request through the SDK's httpx client; transport errors as the SDK's."""
+    async def _send(
+        self, method: str, url: str, content: str | None = None, *, stream: bool = False
+    ) -> Any:
+        """One request through the SDK's httpx client; transport errors as the
+        SDK's. With `stream` the body is left unread (`_read_body`)."""
         p = self._p
         client = self._config.async_client
         request = client.build_request(
@@ -374,9 +377,20 @@ class _FastCall:
         try:
             if self._auth_per_call:
                 request = await self._authorise(request)
-            return await client.send(request)
+            return await client.send(request, stream=stream)
         except p["_WRAP_EXCEPTIONS"] as exc:
             raise p["wrap_sdk_error"](exc) from exc
+
+    async def _read_body(self, response: Any) -> None:
+        """Read a streamed answer's body (the stream is closed after it,
+        error or not); transport errors as the SDK's."""
+        p = self._p
+        try:
+            await response.aread()
+        except p["_WRAP_EXCEPTIONS"] as exc:
+            raise p["wrap_sdk_error"](exc) from exc
+        finally:
+            await response.aclose()
 
     def _raise_parse_error(self, exc: Exception) -> NoReturn:
         """Raise what the stock `raise_parse_error_async` raises through `CompatErrorHook`.
