@@ -30,7 +30,10 @@ def _refuse_writes(engine: Engine, monkeypatch: pytest.MonkeyPatch, exc: Excepti
     async def refused(*args: Any, **kw: Any) -> Any:
         raise exc
 
+    # Both ways a pass writes its outcomes: a group commit, and the reclaim
+    # pass's outcomes written with its next claim.
     monkeypatch.setattr(engine.ledger, "write_batch", refused)
+    monkeypatch.setattr(engine.ledger, "apply_and_claim_pollable", refused)
 
 
 async def _owners(engine: Engine, idems: list[str]) -> set[str | None]:

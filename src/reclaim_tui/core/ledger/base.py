@@ -13,9 +13,10 @@ every transition appends to `events` in the transaction that makes it
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -99,9 +100,8 @@ class LedgerBase(PublicReads, ABC):
         under a lease only: each row's attempt is committed by
         `write_batch(sending=…)` right before its own create is sent, so a
         kill leaves unsent rows as they were (rule 3)."""
-        where, params = self._scoped(
-            "status = 'reserving' AND inflight = 0 AND held = 0", False, idems, (), "next_at <= ?"
-        )
+        sendable = "status = 'reserving' AND inflight = 0 AND held = 0"
+        where, params = _scoped(self.clock.now(), sendable, False, idems, (), "next_at <= ?")
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_pollable(
@@ -110,10 +110,32 @@ class LedgerBase(PublicReads, ABC):
         """`submitted` rows whose next poll is due (not one whose follow-up
         turn is in flight: recovery settles that one first); `exclude` skips
         rows this pass already polled."""
-        where, params = self._scoped(
-            "status = 'submitted' AND inflight = 0", False, None, exclude, "next_at <= ?"
-        )
+        where, params = _pollable(self.clock.now(), exclude)
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
+
+    async def apply_and_claim_pollable(
+        self,
+        owner: str,
+        actor: Actor,
+        transitions: Sequence[Transition],
+        *,
+        limit: int,
+        lease_seconds: float,
+        exclude: Collection[str] = (),
+    ) -> tuple[list[str], Claim]:
+        """`apply(transitions)`, then `claim_pollable(…)`, in ONE transaction (one
+        commit: a batch's outcomes and the next batch). (idems applied, claim)."""
+        now = self.clock.now()
+        where, params = _pollable(self.clock.now(), exclude)
+        sql, args = await self._claim_statement(owner, where, params, limit, lease_seconds)
+        async with self.write() as db:
+            collect = await self._write_in(db, owner, actor, (), transitions, now)
+            rows = []
+            if limit > 0:
+                async with db.execute(sql, args) as cur:
+                    rows = [row_from_tuple(r) for r in await cur.fetchall()]
+        _, applied = await collect()
+        return applied, Claim(owner, rows)
 
     async def claim_cancel_pending(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
         """`cancelled` rows whose remote cancel is due to be asked again
@@ -138,7 +160,9 @@ class LedgerBase(PublicReads, ABC):
     ) -> Claim:
         """`done` rows whose sink has to run (again). `force` also takes rows
         whose sink backoff has not run out; `exclude` skips rows already tried."""
-        where, params = self._scoped("status = 'done'", force, idems, exclude, "next_at <= ?")
+        where, params = _scoped(
+            self.clock.now(), "status = 'done'", force, idems, exclude, "next_at <= ?"
+        )
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_orphans(
@@ -156,7 +180,8 @@ class LedgerBase(PublicReads, ABC):
         in flight, its outcome unknown. Without `force`, held and not-yet-due
         rows are left (a row waiting for an answer is held: its follow-up's
         orphan is taken when due)."""
-        where, params = self._scoped(
+        where, params = _scoped(
+            self.clock.now(),
             "inflight = 1 AND status IN ('reserving', 'submitted')",
             force,
             idems,
@@ -164,26 +189,6 @@ class LedgerBase(PublicReads, ABC):
             "(held = 0 OR status = 'submitted') AND next_at <= ?",
         )
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
-
-    def _scoped(
-        self,
-        where: str,
-        force: bool,
-        idems: Sequence[str] | None,
-        exclude: Collection[str],
-        due: str,
-    ) -> tuple[str, list[Any]]:
-        params: list[Any] = []
-        if not force:
-            where += f" AND {due}"
-            params.append(self.clock.now())
-        if idems is not None:
-            where += " AND idem IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(list(idems)))
-        if exclude:
-            where += " AND idem NOT IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(sorted(exclude)))
-        return where, params
 
     async def _claim(
         self,
@@ -196,17 +201,24 @@ class LedgerBase(PublicReads, ABC):
     ) -> Claim:
         """Claim up to `limit` rows matching `where` whose lease is free, in ONE
         `UPDATE … RETURNING`."""
-        now = self.clock.now()
-        free, free_params = lease_free_sql(now, await self.dead_holders(owner))
-        sql = claim_sql(where, free, self.claim_lock)
-        # updated_at is left alone: a claim is not a state change, and not
-        # touching its index keeps a claim cheap (the console shows leases
-        # from lease_owner, refreshed with the row's next transition).
-        args = [owner, now + lease_seconds, *params, *free_params, limit]
+        sql, args = await self._claim_statement(owner, where, params, limit, lease_seconds)
         async with self.write() as db:
             async with db.execute(sql, args) as cur:
                 rows = [row_from_tuple(r) for r in await cur.fetchall()]
         return Claim(owner, rows)
+
+    async def _claim_statement(
+        self, owner: str, where: str, params: Sequence[Any], limit: int, lease_seconds: float
+    ) -> tuple[str, list[Any]]:
+        """A claim's statement and its parameters (the holders provably gone
+        are read now, outside the claim's transaction)."""
+        now = self.clock.now()
+        free, free_params = lease_free_sql(now, await self.dead_holders(owner))
+        # updated_at is left alone: a claim is not a state change, and not
+        # touching its index keeps a claim cheap (the console shows leases
+        # from lease_owner, refreshed with the row's next transition).
+        args = [owner, now + lease_seconds, *params, *free_params, limit]
+        return claim_sql(where, free, self.claim_lock), args
 
     async def renew(self, owner: str, idems: Iterable[str], lease_seconds: float) -> set[str]:
         """Extend the leases `owner` still holds; returns the keys it still holds."""
@@ -262,9 +274,24 @@ class LedgerBase(PublicReads, ABC):
         Returns (the marked rows, the idems whose transition applied)."""
         now = self.clock.now()
         async with self.write() as db:
-            marked = await mark_sending(db, owner, actor, sending, now)
-            applied = await apply_transitions(db, owner, actor, transitions, now)
-        return marked, applied
+            collect = await self._write_in(db, owner, actor, sending, transitions, now)
+        return await collect()
+
+    async def _write_in(
+        self,
+        db: Any,
+        owner: str,
+        actor: Actor,
+        sending: Sequence[str],
+        transitions: Sequence[Transition],
+        now: float,
+    ) -> Callable[[], Awaitable[tuple[dict[str, Row], list[str]]]]:
+        """`write_batch`'s statements inside the open transaction `db`; what
+        they returned is read by awaiting the callable, after the commit
+        (an engine may read its answers only then)."""
+        marked = await mark_sending(db, owner, actor, sending, now)
+        applied = await apply_transitions(db, owner, actor, transitions, now)
+        return functools.partial(_ready, marked, applied)
 
     async def operator_update(
         self,
@@ -306,3 +333,36 @@ class LedgerBase(PublicReads, ABC):
         now = self.clock.now()
         async with self.write() as db:
             await db.execute(EVENT_SQL, (now, idem, actor, status, status, note))
+
+
+async def _ready(marked: dict[str, Row], applied: list[str]) -> tuple[dict[str, Row], list[str]]:
+    return marked, applied
+
+
+def _scoped(
+    now: float,
+    where: str,
+    force: bool,
+    idems: Sequence[str] | None,
+    exclude: Collection[str],
+    due: str,
+) -> tuple[str, list[Any]]:
+    """A claim's selection: `where`, due by `due` unless `force`d, within
+    `idems` when given and outside `exclude`."""
+    params: list[Any] = []
+    if not force:
+        where += f" AND {due}"
+        params.append(now)
+    if idems is not None:
+        where += " AND idem IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(list(idems)))
+    if exclude:
+        where += " AND idem NOT IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(sorted(exclude)))
+    return where, params
+
+
+def _pollable(now: float, exclude: Collection[str]) -> tuple[str, list[Any]]:
+    return _scoped(
+        now, "status = 'submitted' AND inflight = 0", False, None, exclude, "next_at <= ?"
+    )

@@ -82,6 +82,17 @@ class Ledger(Protocol):
         self, owner: str, *, limit: int, lease_seconds: float, exclude: Collection[str] = ()
     ) -> Claim: ...
 
+    async def apply_and_claim_pollable(
+        self,
+        owner: str,
+        actor: Actor,
+        transitions: Sequence[Transition],
+        *,
+        limit: int,
+        lease_seconds: float,
+        exclude: Collection[str] = (),
+    ) -> tuple[list[str], Claim]: ...
+
     async def claim_cancel_pending(
         self, owner: str, *, limit: int, lease_seconds: float
     ) -> Claim: ...
