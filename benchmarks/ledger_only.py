@@ -86,11 +86,12 @@ async def run_ours(
         config=EngineConfig(batch_size=batch, concurrency=concurrency),
     )
     jobs = [JobSpec(input=f"job number {i}", model="m") for i in range(n)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await engine.submit(jobs)
     clock.advance(5)
     report = await engine.tick()
     elapsed = time.perf_counter() - start
+    _CPU[0] = time.process_time() - cpu
     counts = await ledger.counts()
     await ledger.close()
     assert report.counts["consumed"] == n, report.summary()
@@ -99,6 +100,8 @@ async def run_ours(
 
 
 _COMMITS = [0]
+#: CPU seconds the measured run took in this process (every thread)
+_CPU = [0.0]
 
 
 def _count_commit(sql: str) -> None:
@@ -120,10 +123,11 @@ def run_baseline(n: int, workdir: Path) -> tuple[float, float]:
     seed.client = SimpleNamespace(interactions=StubInteractions())
     jobs = [{"input": f"job number {i}"} for i in range(n)]
     delivered = []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     seed.tick(str(workdir / "seed.db"), jobs, lambda idem, op: delivered.append(idem))
     seed.tick(str(workdir / "seed.db"), [], lambda idem, op: delivered.append(idem))
     elapsed = time.perf_counter() - start
+    _CPU[0] = time.process_time() - cpu
     assert len(delivered) == n
     return n / elapsed, _max_rss_mib()
 
@@ -165,15 +169,19 @@ def _child(which: str, n: int, batch: int, db: str = "") -> None:
         if which == "ours":
             rate, rss = asyncio.run(run_ours(n, Path(d), batch, db))
         elif which == "pgqueuer":
+            cpu = time.process_time()
             rate, rss = asyncio.run(run_pgqueuer(n, db)), _max_rss_mib()
+            _CPU[0] = time.process_time() - cpu  # its schema's install included
         elif which == "huey":
             rate, rss = run_huey(n, Path(d))
         else:
             rate, rss = run_baseline(n, Path(d))
-    print(json.dumps({"rate": rate, "rss": rss, "commits": _COMMITS[0] / n}))
+    print(json.dumps({"rate": rate, "rss": rss, "commits": _COMMITS[0] / n, "cpu": _CPU[0]}))
 
 
-def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float, float]:
+def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float, float, float]:
+    """(jobs/s, peak RSS MiB, commits per job (SQLite: ours only), the
+    process's CPU ms per job) of one run in a fresh process."""
     out = subprocess.run(
         [
             sys.executable,
@@ -192,21 +200,21 @@ def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float
         text=True,
     ).stdout
     data = json.loads(out.strip().splitlines()[-1])
-    return data["rate"], data["rss"], data["commits"]
+    return data["rate"], data["rss"], data["commits"], data["cpu"] * 1000 / n
 
 
-def _on_pg(pg: Any, which: str, n: int, batch: int) -> tuple[float, float, float, float]:
+def _on_pg(pg: Any, which: str, n: int, batch: int) -> Figures:
     """One run in a fresh database of `pg`: (jobs/s, peak RSS MiB, commits
-    per job, server CPU ms per job)."""
+    per job, server CPU ms per job, client CPU ms per job)."""
     url = pg.create()
     cost = ServerCost(pg, url.rsplit("/", 1)[-1].split("?")[0])
     try:
         cost.start()
-        rate, rss, _ = _measure(which, n, batch, url)
+        rate, rss, _, client = _measure(which, n, batch, url)
         commits, cpu = cost.stop()
     finally:
         pg.drop(url)
-    return rate, rss, commits / n, cpu * 1000 / n
+    return rate, rss, commits / n, cpu * 1000 / n, client
 
 
 def main() -> None:
@@ -237,23 +245,23 @@ def main() -> None:
     if a.pgqueuer and not pgq:
         why = "no --pg server" if pg is None else "pgqueuer is not installed (pip install pgqueuer)"
         print(f"{why}: the pgqueuer anchor is left out")
-    # design -> one (jobs/s, peak RSS MiB, commits/job, server CPU ms/job) a round
-    runs: dict[str, list[tuple[float, float, float | None, float | None]]] = {}
+    # design -> its Figures, one a round
+    runs: dict[str, list[Figures]] = {}
     loads = [_load()]
     try:
         for _ in range(a.runs):
-            rate, rss, commits = _measure("ours", a.jobs, a.batch)
-            runs.setdefault(OURS, []).append((rate, rss, commits, None))
+            rate, rss, commits, client = _measure("ours", a.jobs, a.batch)
+            runs.setdefault(OURS, []).append((rate, rss, commits, None, client))
             if pg is not None:
                 runs.setdefault(OURS_PG, []).append(_on_pg(pg, "ours", a.jobs, a.batch))
             if pgq:
                 runs.setdefault(PGQ, []).append(_on_pg(pg, "pgqueuer", a.jobs, a.batch))
             if not a.skip_baseline:
-                rate, rss, _ = _measure("baseline", a.jobs, a.batch)
-                runs.setdefault(SEED, []).append((rate, rss, None, None))
+                rate, rss, _, client = _measure("baseline", a.jobs, a.batch)
+                runs.setdefault(SEED, []).append((rate, rss, None, None, client))
             if huey:
-                rate, rss, _ = _measure("huey", a.jobs, a.batch)
-                runs.setdefault(HUEY, []).append((rate, rss, None, None))
+                rate, rss, _, client = _measure("huey", a.jobs, a.batch)
+                runs.setdefault(HUEY, []).append((rate, rss, None, None, client))
             loads.append(_load())
     finally:
         if pg is not None:
@@ -265,14 +273,11 @@ def main() -> None:
     )
     figures = {name: _medians(got) for name, got in runs.items()}
     rows = [
-        [name, a.jobs, f[0], f[1], _opt(f[2], ".4f"), _opt(f[3], ".3f")]
+        [name, a.jobs, f[0], f[1], _opt(f[2], ".4f"), _opt(f[3], ".3f"), _opt(f[4], ".3f")]
         for name, f in figures.items()
     ]
-    print(
-        table(
-            ["design", "jobs", "jobs/s", "peak RSS MiB", "commits/job", "server CPU ms/job"], rows
-        )
-    )
+    heads = ["design", "jobs", "jobs/s", "peak RSS MiB", "commits/job", "server CPU ms/job"]
+    print(table([*heads, "client CPU ms/job"], rows))
     ratios = {
         f"{top} / {bottom}": _ratios(runs[top], runs[bottom])
         for top, bottom in ((OURS, SEED), (OURS, HUEY), (OURS_PG, PGQ), (OURS_PG, OURS))
@@ -294,14 +299,15 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def _medians(
-    got: list[tuple[float, float, float | None, float | None]],
-) -> tuple[float, float, float | None, float | None]:
+Figures = tuple[float, float, float | None, float | None, float | None]
+
+
+def _medians(got: list[Figures]) -> Figures:
     def of(i: int) -> float | None:
         values = [g[i] for g in got if g[i] is not None]
         return median(values) if values else None  # type: ignore[arg-type]
 
-    return (of(0) or 0.0, of(1) or 0.0, of(2), of(3))
+    return (of(0) or 0.0, of(1) or 0.0, of(2), of(3), of(4))
 
 
 def _opt(value: float | None, spec: str) -> str:
@@ -316,7 +322,7 @@ def _ratios(top: list[Any], bottom: list[Any]) -> list[float]:
 def _write_results(
     path: Path,
     a: argparse.Namespace,
-    figures: dict[str, tuple[float, float, float | None, float | None]],
+    figures: dict[str, Figures],
     ratios: dict[str, list[float]],
     load: str,
 ) -> None:
@@ -346,6 +352,7 @@ def _write_results(
                 "jobs_per_s": round(f[0], 1),
                 "commits_per_job": None if f[2] is None else round(f[2], 4),
                 "server_cpu_ms_per_job": None if f[3] is None else round(f[3], 3),
+                "client_cpu_ms_per_job": None if f[4] is None else round(f[4], 3),
             }
             for name, f in figures.items()
         ],

@@ -119,16 +119,18 @@ def _number(value: float | None, digits: int) -> str:
 
 def figures(rows: list[dict[str, Any]]) -> list[str]:
     """A run's figures per design (a results file's `designs`, written by the
-    benchmark itself), with what each implies: at its server CPU per job,
-    the jobs one core of the server can carry, and the commits a second
-    that asks of it."""
+    benchmark itself), with what each implies: at its CPU per job, the jobs
+    one core of the client (a host's process) and one core of the server
+    can carry, and the commits a second the server's rate asks."""
     lines = [
-        "| design | jobs | jobs/s | commits a job | server CPU ms a job"
-        " | jobs/s one server core carries | commits/s at that rate |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| design | jobs | jobs/s | commits a job | client CPU ms a job | server CPU ms a job"
+        " | jobs/s a client core carries | jobs/s a server core carries"
+        " | commits/s at that rate |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         ms, commits = row.get("server_cpu_ms_per_job"), row.get("commits_per_job")
+        client = row.get("client_cpu_ms_per_job")
         per_core = 1000 / ms if ms else None
         rate = per_core * commits if per_core is not None and commits is not None else None
         cells = [
@@ -136,7 +138,9 @@ def figures(rows: list[dict[str, Any]]) -> list[str]:
             f"{row['jobs']:,}",
             _number(row["jobs_per_s"], 0),
             _number(commits, 3),
+            _number(client, 2),
             _number(ms, 3),
+            _number(1000 / client if client else None, 0),
             _number(per_core, 0),
             _number(rate, 0),
         ]

@@ -1,6 +1,6 @@
 """The performance page's figures per design (a results file's `designs`,
 written by benchmarks/ledger_only.py --results): each row says what its
-server CPU per job implies for one server core."""
+client and server CPU per job imply for one core of each."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def test_a_designs_server_cpu_becomes_its_jobs_and_commits_per_server_core() -> 
                 "jobs_per_s": 812.4,
                 "commits_per_job": 0.08,
                 "server_cpu_ms_per_job": 0.4,
+                "client_cpu_ms_per_job": 1.25,
             },
             {
                 "design": "sqlite",
@@ -39,9 +40,10 @@ def test_a_designs_server_cpu_becomes_its_jobs_and_commits_per_server_core() -> 
             },
         ]
     )
-    # 1000 / 0.4 ms = 2,500 jobs/s a core; × 0.08 commits = 200 commits/s.
-    assert lines[2] == "| ours | 5,000 | 812 | 0.080 | 0.400 | 2,500 | 200 |"
-    assert lines[3] == "| sqlite | 5,000 | 900 | 0.078 | – | – | – |"
+    # 1000 / 1.25 ms = 800 jobs/s a client core; 1000 / 0.4 ms = 2,500 a
+    # server core, × 0.08 commits = 200 commits/s.
+    assert lines[2] == "| ours | 5,000 | 812 | 0.080 | 1.25 | 0.400 | 800 | 2,500 | 200 |"
+    assert lines[3] == "| sqlite | 5,000 | 900 | 0.078 | – | – | – | – | – |"
 
 
 def test_ratios_are_the_median_of_the_rounds_and_every_round_is_shown() -> None:
