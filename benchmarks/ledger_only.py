@@ -338,7 +338,7 @@ def _write_results(
     flags += ["--huey"] if a.huey else []
     result = {
         "title": "The ledger alone on PostgreSQL, beside pgqueuer",
-        "command": f"python benchmarks/ledger_only.py {' '.join(flags)} --results {path.name}",
+        "command": f"python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",
         "date": now.strftime("%Y-%m-%d"),
         "time_utc": now.strftime("%H:%M"),
         "machine": f"{os.cpu_count()} cores, {platform.system()}; a throwaway PostgreSQL"
