@@ -1,7 +1,8 @@
-"""`Ledger.apply_and_claim_pollable`: a batch's outcomes and the next claim
-in ONE transaction, the same on both engines (`db_url`): the transitions
-are compare-and-sets as in `apply`, the claim is `claim_pollable`'s, and a
-write the ledger refuses takes the claim back with it."""
+"""`Ledger.apply_and_claim_pollable` and `write_and_claim_sendable`: a
+batch's outcomes and the next claim in ONE transaction, the same on both
+engines (`db_url`): the transitions are compare-and-sets as in `apply`,
+the claim is `claim_pollable`'s (`claim_sendable`'s), and a write the
+ledger refuses takes the claim back with it."""
 
 from __future__ import annotations
 
@@ -90,5 +91,24 @@ async def test_a_refused_write_takes_the_claim_back_with_it(
         owners = {k: (await ledger.get(k)) for k in ("a", "b", "c")}
         claimed = [k for k, r in owners.items() if r is not None and r.lease_owner == ME]
         assert claimed == [first.rows[0].idem]  # nothing more was claimed
+    finally:
+        await ledger.close()
+
+
+async def test_a_group_commit_takes_the_next_batch_to_send(db_url: str, clock: ManualClock) -> None:
+    ledger = await open_ledger(db_url, clock=clock)
+    try:
+        spec = json.dumps({"input": "x", "model": "m"})
+        await ledger.insert_jobs([(k, spec, "m") for k in ("a", "b", "c", "d")], "t")
+        first = await ledger.claim_sendable(ME, limit=2, lease_seconds=30)
+        held = [r.idem for r in first.rows]
+        marked, applied, claim = await ledger.write_and_claim_sendable(
+            ME, Actor.TICK, sending=held, limit=5, lease_seconds=30, idems=["a", "b", "c"]
+        )
+        assert sorted(marked) == sorted(held) and applied == []
+        # The marked rows are in flight now, not sendable; only "c" is in scope.
+        assert [r.idem for r in claim.rows] == sorted({"a", "b", "c"} - set(held))
+        row = await ledger.get(claim.rows[0].idem)
+        assert row is not None and row.lease_owner == ME and row.attempts == 0
     finally:
         await ledger.close()

@@ -30,9 +30,10 @@ def _refuse_writes(engine: Engine, monkeypatch: pytest.MonkeyPatch, exc: Excepti
     async def refused(*args: Any, **kw: Any) -> Any:
         raise exc
 
-    # Both ways a pass writes its outcomes: a group commit, and the reclaim
-    # pass's outcomes written with its next claim.
+    # Every way a pass writes its outcomes: a group commit, alone or with
+    # the send pass's next claim, and the reclaim pass's with its next claim.
     monkeypatch.setattr(engine.ledger, "write_batch", refused)
+    monkeypatch.setattr(engine.ledger, "write_and_claim_sendable", refused)
     monkeypatch.setattr(engine.ledger, "apply_and_claim_pollable", refused)
 
 

@@ -21,7 +21,18 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger.compare_and_set import apply_transitions, mark_sending, operator_cas
+from reclaim_tui.core.ledger.claim_writes import (
+    ClaimWrites,
+    claim_statement,
+    pollable,
+    scoped,
+    sendable,
+)
+from reclaim_tui.core.ledger.compare_and_set import (
+    apply_transitions,
+    mark_sending,
+    operator_cas,
+)
 from reclaim_tui.core.ledger.identity import FileSnapshot
 from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.port import Claim
@@ -29,8 +40,6 @@ from reclaim_tui.core.ledger.public_reads import PublicReads
 from reclaim_tui.core.ledger.schema import (
     EVENT_SQL,
     chunks,
-    claim_sql,
-    lease_free_sql,
     row_from_tuple,
 )
 from reclaim_tui.core.models import Actor, Row, Status, Transition
@@ -39,7 +48,7 @@ from reclaim_tui.core.row_notes import PENDING_SQL
 __all__ = ["LedgerBase"]
 
 
-class LedgerBase(PublicReads, ABC):
+class LedgerBase(PublicReads, ClaimWrites, ABC):
     """The engine-agnostic part of a ledger (see the module's text)."""
 
     #: which engine's SQL this ledger speaks ("sqlite" or "postgres")
@@ -100,42 +109,22 @@ class LedgerBase(PublicReads, ABC):
         under a lease only: each row's attempt is committed by
         `write_batch(sending=…)` right before its own create is sent, so a
         kill leaves unsent rows as they were (rule 3)."""
-        sendable = "status = 'reserving' AND inflight = 0 AND held = 0"
-        where, params = _scoped(self.clock.now(), sendable, False, idems, (), "next_at <= ?")
+        where, params = sendable(self.clock.now(), idems)
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_pollable(
-        self, owner: str, *, limit: int, lease_seconds: float, exclude: Collection[str] = ()
-    ) -> Claim:
-        """`submitted` rows whose next poll is due (not one whose follow-up
-        turn is in flight: recovery settles that one first); `exclude` skips
-        rows this pass already polled."""
-        where, params = _pollable(self.clock.now(), exclude)
-        return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
-
-    async def apply_and_claim_pollable(
         self,
         owner: str,
-        actor: Actor,
-        transitions: Sequence[Transition],
         *,
         limit: int,
         lease_seconds: float,
         exclude: Collection[str] = (),
-    ) -> tuple[list[str], Claim]:
-        """`apply(transitions)`, then `claim_pollable(…)`, in ONE transaction (one
-        commit: a batch's outcomes and the next batch). (idems applied, claim)."""
-        now = self.clock.now()
-        where, params = _pollable(self.clock.now(), exclude)
-        sql, args = await self._claim_statement(owner, where, params, limit, lease_seconds)
-        async with self.write() as db:
-            collect = await self._write_in(db, owner, actor, (), transitions, now)
-            rows = []
-            if limit > 0:
-                async with db.execute(sql, args) as cur:
-                    rows = [row_from_tuple(r) for r in await cur.fetchall()]
-        _, applied = await collect()
-        return applied, Claim(owner, rows)
+    ) -> Claim:
+        """`submitted` rows whose next poll is due (not one whose follow-up
+        turn is in flight: recovery settles that one first); `exclude` skips
+        rows this pass already polled."""
+        where, params = pollable(self.clock.now(), exclude)
+        return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_cancel_pending(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
         """`cancelled` rows whose remote cancel is due to be asked again
@@ -160,7 +149,7 @@ class LedgerBase(PublicReads, ABC):
     ) -> Claim:
         """`done` rows whose sink has to run (again). `force` also takes rows
         whose sink backoff has not run out; `exclude` skips rows already tried."""
-        where, params = _scoped(
+        where, params = scoped(
             self.clock.now(), "status = 'done'", force, idems, exclude, "next_at <= ?"
         )
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
@@ -180,7 +169,7 @@ class LedgerBase(PublicReads, ABC):
         in flight, its outcome unknown. Without `force`, held and not-yet-due
         rows are left (a row waiting for an answer is held: its follow-up's
         orphan is taken when due)."""
-        where, params = _scoped(
+        where, params = scoped(
             self.clock.now(),
             "inflight = 1 AND status IN ('reserving', 'submitted')",
             force,
@@ -201,24 +190,11 @@ class LedgerBase(PublicReads, ABC):
     ) -> Claim:
         """Claim up to `limit` rows matching `where` whose lease is free, in ONE
         `UPDATE … RETURNING`."""
-        sql, args = await self._claim_statement(owner, where, params, limit, lease_seconds)
+        sql, args = await claim_statement(self, owner, where, params, limit, lease_seconds)
         async with self.write() as db:
             async with db.execute(sql, args) as cur:
                 rows = [row_from_tuple(r) for r in await cur.fetchall()]
         return Claim(owner, rows)
-
-    async def _claim_statement(
-        self, owner: str, where: str, params: Sequence[Any], limit: int, lease_seconds: float
-    ) -> tuple[str, list[Any]]:
-        """A claim's statement and its parameters (the holders provably gone
-        are read now, outside the claim's transaction)."""
-        now = self.clock.now()
-        free, free_params = lease_free_sql(now, await self.dead_holders(owner))
-        # updated_at is left alone: a claim is not a state change, and not
-        # touching its index keeps a claim cheap (the console shows leases
-        # from lease_owner, refreshed with the row's next transition).
-        args = [owner, now + lease_seconds, *params, *free_params, limit]
-        return claim_sql(where, free, self.claim_lock), args
 
     async def renew(self, owner: str, idems: Iterable[str], lease_seconds: float) -> set[str]:
         """Extend the leases `owner` still holds; returns the keys it still holds."""
@@ -337,32 +313,3 @@ class LedgerBase(PublicReads, ABC):
 
 async def _ready(marked: dict[str, Row], applied: list[str]) -> tuple[dict[str, Row], list[str]]:
     return marked, applied
-
-
-def _scoped(
-    now: float,
-    where: str,
-    force: bool,
-    idems: Sequence[str] | None,
-    exclude: Collection[str],
-    due: str,
-) -> tuple[str, list[Any]]:
-    """A claim's selection: `where`, due by `due` unless `force`d, within
-    `idems` when given and outside `exclude`."""
-    params: list[Any] = []
-    if not force:
-        where += f" AND {due}"
-        params.append(now)
-    if idems is not None:
-        where += " AND idem IN (SELECT value FROM json_each(?))"
-        params.append(json.dumps(list(idems)))
-    if exclude:
-        where += " AND idem NOT IN (SELECT value FROM json_each(?))"
-        params.append(json.dumps(sorted(exclude)))
-    return where, params
-
-
-def _pollable(now: float, exclude: Collection[str]) -> tuple[str, list[Any]]:
-    return _scoped(
-        now, "status = 'submitted' AND inflight = 0", False, None, exclude, "next_at <= ?"
-    )
