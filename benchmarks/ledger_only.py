@@ -8,6 +8,7 @@ seed_ledger.py) driven with a stub client, i.e. the same SQLite work it does
 per job, with no network either.
 
     python benchmarks/ledger_only.py [--jobs 100000] [--runs 3] [--pg auto|URL] [--huey]
+        [--pgqueuer] [--results FILE]
 
 `--huey` adds an anchor from outside: huey's SqliteHuey (a task queue people
 pick for one machine; `pip install huey`) with fsync on, each job enqueued,
@@ -16,7 +17,13 @@ history, no leases and no spec: a floor for what one SQLite queue costs per
 job, not a like-for-like ledger. Skipped, and said, when huey is not installed.
 
 `--pg` adds the same run on PostgreSQL (synchronous_commit=on; `auto`: a
-throwaway local server, see benchmarks/postgres.py), a database per run.
+throwaway local server, see benchmarks/postgres.py), a database per run, with
+what each run cost the server: commits per job (`pg_stat_database`) and the
+server's CPU ms per job (/proc; benchmarks/_pg_anchor.py). `--pgqueuer` adds
+pgqueuer on the same server in the same rounds (`pip install pgqueuer`;
+skipped, and said, when absent). On SQLite, our commits per job are counted
+too (every COMMIT on the ledger's connection). `--results FILE` writes the
+figures as a results file (scripts/perf_page.py makes the page from it).
 """
 
 from __future__ import annotations
@@ -33,9 +40,11 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_baseline, median, table
+from _pg_anchor import ServerCost, pgqueuer_installed, run_pgqueuer
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
@@ -63,6 +72,9 @@ async def run_ours(
     fresh ledger before the clock starts (ledger_profile.py's schema variants)."""
     clock = ManualClock()
     ledger = await open_ledger(db or workdir / "ours.db", clock=clock)
+    connection = getattr(ledger, "connection", None)
+    if not db and connection is not None:  # SQLite: count its COMMITs
+        await connection.set_trace_callback(_count_commit)
     if prepare is not None:
         await prepare(ledger)
     fake = FakeBackend(clock=clock, latency=0.0)
@@ -74,16 +86,27 @@ async def run_ours(
         config=EngineConfig(batch_size=batch, concurrency=concurrency),
     )
     jobs = [JobSpec(input=f"job number {i}", model="m") for i in range(n)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await engine.submit(jobs)
     clock.advance(5)
     report = await engine.tick()
     elapsed = time.perf_counter() - start
+    _CPU[0] = time.process_time() - cpu
     counts = await ledger.counts()
     await ledger.close()
     assert report.counts["consumed"] == n, report.summary()
     assert counts == {"consumed": (n, counts["consumed"][1])}
     return n / elapsed, _max_rss_mib()
+
+
+_COMMITS = [0]
+#: CPU seconds the measured run took in this process (every thread)
+_CPU = [0.0]
+
+
+def _count_commit(sql: str) -> None:
+    if sql == "COMMIT":
+        _COMMITS[0] += 1
 
 
 def run_baseline(n: int, workdir: Path) -> tuple[float, float]:
@@ -100,10 +123,11 @@ def run_baseline(n: int, workdir: Path) -> tuple[float, float]:
     seed.client = SimpleNamespace(interactions=StubInteractions())
     jobs = [{"input": f"job number {i}"} for i in range(n)]
     delivered = []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     seed.tick(str(workdir / "seed.db"), jobs, lambda idem, op: delivered.append(idem))
     seed.tick(str(workdir / "seed.db"), [], lambda idem, op: delivered.append(idem))
     elapsed = time.perf_counter() - start
+    _CPU[0] = time.process_time() - cpu
     assert len(delivered) == n
     return n / elapsed, _max_rss_mib()
 
@@ -144,14 +168,20 @@ def _child(which: str, n: int, batch: int, db: str = "") -> None:
     with tempfile.TemporaryDirectory() as d:
         if which == "ours":
             rate, rss = asyncio.run(run_ours(n, Path(d), batch, db))
+        elif which == "pgqueuer":
+            cpu = time.process_time()
+            rate, rss = asyncio.run(run_pgqueuer(n, db)), _max_rss_mib()
+            _CPU[0] = time.process_time() - cpu  # its schema's install included
         elif which == "huey":
             rate, rss = run_huey(n, Path(d))
         else:
             rate, rss = run_baseline(n, Path(d))
-    print(json.dumps({"rate": rate, "rss": rss}))
+    print(json.dumps({"rate": rate, "rss": rss, "commits": _COMMITS[0] / n, "cpu": _CPU[0]}))
 
 
-def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float]:
+def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float, float, float]:
+    """(jobs/s, peak RSS MiB, commits per job (SQLite: ours only), the
+    process's CPU ms per job) of one run in a fresh process."""
     out = subprocess.run(
         [
             sys.executable,
@@ -170,7 +200,21 @@ def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float
         text=True,
     ).stdout
     data = json.loads(out.strip().splitlines()[-1])
-    return data["rate"], data["rss"]
+    return data["rate"], data["rss"], data["commits"], data["cpu"] * 1000 / n
+
+
+def _on_pg(pg: Any, which: str, n: int, batch: int) -> Figures:
+    """One run in a fresh database of `pg`: (jobs/s, peak RSS MiB, commits
+    per job, server CPU ms per job, client CPU ms per job)."""
+    url = pg.create()
+    cost = ServerCost(pg, url.rsplit("/", 1)[-1].split("?")[0])
+    try:
+        cost.start()
+        rate, rss, _, client = _measure(which, n, batch, url)
+        commits, cpu = cost.stop()
+    finally:
+        pg.drop(url)
+    return rate, rss, commits / n, cpu * 1000 / n, client
 
 
 def main() -> None:
@@ -181,7 +225,11 @@ def main() -> None:
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--pg", default=None, help="also on PostgreSQL: auto or a server's URL")
     ap.add_argument("--huey", action="store_true", help="add huey's SqliteHuey as an anchor")
-    ap.add_argument("--child", choices=["ours", "baseline", "huey"], help=argparse.SUPPRESS)
+    ap.add_argument("--pgqueuer", action="store_true", help="add pgqueuer on --pg's server")
+    ap.add_argument("--results", default="", help="write the figures as this results file")
+    ap.add_argument(
+        "--child", choices=["ours", "baseline", "huey", "pgqueuer"], help=argparse.SUPPRESS
+    )
     ap.add_argument("--db", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -193,56 +241,125 @@ def main() -> None:
     huey = a.huey and _huey_installed()
     if a.huey and not huey:
         print("huey is not installed (pip install huey): its anchor is left out")
-    ours, base, on_pg, anchor = [], [], [], []
-    load = [os.getloadavg()[0]]
+    pgq = a.pgqueuer and pg is not None and pgqueuer_installed()
+    if a.pgqueuer and not pgq:
+        why = "no --pg server" if pg is None else "pgqueuer is not installed (pip install pgqueuer)"
+        print(f"{why}: the pgqueuer anchor is left out")
+    # design -> its Figures, one a round
+    runs: dict[str, list[Figures]] = {}
+    loads = [_load()]
     try:
         for _ in range(a.runs):
-            ours.append(_measure("ours", a.jobs, a.batch))
+            rate, rss, commits, client = _measure("ours", a.jobs, a.batch)
+            runs.setdefault(OURS, []).append((rate, rss, commits, None, client))
             if pg is not None:
-                url = pg.create()
-                try:
-                    on_pg.append(_measure("ours", a.jobs, a.batch, url))
-                finally:
-                    pg.drop(url)
+                runs.setdefault(OURS_PG, []).append(_on_pg(pg, "ours", a.jobs, a.batch))
+            if pgq:
+                runs.setdefault(PGQ, []).append(_on_pg(pg, "pgqueuer", a.jobs, a.batch))
             if not a.skip_baseline:
-                base.append(_measure("baseline", a.jobs, a.batch))
+                rate, rss, _, client = _measure("baseline", a.jobs, a.batch)
+                runs.setdefault(SEED, []).append((rate, rss, None, None, client))
             if huey:
-                anchor.append(_measure("huey", a.jobs, a.batch))
-            load.append(os.getloadavg()[0])
+                rate, rss, _, client = _measure("huey", a.jobs, a.batch)
+                runs.setdefault(HUEY, []).append((rate, rss, None, None, client))
+            loads.append(_load())
     finally:
         if pg is not None:
             pg.close()
-    rows = [["reclaim-tui", a.jobs, median([o[0] for o in ours]), median([o[1] for o in ours])]]
-    if on_pg:
-        rows.append(
-            [
-                "reclaim-tui on PostgreSQL",
-                a.jobs,
-                median([o[0] for o in on_pg]),
-                median([o[1] for o in on_pg]),
-            ]
-        )
-    if base:
-        rows.append(
-            ["baseline (seed)", a.jobs, median([b[0] for b in base]), median([b[1] for b in base])]
-        )
-    if anchor:
-        rows.append(
-            ["huey SqliteHuey (fsync)", a.jobs, median([h[0] for h in anchor]),
-             median([h[1] for h in anchor])]
-        )  # fmt: skip
+    load = f"{min(loads):.1f}–{max(loads):.1f} (1-minute load average before and after each round)"
     print(
         f"Ledger alone, SQLite synchronous=FULL / PostgreSQL synchronous_commit=on, {a.runs}"
-        f" runs each in a fresh process, medians; load {min(load):.1f}–{max(load):.1f}"
+        f" rounds, each run in a fresh process, medians; load {load}"
     )
-    print(table(["design", "jobs", "jobs/s", "peak RSS MiB"], rows))
-    if base:
-        baseline = median([b[0] for b in base])
-        print(f"ratio (reclaim-tui / baseline): {rows[0][2] / baseline:.2f}x")
-    if on_pg:
-        print(f"ratio (PostgreSQL / SQLite): {rows[1][2] / rows[0][2]:.2f}x")
-    if anchor:
-        print(f"ratio (reclaim-tui / huey): {rows[0][2] / rows[-1][2]:.2f}x")
+    figures = {name: _medians(got) for name, got in runs.items()}
+    rows = [
+        [name, a.jobs, f[0], f[1], _opt(f[2], ".4f"), _opt(f[3], ".3f"), _opt(f[4], ".3f")]
+        for name, f in figures.items()
+    ]
+    heads = ["design", "jobs", "jobs/s", "peak RSS MiB", "commits/job", "server CPU ms/job"]
+    print(table([*heads, "client CPU ms/job"], rows))
+    ratios = {
+        f"{top} / {bottom}": _ratios(runs[top], runs[bottom])
+        for top, bottom in ((OURS, SEED), (OURS, HUEY), (OURS_PG, PGQ), (OURS_PG, OURS))
+        if top in runs and bottom in runs
+    }
+    for name, each in ratios.items():
+        rounds = ", ".join(f"{r:.2f}" for r in each)
+        print(f"ratio {name}: median {median(each):.2f}x (rounds: {rounds})")
+    if a.results:
+        _write_results(Path(a.results), a, figures, ratios, load)
+
+
+OURS, OURS_PG, SEED, HUEY = "reclaim-tui", "reclaim-tui on PostgreSQL", "seed baseline", "huey"
+PGQ = "pgqueuer"
+
+
+def _load() -> float:
+    print(f"/proc/loadavg: {Path('/proc/loadavg').read_text().strip()}", flush=True)
+    return os.getloadavg()[0]
+
+
+Figures = tuple[float, float, float | None, float | None, float | None]
+
+
+def _medians(got: list[Figures]) -> Figures:
+    def of(i: int) -> float | None:
+        values = [g[i] for g in got if g[i] is not None]
+        return median(values) if values else None  # type: ignore[arg-type]
+
+    return (of(0) or 0.0, of(1) or 0.0, of(2), of(3), of(4))
+
+
+def _opt(value: float | None, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def _ratios(top: list[Any], bottom: list[Any]) -> list[float]:
+    """jobs/s of `top` over `bottom`, round by round (the same round's load)."""
+    return [t[0] / b[0] for t, b in zip(top, bottom, strict=True)]
+
+
+def _write_results(
+    path: Path,
+    a: argparse.Namespace,
+    figures: dict[str, Figures],
+    ratios: dict[str, list[float]],
+    load: str,
+) -> None:
+    """A results file (benchmarks/results/*.json) of this run's medians: its
+    `designs` are what scripts/perf_page.py tabulates and projects from."""
+    import datetime
+    import platform
+
+    now = datetime.datetime.now(datetime.UTC)
+    flags = [f"--jobs {a.jobs}", f"--runs {a.runs}"]
+    flags += [f"--pg {a.pg}"] if a.pg else []
+    flags += ["--pgqueuer"] if a.pgqueuer else []
+    flags += ["--huey"] if a.huey else []
+    result = {
+        "title": "The ledger alone on PostgreSQL, beside pgqueuer",
+        "command": f"python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",
+        "date": now.strftime("%Y-%m-%d"),
+        "time_utc": now.strftime("%H:%M"),
+        "machine": f"{os.cpu_count()} cores, {platform.system()}; a throwaway PostgreSQL"
+        " on the same cores, fsync and synchronous_commit on; SQLite in WAL, synchronous=FULL",
+        "load": load,
+        "rows": [],
+        "designs": [
+            {
+                "design": name,
+                "jobs": a.jobs,
+                "jobs_per_s": round(f[0], 1),
+                "commits_per_job": None if f[2] is None else round(f[2], 4),
+                "server_cpu_ms_per_job": None if f[3] is None else round(f[3], 3),
+                "client_cpu_ms_per_job": None if f[4] is None else round(f[4], 3),
+            }
+            for name, f in figures.items()
+        ],
+        "ratios": {name: [round(r, 3) for r in each] for name, each in ratios.items()},
+    }
+    path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,10 @@
 
 Each file of benchmarks/results/*.json is one measured run: its command, date,
 machine and load, the rows it adds to the table, the figures, and a note on
-what the figures mean. This script writes from them:
+what the figures mean. A benchmark that writes its own results file
+(benchmarks/ledger_only.py --results) adds `designs` (jobs/s, commits and
+server CPU per job, by design) and `ratios` (round by round), tabulated
+under its section with what they imply per server core. This script writes from them:
 
 - docs/performance.md, the manual's performance page, whole;
 - the table between the markers of benchmarks/README.md.
@@ -44,6 +47,7 @@ ORDER = [
     "webhooks",
     "ledger_only",
     "ledger_anchors",
+    "ledger_pg_anchors",
     "postgres",
     "postgres_console",
     "console",
@@ -109,6 +113,56 @@ def table(results: list[tuple[str, dict[str, Any]]], link: str) -> list[str]:
     return lines
 
 
+def _number(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def figures(rows: list[dict[str, Any]]) -> list[str]:
+    """A run's figures per design (a results file's `designs`, written by the
+    benchmark itself), with what each implies: at its CPU per job, the jobs
+    one core of the client (a host's process) and one core of the server
+    can carry, and the commits a second the server's rate asks."""
+    lines = [
+        "| design | jobs | jobs/s | commits a job | client CPU ms a job | server CPU ms a job"
+        " | jobs/s a client core carries | jobs/s a server core carries"
+        " | commits/s at that rate |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        ms, commits = row.get("server_cpu_ms_per_job"), row.get("commits_per_job")
+        client = row.get("client_cpu_ms_per_job")
+        per_core = 1000 / ms if ms else None
+        rate = per_core * commits if per_core is not None and commits is not None else None
+        cells = [
+            cell(str(row["design"])),
+            f"{row['jobs']:,}",
+            _number(row["jobs_per_s"], 0),
+            _number(commits, 3),
+            _number(client, 2),
+            _number(ms, 3),
+            _number(1000 / client if client else None, 0),
+            _number(per_core, 0),
+            _number(rate, 0),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def ratios(found: dict[str, list[float]]) -> list[str]:
+    """jobs/s ratios measured round by round (the same load for both sides)."""
+    lines = []
+    for name, each in found.items():
+        ordered = sorted(each)
+        mid = (
+            ordered[len(ordered) // 2]
+            if len(ordered) % 2
+            else sum(ordered[len(ordered) // 2 - 1 : len(ordered) // 2 + 1]) / 2
+        )
+        rounds = ", ".join(f"{r:.2f}" for r in each)
+        lines.append(f"- {cell(name)}: **{mid:.2f}×** (rounds: {rounds})")
+    return lines
+
+
 def when(result: dict[str, Any]) -> str:
     time = result.get("time_utc") or ""
     return f"{result['date']}, {time} UTC" if time else result["date"]
@@ -127,6 +181,10 @@ def page(results: list[tuple[str, dict[str, Any]]]) -> str:
             f"- result file: `benchmarks/results/{name}.json`",
             "",
         ]
+        if result.get("designs"):
+            lines += [*figures(result["designs"]), ""]
+        if result.get("ratios"):
+            lines += [*ratios(result["ratios"]), ""]
         if result.get("notes"):
             lines += [result["notes"], ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -134,6 +134,17 @@ class LedgerView:
         ]
         return (min(due) - time.time()) if due else None
 
+    def seconds_until_workable(self) -> float | None:
+        """As `seconds_until_due`, and a row's lease ended too: a row a killed
+        host claimed waits for its lease, which no tick can take sooner when
+        its holder is on another host."""
+        due = [
+            max(r["next_at"], r["lease_until"] or 0.0)
+            for r in self.rows().values()
+            if r["status"] not in TERMINAL and not r["held"]
+        ]
+        return (min(due) - time.time()) if due else None
+
     def fingerprint(self) -> tuple[Any, ...]:
         keep = ("idem", "status", "handle", "attempts", "polls", "duplicates", "held", "inflight")
         rows = tuple(tuple(r[k] for k in keep) for r in self.rows().values())

@@ -255,7 +255,8 @@ class Workspace:
                 if before == after:
                     return runs
                 continue
-            wait = view.seconds_until_due()
+            # Not spinning through the ticks while a killed host's lease runs.
+            wait = view.seconds_until_workable()
             if wait is not None and wait > 0:
                 time.sleep(min(wait + 0.05, max_wait))
             runs.append(self.tick(*extra))

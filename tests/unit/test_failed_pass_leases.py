@@ -30,7 +30,11 @@ def _refuse_writes(engine: Engine, monkeypatch: pytest.MonkeyPatch, exc: Excepti
     async def refused(*args: Any, **kw: Any) -> Any:
         raise exc
 
+    # Every way a pass writes its outcomes: a group commit, alone or with
+    # the send pass's next claim, and the reclaim pass's with its next claim.
     monkeypatch.setattr(engine.ledger, "write_batch", refused)
+    monkeypatch.setattr(engine.ledger, "write_and_claim_sendable", refused)
+    monkeypatch.setattr(engine.ledger, "apply_and_claim_pollable", refused)
 
 
 async def _owners(engine: Engine, idems: list[str]) -> set[str | None]:

@@ -55,6 +55,15 @@ async def test_processes_share_the_sends_and_a_stuck_one_holds_only_its_flight(
         return got
 
     ledger.claim_sendable = counted  # type: ignore[method-assign]
+    real_ride = ledger.write_and_claim_sendable
+
+    async def ridden(owner: str, *args: Any, **kw: Any) -> tuple[Any, Any, Claim]:
+        # The next batch taken with a batch's last write: claimed all the same.
+        marked, applied, got = await real_ride(owner, *args, **kw)
+        claimed[owner] += len(got.rows)
+        return marked, applied, got
+
+    ledger.write_and_claim_sendable = ridden  # type: ignore[method-assign]
     try:
         specs = [JobSpec(input=f"shared job {i}", model="m") for i in range(JOBS)]
         fake = FakeBackend(clock=clock, latency=0.0)
@@ -97,6 +106,15 @@ async def test_a_send_claim_takes_at_most_the_flight(
         return got
 
     ledger.claim_sendable = counted  # type: ignore[method-assign]
+    real_ride = ledger.write_and_claim_sendable
+
+    async def ridden(owner: str, *args: Any, **kw: Any) -> tuple[Any, Any, Claim]:
+        # The next batch taken with a batch's last write: claimed all the same.
+        marked, applied, got = await real_ride(owner, *args, **kw)
+        sizes.append(len(got.rows))
+        return marked, applied, got
+
+    ledger.write_and_claim_sendable = ridden  # type: ignore[method-assign]
     try:
         fake = FakeBackend(clock=clock, latency=0.0)
         config = EngineConfig(concurrency=concurrency)

@@ -20,7 +20,7 @@ from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.models import PassReport, Transition
 from reclaim_tui.errors import BackendError
 
-__all__ = ["apply", "claimed", "each", "hold", "outcome"]
+__all__ = ["apply", "apply_claiming", "claimed", "each", "hold", "outcome"]
 
 T = TypeVar("T")
 
@@ -81,12 +81,42 @@ async def apply(parts: EngineParts, todo: Sequence[Transition], report: PassRepo
         if t.error:
             report.error(t.idem, t.error)
     applied = set(await parts.ledger.apply(parts.owner, parts.config.actor, todo))
+    _tally(todo, applied, report)
+    return applied
+
+
+async def apply_claiming(
+    parts: EngineParts, todo: Sequence[Transition], report: PassReport, *, exclude: set[str]
+) -> tuple[set[str], Claim | None]:
+    """`apply`, and the reclaim pass's next batch claimed in the same
+    transaction (one commit where there were two); no claim once the
+    circuit is open. Returns (the idems applied, the claim or None)."""
+    for t in todo:
+        if t.error:
+            report.error(t.idem, t.error)
+    applied, got = await parts.ledger.apply_and_claim_pollable(
+        parts.owner,
+        parts.config.actor,
+        todo,
+        limit=0 if parts.circuit.open else parts.flight(),
+        lease_seconds=parts.config.lease_seconds,
+        exclude=exclude,
+    )
+    _tally(todo, set(applied), report)
+    if not got.rows:
+        return set(applied), None
+    warm = getattr(parts.backend, "warm", None)
+    if warm is not None:
+        await warm()
+    return set(applied), got
+
+
+def _tally(todo: Sequence[Transition], applied: set[str], report: PassReport) -> None:
     for t in todo:
         if t.idem not in applied:
             report.counts["lease_lost"] += 1
         elif t.tally:
             report.counts[t.tally] += 1
-    return applied
 
 
 async def each(

@@ -13,15 +13,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from reclaim_tui.core.engine.transitions import Transition
-from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.port import Claim, Ledger
 from reclaim_tui.core.models import Actor, Row
 from reclaim_tui.errors import LedgerError
 
-__all__ = ["GroupCommit", "HeldBatch", "holding"]
+__all__ = ["GroupCommit", "HeldBatch", "Rider", "holding"]
+
+#: a group commit's writes (sending, transitions) with the next batch's claim
+Rider = Callable[
+    [Sequence[str], Sequence[Transition]],
+    Awaitable[tuple[dict[str, Row], list[str], Claim]],
+]
 
 log = logging.getLogger("reclaim_tui.engine")
 
@@ -110,20 +116,30 @@ class GroupCommit:
     go together, in one transaction (`Ledger.write_batch`). Every caller
     waits for its own write to be durable."""
 
-    def __init__(self, ledger: Ledger, owner: str, actor: Actor) -> None:
+    def __init__(
+        self, ledger: Ledger, owner: str, actor: Actor, *, rider: Rider | None = None
+    ) -> None:
         self._ledger = ledger
         self._owner = owner
         self._actor = actor
         self._pending: list[tuple[str | Transition, asyncio.Future[object]]] = []
         self._task: asyncio.Task[None] | None = None
+        #: writes the last write of a batch with the next batch's claim
+        self._rider = rider
+        self._last: Transition | None = None
+        #: the claim taken with the last write (None: none was taken)
+        self.next_claim: Claim | None = None
 
     async def mark_sending(self, idem: str) -> Row | None:
         """Commit the row's next attempt; None if this process no longer holds it."""
         row = await self._submit(idem)
         return row if isinstance(row, Row) else None
 
-    async def apply(self, transition: Transition) -> bool:
-        """Commit one transition; False if the compare-and-set did not apply."""
+    async def apply(self, transition: Transition, *, last: bool = False) -> bool:
+        """Commit one transition; False if the compare-and-set did not apply.
+        `last`: the batch's last write, committed with the next batch's claim."""
+        if last:
+            self._last = transition
         return bool(await self._submit(transition))
 
     async def _submit(self, item: str | Transition) -> object:
@@ -147,9 +163,12 @@ class GroupCommit:
         sending = [item for item, _ in batch if isinstance(item, str)]
         todo = [item for item, _ in batch if isinstance(item, Transition)]
         try:
-            marked, applied = await self._ledger.write_batch(
-                self._owner, self._actor, sending=sending, transitions=todo
-            )
+            if self._rider is not None and any(t is self._last for t in todo):
+                marked, applied, self.next_claim = await self._rider(sending, todo)
+            else:
+                marked, applied = await self._ledger.write_batch(
+                    self._owner, self._actor, sending=sending, transitions=todo
+                )
         except BaseException as exc:
             for _, future in batch:
                 if not future.done():

@@ -13,11 +13,11 @@ from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.engine import batch_pass, transitions
 from reclaim_tui.core.engine.batching import HeldBatch
 from reclaim_tui.core.engine.parts import EngineParts
-from reclaim_tui.core.models import PassReport, Row, StoredResult
+from reclaim_tui.core.models import PassReport, Row, StoredResult, Transition
 from reclaim_tui.core.sinks import BatchSink
 from reclaim_tui.errors import SinkError, SinkFolderError
 
-__all__ = ["deliver", "replay"]
+__all__ = ["deliver", "delivery_marks", "replay"]
 
 
 async def replay(
@@ -49,6 +49,21 @@ async def deliver(
 ) -> None:
     """Run the sink from the STORED results (never the API), then commit
     `consumed`; a failing sink leaves its row `done` for a later replay."""
+    todo = await delivery_marks(parts, rows, report, batch, stored)
+    await batch_pass.apply(parts, todo, report)
+
+
+async def delivery_marks(
+    parts: EngineParts,
+    rows: Sequence[Row],
+    report: PassReport,
+    batch: HeldBatch,
+    stored: dict[str, StoredResult] | None = None,
+) -> list[Transition]:
+    """Run the sink from the STORED results (never the API); the marks it
+    leaves to commit: `consumed` where it finished, its back-off where it
+    failed. Until they are committed the rows stay `done`, so a crash
+    between the two delivers them again (the sink is idempotent by key)."""
     idems = [r.idem for r in rows]
     streaks = {r.idem: r.error_streak for r in rows}
     results = stored if stored is not None else await parts.ledger.results(idems)
@@ -76,7 +91,7 @@ async def deliver(
         for idem, out in outcomes
     ]
     report.counts["sink_errors"] += sum(1 for t in todo if t.error)
-    await batch_pass.apply(parts, todo, report)
+    return todo
 
 
 async def _deliver_many(

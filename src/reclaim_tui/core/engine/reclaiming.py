@@ -5,13 +5,15 @@ completed and deliver exactly what was just committed `done` (delivering.py).
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.engine import batch_pass, delivering, polling
 from reclaim_tui.core.engine.batching import HeldBatch
 from reclaim_tui.core.engine.parts import EngineParts
+from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.models import (
     PassReport,
     RemoteInteraction,
@@ -31,16 +33,26 @@ RESULT_BUDGET = 32 * 1024 * 1024
 
 async def reclaim(parts: EngineParts) -> PassReport:
     """Poll every due `submitted` row, each at most once (a row due again
-    at once waits for the next pass); store and deliver what completed."""
+    at once waits for the next pass); store and deliver what completed.
+
+    One transaction a batch: it records the batch's poll outcomes (`done`
+    with its stored result, before the sink runs), the previous batch's
+    delivery marks (`consumed`, after its sink ran) and claims the next
+    batch. A batch's leases are held until its marks are written."""
     report = PassReport()
     polled: set[str] = set()
-    while not parts.circuit.open and (
-        claim := await batch_pass.claimed(
-            parts, parts.ledger.claim_pollable, limit=parts.flight(), exclude=polled
-        )
-    ):
-        polled.update(r.idem for r in claim.rows)
-        async with batch_pass.hold(parts, claim, started_free=True) as batch:
+    marks: list[Transition] = []  # the previous batch's, written with this one's outcomes
+    async with contextlib.AsyncExitStack() as holds:
+        claim = None
+        if not parts.circuit.open:
+            claim = await batch_pass.claimed(
+                parts, parts.ledger.claim_pollable, limit=parts.flight(), exclude=polled
+            )
+        held = await _hold(parts, holds, claim) if claim is not None else None
+        previous: contextlib.AsyncExitStack | None = None
+        while claim is not None and held is not None:
+            chunk, batch = held
+            polled.update(r.idem for r in claim.rows)
             get_one = functools.partial(_get_one, parts)
             outcomes = await batch_pass.each(parts, claim.rows, get_one, batch)
             report.counts["polled"] += len(outcomes)
@@ -48,32 +60,46 @@ async def reclaim(parts: EngineParts) -> PassReport:
             now = parts.clock.now()
             todo = [polling.after_poll(r, o, parts.config, now) for r, o in outcomes]
             del outcomes  # each result is now held by its transition alone
+            upcoming: Claim | None = None
             for group in by_budget(todo, RESULT_BUDGET):
-                await _store_and_deliver(parts, claim.rows, group, report, batch)
+                # A batch's last group is written with the next batch's claim
+                # (one commit); the pending marks go with the first group.
+                if todo:
+                    applied = await batch_pass.apply(parts, [*marks, *group], report)
+                else:
+                    applied, upcoming = await batch_pass.apply_claiming(
+                        parts, [*marks, *group], report, exclude=polled
+                    )
+                    if previous is not None:
+                        await previous.aclose()  # its marks are written: its leases may go
+                    held = await _hold(parts, holds, upcoming) if upcoming is not None else None
+                marks = await _deliver(parts, claim.rows, group, applied, report, batch)
                 group.clear()  # its results, their text and JSON, go before the next's
+            previous, claim = chunk, upcoming
+        if marks:
+            await batch_pass.apply(parts, marks, report)
     return parts.noted(report)
 
 
-async def _store_and_deliver(
+async def _deliver(
     parts: EngineParts,
     rows: Sequence[Row],
-    todo: list[Transition],
+    group: list[Transition],
+    applied: Collection[str],
     report: PassReport,
     batch: HeldBatch,
-) -> None:
-    """Commit one group's transitions, then deliver exactly what they
-    committed `done` (the same values, not a second read of them)."""
-    applied = await batch_pass.apply(parts, todo, report)
+) -> list[Transition]:
+    """Deliver exactly what `group` just committed `done` (the same values,
+    not a second read of them); the delivery marks to write next."""
     now = parts.clock.now()
     stored = {
         t.idem: _stored(t.idem, t.result, now)
-        for t in todo
+        for t in group
         if t.to == Status.DONE and t.result is not None and t.idem in applied
     }
     done = [row for row in rows if row.idem in stored]
     crashpoint("after_done_before_sink")
-    if done:
-        await delivering.deliver(parts, done, report, batch, stored)
+    return await delivering.delivery_marks(parts, done, report, batch, stored)
 
 
 def by_budget(todo: list[Transition], budget: int) -> Iterator[list[Transition]]:
@@ -114,6 +140,17 @@ def _strings(value: object) -> int:
     if isinstance(value, list):
         return sum(_strings(v) for v in value)
     return 8
+
+
+async def _hold(
+    parts: EngineParts, holds: contextlib.AsyncExitStack, claim: Claim
+) -> tuple[contextlib.AsyncExitStack, HeldBatch]:
+    """Hold a claimed batch (its leases renewed) from the moment it is
+    claimed until its own stack is closed, or the pass's ends."""
+    chunk = contextlib.AsyncExitStack()
+    await holds.enter_async_context(chunk)
+    batch = await chunk.enter_async_context(batch_pass.hold(parts, claim, started_free=True))
+    return chunk, batch
 
 
 async def _get_one(parts: EngineParts, row: Row) -> RemoteInteraction | polling.Overdue | Exception:

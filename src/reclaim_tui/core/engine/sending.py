@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.engine import batch_pass, transitions
@@ -20,6 +21,7 @@ from reclaim_tui.core.engine.batching import GroupCommit
 from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.engine.transitions import describe
 from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.models import ATTEMPT_LABEL, PassReport, Row, Status, Transition
 from reclaim_tui.errors import BackendError, LedgerError
 
@@ -40,29 +42,85 @@ async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) 
     """
     report = PassReport()
     scope = {} if idems is None else {"idems": idems}
-    while not parts.circuit.open and (
-        claim := await batch_pass.claimed(
+    claim = None
+    if not parts.circuit.open:
+        claim = await batch_pass.claimed(
             parts, parts.ledger.claim_sendable, limit=parts.flight(), **scope
         )
-    ):
-        commit = GroupCommit(parts.ledger, parts.owner, parts.config.actor)
+    while claim is not None:
+        # The batch's last write (its last row's handle) takes the next batch.
+        rider = functools.partial(_ride, parts, scope)
+        commit = GroupCommit(parts.ledger, parts.owner, parts.config.actor, rider=rider)
         late: list[tuple[Row, str]] = []
         created: list[str] = []
         send = functools.partial(
-            _send_one, parts, commit=commit, late=late, created=created, report=report
+            _send_one,
+            parts,
+            commit=commit,
+            late=late,
+            created=created,
+            report=report,
+            unfinished=[len(claim.rows)],
         )
-        async with batch_pass.hold(parts, claim) as batch:
-            outcomes = await batch_pass.each(parts, claim.rows, send, batch)
-        # `_send_one` keeps the API's failures in their rows: what comes
-        # out of it is the ledger (or this program) failing a row's step.
-        failed = [(row, out) for row, out in outcomes if isinstance(out, Exception)]
-        await _settle_late_creates(parts, late, report)
-        if parts.config.webhooks and created:
-            # A fast job's event can beat its create's answer: poll those now.
-            report.counts["woken"] += await inbox.wake(parts.ledger, created, parts.clock.now())
-        if failed:
-            raise _pass_failed(failed, parts.noted(report))
+        try:
+            async with batch_pass.hold(parts, claim) as batch:
+                outcomes = await batch_pass.each(parts, claim.rows, send, batch)
+            # `_send_one` keeps the API's failures in their rows: what comes
+            # out of it is the ledger (or this program) failing a row's step.
+            failed = [(row, out) for row, out in outcomes if isinstance(out, Exception)]
+            await _settle_late_creates(parts, late, report)
+            if parts.config.webhooks and created:
+                # A fast job's event can beat its create's answer: poll those now.
+                report.counts["woken"] += await inbox.wake(parts.ledger, created, parts.clock.now())
+            if failed:
+                raise _pass_failed(failed, parts.noted(report))
+        except BaseException:
+            await _give_back(parts, commit.next_claim)
+            raise
+        claim = await _next_batch(parts, commit.next_claim, scope)
     return parts.noted(report)
+
+
+async def _ride(
+    parts: EngineParts,
+    scope: dict[str, Sequence[str]],
+    sending: Sequence[str],
+    todo: Any,
+) -> tuple[dict[str, Row], list[str], Claim]:
+    return await parts.ledger.write_and_claim_sendable(
+        parts.owner,
+        parts.config.actor,
+        sending=sending,
+        transitions=todo,
+        limit=0 if parts.circuit.open else parts.flight(),
+        lease_seconds=parts.config.lease_seconds,
+        **scope,
+    )
+
+
+async def _next_batch(
+    parts: EngineParts, taken: Claim | None, scope: dict[str, Sequence[str]]
+) -> Claim | None:
+    """The batch the last write took (None when it took none: claimed now)."""
+    if taken is None:
+        if parts.circuit.open:
+            return None
+        return await batch_pass.claimed(
+            parts, parts.ledger.claim_sendable, limit=parts.flight(), **scope
+        )
+    if parts.circuit.open or not taken.rows:
+        await _give_back(parts, taken)
+        return None
+    warm = getattr(parts.backend, "warm", None)
+    if warm is not None:
+        await warm()
+    return taken
+
+
+async def _give_back(parts: EngineParts, taken: Claim | None) -> None:
+    """Release a batch taken with the last write that will not be worked on."""
+    if taken is not None and taken.rows:
+        await parts.ledger.release(parts.owner, [r.idem for r in taken.rows])
 
 
 async def _send_one(
@@ -73,6 +131,33 @@ async def _send_one(
     late: list[tuple[Row, str]],
     created: list[str],
     report: PassReport,
+    unfinished: list[int],
+) -> None:
+    """One row's send; its last write says whether it is the batch's last
+    (`unfinished` counts the batch's rows not finished yet)."""
+    finished = False
+
+    def last() -> bool:
+        nonlocal finished
+        finished = True
+        unfinished[0] -= 1
+        return unfinished[0] == 0
+
+    try:
+        await _send_row(parts, row, commit, late, created, report, last)
+    finally:
+        if not finished:
+            unfinished[0] -= 1
+
+
+async def _send_row(
+    parts: EngineParts,
+    row: Row,
+    commit: GroupCommit,
+    late: list[tuple[Row, str]],
+    created: list[str],
+    report: PassReport,
+    last: Callable[[], bool],
 ) -> None:
     job = row.job
     if job.previous is not None:
@@ -81,7 +166,7 @@ async def _send_one(
         previous = await parts.ledger.get(job.previous)
         hold = transitions.before_chain(row, previous, parts.config, parts.clock.now())
         if hold is not None:
-            await _commit_one(commit, hold, report)
+            await _commit_one(commit, hold, report, last=last())
             return
         assert previous is not None and previous.handle is not None
         config = {**job.config, "previous_interaction_id": previous.handle}
@@ -100,7 +185,7 @@ async def _send_one(
     crashpoint("after_create_before_handle")
     t = transitions.after_create(sending, out, parts.config, parts.clock.now())
     handle = t.changes.get("handle")
-    if not await _commit_one(commit, t, report):
+    if not await _commit_one(commit, t, report, last=last()):
         if handle:
             late.append((sending, handle))
     elif handle:
@@ -108,10 +193,12 @@ async def _send_one(
     crashpoint("after_handle_commit")
 
 
-async def _commit_one(commit: GroupCommit, t: Transition, report: PassReport) -> bool:
+async def _commit_one(
+    commit: GroupCommit, t: Transition, report: PassReport, *, last: bool = False
+) -> bool:
     if t.error:
         report.error(t.idem, t.error)
-    applied = await commit.apply(t)
+    applied = await commit.apply(t, last=last)
     if not applied:
         report.counts["lease_lost"] += 1
     elif t.tally:

@@ -13,13 +13,22 @@ every transition appends to `events` in the transaction that makes it
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.ledger.claim_writes import (
+    DUE,
+    ClaimWrites,
+    claim_statement,
+    pollable,
+    scoped,
+    sendable,
+)
 from reclaim_tui.core.ledger.compare_and_set import apply_transitions, mark_sending, operator_cas
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.identity import FileSnapshot
@@ -29,8 +38,6 @@ from reclaim_tui.core.ledger.public_reads import PublicReads
 from reclaim_tui.core.ledger.schema import (
     EVENT_SQL,
     chunks,
-    claim_sql,
-    lease_free_sql,
     row_from_tuple,
 )
 from reclaim_tui.core.models import Actor, Row, Status, Transition
@@ -44,9 +51,6 @@ _LIVE_LEASES_SQL = Sql(
         f" AND lease_until > {d.p} AND lease_owner != {d.p}"
     )
 )
-_DUE = Sql(lambda d: f"next_at <= {d.p}")
-_AMONG_SQL = Sql(lambda d: f" AND idem IN (SELECT value FROM {d.each()})")
-_NOT_AMONG_SQL = Sql(lambda d: f" AND idem NOT IN (SELECT value FROM {d.each()})")
 _RENEW_SQL = Sql(
     lambda d: (
         f"UPDATE jobs SET lease_until = {d.p} WHERE lease_owner = {d.p}"
@@ -61,7 +65,7 @@ _RELEASE_SQL = Sql(
 )
 
 
-class LedgerBase(PublicReads, ABC):
+class LedgerBase(PublicReads, ClaimWrites, ABC):
     """The engine-agnostic part of a ledger (see the module's text)."""
 
     #: which engine's SQL this ledger speaks ("sqlite" or "postgres")
@@ -118,20 +122,21 @@ class LedgerBase(PublicReads, ABC):
         under a lease only: each row's attempt is committed by
         `write_batch(sending=…)` right before its own create is sent, so a
         kill leaves unsent rows as they were (rule 3)."""
-        where, params = self._scoped(
-            "status = 'reserving' AND inflight = 0 AND held = 0", False, idems, (), _DUE
-        )
+        where, params = sendable(self.clock.now(), idems)
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_pollable(
-        self, owner: str, *, limit: int, lease_seconds: float, exclude: Collection[str] = ()
+        self,
+        owner: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        exclude: Collection[str] = (),
     ) -> Claim:
         """`submitted` rows whose next poll is due (not one whose follow-up
         turn is in flight: recovery settles that one first); `exclude` skips
         rows this pass already polled."""
-        where, params = self._scoped(
-            "status = 'submitted' AND inflight = 0", False, None, exclude, _DUE
-        )
+        where, params = pollable(self.clock.now(), exclude)
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_cancel_pending(self, owner: str, *, limit: int, lease_seconds: float) -> Claim:
@@ -139,7 +144,7 @@ class LedgerBase(PublicReads, ABC):
         (core/engine/cancelling.py)."""
         return await self._claim(
             owner,
-            f"{PENDING_SQL} AND " + _DUE,
+            f"{PENDING_SQL} AND " + DUE,
             [self.clock.now()],
             limit=limit,
             lease_seconds=lease_seconds,
@@ -157,7 +162,7 @@ class LedgerBase(PublicReads, ABC):
     ) -> Claim:
         """`done` rows whose sink has to run (again). `force` also takes rows
         whose sink backoff has not run out; `exclude` skips rows already tried."""
-        where, params = self._scoped("status = 'done'", force, idems, exclude, _DUE)
+        where, params = scoped(self.clock.now(), "status = 'done'", force, idems, exclude, DUE)
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
 
     async def claim_orphans(
@@ -175,34 +180,15 @@ class LedgerBase(PublicReads, ABC):
         in flight, its outcome unknown. Without `force`, held and not-yet-due
         rows are left (a row waiting for an answer is held: its follow-up's
         orphan is taken when due)."""
-        where, params = self._scoped(
+        where, params = scoped(
+            self.clock.now(),
             "inflight = 1 AND status IN ('reserving', 'submitted')",
             force,
             idems,
             exclude,
-            "(held = 0 OR status = 'submitted') AND " + _DUE,
+            "(held = 0 OR status = 'submitted') AND " + DUE,
         )
         return await self._claim(owner, where, params, limit=limit, lease_seconds=lease_seconds)
-
-    def _scoped(
-        self,
-        where: str,
-        force: bool,
-        idems: Sequence[str] | None,
-        exclude: Collection[str],
-        due: str,
-    ) -> tuple[str, list[Any]]:
-        params: list[Any] = []
-        if not force:
-            where += " AND " + due
-            params.append(self.clock.now())
-        if idems is not None:
-            where += _AMONG_SQL
-            params.append(json.dumps(list(idems)))
-        if exclude:
-            where += _NOT_AMONG_SQL
-            params.append(json.dumps(sorted(exclude)))
-        return where, params
 
     async def _claim(
         self,
@@ -215,13 +201,7 @@ class LedgerBase(PublicReads, ABC):
     ) -> Claim:
         """Claim up to `limit` rows matching `where` whose lease is free, in ONE
         `UPDATE … RETURNING`."""
-        now = self.clock.now()
-        free, free_params = lease_free_sql(now, await self.dead_holders(owner))
-        sql = claim_sql(where, free, self.claim_lock)
-        # updated_at is left alone: a claim is not a state change, and not
-        # touching its index keeps a claim cheap (the console shows leases
-        # from lease_owner, refreshed with the row's next transition).
-        args = [owner, now + lease_seconds, *params, *free_params, limit]
+        sql, args = await claim_statement(self, owner, where, params, limit, lease_seconds)
         async with self.write() as db:
             async with db.execute(sql, args) as cur:
                 rows = [row_from_tuple(r) for r in await cur.fetchall()]
@@ -279,9 +259,24 @@ class LedgerBase(PublicReads, ABC):
         Returns (the marked rows, the idems whose transition applied)."""
         now = self.clock.now()
         async with self.write() as db:
-            marked = await mark_sending(db, owner, actor, sending, now)
-            applied = await apply_transitions(db, owner, actor, transitions, now)
-        return marked, applied
+            collect = await self._write_in(db, owner, actor, sending, transitions, now)
+        return await collect()
+
+    async def _write_in(
+        self,
+        db: Any,
+        owner: str,
+        actor: Actor,
+        sending: Sequence[str],
+        transitions: Sequence[Transition],
+        now: float,
+    ) -> Callable[[], Awaitable[tuple[dict[str, Row], list[str]]]]:
+        """`write_batch`'s statements inside the open transaction `db`; what
+        they returned is read by awaiting the callable, after the commit
+        (an engine may read its answers only then)."""
+        marked = await mark_sending(db, owner, actor, sending, now)
+        applied = await apply_transitions(db, owner, actor, transitions, now)
+        return functools.partial(_ready, marked, applied)
 
     async def operator_update(
         self,
@@ -323,3 +318,7 @@ class LedgerBase(PublicReads, ABC):
         now = self.clock.now()
         async with self.write() as db:
             await db.execute(EVENT_SQL, (now, idem, actor, status, status, note, idem))
+
+
+async def _ready(marked: dict[str, Row], applied: list[str]) -> tuple[dict[str, Row], list[str]]:
+    return marked, applied

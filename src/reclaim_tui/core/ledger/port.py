@@ -79,8 +79,36 @@ class Ledger(Protocol):
     ) -> Claim: ...
 
     async def claim_pollable(
-        self, owner: str, *, limit: int, lease_seconds: float, exclude: Collection[str] = ()
+        self,
+        owner: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        exclude: Collection[str] = (),
     ) -> Claim: ...
+
+    async def apply_and_claim_pollable(
+        self,
+        owner: str,
+        actor: Actor,
+        transitions: Sequence[Transition],
+        *,
+        limit: int,
+        lease_seconds: float,
+        exclude: Collection[str] = (),
+    ) -> tuple[list[str], Claim]: ...
+
+    async def write_and_claim_sendable(
+        self,
+        owner: str,
+        actor: Actor,
+        *,
+        sending: Sequence[str] = (),
+        transitions: Sequence[Transition] = (),
+        limit: int,
+        lease_seconds: float,
+        idems: Sequence[str] | None = None,
+    ) -> tuple[dict[str, Row], list[str], Claim]: ...
 
     async def claim_cancel_pending(
         self, owner: str, *, limit: int, lease_seconds: float

@@ -51,8 +51,9 @@ text indexes core/ledger/pg_schema.py. What differs is said here:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Self
 
@@ -274,22 +275,23 @@ class PgLedger(LedgerBase):
             finally:
                 await settle(self._conn)  # cancelled mid-protocol: closed, dialled again
 
-    async def write_batch(
+    async def _write_in(
         self,
+        db: Any,
         owner: str,
         actor: Actor,
-        *,
-        sending: Sequence[str] = (),
-        transitions: Sequence[Transition] = (),
-    ) -> tuple[dict[str, Row], list[str]]:
-        """As LedgerBase.write_batch, in one round trip (core/ledger/pg_write.py)."""
-        now = self.clock.now()
+        sending: Sequence[str],
+        transitions: Sequence[Transition],
+        now: float,
+    ) -> Callable[[], Awaitable[tuple[dict[str, Row], list[str]]]]:
+        """As LedgerBase's, sent into the transaction's pipeline and read
+        after its COMMIT: a group commit is one round trip
+        (core/ledger/pg_write.py)."""
         groups = pg_write.shapes(transitions, now)
         if groups is None:
-            return await super().write_batch(owner, actor, sending=sending, transitions=transitions)
-        async with self.write() as db:
-            sent = await pg_write.send(db, owner, actor, sending, groups, now)
-        return await pg_write.collect(sent, transitions)
+            return await super()._write_in(db, owner, actor, sending, transitions, now)
+        sent = await pg_write.send(db, owner, actor, sending, groups, now)
+        return functools.partial(pg_write.collect, sent, transitions)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         text = text_for(sql, POSTGRES)

@@ -14,9 +14,10 @@ are `LedgerBase`'s (core/ledger/base.py); `open_ledger`
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -293,19 +294,19 @@ class SqliteLedger(GenerationGuard, LedgerBase):
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
 
-    async def write_batch(
+    async def _write_in(
         self,
+        db: Any,
         owner: str,
         actor: Actor,
-        *,
-        sending: Sequence[str] = (),
-        transitions: Sequence[Transition] = (),
-    ) -> tuple[dict[str, Row], list[str]]:
-        """`LedgerBase.write_batch` in statements that do not grow with the
-        batch (core/ledger/sqlite_writes.py)."""
-        now = self.clock.now()
-        async with self.write() as db:
-            return await sqlite_writes.write_batch(db, owner, actor, sending, transitions, now)
+        sending: Sequence[str],
+        transitions: Sequence[Transition],
+        now: float,
+    ) -> Callable[[], Awaitable[tuple[dict[str, Row], list[str]]]]:
+        """`LedgerBase.write_batch`'s writes in statements that do not grow
+        with the batch (core/ledger/sqlite_writes.py)."""
+        done = await sqlite_writes.write_batch(db, owner, actor, sending, transitions, now)
+        return functools.partial(_written, done)
 
     # -- inserting jobs --------------------------------------------------------------
     async def insert_jobs(
@@ -361,3 +362,9 @@ async def _reap(connection: aiosqlite.Connection) -> None:
     thread = getattr(connection, "_thread", None)
     if thread is not None:
         await asyncio.to_thread(thread.join, 5.0)
+
+
+async def _written(
+    done: tuple[dict[str, Row], list[str]],
+) -> tuple[dict[str, Row], list[str]]:
+    return done

@@ -1,0 +1,178 @@
+"""A group commit and the next batch's claim in ONE transaction: one commit
+where there were two. A part of `LedgerBase` (base.py), with the claims'
+selections both share; the writes are the engine's own (`_write_in`:
+sqlite_writes.py, pg_write.py), the claim is the one `UPDATE … RETURNING`
+of every claim."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.ledger.dialect import Sql
+from reclaim_tui.core.ledger.port import Claim
+from reclaim_tui.core.ledger.schema import claim_sql, lease_free_sql, row_from_tuple
+from reclaim_tui.core.models import Actor, Row, Transition
+
+__all__ = ["DUE", "ClaimWrites", "claim_statement", "pollable", "scoped", "sendable"]
+
+#: A claim's "due now" rule (one parameter: now).
+DUE = Sql(lambda d: f"next_at <= {d.p}")
+_AMONG_SQL = Sql(lambda d: f" AND idem IN (SELECT value FROM {d.each()})")
+_NOT_AMONG_SQL = Sql(lambda d: f" AND idem NOT IN (SELECT value FROM {d.each()})")
+
+
+class ClaimWrites(ABC):
+    """The reclaim pass's and the send pass's writes that take their next batch."""
+
+    clock: Clock
+    claim_lock: str
+
+    @abstractmethod
+    def write(self) -> AbstractAsyncContextManager[Any]: ...
+
+    @abstractmethod
+    async def dead_holders(self, me: str) -> list[str]: ...
+
+    @abstractmethod
+    async def _write_in(
+        self,
+        db: Any,
+        owner: str,
+        actor: Actor,
+        sending: Sequence[str],
+        transitions: Sequence[Transition],
+        now: float,
+    ) -> Callable[[], Awaitable[tuple[dict[str, Row], list[str]]]]: ...
+
+    async def apply_and_claim_pollable(
+        self,
+        owner: str,
+        actor: Actor,
+        transitions: Sequence[Transition],
+        *,
+        limit: int,
+        lease_seconds: float,
+        exclude: Collection[str] = (),
+    ) -> tuple[list[str], Claim]:
+        """`apply(transitions)`, then `claim_pollable(…)`, in ONE transaction (one
+        commit: a batch's outcomes and the next batch). (idems applied, claim)."""
+        where, params = pollable(self.clock.now(), exclude)
+        _, applied, claim = await _write_and_claim(
+            self, owner, actor, (), transitions, where, params, limit, lease_seconds
+        )
+        return applied, claim
+
+    async def write_and_claim_sendable(
+        self,
+        owner: str,
+        actor: Actor,
+        *,
+        sending: Sequence[str] = (),
+        transitions: Sequence[Transition] = (),
+        limit: int,
+        lease_seconds: float,
+        idems: Sequence[str] | None = None,
+    ) -> tuple[dict[str, Row], list[str], Claim]:
+        """`write_batch(…)`, then `claim_sendable(…)`, in ONE transaction: the
+        send pass's last group commit of a batch takes the next batch."""
+        where, params = sendable(self.clock.now(), idems)
+        return await _write_and_claim(
+            self,
+            owner,
+            actor,
+            sending,
+            transitions,
+            where,
+            params,
+            limit,
+            lease_seconds,
+        )
+
+
+def scoped(
+    now: float,
+    where: str,
+    force: bool,
+    idems: Sequence[str] | None,
+    exclude: Collection[str],
+    due: str,
+) -> tuple[str, list[Any]]:
+    """A claim's selection: `where`, due by `due` unless `force`d, within
+    `idems` when given and outside `exclude`."""
+    params: list[Any] = []
+    if not force:
+        where += " AND " + due
+        params.append(now)
+    if idems is not None:
+        where += _AMONG_SQL
+        params.append(json.dumps(list(idems)))
+    if exclude:
+        where += _NOT_AMONG_SQL
+        params.append(json.dumps(sorted(exclude)))
+    return where, params
+
+
+def pollable(now: float, exclude: Collection[str]) -> tuple[str, list[Any]]:
+    return scoped(
+        now,
+        "status = 'submitted' AND inflight = 0",
+        False,
+        None,
+        exclude,
+        DUE,
+    )
+
+
+def sendable(now: float, idems: Sequence[str] | None) -> tuple[str, list[Any]]:
+    where = "status = 'reserving' AND inflight = 0 AND held = 0"
+    return scoped(now, where, False, idems, (), DUE)
+
+
+async def _write_and_claim(
+    ledger: ClaimWrites,
+    owner: str,
+    actor: Actor,
+    sending: Sequence[str],
+    transitions: Sequence[Transition],
+    where: str,
+    params: Sequence[Any],
+    limit: int,
+    lease_seconds: float,
+) -> tuple[dict[str, Row], list[str], Claim]:
+    """A group commit's writes, then a claim of up to `limit` rows matching
+    `where`, in ONE transaction: the claim is what the ledger holds once the
+    writes applied. (marked rows, idems applied, claim)."""
+    now = ledger.clock.now()
+    sql, args = await claim_statement(ledger, owner, where, params, limit, lease_seconds)
+    async with ledger.write() as db:
+        collect = await ledger._write_in(db, owner, actor, sending, transitions, now)
+        rows = []
+        if limit > 0:
+            async with db.execute(sql, args) as cur:
+                rows = [row_from_tuple(r) for r in await cur.fetchall()]
+    marked, applied = await collect()
+    return marked, applied, Claim(owner, rows)
+
+
+async def claim_statement(
+    ledger: ClaimWrites,
+    owner: str,
+    where: str,
+    params: Sequence[Any],
+    limit: int,
+    lease_seconds: float,
+) -> tuple[str, list[Any]]:
+    """A claim's statement and its parameters (the holders provably gone
+    are read now, outside the claim's transaction)."""
+    now = ledger.clock.now()
+    free, free_params = lease_free_sql(now, await ledger.dead_holders(owner))
+    # updated_at is left alone: a claim is not a state change, and not
+    # touching its index keeps a claim cheap (the console shows leases
+    # from lease_owner, refreshed with the row's next transition).
+    args = [owner, now + lease_seconds, *params, *free_params, limit]
+    return claim_sql(where, free, ledger.claim_lock), args
