@@ -68,12 +68,12 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import SystemClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.gemini import GeminiBackend
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import RowFilter, View
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
-from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION
+from reclaim_tui.core.ledger.postgres.schema import PG_SCHEMA_VERSION
+from reclaim_tui.core.ledger.sqlite.schema import SCHEMA_VERSION
 from reclaim_tui.core.ledger.transfer import TableCopy, copy_ledger
-from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.tui.app import ReclaimApp

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.sqlite_schema import MIGRATIONS, migration_statements
+from reclaim_tui.core.ledger.sqlite.schema import MIGRATIONS, migration_statements
 
 #: The schema the rows are written in, before the ledger's own migrations.
 _BULK_SCHEMA = 4

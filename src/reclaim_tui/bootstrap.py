@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend, LabelFinder
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger import new_ledger, opening
+from reclaim_tui.core.ledger import opening
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.sqlite import new_ledger
 from reclaim_tui.core.models import Actor
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ async def open_ledger(
     """The ledger at `settings.db`, closed on exit; a LedgerError if unusable.
 
     A new SQLite ledger is said on stderr, and refused beside another ledger
-    of the same folder unless `settings.create_ledger` (core/ledger/new_ledger.py)."""
+    of the same folder unless `settings.create_ledger` (core/ledger/sqlite/new_ledger.py)."""
     fresh = create and not readonly and opening.ledger_file(settings.db) is not None
     fresh = fresh and new_ledger.would_create(settings.db)
     if fresh and not settings.create_ledger:

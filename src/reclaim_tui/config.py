@@ -78,7 +78,7 @@ class Settings:
     #: with webhooks: the age of a job at its first fallback poll
     webhook_poll: float = 120.0
     #: `--create`: start a new SQLite ledger even beside another one in its
-    #: folder (core/ledger/new_ledger.py)
+    #: folder (core/ledger/sqlite/new_ledger.py)
     create_ledger: bool = False
 
     @property

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migration_statements
+from reclaim_tui.core.ledger.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, migration_statements
 from tests.helpers import EmulatorProcess, Workspace
 from tests.helpers.procs import clean_env, write_jobs
 

@@ -134,7 +134,7 @@ def test_nul_in_input_and_result_migrates_to_postgresql(
     "text", ["", "plain", "a\u0000b", "\u0000", "\ufdd0", "\ufdd0x\u0000", "ü\ufdd0", '"\\u0000"']
 )
 def test_pg_text_encoding_is_lossless(text: str) -> None:
-    from reclaim_tui.core.ledger.pg_text import decode, encode
+    from reclaim_tui.core.ledger.postgres.text import decode, encode
 
     stored = encode(text)
     assert "\u0000" not in stored

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.views import View
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import View
 
 __all__ = ["walk", "walk_back"]
 

@@ -23,7 +23,7 @@ from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.sqlite import SqliteLedger
+from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
 from reclaim_tui.core.models import Actor, JobSpec, Status
 from reclaim_tui.core.sinks import CallableSink, DirectorySink
 from reclaim_tui.errors import MaybeCreatedError

@@ -3,7 +3,7 @@ its operator's actions must be told apart in a row's history."""
 
 from __future__ import annotations
 
-from reclaim_tui.core.ledger.views import Detail
+from reclaim_tui.core.ledger.console.views import Detail
 from reclaim_tui.core.models import Event, Row, Status
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.widgets.detail_pane import render_detail

@@ -74,7 +74,7 @@ def test_the_detail_shows_an_agent_job_its_labels_deadline_and_chain() -> None:
     """Issue 11: a chain (`previous`) is shown in the console."""
     import dataclasses
 
-    from reclaim_tui.core.ledger.views import Detail
+    from reclaim_tui.core.ledger.console.views import Detail
     from reclaim_tui.core.models import JobSpec, Status
     from reclaim_tui.tui.widgets.detail_pane import render_detail
 

@@ -226,7 +226,7 @@ async def test_the_console_on_an_empty_database_waits_for_its_engine_to_create_t
     ledger here": the console read before its engine had created the schema
     (only a missing *file* made it wait). The engine's open is slowed here,
     as a worker process's start-up slows it in the demo."""
-    from reclaim_tui.core.ledger.postgres import PgLedger
+    from reclaim_tui.core.ledger.postgres.ledger import PgLedger
 
     real_open = PgLedger.open.__func__  # type: ignore[attr-defined]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.costs import cost_of, load_prices
-from reclaim_tui.core.ledger.views import Page, View
+from reclaim_tui.core.ledger.console.views import Page, View
 from reclaim_tui.tui.widgets.loop_bar import LoopBar
 
 from .conftest import Seeded

@@ -14,7 +14,7 @@ from textual._time import get_time
 from textual.keys import _character_to_key
 from textual.widgets import TextArea
 
-from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.submit import SubmitScreen
 

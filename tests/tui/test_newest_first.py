@@ -10,8 +10,8 @@ import pytest
 
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.ledger.console.views import SORTS
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.views import SORTS
 from reclaim_tui.core.sinks import DirectorySink
 
 from .conftest import Seeded, spec

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from reclaim_tui.core.ledger.console.views import Detail
 from reclaim_tui.core.ledger.retention import AtRisk, Attention
-from reclaim_tui.core.ledger.views import Detail
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.row_notes import NOT_FOUND, PLAN_READY
 from reclaim_tui.tui.format import attention_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.style import Style
 
-from reclaim_tui.core.ledger.views import Detail
+from reclaim_tui.core.ledger.console.views import Detail
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.row_notes import PLAN_READY
 from reclaim_tui.tui.widgets.detail_pane import render_detail

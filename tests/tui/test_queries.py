@@ -1,4 +1,4 @@
-"""core/ledger/queries.py: keyset windows walk every row exactly once, in every sort."""
+"""core/ledger/console/queries.py: keyset windows walk every row exactly once, in every sort."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import SORTS, RowFilter, View
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.views import SORTS, RowFilter, View
 from reclaim_tui.core.models import Row, Status
 from tests.helpers.pages import walk, walk_back
 

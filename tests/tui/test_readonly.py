@@ -49,7 +49,7 @@ async def test_readonly_needs_no_api_key(seeded: Seeded, monkeypatch: object) ->
 
 def test_core_never_imports_textual() -> None:
     code = (
-        "import sys, reclaim_tui.core.ledger.queries, reclaim_tui.core.engine.engine;"
+        "import sys, reclaim_tui.core.ledger.console.queries, reclaim_tui.core.engine.engine;"
         "import reclaim_tui.cli;"
         "assert 'textual' not in sys.modules, 'core imported textual'"
     )

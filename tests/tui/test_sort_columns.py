@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.views import (
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import (
     SORT_COLUMNS,
     UNINDEXED_SORT_CAP,
     View,

@@ -15,10 +15,10 @@ import pytest
 
 from reclaim_tui.config import ConsoleSettings
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import RowFilter, View
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.views import RowFilter, View
 from tests.helpers.pages import walk
 
 from .conftest import Seeded

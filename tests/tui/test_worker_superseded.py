@@ -14,7 +14,7 @@ import asyncio
 
 import pytest
 
-from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.runner.host import EngineHost
 
 from .conftest import Seeded

@@ -15,7 +15,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.sqlite import SqliteLedger
+from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
 from reclaim_tui.core.models import JobSpec, StoredResult
 from reclaim_tui.core.sinks import CallableSink
 

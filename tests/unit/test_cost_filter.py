@@ -19,11 +19,11 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.cost_sql import install_prices, row_cost_sql
 from reclaim_tui.core.cost_totals import CostFilter, cost_totals, grand_total
 from reclaim_tui.core.costs import PriceTable, cost_of, load_prices
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import RowFilter, View
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.reads import stored_usage
-from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import Status
 from tests.helpers.pages import walk
 

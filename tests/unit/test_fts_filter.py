@@ -27,18 +27,18 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.cost_totals import CostFilter, cost_totals
 from reclaim_tui.core.costs import load_prices
-from reclaim_tui.core.ledger import queries, text_search
+from reclaim_tui.core.ledger.console import queries, text_search
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.text_search import text_hits, trigrams
+from reclaim_tui.core.ledger.console.views import SORTS, RowFilter, View
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.sqlite_schema import (
+from reclaim_tui.core.ledger.sqlite.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     SEARCH_BATCH,
     SEARCH_FLUSH_SQL,
 )
-from reclaim_tui.core.ledger.text_search import text_hits, trigrams
-from reclaim_tui.core.ledger.views import SORTS, RowFilter, View
 from reclaim_tui.core.models import JobSpec, Status
 from tests.helpers.pages import walk, walk_back
 

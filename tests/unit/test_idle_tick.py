@@ -1,5 +1,5 @@
 """An idle cron tick asks the ledger "anything due?" synchronously before it
-imports asyncio, aiosqlite and the engine (issue 27; core/ledger/idle.py).
+imports asyncio, aiosqlite and the engine (issue 27; core/ledger/sqlite/idle.py).
 Its answer must be the union of the claims every pass of a tick makes: a row
 one claim would take and the probe missed is a job a tick never runs."""
 
@@ -17,11 +17,11 @@ import pytest
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.identity import marker_path
-from reclaim_tui.core.ledger.idle import nothing_due
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import this_process
 from reclaim_tui.core.ledger.port import Ledger
-from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION
+from reclaim_tui.core.ledger.sqlite.idle import nothing_due
+from reclaim_tui.core.ledger.sqlite.schema import SCHEMA_VERSION
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import LedgerBusyError
 

@@ -389,7 +389,7 @@ async def test_the_console_reads_the_inbox_and_which_rows_an_event_completed(
     tmp_path: Path, db_url: str
 ) -> None:
     from reclaim_tui.core.keys import idempotency_key
-    from reclaim_tui.core.ledger.queries import ConsoleReader
+    from reclaim_tui.core.ledger.console.queries import ConsoleReader
     from reclaim_tui.core.models import JobSpec
     from reclaim_tui.tui.format import inbox_text
     from reclaim_tui.tui.widgets.detail_pane import render_detail

@@ -720,7 +720,7 @@ async def test_the_inbox_refuses_to_start_on_a_ledger_it_must_not_touch(
     if on_pg:
         import psycopg
 
-        from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
+        from reclaim_tui.core.ledger.postgres.schema import PG_SCHEMA_VERSION
 
         with psycopg.connect(db_url, autocommit=True) as pg:
             if kind == "newer":
@@ -732,7 +732,7 @@ async def test_the_inbox_refuses_to_start_on_a_ledger_it_must_not_touch(
                 pg.execute("CREATE SCHEMA reclaim_tui")
                 pg.execute("CREATE TABLE reclaim_tui.payroll (x int)")
     else:
-        from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION
+        from reclaim_tui.core.ledger.sqlite.schema import SCHEMA_VERSION
 
         with sqlite3.connect(db_url) as db:
             if kind == "newer":

@@ -11,7 +11,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import LeaseOwner, pid_space
 from reclaim_tui.core.ledger.port import Ledger
-from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION
+from reclaim_tui.core.ledger.sqlite.schema import SCHEMA_VERSION
 from reclaim_tui.core.models import Status, Transition
 from reclaim_tui.errors import (
     LedgerCorruptError,
@@ -24,7 +24,7 @@ from reclaim_tui.errors import (
 async def test_pragmas_are_durable(ledger: Ledger) -> None:
     p = await ledger.pragmas()
     if ledger.dialect == "postgres":
-        from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
+        from reclaim_tui.core.ledger.postgres.schema import PG_SCHEMA_VERSION
 
         assert p["synchronous_commit"] == "on"
         assert p["lock_timeout"] == "10s"  # busy_timeout's meaning on a server
@@ -42,7 +42,7 @@ async def test_newer_schema_is_refused(db_url: str) -> None:
     if is_database_url(db_url):  # a ledger, then its version from the future
         import psycopg
 
-        from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
+        from reclaim_tui.core.ledger.postgres.schema import PG_SCHEMA_VERSION
 
         await (await open_ledger(db_url)).close()
         with psycopg.connect(db_url, autocommit=True) as pg:
@@ -135,8 +135,8 @@ async def test_a_file_migrated_by_another_process_mid_open_is_not_foreign(
     when eight ticks opened one new file at once: the open read the version
     (0), another process committed the whole migration, then the open read
     the table list (all ours). Both reads must come from one snapshot."""
-    from reclaim_tui.core.ledger.sqlite import SqliteLedger
-    from reclaim_tui.core.ledger.sqlite_schema import MIGRATIONS, migration_statements
+    from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
+    from reclaim_tui.core.ledger.sqlite.schema import MIGRATIONS, migration_statements
 
     path = tmp_path / "ledger.db"
     first = sqlite3.connect(path)

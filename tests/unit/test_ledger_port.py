@@ -16,8 +16,8 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Claim, Ledger
-from reclaim_tui.core.ledger.postgres import PgLedger
-from reclaim_tui.core.ledger.sqlite import SqliteLedger
+from reclaim_tui.core.ledger.postgres.ledger import PgLedger
+from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
 from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.core.models import Actor, Status
 from reclaim_tui.errors import LedgerReadOnlyError

@@ -18,7 +18,7 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
-from reclaim_tui.core.ledger.sqlite import SqliteLedger
+from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
 from reclaim_tui.core.models import Actor, RemoteInteraction, RemoteState, Status, Transition
 from reclaim_tui.errors import LedgerError
 

@@ -28,8 +28,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from reclaim_tui.core.ledger.console.text_search import TEXT_SQL, like_pattern
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.text_search import TEXT_SQL, like_pattern
 from tests.helpers.postgres import PostgresServer, find_bin_dir
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "ledgers"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from reclaim_tui.core.ledger.grants import grant_statements
-from reclaim_tui.core.ledger.pg_connect import quote_ident
-from reclaim_tui.core.ledger.pg_search_path import schema_for
+from reclaim_tui.core.ledger.postgres.connect import quote_ident
+from reclaim_tui.core.ledger.postgres.grants import grant_statements
+from reclaim_tui.core.ledger.postgres.search_path import schema_for
 
 
 @pytest.mark.parametrize(

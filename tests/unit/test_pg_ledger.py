@@ -13,8 +13,8 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.pg_connect import ServerClock
-from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA, PG_SCHEMA_VERSION
+from reclaim_tui.core.ledger.postgres.connect import ServerClock
+from reclaim_tui.core.ledger.postgres.schema import PG_SCHEMA, PG_SCHEMA_VERSION
 from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
@@ -182,8 +182,8 @@ async def test_the_filter_folds_ascii_case_only_whatever_the_database_locale(
     """A database created with a UTF-8 locale (most are) folded É to é in the
     input filter's ILIKE, where SQLite's LIKE — the filter's documented rule
     — folds ASCII only (found by the review of the contract suite)."""
-    from reclaim_tui.core.ledger.queries import ConsoleReader
-    from reclaim_tui.core.ledger.views import RowFilter, View
+    from reclaim_tui.core.ledger.console.queries import ConsoleReader
+    from reclaim_tui.core.ledger.console.views import RowFilter, View
     from reclaim_tui.core.models import JobSpec
 
     base = pg_server.create_database()

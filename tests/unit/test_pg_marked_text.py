@@ -1,4 +1,4 @@
-"""Text starting with U+FDD0 (the mark of core/ledger/pg_text.py's NUL
+"""Text starting with U+FDD0 (the mark of core/ledger/postgres/text.py's NUL
 encoding) stored by a version before that encoding: after the upgrade it
 reads back as it was written, no row fails a read, and it crosses `migrate`
 both ways unchanged, `--check` agreeing (issue 40 point 7)."""
@@ -19,7 +19,7 @@ from psycopg import sql
 
 from reclaim_tui.cli import cli
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.pg_text import MARK, decode, encode
+from reclaim_tui.core.ledger.postgres.text import MARK, decode, encode
 from tests.helpers.postgres import PostgresServer, find_bin_dir
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "ledgers" / "postgres-v1-c5afcac.sql"

@@ -2,7 +2,7 @@
 group commit, a claim's transaction and a read cost the round trips they
 must, counted from the wire (libpq's protocol trace: every Sync or Flush the
 client sends is a wait for the server); the set-based group commit
-(core/ledger/pg_write.py) writes what the shared statements write on
+(core/ledger/postgres/writes.py) writes what the shared statements write on
 SQLite, row for row and event for event; an error mid-pipeline rolls the
 whole transaction back and leaves the connection usable."""
 

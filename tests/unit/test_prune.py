@@ -16,15 +16,15 @@ import pytest
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger import prune as prune_module
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import RowFilter, View
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.inbox import InboxEvent, named, record
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.prune import PruneReport, count_prunable, prune
-from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.schema import EVENT_SQL
-from reclaim_tui.core.ledger.sqlite_schema import SEARCH_FLUSH_SQL
-from reclaim_tui.core.ledger.views import RowFilter, View
+from reclaim_tui.core.ledger.sqlite.schema import SEARCH_FLUSH_SQL
 from reclaim_tui.core.models import JobSpec, Status, attempt_tag
 from reclaim_tui.errors import ConfigError
 from tests.helpers.pages import walk

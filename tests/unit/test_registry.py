@@ -20,8 +20,8 @@ from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.fleet import read_fleet
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import LeaseOwner, pid_space, this_process
-from reclaim_tui.core.ledger.pg_schema import PG_SCHEMA_VERSION
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.postgres.schema import PG_SCHEMA_VERSION
 from reclaim_tui.core.ledger.registry import (
     BEAT,
     RETENTION,
@@ -29,7 +29,7 @@ from reclaim_tui.core.ledger.registry import (
     read_processes,
     stale_after,
 )
-from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION
+from reclaim_tui.core.ledger.sqlite.schema import SCHEMA_VERSION
 from reclaim_tui.core.models import JobSpec, PassReport
 from reclaim_tui.core.sinks import DirectorySink
 from reclaim_tui.runner.commands import SetPace

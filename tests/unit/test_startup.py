@@ -185,7 +185,7 @@ def test_a_command_imports_only_our_modules_it_uses(
 
 
 #: What an idle tick no longer imports (issue 27): it asks the ledger "anything
-#: due?" synchronously first (core/ledger/idle.py), so the event loop, aiosqlite,
+#: due?" synchronously first (core/ledger/sqlite/idle.py), so the event loop, aiosqlite,
 #: the engine and the sinks come only with work to do.
 _ASYNC_STACK = {"asyncio", "aiosqlite"}
 _ENGINE = {"reclaim_tui.bootstrap", "reclaim_tui.core.engine.engine", "reclaim_tui.core.sinks"}

@@ -202,7 +202,7 @@ def test_orphan_rule_in_sql_matches_row_is_orphan(
     # on both engines, through a ledger: the next test.
     import sqlite3
 
-    from reclaim_tui.core.ledger.sqlite_schema import MIGRATIONS
+    from reclaim_tui.core.ledger.sqlite.schema import MIGRATIONS
 
     db = sqlite3.connect(":memory:")
     for migration in MIGRATIONS:

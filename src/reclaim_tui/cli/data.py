@@ -19,12 +19,12 @@ from reclaim_tui.cli.options import options
 from reclaim_tui.cli.output_file import written_whole
 from reclaim_tui.cli.tables import Column, text_table
 from reclaim_tui.core.export import iso_time, write_export
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import View
 from reclaim_tui.core.ledger.port import Ledger
-from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.registry import Process, read_processes
 from reclaim_tui.core.ledger.retention import Attention, attention
 from reclaim_tui.core.ledger.urls import shown_db
-from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.errors import ConfigError, LedgerError
 

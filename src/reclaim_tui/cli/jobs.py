@@ -72,7 +72,7 @@ def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw: Any) 
 
 
 def _nothing_due(settings: Settings, now: float) -> bool:
-    """A look at the ledger before the full tick (core/ledger/idle.py), where a
+    """A look at the ledger before the full tick (core/ledger/sqlite/idle.py), where a
     tick with nothing due would do no more than it does: a SQLite ledger, the
     default sink, no webhooks (their inbox pass), the API key found (a missing
     one is the full tick's error, exit 2)."""
@@ -82,7 +82,7 @@ def _nothing_due(settings: Settings, now: float) -> bool:
 
     if settings.base_url is None and not resolve_api_key(settings.api_key):
         return False
-    from reclaim_tui.core.ledger.idle import nothing_due
+    from reclaim_tui.core.ledger.sqlite.idle import nothing_due
 
     return nothing_due(settings.db, busy_timeout=settings.busy_timeout, now=now)
 

@@ -1,6 +1,6 @@
 """`reclaim-tui upgrade`: apply the ledger's schema migrations and nothing
 else (core/ledger/upgrade.py): no API, no sink, no pass. `reclaim-tui
-grants`: an app role's grants on a PostgreSQL ledger (core/ledger/grants.py)."""
+grants`: an app role's grants on a PostgreSQL ledger (core/ledger/postgres/grants.py)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ async def grants(db: str, busy_timeout: float, role: str, apply_now: bool) -> No
     The rights a DML-only role needs on the ledger's schema now, and on the
     tables the owner's later migrations add (ALTER DEFAULT PRIVILEGES), so
     `reclaim-tui upgrade` needs no administrator afterwards. PostgreSQL only."""
-    from reclaim_tui.core.ledger.grants import role_grants
+    from reclaim_tui.core.ledger.postgres.grants import role_grants
 
     owner, statements = await role_grants(db, busy_timeout, role, apply=apply_now)
     if apply_now:

@@ -1,7 +1,7 @@
 """A service's watch on its ledger: is it still the ledger it opened? A
 file moved over, truncated, overwritten with another ledger or an older copy
 (core/ledger/identity.py), or the same file with another history — restored
-from a backup, or a branch copied over it (core/ledger/generation.py).
+from a backup, or a branch copied over it (core/ledger/sqlite/generation.py).
 Writing on would record into a file nobody reads, or next to state that went
 back in time: the service says `ledger_replaced` and stops."""
 

@@ -237,7 +237,7 @@ class ServiceLoop:
         first: Sequence[JobSpec] = jobs
         code = 0
         # A ledger put back in time under the service is seen at each pass
-        # and refused at each commit (core/ledger/generation.py).
+        # and refused at each commit (core/ledger/sqlite/generation.py).
         await self.engine.ledger.guard_generation(self.engine.owner)
         while not self.stopping:
             self.wake.clear()

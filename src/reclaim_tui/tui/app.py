@@ -39,8 +39,8 @@ from reclaim_tui.config import (
     load_console_settings,
     save_console_settings,
 )
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.ledger.opening import ledger_file
-from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.runner.control import AttachedHost

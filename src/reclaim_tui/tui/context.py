@@ -43,7 +43,7 @@ class ConsoleConfig:
     #: `ReclaimApp.on_main_screen_ready`.
     freeze_gc: bool = True
     #: Said first when the console started a new ledger (a mistyped --db shows
-    #: an empty screen otherwise): core/ledger/new_ledger.py.
+    #: an empty screen otherwise): core/ledger/sqlite/new_ledger.py.
     created_note: str | None = None
 
     @property

@@ -22,7 +22,7 @@ from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.worker import Worker
 
-from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.ledger_health import LedgerHealth, LedgerReach

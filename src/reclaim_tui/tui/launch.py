@@ -11,8 +11,8 @@ from reclaim_tui.config import Settings
 from reclaim_tui.core.backend import Backend
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.gemini import resolve_api_key
-from reclaim_tui.core.ledger import new_ledger
 from reclaim_tui.core.ledger.opening import ledger_file
+from reclaim_tui.core.ledger.sqlite import new_ledger
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.core.sinks import load_sink
 from reclaim_tui.errors import ConfigError

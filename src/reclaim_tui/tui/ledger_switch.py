@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reclaim_tui.bootstrap import open_ledger
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.ledger.opening import ledger_file
-from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.ledger.urls import shown_db
 from reclaim_tui.errors import ReclaimError
 from reclaim_tui.tui.widgets.loop_bar import LoopBarState

@@ -13,9 +13,9 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 
 from reclaim_tui.core.engine.engine import PassReport
+from reclaim_tui.core.ledger.console.views import Detail, Page, View
 from reclaim_tui.core.ledger.inbox import InboxStats
 from reclaim_tui.core.ledger.retention import Attention
-from reclaim_tui.core.ledger.views import Detail, Page, View
 from reclaim_tui.tui.state import Cursor
 
 __all__ = [

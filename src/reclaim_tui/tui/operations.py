@@ -26,8 +26,8 @@ from reclaim_tui.core.engine.engine import PassReport
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import check_job, parse_jobs_bytes
 from reclaim_tui.core.keys import idempotency_key
-from reclaim_tui.core.ledger.queries import ConsoleReader
-from reclaim_tui.core.ledger.views import View
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import View
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import JobsFileError, ReclaimError
 from reclaim_tui.runner.commands import RowCommand, RowsOutcome

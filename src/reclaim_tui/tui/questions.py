@@ -13,8 +13,8 @@ from pathlib import Path
 
 from reclaim_tui.core.cost_estimate import Estimate
 from reclaim_tui.core.costs import format_usd
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.ledger.prune import PruneCount
-from reclaim_tui.core.ledger.queries import ConsoleReader
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.core.row_notes import ASKS, PLAN_READY, is_pending
 

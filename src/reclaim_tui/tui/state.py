@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reclaim_tui.core.ledger.views import (
+from reclaim_tui.core.ledger.console.views import (
     SORTS,
     Direction,
     Key,

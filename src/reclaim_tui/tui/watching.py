@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.ledger.retention import Attention
 from reclaim_tui.tui.messages import CountsChanged
 

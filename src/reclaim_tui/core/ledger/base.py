@@ -2,8 +2,8 @@
 compare-and-set writes and the public reads, each statement written once
 (in both engines' SQL where they differ: core/ledger/dialect.py).
 
-`LedgerBase` is the abstract base of `SqliteLedger` (core/ledger/sqlite.py)
-and `PgLedger` (core/ledger/postgres.py); it runs its statements through the
+`LedgerBase` is the abstract base of `SqliteLedger` (core/ledger/sqlite/ledger.py)
+and `PgLedger` (core/ledger/postgres/ledger.py); it runs its statements through the
 two things each engine gives it: `write()` (one transaction) and
 `_fetchall()` (one locked read). Claims are single `UPDATE … RETURNING` statements;
 every transition appends to `events` in the transaction that makes it
@@ -98,7 +98,7 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
     # -- claiming --------------------------------------------------------------------
     async def guard_generation(self, owner: str) -> None:
         """A ledger on a server cannot be put back under a process: nothing
-        to guard (SQLite overrides this: core/ledger/generation.py)."""
+        to guard (SQLite overrides this: core/ledger/sqlite/generation.py)."""
         return None
 
     async def generation_change(self, main: FileSnapshot | None = None) -> str | None:

@@ -177,7 +177,7 @@ def _assign(d: Dialect, names: Sequence[str]) -> str:
 def _row_lock(db: aiosqlite.Connection, of: str = "") -> str:
     """Lock the rows a compare-and-set reads before it writes them. SQLite's
     write transaction already excludes every other writer; a PostgreSQL
-    session (core/ledger/pg_session.py) says FOR UPDATE, so another host's write to
+    session (core/ledger/postgres/session.py) says FOR UPDATE, so another host's write to
     the row waits for this transaction instead of slipping in between."""
     lock = getattr(db, "row_lock", "")
     return f"{lock}{of}" if lock else ""

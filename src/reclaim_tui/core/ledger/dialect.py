@@ -9,8 +9,8 @@ input text, case-folding `LIKE`, SQLite's planner hints. A statement that
 differs is a function of the dialect, rendered once per engine by plain
 string formatting into an `Sql`: a `str` holding SQLite's text, with
 PostgreSQL's in `.postgres`. SQLite's connection reads it as the string it
-is; PostgreSQL's session (core/ledger/pg_session.py) and reads
-(core/ledger/postgres.py) send `.postgres`. A plain `str` is a statement
+is; PostgreSQL's session (core/ledger/postgres/session.py) and reads
+(core/ledger/postgres/ledger.py) send `.postgres`. A plain `str` is a statement
 both engines read alike: no parameters of its own, nothing that differs.
 
     SHARED = "SELECT COUNT(*) FROM jobs"
@@ -87,7 +87,7 @@ class Dialect:
         of a string input, the JSON text of a structured one; NULL for a
         spec that is not JSON (a hand-edited row must not make every write
         to it fail). PostgreSQL: the schema's `reclaim_input` function
-        (core/ledger/pg_schema.py)."""
+        (core/ledger/postgres/schema.py)."""
         return self._input.format(spec=spec)
 
 

@@ -55,12 +55,12 @@ async def open_ledger(
     refuses to start a new one."""
     spath = str(db)
     if is_database_url(spath):
-        from reclaim_tui.core.ledger.postgres import PgLedger  # psycopg only when asked for
+        from reclaim_tui.core.ledger.postgres.ledger import PgLedger  # psycopg only when asked for
 
         return await PgLedger.open(
             spath, clock=clock, busy_timeout=busy_timeout, readonly=readonly, create=create
         )
-    from reclaim_tui.core.ledger.sqlite import SqliteLedger  # aiosqlite only when asked for
+    from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger  # aiosqlite only when asked for
 
     return await SqliteLedger.open(
         spath, clock=clock, busy_timeout=busy_timeout, readonly=readonly, create=create

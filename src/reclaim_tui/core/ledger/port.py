@@ -2,8 +2,8 @@
 
 The engine (core/engine/), the runner, the CLI, the console and the ledger's
 own helper modules (queries, inbox, prune, transfer…) are typed against
-`Ledger`, never against an engine's class. `core/ledger/sqlite.py`
-(`SqliteLedger`) and `core/ledger/postgres.py` (`PgLedger`) implement it side
+`Ledger`, never against an engine's class. `core/ledger/sqlite/ledger.py`
+(`SqliteLedger`) and `core/ledger/postgres/ledger.py` (`PgLedger`) implement it side
 by side, neither a subclass of the other; `core/ledger/opening.py`
 (`open_ledger`) picks one by the `--db` it is given.
 tests/unit/test_ledger_port.py checks that both classes have every member

@@ -21,7 +21,7 @@ deletes *terminal* rows — `consumed`, and on request `failed` and
   news of a later job reserved under the same key (a jobs file passed
   again after the prune), adopting an interaction of the pruned job. On
   SQLite the FTS5 triggers queue the deleted rows out of the text index in
-  the same transaction (core/ledger/sqlite_schema.py), so the filter stops finding them.
+  the same transaction (core/ledger/sqlite/schema.py), so the filter stops finding them.
 - **Batches**: `batch` rows per transaction, so the ledger's write lock is
   never held for more than one batch (other writers wait at most that).
 - **Archive first**: with `archive`, each batch's rows — every column, the

@@ -28,7 +28,7 @@ class PublicReads(ABC):
 
     # -- reading --------------------------------------------------------------------
     async def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """A read for the console's windowed queries (core/ledger/queries.py); tuples
+        """A read for the console's windowed queries (core/ledger/console/queries.py); tuples
         in the SELECT's column order."""
         return await self._fetchall(sql, params)
 

@@ -5,7 +5,7 @@ place a SELECT tuple becomes a Row.
 Where the engines' SQL differs a statement is an `Sql` holding both texts
 (core/ledger/dialect.py).
 Each engine's schema and numbered migrations are its own:
-core/ledger/sqlite_schema.py and core/ledger/pg_schema.py.
+core/ledger/sqlite/schema.py and core/ledger/postgres/schema.py.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ async def apply(db: str, busy_timeout: float = 10.0) -> UpgradePlan:
 
 
 def _sqlite_plan(db: str) -> UpgradePlan:
-    from reclaim_tui.core.ledger.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+    from reclaim_tui.core.ledger.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
     if not Path(db).is_file():
         raise LedgerError(f"{db}: no ledger here (run `tick` or `submit` first)")
@@ -90,8 +90,8 @@ def _sqlite_plan(db: str) -> UpgradePlan:
 async def _pg_plan(url: str, busy_timeout: float) -> UpgradePlan:
     import psycopg
 
-    from reclaim_tui.core.ledger.pg_connect import dial, map_pg_error
-    from reclaim_tui.core.ledger.pg_schema import (
+    from reclaim_tui.core.ledger.postgres.connect import dial, map_pg_error
+    from reclaim_tui.core.ledger.postgres.schema import (
         PG_MIGRATIONS,
         PG_SCHEMA_VERSION,
         schema_for,

@@ -47,7 +47,7 @@ _HOW = (
 def is_database_url(db: str) -> bool:
     """True for a PostgreSQL ledger: a URL (`postgresql://…`, `postgres://…`)
     or a libpq keyword DSN (`host=… dbname=… user=…`) — a ledger on a server
-    (core/ledger/postgres.py), not a file."""
+    (core/ledger/postgres/ledger.py), not a file."""
     if db.startswith(_URL_SCHEMES):
         return True
     return "=" in db and _keyword_dsn().search(db) is not None

@@ -17,8 +17,8 @@ import asyncio
 from functools import partial
 
 from reclaim_tui.core.engine.planning import is_plan_ready
+from reclaim_tui.core.ledger.console.views import View
 from reclaim_tui.core.ledger.prune import PRUNABLE
-from reclaim_tui.core.ledger.views import View
 from reclaim_tui.core.models import Status
 from reclaim_tui.core.outputs import output_text
 from reclaim_tui.core.row_notes import PLAN_READY

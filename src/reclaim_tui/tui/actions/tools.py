@@ -12,8 +12,8 @@ from pathlib import Path
 from reclaim_tui.core.cost_estimate import Estimate, estimate_resubmit
 from reclaim_tui.core.cost_totals import CostFilter
 from reclaim_tui.core.costs import PriceTable, load_prices
+from reclaim_tui.core.ledger.console.views import RowFilter, View
 from reclaim_tui.core.ledger.prune import count_prunable
-from reclaim_tui.core.ledger.views import RowFilter, View
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError, LedgerError
 from reclaim_tui.tui import operations, questions

@@ -5,7 +5,7 @@ its message changed."""
 
 from __future__ import annotations
 
-from reclaim_tui.core.ledger.views import SORT_COLUMNS
+from reclaim_tui.core.ledger.console.views import SORT_COLUMNS
 from reclaim_tui.core.models import PassReport
 from reclaim_tui.tui.actions.port import MainPort
 from reclaim_tui.tui.format import attention_text, inbox_text, shorten_error

@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.widgets import Input
 
 from reclaim_tui.config import console_settings_path
-from reclaim_tui.core.ledger.views import SORTS
+from reclaim_tui.core.ledger.console.views import SORTS
 from reclaim_tui.tui.actions import tools, updates
 from reclaim_tui.tui.actions.port import MainPort
 from reclaim_tui.tui.screens.fleet import FleetScreen

@@ -16,7 +16,7 @@ from textual.widgets import Header
 
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.costs import PriceTable
-from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.models import Row
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui.bindings import bindings

@@ -10,7 +10,7 @@ from __future__ import annotations
 from textual import work
 from textual.screen import Screen
 
-from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.models import Row, StoredResult
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui import external_viewer

@@ -29,7 +29,7 @@ from textual.widgets import DataTable, Header, Input
 from textual.worker import Worker
 
 from reclaim_tui.core.costs import PriceTable
-from reclaim_tui.core.ledger.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.models import Row
 from reclaim_tui.tui import ledger_health
 from reclaim_tui.tui.actions import rows, tools, updates, view

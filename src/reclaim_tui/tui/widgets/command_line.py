@@ -20,8 +20,8 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
 from reclaim_tui.config import COLUMN_NAMES
+from reclaim_tui.core.ledger.console.views import SORT_COLUMNS
 from reclaim_tui.core.ledger.prune import parse_age, prunable_statuses
-from reclaim_tui.core.ledger.views import SORT_COLUMNS
 from reclaim_tui.core.models import Status
 from reclaim_tui.errors import ConfigError
 from reclaim_tui.tui.tabs import TABS

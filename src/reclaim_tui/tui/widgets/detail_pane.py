@@ -13,8 +13,8 @@ from textual.content import Content
 from textual.widgets import Static
 
 from reclaim_tui.core.costs import PriceTable, Tokens, cost_of, format_usd
+from reclaim_tui.core.ledger.console.views import Detail
 from reclaim_tui.core.ledger.owner import LeaseOwner
-from reclaim_tui.core.ledger.views import Detail
 from reclaim_tui.core.models import Row
 from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY
 from reclaim_tui.tui.format import age, next_poll, timestamp

@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from reclaim_tui.core.costs import PriceTable
-from reclaim_tui.core.ledger.views import Detail
+from reclaim_tui.core.ledger.console.views import Detail
 from reclaim_tui.core.models import Event
 from reclaim_tui.tui.format import age, clock_time, next_poll, timestamp
 from reclaim_tui.tui.widgets.detail_pane import lease_text, pair, usage_text

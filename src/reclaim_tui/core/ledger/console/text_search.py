@@ -1,9 +1,9 @@
 """The console filter's free text, planned over the trigram indexes.
 
-Migration 5 (core/ledger/sqlite_schema.py) indexes each job's key and input (jobs_fts) and
+Migration 5 (core/ledger/sqlite/schema.py) indexes each job's key and input (jobs_fts) and
 its handle (handles_fts) by trigram. A filter text of 3+ characters becomes
 the ids of the rows its rarest trigrams are in, plus the rows still queued
-for the indexes: a superset, which core/ledger/queries.py reads by id and narrows
+for the indexes: a superset, which core/ledger/console/queries.py reads by id and narrows
 with the same substring test the filter always used. Text too short for a
 trigram, or in too many rows, gets no ids: the page walks the sort's index
 testing each row, as it always did.
@@ -122,7 +122,7 @@ async def text_hits(ledger: Ledger, text: str) -> str | None:
 
 async def _pg_hits(ledger: Ledger, text: str) -> str | None:
     """PostgreSQL: the rows holding `text`, found once on the pg_trgm indexes
-    (core/ledger/pg_schema.py). Left to the page query, the same lookup ran in each
+    (core/ledger/postgres/schema.py). Left to the page query, the same lookup ran in each
     status's branch of the age sort, six times; this is one lookup."""
     [(top,)] = await ledger.select("SELECT COALESCE(MAX(id), 0) FROM jobs")
     limit = int(FTS_BY_ID * math.sqrt(top))

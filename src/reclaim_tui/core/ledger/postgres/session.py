@@ -31,7 +31,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
-from reclaim_tui.core.ledger.pg_connect import note_statement, noting
+from reclaim_tui.core.ledger.postgres.connect import note_statement, noting
 
 __all__ = ["PgSession"]
 

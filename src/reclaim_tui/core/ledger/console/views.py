@@ -1,8 +1,8 @@
 """What the console's table shows, as values: a sort, a parsed filter, a
 view (tab + filter + sort), a page of rows and a row's detail.
 
-Pure data and parsing; `core/ledger/page_sql.py` turns a view into SQL and
-`core/ledger/queries.py` (ConsoleReader) reads it. Part of the core: no Textual.
+Pure data and parsing; `core/ledger/console/page_sql.py` turns a view into SQL and
+`core/ledger/console/queries.py` (ConsoleReader) reads it. Part of the core: no Textual.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from reclaim_tui.core.ledger.row_filters import Structured, parse_word
+from reclaim_tui.core.ledger.console.row_filters import Structured, parse_word
 from reclaim_tui.core.models import Event, Row, Status, StoredResult
 
 __all__ = [
@@ -116,7 +116,7 @@ def _sort_value(row: Row, column: str) -> Any:
 class RowFilter:
     """A parsed filter: free text over idem, handle and the spec's input, plus
     tokens `status:NAME`, `model:TEXT` and `error:TEXT` (substring, ASCII
-    case-insensitive), and the structured words of core/ledger/row_filters.py
+    case-insensitive), and the structured words of core/ledger/console/row_filters.py
     (`label:team=docs`, `age>1h`, `updated<10m`, `attempts>2`, `cost>0.5`). A quoted
     token ("a:b") is text. Text of 3+ characters is looked up in the trigram
     index; 1–2 characters are tested on every row walked."""
@@ -125,7 +125,7 @@ class RowFilter:
     statuses: frozenset[Status] = frozenset()
     models: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
-    #: label:, age/created/updated ranges, attempts, cost (core/ledger/row_filters.py).
+    #: label:, age/created/updated ranges, attempts, cost (core/ledger/console/row_filters.py).
     words: tuple[Structured, ...] = ()
 
     @classmethod

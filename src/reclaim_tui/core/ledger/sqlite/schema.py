@@ -4,8 +4,8 @@ sqlite3 error becomes a LedgerError.
 
 A shipped migration's text never changes (tests compare them); a change to
 the schema is a new number. Nothing here opens a connection:
-`core/ledger/sqlite.py` runs the migrations. PostgreSQL's are in
-core/ledger/pg_schema.py.
+`core/ledger/sqlite/ledger.py` runs the migrations. PostgreSQL's are in
+core/ledger/postgres/schema.py.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ SEARCH_BATCH = 1000
 #   the spec's other keys would put the model name in every row's text.
 # - detail=none, columnsize=0: about a quarter of detail=full's size. No
 #   phrase queries then: the reader looks a row up by a few of
-#   its trigrams and re-checks the substring on the row (core/ledger/queries.py).
+#   its trigrams and re-checks the substring on the row (core/ledger/console/queries.py).
 # - The triggers never write an index row by row: SQLite 3.40's FTS5 flushes
 #   its pending terms to a new segment at every statement savepoint, a
 #   costly write per row. They queue the row id (with the values it is indexed

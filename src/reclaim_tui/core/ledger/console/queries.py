@@ -7,7 +7,7 @@ ordered by an index (DESIGN.md §5 — the ledger may hold millions of rows):
                            merged by a UNION ALL of per-status LIMITed scans
     sort by updated time   jobs(updated_at, idem); a single small status is
                            read through its status range and sorted instead
-    free text (3+ chars)   the trigram indexes (core/ledger/sqlite_schema.py) name the rows
+    free text (3+ chars)   the trigram indexes (core/ledger/sqlite/schema.py) name the rows
                            that may hold it: read by id and sorted; for shorter
                            or commoner text the walk tests each row's text, and
                            stops at a full page
@@ -18,8 +18,8 @@ writer, https://www.sqlite.org/wal.html). Interactive page reads and the
 slower background reads (counts, change detection) use separate connections
 so a count over a million rows never delays a key press.
 
-What the console shows (views, pages, details) is core/ledger/views.py; the
-SQL of a page, core/ledger/page_sql.py. This module is part of the core: it
+What the console shows (views, pages, details) is core/ledger/console/views.py; the
+SQL of a page, core/ledger/console/page_sql.py. This module is part of the core: it
 must not import Textual.
 """
 
@@ -31,18 +31,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reclaim_tui.core.clock import Clock
+from reclaim_tui.core.ledger.console.page_sql import page_sql as _page_sql
+from reclaim_tui.core.ledger.console.page_sql import predicates
+from reclaim_tui.core.ledger.console.text_search import text_hits
+from reclaim_tui.core.ledger.console.views import Detail, Direction, Key, Page, View
 from reclaim_tui.core.ledger.dialect import DIALECTS, Sql
 from reclaim_tui.core.ledger.inbox import InboxStats, received_for
 from reclaim_tui.core.ledger.inbox import stats as inbox_stats
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import holder_alive
-from reclaim_tui.core.ledger.page_sql import page_sql as _page_sql
-from reclaim_tui.core.ledger.page_sql import predicates
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.retention import Attention, attention
 from reclaim_tui.core.ledger.schema import row_from_tuple
-from reclaim_tui.core.ledger.text_search import text_hits
-from reclaim_tui.core.ledger.views import Detail, Direction, Key, Page, View
 from reclaim_tui.core.models import Row
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ STYLE.md §5, DESIGN.md §2: WAL, `synchronous=FULL`, `busy_timeout`,
 autocommit connections with an explicit `BEGIN IMMEDIATE` for every
 transaction that writes. Opening refuses a foreign or newer file before a
 byte of it is written, then runs the numbered migrations of
-`core/ledger/sqlite_schema.py`, then reads (and marks beside the file) the
+`core/ledger/sqlite/schema.py`, then reads (and marks beside the file) the
 ledger's id (`core/ledger/identity.py`). The statements both engines share
 are `LedgerBase`'s (core/ledger/base.py); `open_ledger`
 (core/ledger/opening.py) is how callers open one.
@@ -25,7 +25,6 @@ from typing import Any, Self
 import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.ledger import sqlite_writes
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.identity import (
     LEDGER_ID_SQL,
@@ -34,8 +33,9 @@ from reclaim_tui.core.ledger.identity import (
     write_marker,
 )
 from reclaim_tui.core.ledger.schema import EVENT_SQL, chunks
-from reclaim_tui.core.ledger.sqlite_generation import GenerationGuard
-from reclaim_tui.core.ledger.sqlite_schema import (
+from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
+from reclaim_tui.core.ledger.sqlite.generation_guard import GenerationGuard
+from reclaim_tui.core.ledger.sqlite.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     map_sqlite_error,
@@ -265,7 +265,7 @@ class SqliteLedger(GenerationGuard, LedgerBase):
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
-                await self._bump_generation()  # a service's (core/ledger/generation.py)
+                await self._bump_generation()  # a service's (core/ledger/sqlite/generation.py)
                 await self._db.execute("COMMIT")
                 self._generation_committed()
             except BaseException as exc:
@@ -304,7 +304,7 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         now: float,
     ) -> Callable[[], Awaitable[tuple[dict[str, Row], list[str]]]]:
         """`LedgerBase.write_batch`'s writes in statements that do not grow
-        with the batch (core/ledger/sqlite_writes.py)."""
+        with the batch (core/ledger/sqlite/writes.py)."""
         done = await sqlite_writes.write_batch(db, owner, actor, sending, transitions, now)
         return functools.partial(_written, done)
 

@@ -4,7 +4,7 @@ indexes, and where they live (the schema a URL or RECLAIM_PG_SCHEMA names).
 A shipped migration's text never changes (tests compare them); a change is a
 new number. `migrate` runs them under an advisory lock, one migrating
 process at a time; `text_index` creates pg_trgm's indexes where it may and
-otherwise says why not. SQLite's are in core/ledger/sqlite_schema.py.
+otherwise says why not. SQLite's are in core/ledger/sqlite/schema.py.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from reclaim_tui.core.ledger.pg_connect import noting, quote_ident
-from reclaim_tui.core.ledger.pg_marked import REENCODE_MARKED
-from reclaim_tui.core.ledger.pg_search_path import PG_SCHEMA, SCHEMA_ENV, schema_for
+from reclaim_tui.core.ledger.postgres.connect import noting, quote_ident
+from reclaim_tui.core.ledger.postgres.marked import REENCODE_MARKED
+from reclaim_tui.core.ledger.postgres.search_path import PG_SCHEMA, SCHEMA_ENV, schema_for
 from reclaim_tui.errors import (
     LedgerError,
     LedgerForeignError,
@@ -171,7 +171,7 @@ PG_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX processes_seen ON processes(seen_at);
     """,
     # 4: text stored before the NUL encoding that starts with its mark,
-    # encoded (core/ledger/pg_marked.py).
+    # encoded (core/ledger/postgres/marked.py).
     REENCODE_MARKED,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

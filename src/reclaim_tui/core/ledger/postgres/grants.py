@@ -13,8 +13,8 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from reclaim_tui.core.ledger.pg_connect import dial, map_pg_error
-from reclaim_tui.core.ledger.pg_search_path import schema_for
+from reclaim_tui.core.ledger.postgres.connect import dial, map_pg_error
+from reclaim_tui.core.ledger.postgres.search_path import schema_for
 from reclaim_tui.core.ledger.urls import is_database_url, shown_db
 from reclaim_tui.errors import ConfigError, LedgerError
 
@@ -48,7 +48,7 @@ async def role_grants(
     """The schema's owner and `role`'s grant statements on the ledger `db`;
     with `apply`, run by the owner role itself (a LedgerError if connected
     as another role)."""
-    from reclaim_tui.core.ledger.pg_schema import schema_owner
+    from reclaim_tui.core.ledger.postgres.schema import schema_owner
 
     if not is_database_url(db):
         raise ConfigError("grants: a SQLite ledger has no roles (file permissions decide)")

@@ -5,9 +5,9 @@ It implements the `Ledger` port (core/ledger/port.py) beside `SqliteLedger`,
 sharing `LedgerBase` (core/ledger/base.py): every statement of base.py,
 reads.py, compare_and_set.py, inbox.py and queries.py runs in its
 PostgreSQL text (core/ledger/dialect.py; PgSession,
-core/ledger/pg_session.py). The connection, the server's clock and its errors
-are core/ledger/pg_connect.py; the schema, its numbered migrations and the
-text indexes core/ledger/pg_schema.py. What differs is said here:
+core/ledger/postgres/session.py). The connection, the server's clock and its errors
+are core/ledger/postgres/connect.py; the schema, its numbered migrations and the
+text indexes core/ledger/postgres/schema.py. What differs is said here:
 
 - **Driver**: psycopg 3 (async). It is the PostgreSQL project's own
   recommendation for Python, has binary wheels, pipelines `executemany`,
@@ -61,10 +61,10 @@ import psycopg
 from psycopg import sql
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger import pg_write
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
-from reclaim_tui.core.ledger.pg_connect import (
+from reclaim_tui.core.ledger.postgres import writes as pg_write
+from reclaim_tui.core.ledger.postgres.connect import (
     ServerClock,
     dial,
     map_pg_error,
@@ -75,8 +75,8 @@ from reclaim_tui.core.ledger.pg_connect import (
     settle,
     stop_read,
 )
-from reclaim_tui.core.ledger.pg_schema import migrate, schema_for, stored_version, text_index
-from reclaim_tui.core.ledger.pg_session import PgSession
+from reclaim_tui.core.ledger.postgres.schema import migrate, schema_for, stored_version, text_index
+from reclaim_tui.core.ledger.postgres.session import PgSession
 from reclaim_tui.core.ledger.schema import chunks
 from reclaim_tui.core.ledger.urls import shown_db as redact
 from reclaim_tui.core.models import Actor, Row, Transition
@@ -184,7 +184,7 @@ class PgLedger(LedgerBase):
         settings = [
             # The ledger's schema first, then the path the user gave (else
             # public): a given search_path is kept, not overwritten (quoted
-            # identifiers, core/ledger/pg_schema.py schema_for).
+            # identifiers, core/ledger/postgres/schema.py schema_for).
             f"SET LOCAL search_path TO {self._search_path}",
             # busy_timeout's meaning here: how long a statement waits for a lock.
             f"SET LOCAL lock_timeout = {int(self._busy_timeout * 1000)}",
@@ -257,7 +257,7 @@ class PgLedger(LedgerBase):
     async def write(self) -> AsyncIterator[Any]:
         """One transaction. READ COMMITTED, as every statement written for it
         is a compare-and-set re-checked on the row it locks. In a pipeline
-        (core/ledger/pg_session.py): BEGIN, the settings and the statements
+        (core/ledger/postgres/session.py): BEGIN, the settings and the statements
         up to the first read share one round trip, the rest share COMMIT's."""
         if self.readonly:
             raise LedgerReadOnlyError(f"{self.path}: opened read-only")
@@ -286,7 +286,7 @@ class PgLedger(LedgerBase):
     ) -> Callable[[], Awaitable[tuple[dict[str, Row], list[str]]]]:
         """As LedgerBase's, sent into the transaction's pipeline and read
         after its COMMIT: a group commit is one round trip
-        (core/ledger/pg_write.py)."""
+        (core/ledger/postgres/writes.py)."""
         groups = pg_write.shapes(transitions, now)
         if groups is None:
             return await super()._write_in(db, owner, actor, sending, transitions, now)

@@ -27,7 +27,7 @@ from reclaim_tui import __version__
 from reclaim_tui.core.ledger.identity import LEDGER_ID_SQL, write_marker
 from reclaim_tui.core.ledger.owner import this_process
 from reclaim_tui.core.ledger.registry import DROP_STOPPED_SQL, UPSERT_SQL
-from reclaim_tui.core.ledger.sqlite_schema import SCHEMA_VERSION, map_sqlite_error
+from reclaim_tui.core.ledger.sqlite.schema import SCHEMA_VERSION, map_sqlite_error
 from reclaim_tui.core.models import PassReport
 from reclaim_tui.errors import LedgerBusyError
 

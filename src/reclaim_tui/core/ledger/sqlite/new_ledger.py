@@ -15,7 +15,7 @@ twice), and a console opened an empty screen. Now:
   `migrate --to` is exempt: starting a ledger is what it is asked to do.
 
 PostgreSQL is not concerned: a server's database and schema are named,
-created and granted by its administrator (core/ledger/pg_schema.py).
+created and granted by its administrator (core/ledger/postgres/schema.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The console filter's structured words: labels, time ranges,
 attempts and cost, beside the free text and `status:`/`model:`/`error:` of
-core/ledger/queries.py's RowFilter.
+core/ledger/console/queries.py's RowFilter.
 
     label:team=docs   the job's label `team` is `docs` (label:team: has it)
     age>1h  age<10m   time in the current state (state_since)
@@ -81,7 +81,7 @@ def parse_word(token: str) -> Structured | None:
         return None
     name, op, value = found["name"].lower(), found["op"], found["value"]
     if name in ("status", "model", "error"):
-        return None  # core/ledger/queries.py's own
+        return None  # core/ledger/console/queries.py's own
     if name == "label":
         if op != ":":
             raise ValueError(f"{token!r}: a label filter is label:KEY=VALUE (or label:KEY)")

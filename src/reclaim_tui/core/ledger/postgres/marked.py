@@ -1,5 +1,5 @@
 """PostgreSQL migration 4: text stored before the NUL encoding of
-core/ledger/pg_text.py that starts with its mark U+FDD0, encoded.
+core/ledger/postgres/text.py that starts with its mark U+FDD0, encoded.
 
 Such text was read back changed (a result `\\ufdd0"hello"` delivered as
 `hello`), or failed the read (`\\ufdd0hello` is not JSON) and with it every

@@ -2,7 +2,7 @@
 size call for, and the WHERE clauses of its tab and filter.
 
 Built for the ledger's dialect (core/ledger/dialect.py: SQLite's `INDEXED
-BY` hints have no PostgreSQL counterpart). `core/ledger/queries.py` runs
+BY` hints have no PostgreSQL counterpart). `core/ledger/console/queries.py` runs
 what this builds.
 """
 
@@ -12,11 +12,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from reclaim_tui.core.ledger.console.row_filters import structured_sql
+from reclaim_tui.core.ledger.console.text_search import TEXT_SQL, like_pattern
+from reclaim_tui.core.ledger.console.views import Direction, Key, View, sort_sql
 from reclaim_tui.core.ledger.dialect import DIALECTS
-from reclaim_tui.core.ledger.row_filters import structured_sql
 from reclaim_tui.core.ledger.schema import COLUMNS, orphan_sql
-from reclaim_tui.core.ledger.text_search import TEXT_SQL, like_pattern
-from reclaim_tui.core.ledger.views import Direction, Key, View, sort_sql
 from reclaim_tui.core.models import Status
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 
-from reclaim_tui.core.ledger.pg_connect import quote_ident
+from reclaim_tui.core.ledger.postgres.connect import quote_ident
 from reclaim_tui.core.ledger.urls import pg_params
 
 __all__ = ["PG_SCHEMA", "SCHEMA_ENV", "schema_for"]

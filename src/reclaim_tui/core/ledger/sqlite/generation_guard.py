@@ -1,5 +1,5 @@
 """The part of the SQLite ledger that keeps a service's generation in it
-(core/ledger/generation.py says why and how): started by the service, bumped
+(core/ledger/sqlite/generation.py says why and how): started by the service, bumped
 by compare-and-set inside each write transaction, read before each pass."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from reclaim_tui.core.ledger import generation
 from reclaim_tui.core.ledger.identity import FileSnapshot, LedgerReplacedError
-from reclaim_tui.core.ledger.sqlite_schema import map_sqlite_error
+from reclaim_tui.core.ledger.sqlite import generation
+from reclaim_tui.core.ledger.sqlite.schema import map_sqlite_error
 from reclaim_tui.errors import LedgerError
 
 __all__ = ["GenerationGuard"]

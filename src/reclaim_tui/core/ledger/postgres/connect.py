@@ -33,7 +33,7 @@ from psycopg.adapt import Dumper
 from psycopg.conninfo import make_conninfo
 from psycopg.pq import PipelineStatus, TransactionStatus
 
-from reclaim_tui.core.ledger import pg_text
+from reclaim_tui.core.ledger.postgres import text as pg_text
 from reclaim_tui.core.ledger.urls import pg_params, scrub
 from reclaim_tui.core.ledger.urls import shown_db as redact
 from reclaim_tui.errors import (
@@ -250,7 +250,7 @@ async def pipelined(
     (READ ONLY on a read-only connection), `settings`, the block's
     statements and COMMIT are sent as they come and waited for once, by the
     Sync that leaves the pipeline; a statement whose result the block reads
-    waits earlier (core/ledger/pg_session.py). Not psycopg's
+    waits earlier (core/ledger/postgres/session.py). Not psycopg's
     `transaction()`, which syncs on entering and before COMMIT (3 round
     trips for one statement). A block that raised sends no COMMIT: what the
     failed pipeline left is rolled back (`settle`)."""
@@ -397,7 +397,7 @@ async def dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncCo
         mapped = _refused_for_good(exc, where) or map_pg_error(exc, where)
         raise type(mapped)(scrub(str(mapped), url)) from None
     conn.adapters.register_dumper(bool, _IntFromBool)
-    pg_text.register(conn.adapters)  # a NUL stays in its row (core/ledger/pg_text.py)
+    pg_text.register(conn.adapters)  # a NUL stays in its row (core/ledger/postgres/text.py)
     if readonly:
         # `BEGIN READ ONLY` for every transaction (reads run in one too):
         # nothing is set on the server's session, which a pooler would

@@ -4,7 +4,7 @@
 writes: the marked rows, then the rows it holds, then one statement per row
 and per event, each a round trip. Here the same writes are a few
 set-based statements sent together in one pipeline with BEGIN and COMMIT
-(core/ledger/pg_session.py), their results read once the COMMIT is back:
+(core/ledger/postgres/session.py), their results read once the COMMIT is back:
 
   mark     one `UPDATE … RETURNING` of the rows to send, its events
            appended in the same statement (a data-modifying `WITH`);
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reclaim_tui.core.ledger.compare_and_set import transition_columns
-from reclaim_tui.core.ledger.pg_session import PgSession
+from reclaim_tui.core.ledger.postgres.session import PgSession
 from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
 from reclaim_tui.core.models import Actor, RemoteInteraction, Row, Transition
 

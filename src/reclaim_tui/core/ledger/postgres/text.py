@@ -19,7 +19,7 @@ An encoding is exactly what `encode` writes: `MARK` + `json.dumps` of a
 string that holds a NUL or starts with `MARK`. Text stored before this
 encoding existed may start with `MARK` too: `decode` reads any text that is
 not an encoding as it is (it never fails a read), and PostgreSQL migration 4
-(core/ledger/pg_marked.py) encodes the old rows, so that after it every
+(core/ledger/postgres/marked.py) encodes the old rows, so that after it every
 stored text that starts with `MARK` is an encoding. The one text still read
 as another is an old one that was itself, character for character, the
 encoding of another (a noncharacter and a JSON string holding an escaped
