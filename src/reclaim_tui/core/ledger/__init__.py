@@ -1,2 +1,4 @@
-"""The ledger: storage behind one port (SQLite and PostgreSQL), its schemas,
-migrations, the console's queries, transfer and prune. It never imports the engine."""
+"""The ledger: storage behind one port, in rooms. Here the port and what both
+engines share; `sqlite/` and `postgres/` one room per engine (schema history,
+connection, writes); `console/` the console's read side. It never imports the
+engine."""
