@@ -6,7 +6,8 @@ autocommit connections with an explicit `BEGIN IMMEDIATE` for every
 transaction that writes. Opening refuses a foreign or newer file before a
 byte of it is written, then runs the numbered migrations of
 `core/ledger/sqlite/schema.py`, then reads (and marks beside the file) the
-ledger's id (`core/ledger/identity.py`). The statements both engines share
+ledger's id (`core/ledger/identity.py`); the steps of opening a file are
+core/ledger/sqlite/open_file.py's. The statements both engines share
 are `LedgerBase`'s (core/ledger/base.py); `open_ledger`
 (core/ledger/opening.py) is how callers open one.
 """
@@ -26,15 +27,18 @@ import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.ledger.base import LedgerBase
-from reclaim_tui.core.ledger.identity import (
-    LEDGER_ID_SQL,
-    marker_path,
-    refuse_replaced,
-    write_marker,
-)
+from reclaim_tui.core.ledger.identity import refuse_replaced
 from reclaim_tui.core.ledger.schema import EVENT_SQL, chunks
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
 from reclaim_tui.core.ledger.sqlite.generation_guard import GenerationGuard
+from reclaim_tui.core.ledger.sqlite.open_file import (
+    configure,
+    identify,
+    reap,
+    refuse_foreign,
+    refuse_missing,
+    user_version,
+)
 from reclaim_tui.core.ledger.sqlite.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -43,12 +47,7 @@ from reclaim_tui.core.ledger.sqlite.schema import (
     repair_edited,
 )
 from reclaim_tui.core.models import Actor, Row, Transition
-from reclaim_tui.errors import (
-    LedgerError,
-    LedgerForeignError,
-    LedgerReadOnlyError,
-    LedgerVersionError,
-)
+from reclaim_tui.errors import LedgerError, LedgerReadOnlyError
 
 __all__ = ["SqliteLedger"]
 
@@ -89,15 +88,8 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         of a file on a read-only mount (where SQLite cannot create the WAL's
         shared-memory file) falls back to an immutable open."""
         spath = str(path)
-        if spath != ":memory:" and not create and not Path(spath).exists():
-            marker = marker_path(spath)
-            if marker.exists():  # `tick` would refuse: say why, not send them there
-                known = marker.read_text(encoding="utf-8", errors="replace").strip()[:64]
-                raise LedgerError(
-                    f"{spath}: no ledger here, but {marker} says ledger {known} was: restore it"
-                    f" from a backup (to start a new one, remove {marker})"
-                )
-            raise LedgerError(f"{spath}: no ledger here (run `tick` or `submit` first)")
+        if spath != ":memory:" and not create:
+            refuse_missing(spath)
         clock = clock or SystemClock()
         if spath != ":memory:" and not readonly:
             refuse_replaced(spath)  # a ledger was here: never start a new one over it
@@ -119,15 +111,15 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         try:
             db = await connection
         except sqlite3.Error as exc:
-            await _reap(connection)
+            await reap(connection)
             raise map_sqlite_error(exc, spath) from exc
         ledger = cls(db, spath, clock, readonly=readonly)
         try:
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            await ledger._inspect()  # before anything is written
+            await refuse_foreign(db, spath)  # before anything is written
             await ledger._configure()
             await ledger._migrate()
-            await ledger._identify()
+            ledger.ledger_id = await identify(db, spath, readonly=readonly)
         except sqlite3.Error as exc:
             await db.close()
             raise map_sqlite_error(exc, spath) from exc
@@ -136,50 +128,9 @@ class SqliteLedger(GenerationGuard, LedgerBase):
             raise
         return ledger
 
-    async def _inspect(self) -> None:
-        """Refuse a foreign or newer file while it is still untouched.
-
-        The version and the table list are read in one read transaction: read
-        apart, a process that migrates a brand-new file between the two reads
-        shows us version 0 *and* its tables — a "foreign" ledger (CI saw this
-        with eight ticks opening one new file at once)."""
-        await self._db.execute("BEGIN")
-        try:
-            version = await self.schema_version()
-            async with self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            ) as cur:
-                tables = {r[0] for r in await cur.fetchall()}
-        finally:
-            await self._db.execute("COMMIT")
-        ours = {"jobs", "results", "events"}
-        if tables and (version == 0 or not ours <= tables):
-            listed = ", ".join(sorted(tables)[:8]) or "none"
-            raise LedgerForeignError(
-                f"{self.path}: not a reclaim-tui ledger (schema version {version}, tables:"
-                f" {listed}); refusing to touch it — choose another --db"
-            )
-        if version > SCHEMA_VERSION:
-            raise LedgerVersionError(
-                f"{self.path}: written by a newer reclaim-tui (schema {version}, this "
-                f"version knows up to {SCHEMA_VERSION}); upgrade reclaim-tui to open it"
-            )
-
     async def _configure(self) -> None:
-        if not self.readonly:
-            # https://www.sqlite.org/wal.html — readers never block the writer.
-            await self._db.execute("PRAGMA journal_mode = WAL")
-        # FULL: a commit is on disk before COMMIT returns, also in WAL mode
-        # (https://www.sqlite.org/pragma.html#pragma_synchronous).
-        await self._db.execute("PRAGMA synchronous = FULL")
-        await self._db.execute("PRAGMA foreign_keys = ON")
-        # A 64 MiB page cache keeps the indexes of a large ledger in memory,
-        # and a larger auto-checkpoint folds repeated writes of the same pages
-        # (a row moves through 4 states) into one checkpoint write.
-        await self._db.execute("PRAGMA cache_size = -65536")
-        await self._db.execute("PRAGMA temp_store = MEMORY")
-        if not self.readonly:
-            await self._db.execute("PRAGMA wal_autocheckpoint = 8192")
+        """The connection's durability settings, before anything is written."""
+        await configure(self._db, readonly=self.readonly)
 
     async def _migrate(self) -> None:
         version = await self.schema_version()
@@ -200,23 +151,8 @@ class SqliteLedger(GenerationGuard, LedgerBase):
                     await db.execute(statement)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-    async def _identify(self) -> None:
-        """The ledger's id (migration 6), and the marker beside its file saying it."""
-        async with self._db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ) as cur:
-            if await cur.fetchone() is None:
-                return  # an old ledger opened read-only: no id until it is migrated
-        async with self._db.execute(LEDGER_ID_SQL) as cur:
-            row = await cur.fetchone()
-        self.ledger_id = str(row[0]) if row else None
-        if self.ledger_id and not self.readonly and self.path != ":memory:":
-            write_marker(self.path, self.ledger_id)
-
     async def schema_version(self) -> int:
-        async with self._db.execute("PRAGMA user_version") as cur:
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
+        return await user_version(self._db)
 
     async def pragmas(self) -> dict[str, Any]:
         """The durability settings this connection actually runs with."""
@@ -353,15 +289,6 @@ class SqliteLedger(GenerationGuard, LedgerBase):
     async def sequences_behind(self) -> list[str]:
         """Id counters whose next id a row already has (SQLite: none)."""
         return []
-
-
-async def _reap(connection: aiosqlite.Connection) -> None:
-    """After a failed connect, aiosqlite's worker thread still has to answer
-    the stop it was sent; it must do so while our loop is alive, or it dies
-    with "Event loop is closed" printed on stderr as the process exits."""
-    thread = getattr(connection, "_thread", None)
-    if thread is not None:
-        await asyncio.to_thread(thread.join, 5.0)
 
 
 async def _written(
