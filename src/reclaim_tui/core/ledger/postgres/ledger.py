@@ -7,7 +7,8 @@ reads.py, compare_and_set.py, inbox.py and queries.py runs in its
 PostgreSQL text (core/ledger/dialect.py; PgSession,
 core/ledger/postgres/session.py). The connection, the server's clock and its errors
 are core/ledger/postgres/connect.py; the schema, its numbered migrations and the
-text indexes core/ledger/postgres/schema.py. What differs is said here:
+text indexes core/ledger/postgres/schema.py; a copy's identity sequences
+core/ledger/postgres/copying.py. What differs is said here:
 
 - **Driver**: psycopg 3 (async). It is the PostgreSQL project's own
   recommendation for Python, has binary wheels, pipelines `executemany`,
@@ -58,7 +59,6 @@ from contextlib import asynccontextmanager
 from typing import Any, Self
 
 import psycopg
-from psycopg import sql
 
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger.base import LedgerBase
@@ -69,29 +69,23 @@ from reclaim_tui.core.ledger.postgres.connect import (
     dial,
     map_pg_error,
     pipelined,
-    quote_ident,
     read_once,
     said_if_slow,
     settle,
     stop_read,
 )
+from reclaim_tui.core.ledger.postgres.copying import SequenceCopies
 from reclaim_tui.core.ledger.postgres.schema import migrate, schema_for, stored_version, text_index
 from reclaim_tui.core.ledger.postgres.session import PgSession
 from reclaim_tui.core.ledger.schema import chunks
 from reclaim_tui.core.ledger.urls import shown_db as redact
 from reclaim_tui.core.models import Actor, Row, Transition
-from reclaim_tui.errors import LedgerError, LedgerPermissionError, LedgerReadOnlyError
+from reclaim_tui.errors import LedgerError, LedgerReadOnlyError
 
 __all__ = ["PgLedger"]
 
 # PostgreSQL's own statements (psycopg's markers): reserve the rows of a
 # JSON array of {idem, spec, model}, then write the events of those reserved.
-
-
-def _qualified(schema: str, table: str) -> str:
-    """`schema.table`, each part quoted by psycopg (a statement's text, and
-    the regclass text pg_get_serial_sequence reads)."""
-    return sql.Identifier(schema, table).as_string()
 
 
 _RESERVE_SQL = (
@@ -108,7 +102,7 @@ _RESERVED_SQL = (
 )
 
 
-class PgLedger(LedgerBase):
+class PgLedger(SequenceCopies, LedgerBase):
     """A ledger in a PostgreSQL database (see the module's text)."""
 
     dialect = "postgres"
@@ -317,60 +311,6 @@ class PgLedger(LedgerBase):
                 raise
 
     # -- statements that differ --------------------------------------------------------
-    async def before_copy(self) -> None:
-        """A copy moves the identity sequences past the copied ids
-        (after_copy), which needs UPDATE on them: refused up front, naming
-        the grant, rather than after every row was copied."""
-        role = quote_ident(str(self._conn.info.user))
-        for table in ("jobs", "events"):
-            qualified = _qualified(self.schema, table)
-            rows = await self._fetchall(
-                "SELECT pg_get_serial_sequence(%s, 'id'),"
-                " has_sequence_privilege(pg_get_serial_sequence(%s, 'id'), 'UPDATE')",
-                (qualified, qualified),
-            )
-            sequence, allowed = rows[0]
-            if not allowed:
-                raise LedgerPermissionError(
-                    f"{self.path}: migrate moves the sequence {sequence} past the copied ids"
-                    f" (setval), and the role {role} may not; nothing was copied. It needs"
-                    f" GRANT UPDATE ON SEQUENCE {sequence} TO {role} (or run migrate as the"
-                    " ledger's owner role)"
-                )
-
-    async def after_copy(self) -> None:
-        """Rows copied with their ids (core/ledger/transfer.py) leave the identity
-        sequences behind: move them past the largest id, or the next insert
-        would reuse a copied id."""
-        async with self.write() as db:
-            for table in ("jobs", "events"):
-                qualified = _qualified(self.schema, table)
-                await db.execute(
-                    "SELECT setval(pg_get_serial_sequence(%s, 'id'),"
-                    f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {qualified}), false)",
-                    (qualified,),
-                )
-
-    async def sequences_behind(self) -> list[str]:
-        """The identity sequences whose next id is one a row already has
-        (a copy whose setval did not happen): the next insert would fail."""
-        behind = []
-        for table in ("jobs", "events"):
-            qualified = _qualified(self.schema, table)
-            rows = await self._fetchall(
-                f"SELECT pg_get_serial_sequence(%s, 'id'), (SELECT MAX(id) FROM {qualified})",
-                (qualified,),
-            )
-            sequence, largest = rows[0]
-            state = await self._fetchall(f"SELECT last_value, is_called FROM {sequence}")
-            last = int(state[0][0]) - (0 if state[0][1] else 1)
-            if largest is not None and last < largest:
-                behind.append(
-                    f"{sequence}: next id {last + 1}, but {table} holds ids up to"
-                    f" {largest} (run migrate again with UPDATE on it, or as the owner role)"
-                )
-        return behind
-
     async def insert_jobs(
         self, jobs: Sequence[tuple[str, str, str]], actor: str
     ) -> tuple[list[str], list[str]]:
