@@ -13,7 +13,7 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.postgres.connect import ServerClock
+from reclaim_tui.core.ledger.postgres.clock import ServerClock
 from reclaim_tui.core.ledger.postgres.schema import PG_SCHEMA, PG_SCHEMA_VERSION
 from reclaim_tui.errors import (
     LedgerError,

@@ -5,8 +5,9 @@ It implements the `Ledger` port (core/ledger/port.py) beside `SqliteLedger`,
 sharing `LedgerBase` (core/ledger/base.py): every statement of base.py,
 reads.py, compare_and_set.py, inbox.py and queries.py runs in its
 PostgreSQL text (core/ledger/dialect.py; PgSession,
-core/ledger/postgres/session.py). The connection, the server's clock and its errors
-are core/ledger/postgres/connect.py; the schema, its numbered migrations and the
+core/ledger/postgres/session.py). The connection and its errors are
+core/ledger/postgres/connect.py, the server's clock clock.py, a transaction in
+one round trip pipeline.py; the schema, its numbered migrations and the
 text indexes core/ledger/postgres/schema.py; a copy's identity sequences
 core/ledger/postgres/copying.py. What differs is said here:
 
@@ -64,17 +65,16 @@ from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
 from reclaim_tui.core.ledger.postgres import writes as pg_write
-from reclaim_tui.core.ledger.postgres.connect import (
-    ServerClock,
-    dial,
-    map_pg_error,
+from reclaim_tui.core.ledger.postgres.clock import ServerClock
+from reclaim_tui.core.ledger.postgres.connect import dial, map_pg_error
+from reclaim_tui.core.ledger.postgres.copying import SequenceCopies
+from reclaim_tui.core.ledger.postgres.pipeline import (
     pipelined,
     read_once,
     said_if_slow,
     settle,
     stop_read,
 )
-from reclaim_tui.core.ledger.postgres.copying import SequenceCopies
 from reclaim_tui.core.ledger.postgres.schema import migrate, schema_for, stored_version, text_index
 from reclaim_tui.core.ledger.postgres.session import PgSession
 from reclaim_tui.core.ledger.schema import chunks
