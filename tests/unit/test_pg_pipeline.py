@@ -119,7 +119,7 @@ async def test_the_group_commit_writes_what_the_shared_statements_write(
     pg_dsn: str, tmp_path: Path
 ) -> None:
     """The same group commits on SQLite (the shared statements,
-    compare_and_set.py) and on PostgreSQL (pg_write.py): the same answers,
+    compare_and_set.py) and on PostgreSQL (core/ledger/postgres/writes.py): the same answers,
     rows, results and events, a text with a NUL and quotes included."""
     seen = []
     for url in (str(tmp_path / "ledger.db"), pg_dsn):

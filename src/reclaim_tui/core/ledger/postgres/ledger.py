@@ -2,8 +2,8 @@
 
 `--db postgresql://…` (or `RECLAIM_DB`) opens a `PgLedger` (core/ledger/opening.py).
 It implements the `Ledger` port (core/ledger/port.py) beside `SqliteLedger`,
-sharing `LedgerBase` (core/ledger/base.py): every statement of base.py,
-reads.py, compare_and_set.py, inbox.py and queries.py runs in its
+sharing `LedgerBase`: every statement of core/ledger/base.py, reads.py,
+compare_and_set.py, inbox.py and console/queries.py runs in its
 PostgreSQL text (core/ledger/dialect.py; PgSession,
 core/ledger/postgres/session.py). The connection and its errors are
 core/ledger/postgres/connect.py, the server's clock clock.py, a transaction in

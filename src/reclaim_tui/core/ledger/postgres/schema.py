@@ -245,7 +245,7 @@ async def migrate(
         await _migrate(conn, schema, settings)
     except psycopg.errors.InsufficientPrivilege as exc:
         if version == 0:
-            raise  # a new ledger: the right it lacks is named (pg_connect.py)
+            raise  # a new ledger: the right it lacks is named (connect.py)
         text = str(exc).strip().splitlines()[0]
         raise LedgerPermissionError(
             f"{where}: ledger needs a migration (schema {version} of {PG_SCHEMA_VERSION}),"

@@ -1,7 +1,7 @@
 """Which schema a PostgreSQL ledger lives in, and the search path its
 connections use: `--schema` / RECLAIM_PG_SCHEMA, else the first schema of the
 search_path the connection is given (its `options` keyword or PGOPTIONS),
-else `reclaim_tui`. Apart from the schema's history (pg_schema.py): this only
+else `reclaim_tui`. Apart from the schema's history (schema.py): this only
 reads a URL and the environment."""
 
 from __future__ import annotations

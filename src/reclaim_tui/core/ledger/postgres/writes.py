@@ -14,7 +14,7 @@ set-based statements sent together in one pipeline with BEGIN and COMMIT
            where the row is held in the expected status, with its results
            upserted and its events appended in the same statement.
 
-The rules are those of compare_and_set.py, row for row: a transition applies
+The rules are those of core/ledger/compare_and_set.py, row for row: a transition applies
 only where `owner` holds the row in the `expect` status it had before the
 batch (the rows are locked first, so nothing else moves them in between);
 an event per applied transition that changes the state or says something;
@@ -95,7 +95,7 @@ Shapes = dict[tuple[str, ...], list[tuple[int, Transition, dict[str, Any]]]]
 
 def shapes(transitions: Sequence[Transition], now: float) -> Shapes | None:
     """The transitions grouped by the columns they write (as
-    compare_and_set.py writes them); None if these statements cannot say them."""
+    core/ledger/compare_and_set.py writes them); None if these statements cannot say them."""
     if len({t.idem for t in transitions}) != len(transitions):
         return None
     groups: Shapes = defaultdict(list)
@@ -137,7 +137,8 @@ def _apply_sql(names: tuple[str, ...]) -> str:
 
 
 def _result(result: RemoteInteraction | None) -> tuple[Any, ...]:
-    """(interaction id, output text, usage, raw JSON) as compare_and_set.py stores them."""
+    """(interaction id, output text, usage, raw JSON) as
+    core/ledger/compare_and_set.py stores them."""
     if result is None:
         return (None, None, None, None)
     usage = json.dumps(dict(result.usage), sort_keys=True) if result.usage is not None else None

@@ -1,6 +1,6 @@
 """Whether a SQLite ledger still holds every commit a service made to it.
 
-The service's file check (identity.py) sees the file: its inode, size, id
+The service's file check (core/ledger/identity.py) sees the file: its inode, size, id
 and the events sequence in the main file. A ledger can go back in time
 without any of those changing: SQLite's backup API (`sqlite3 ledger.db
 ".restore old.db"`) writes an older copy into the same file, same inode,
@@ -24,7 +24,7 @@ service started); a branch holds the value of the moment it was copied.
 A copy that went on elsewhere put over the file while the live WAL still
 holds this service's recent pages is read by the service through those
 pages: its own generation looks right. The file itself shows it: the main
-file's newest event (read without the WAL, identity.py's `snapshot`) must
+file's newest event (read without the WAL, core/ledger/identity.py's `snapshot`) must
 be an event of the ledger the service sees (`branch_change`): a main file
 whose events sequence is past the live ledger's, or whose newest event says
 something else under the same id, is another history.

@@ -11,8 +11,8 @@ asked without their lease test: a row due but leased by another process
 makes it say "look closer", never "nothing". It does what an idle tick does
 to the ledger: takes the write lock as a claim does (`BEGIN IMMEDIATE`, so a
 read-only or locked ledger fails here as it would there), writes the
-ledger's marker (identity.py) and the tick's row in the process registry
-(registry.py: a tick that found nothing, stopped, as a full idle tick leaves
+ledger's marker (core/ledger/identity.py) and the tick's row in the process registry
+(core/ledger/registry.py: a tick that found nothing, stopped, as a full idle tick leaves
 it — else the fleet would show a cron tick's last busy pass as its last).
 Anything else it cannot vouch for (a new file, an old schema, an error)
 answers False: the full tick runs and says what it says.
@@ -103,7 +103,7 @@ def _register(db: sqlite3.Connection, now: float) -> None:
         db.execute(UPSERT_SQL, values)
         db.execute(DROP_STOPPED_SQL, (owner.host, "tick", str(owner)))
     except sqlite3.Error:
-        pass  # the registry never fails a pass (registry.py's rule)
+        pass  # the registry never fails a pass (core/ledger/registry.py's rule)
 
 
 def _one(db: sqlite3.Connection, sql: str, params: tuple[float, ...] = ()) -> object:

@@ -8,7 +8,7 @@ twice), and a console opened an empty screen. Now:
   console in its first notice), naming the file.
 - **Refused beside another ledger**: when the folder already holds a
   reclaim-tui ledger under another name — a `<name>.ledger-id` marker
-  (identity.py) whose `<name>` file is there — a new ledger is started only
+  (core/ledger/identity.py) whose `<name>` file is there — a new ledger is started only
   when asked for (`--create`). A typo lands beside the ledger it meant, so
   that is where it is caught; a first ledger in a folder (the README's
   commands, cron's first run, the demo's temporary folder) needs no flag.
