@@ -57,6 +57,7 @@ shows
 # and the `traceback` parameter of the context managers' exit methods.
 _.possible_duplicates
 _.cost_usd
+_.job_spec
 __getattr__
 traceback
 # io.RawIOBase's `writable`, asked by the io machinery around the service's log

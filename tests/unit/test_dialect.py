@@ -17,7 +17,7 @@ SRC = Path(reclaim_tui.__file__).parent
 #: Every module that writes or builds a ledger statement.
 SQL_MODULES = sorted(
     [
-        *(SRC / "core" / "ledger").glob("*.py"),
+        *(SRC / "core" / "ledger").rglob("*.py"),
         *(SRC / "core").glob("cost_*.py"),
         SRC / "core" / "stats.py",
     ]
@@ -31,13 +31,13 @@ NOT_SQL = {
     ("row_filters.py", r"\$?(?P<usd>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"): "a cost filter's figure",
     ("row_filters.py", r"[0-9]+"): "an attempts filter's figure",
     (
-        "pg_connect.py",
+        "connect.py",
         r"permission denied for (table|sequence|schema|database|function) (\S+)",
     ): "a server's error message",
-    ("pg_search_path.py", r"(?:\\.|[^\s\\])+\\?|\\"): "a libpq options word",
-    ("pg_search_path.py", r"\\(.)"): "a libpq options escape",
-    ("pg_search_path.py", r"(?:-c|--)search[_-]path=(.*)"): "a search_path option",
-    ("pg_search_path.py", r'\s*("(?:[^"]|"")*"|[^,]*)\s*(?:,|$)'): "a search_path's schemas",
+    ("search_path.py", r"(?:\\.|[^\s\\])+\\?|\\"): "a libpq options word",
+    ("search_path.py", r"\\(.)"): "a libpq options escape",
+    ("search_path.py", r"(?:-c|--)search[_-]path=(.*)"): "a search_path option",
+    ("search_path.py", r'\s*("(?:[^"]|"")*"|[^,]*)\s*(?:,|$)'): "a search_path's schemas",
     ("urls.py", "'(?<!\\\\S)(' + '|'.join(sorted(PG_KEYWORDS)) + ')\\\\s*='"): "a DSN keyword",
     ("urls.py", "f'[?&]{key}=([^&]*)'"): "a URL's query parameter",
     (
