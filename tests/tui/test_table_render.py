@@ -296,3 +296,35 @@ async def test_the_console_draws_its_table_on_the_line_api(seeded: Seeded) -> No
         assert table.row_count == len(table.rows_shown) > 0
         cells = table.get_row(table.current_idem() or "")
         assert all(isinstance(c, Text) for c in cells)
+
+
+async def test_a_new_window_of_the_same_shape_lays_nothing_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new virtual size lays the whole screen out again (every widget drawn
+    anew): a new window of as many rows, its columns a little narrower or
+    wider, must leave the table's virtual size as it was."""
+    monkeypatch.setattr(columns, "error_width", lambda width, shown: 30)  # the table fits
+    app = TableApp()
+    async with app.run_test(size=(240, 40)) as pilot:
+        table = app.query_one(LedgerTable)
+        shown = rows(30)
+        table.show_rows(shown, NOW, set())
+        await pilot.pause()
+        sizes: list[object] = []
+
+        def changed(size: object) -> None:
+            sizes.append(size)
+
+        table.watch(table, "virtual_size", changed, init=False)
+        other = [replace(r, handle="v1_h", model="m") for r in rows(30, prefix="n")]
+        table.show_rows(other, NOW + 5, set(), cursor=3)
+        await pilot.pause()
+        table.show_rows(shown[::-1], NOW + 9, set(), cursor="top")
+        await pilot.pause()
+        assert table.cursor_row == 0 and table.current_idem() == shown[-1].idem
+        assert sizes == []
+        # A window of another length does change it, once.
+        table.show_rows(shown[:7], NOW + 12, set())
+        await pilot.pause()
+        assert len(sizes) == 1

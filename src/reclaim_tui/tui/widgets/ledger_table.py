@@ -175,14 +175,13 @@ class LedgerTable(LineTable):
         if same and cursor == "keep" and len(self._drawn) == len(cells) and keys_as_drawn:
             self._update_cells(rows, cells)
             return
-        self.clear()
         # Auto widths only grow: a column fits the window shown, not the
         # widest cell it ever held (the handle column kept a long handle's
         # width and squeezed the error column).
         for column in self.columns.values():
             if column.auto_width:
                 column.content_width = column.label.cell_len
-        self.add_rows(
+        self.replace_rows(
             (row.idem, self._visible(drawn)) for row, drawn in zip(rows, cells, strict=True)
         )
         self._drawn = cells

@@ -153,6 +153,14 @@ class LineRows(ScrollView, can_focus=True):
         self._resized()
         self.scroll_to(0, 0, animate=False, immediate=True)
 
+    def replace_rows(self, rows: Iterable[tuple[str, list[Text]]]) -> None:
+        """`clear()` then `add_rows(rows)`, with the table's size set once:
+        each new size lays the whole screen out again."""
+        self._keys, self._where, self._cells = [], {}, []
+        self._cursor, self._hover = 0, None
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.add_rows(rows)
+
     def add_rows(self, rows: Iterable[tuple[str, list[Text]]]) -> None:
         """Add rows of (key, cells in the columns' order); a row's first
         appearance under the cursor is announced (`RowHighlighted`)."""
@@ -184,11 +192,20 @@ class LineRows(ScrollView, can_focus=True):
             self._refresh_row(index)
 
     def _resized(self) -> None:
-        """The columns' widths or the rows changed: the whole table is drawn anew."""
+        """The columns' widths or the rows changed: the whole table is drawn anew.
+
+        A new virtual size lays the whole screen out again: a table narrower
+        than the screen takes the width it always has room for (the screen's
+        less a vertical scrollbar), so that a new window whose columns are a
+        little wider or narrower changes nothing but its lines."""
         width = sum(column.render_width(self.cell_padding) for column in self.columns.values())
-        self.virtual_size = Size(width, len(self._keys) + self.header_height)
+        room = self.size.width - self.styles.scrollbar_size_vertical
+        self.virtual_size = Size(max(width, room), len(self._keys) + self.header_height)
         self.rows_changed = True
         self.refresh()
+
+    def on_resize(self) -> None:
+        self._resized()  # the width a narrow table takes follows the screen's
 
     def _refresh_row(self, row: int) -> None:
         if row < 0:  # the header, which does not scroll
