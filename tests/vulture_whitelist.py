@@ -16,12 +16,19 @@ _.border_subtitle
 _.can_focus
 _.display
 _.cursor_position
-# DataTable's private bookkeeping the console's tables set (tui/widgets/plain_table.py).
-_._require_update_dimensions
-_._update_count
+# Textual's Line API hooks the console's table defines (tui/widgets/line_rows.py):
+# the component classes its CSS styles, the line Textual asks it to draw.
+_.COMPONENT_CLASSES
+_.render_line
+# The table's reads the tests make (tests/tui/test_table_render.py, test_cancel_pending.py,
+# test_console_smalls.py, test_keys_view.py): what a row shows, as DataTable's did.
+_.row_keys
+_.get_row
+_.get_row_at
+_.get_cell
 # Parameters a signature must have: protocols (tui/actions/port.py), `__aexit__`
 # (emulator/server.py, inbox/server.py) and an override of Textual's
-# `Tabs._highlight_active` (tui/widgets/status_tabs.py).
+# `Tabs._highlight_active` (tui/widgets/textual_private.py).
 selector
 class_names
 container

@@ -18,9 +18,9 @@ def on_screen(app: object) -> list[str]:
     table = app.table  # type: ignore[attr-defined]
     x, out = 0, []
     for column in table.ordered_columns:
-        x += column.get_render_width(table)
+        x += column.render_width(table.cell_padding)
         if x <= table.size.width:
-            out.append(str(column.key.value))
+            out.append(column.key)
     return out
 
 

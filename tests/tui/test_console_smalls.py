@@ -103,11 +103,11 @@ async def test_the_sort_column_is_marked_in_its_header(seeded: Seeded) -> None:
     app = seeded.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        labels = {k.value: str(c.label) for k, c in app.table.columns.items()}
+        labels = {k: str(c.label) for k, c in app.table.columns.items()}
         assert labels["age"] == "age ↓"  # oldest first
         assert labels["idem"] == "key"
         await press(pilot, "K")
-        labels = {k.value: str(c.label) for k, c in app.table.columns.items()}
+        labels = {k: str(c.label) for k, c in app.table.columns.items()}
         assert labels["idem"] == "key ↑" and labels["age"] == "age in state"
 
 

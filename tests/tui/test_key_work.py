@@ -18,6 +18,7 @@ from textual.widgets._tabs import Underline
 from reclaim_tui.runner.host import EngineHost
 from reclaim_tui.tui.gc_freeze import StartupFreeze
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
+from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 from reclaim_tui.tui.widgets.loop_bar import LoopBar
 
 from .conftest import Seeded
@@ -44,11 +45,9 @@ async def test_a_new_window_draws_its_cells_with_the_styles_of_their_places(
         # The same places with other texts (the rows in the other order),
         # drawn at once: nothing between the two can replace the window.
         table.show_rows(first[::-1], seeded.clock.now(), set(), cursor=0)
-        await table._on_idle(None)  # type: ignore[arg-type]  # its columns' widths
         lines = table.render_lines(Region(0, 0, table.size.width, table.size.height))
         assert first[-1].idem[:8] in lines[1].text  # the new window's first row, drawn
-        assert table._plain_lines  # by the table itself
-        # (The header, row -1, is DataTable's to draw.)
+        # No row's styles made again (the header's, row -1, may be).
         assert not [m for m in made if isinstance(m, dict) and m.get("row", -1) >= 0], made
 
 
@@ -132,30 +131,28 @@ async def test_the_engine_and_the_freeze_wait_for_the_first_page(
     assert all(renders >= 1 for _, renders in seen), seen
 
 
-async def test_rows_added_at_once_are_the_rows_add_row_adds(seeded: Seeded) -> None:
+async def test_a_new_window_says_where_its_cursor_lands(seeded: Seeded) -> None:
+    """As DataTable did: a new window's first row is highlighted as the rows
+    arrive, then the row the cursor lands on (the detail follows the last,
+    the screen ignores a row no longer under the cursor); a refresh of the
+    same rows says nothing."""
     app = seeded.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.table
-        order = [table._row_locations.get_key(i) for i in range(table.row_count)]
-        data = {key: dict(cells) for key, cells in table._data.items()}
+        first = list(table.rows_shown)
+        assert len(first) > 3
+        said: list[tuple[int, str]] = []
+        real = table.post_message
 
-        def state() -> tuple[object, ...]:
-            return (
-                [table._row_locations.get_key(i) for i in range(table.row_count)],
-                {key: dict(cells) for key, cells in table._data.items()},
-                dict(table.rows),
-                table.cursor_coordinate,
-                set(table._new_rows),
-            )
+        def counting(message: object) -> bool:
+            if isinstance(message, LedgerTable.RowHighlighted):
+                said.append((message.cursor_row, message.row_key))
+            return real(message)  # type: ignore[arg-type]
 
-        table.clear()
-        table.add_plain_rows((k.value, list(data[k].values())) for k in order if k and k.value)
-        ours = state()
-        assert len(order) > 2 and ours[1] == data
-        table.clear()
-        table._new_rows.clear()
-        for key in order:
-            assert key is not None and key.value is not None
-            table.add_row(*data[key].values(), key=key.value)
-        assert state() == ours
+        table.post_message = counting  # type: ignore[method-assign]
+        table.show_rows(first[::-1], seeded.clock.now(), set(), cursor=2)
+        assert said == [(0, first[-1].idem), (2, first[-3].idem)]
+        said.clear()
+        table.show_rows(first[::-1], seeded.clock.now() + 1, set())  # the same rows: an update
+        assert said == []

@@ -23,9 +23,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual import events
-from textual._time import get_time
 from textual.dom import DOMNode
 from textual.screen import Screen
+
+from reclaim_tui.tui.event_clock import event_time
 
 __all__ = ["FREE_ACTIONS", "KeyOrder"]
 
@@ -104,7 +105,7 @@ class KeyOrder:
     def shown(self, screen: Screen[Any]) -> None:
         """`screen` is now the one keys act on."""
         if isinstance(screen, self._questions):
-            self._shown_at[screen] = get_time()
+            self._shown_at[screen] = event_time()
 
     def stale(self, key: events.Key, screen: DOMNode) -> bool:
         """The key was made before `screen`, a question, was shown: it was

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from functools import partial
 
 from textual import events
-from textual.actions import ActionParseResult
+from textual.actions import ActionParseResult, parse
 from textual.app import App
 from textual.dom import DOMNode
 from textual.widget import Widget
@@ -92,9 +92,7 @@ class KeyRouting(App[None]):
     ) -> bool:
         """An action of the main screen that reads the highlighted row runs
         once the cursor a key moved has landed (tui/key_order.py)."""
-        target, name, _ = self._parse_action(
-            action, self if default_namespace is None else default_namespace, namespaces
-        )
+        target, name = self._action_target(action, default_namespace, namespaces)
         if target is self.main or target is self.main.table:
             if self.key_order.must_wait(name):
 
@@ -105,6 +103,22 @@ class KeyRouting(App[None]):
                     self.run_worker(self.key_order.drain(), group="keys")
                 return True
         return await super().run_action(action, default_namespace, namespaces)
+
+    def _action_target(
+        self,
+        action: str | ActionParseResult,
+        default_namespace: DOMNode | None,
+        namespaces: Mapping[str, DOMNode] | None,
+    ) -> tuple[DOMNode | None, str]:
+        """The node an action runs on and its name, as Textual resolves them:
+        a namespace given (`screen.`, `app.`, `focused.`) or the default."""
+        destination, name, _ = action if isinstance(action, tuple) else parse(action)
+        target = None if namespaces is None else namespaces.get(destination)
+        if destination and target is None and destination in ("app", "screen", "focused"):
+            target = getattr(self, destination, None)
+        if target is None and not destination:
+            target = self if default_namespace is None else default_namespace
+        return target, name
 
     async def on_idle(self) -> None:
         await self.route_keys()

@@ -33,9 +33,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from textual import events
-from textual._time import get_time
 from textual.app import App
 from textual.widget import Widget
+
+from reclaim_tui.tui.event_clock import event_time
+from reclaim_tui.tui.widgets.textual_private import forward_key
 
 __all__ = ["BURST_GAP", "PASTE_RUN", "PASTE_TAIL", "PasteGuard", "TypeAhead"]
 
@@ -88,7 +90,7 @@ class TypeAhead:
         held, self._held, self._target = self._held, [], None
         if self._app.focused is target:
             for key in held:
-                target._forward_event(key)
+                forward_key(target, key)
 
 
 class PasteGuard:
@@ -96,7 +98,7 @@ class PasteGuard:
 
     `now` is the clock the keys' times are on (Textual's `Message.time`)."""
 
-    def __init__(self, now: Callable[[], float] = get_time) -> None:
+    def __init__(self, now: Callable[[], float] = event_time) -> None:
         self.now = now
         self._held: list[events.Key] = []
         self._paste_ended: float | None = None

@@ -66,7 +66,7 @@ def rows_changed(screen: MainPort, event: RowsChanged) -> None:
     left, pane, now = None, screen.query_one(DetailPane), screen.config.clock.now()
     if event.cursor != "keep":
         pane.forget_left(now)  # the operator moved on
-    elif before is not None and before.idem not in table.rows:
+    elif before is not None and not table.has_row(before.idem):
         left = before.idem
     if after is not None and (after != before or left):
         load_detail(screen, after.idem, left)

@@ -25,7 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Header, Input
+from textual.widgets import Header, Input
 from textual.worker import Worker
 
 from reclaim_tui.core.costs import PriceTable
@@ -216,11 +216,11 @@ class MainScreen(JobScreen):
     def on_action_finished(self, event: ActionFinished) -> None:
         updates.action_finished(self, event)
 
-    @on(DataTable.RowHighlighted, "#table")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        updates.highlighted(self, event.row_key.value)
+    @on(LedgerTable.RowHighlighted, "#table")
+    def _highlighted(self, event: LedgerTable.RowHighlighted) -> None:
+        updates.highlighted(self, event.row_key)
 
-    @on(DataTable.RowSelected, "#table")
+    @on(LedgerTable.RowSelected, "#table")
     def _selected(self) -> None:
         self.action_toggle_detail()
 

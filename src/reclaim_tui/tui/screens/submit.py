@@ -26,9 +26,9 @@ from textual.widgets import (
     Static,
     TabbedContent,
     TabPane,
+    Tabs,
     TextArea,
 )
-from textual.widgets._tabbed_content import ContentTabs
 
 from reclaim_tui.tui.messages import SubmitFailed, SubmitFinished, SubmitProgressed
 
@@ -124,7 +124,9 @@ class SubmitScreen(ModalScreen[str | None]):
         if event.pane.id != self.query_one(TabbedContent).active:
             return
         focused = self.focused
-        if isinstance(focused, ContentTabs) or (focused and event.pane in focused.ancestors):
+        tabs = self.query_one(TabbedContent)
+        on_tabs = isinstance(focused, Tabs) and tabs in focused.ancestors
+        if on_tabs or (focused and event.pane in focused.ancestors):
             return
         self.query_one("#path" if event.pane.id == "file-pane" else "#prompt").focus()
 

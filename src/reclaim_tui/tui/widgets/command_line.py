@@ -268,10 +268,16 @@ class CommandLine(Vertical):
         # Plain text: a message naming `[views]` is not markup.
         self.query_one("#command-message", Static).update(Content(text))
 
-    def action_complete(self) -> None:
-        line = self.input
-        suggestion = line._suggestion
-        if suggestion:
+    async def action_complete(self) -> None:
+        """The input's suggestion for what is typed (as it shows it, greyed) replaces it."""
+        line, value = self.input, self.input.value
+        suggester = line.suggester
+        if suggester is None:
+            return
+        suggestion = await suggester.get_suggestion(
+            value if suggester.case_sensitive else value.casefold()
+        )
+        if suggestion and len(suggestion) > len(value) and line.value == value:
             line.value = suggestion
             line.cursor_position = len(suggestion)
 

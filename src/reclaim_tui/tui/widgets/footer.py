@@ -17,9 +17,9 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
 
 from reclaim_tui.tui.keymap import TITLED
+from reclaim_tui.tui.widgets.textual_private import FooterKey, bindings_ready
 
 __all__ = ["WHERE_THEY_FIT", "ConsoleFooter"]
 
@@ -52,7 +52,7 @@ class ConsoleFooter(Footer):
     def _what_it_shows(self) -> tuple[Any, ...]:
         """Everything `compose` reads: the width, the shown bindings (key,
         action, title, group, enabled, tooltip) and the palette's key."""
-        if not self._bindings_ready or not self.is_attached:
+        if not bindings_ready(self) or not self.is_attached:
             return ()
         bindings = tuple(
             (b.key, b.action, b.description, b.group, b.key_display, enabled, tooltip)

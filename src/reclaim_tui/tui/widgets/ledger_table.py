@@ -2,7 +2,7 @@
 
 Its state is here (the rows shown, the window's edges, the columns chosen);
 what a row's cells say is table_cells.py's, where the cursor lands
-table_window.py's, and drawing the cells plain_table.py's."""
+table_window.py's, and drawing the lines line_table.py's."""
 
 from __future__ import annotations
 
@@ -13,13 +13,11 @@ from typing import ClassVar, Literal
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
 
 from reclaim_tui.core.models import Row
 from reclaim_tui.tui import columns
 from reclaim_tui.tui.state import Cursor
-from reclaim_tui.tui.widgets.plain_table import PlainTable
+from reclaim_tui.tui.widgets.line_table import LineTable
 from reclaim_tui.tui.widgets.table_cells import COLUMNS, mark_cell, row_cells, status_styles
 from reclaim_tui.tui.widgets.table_window import Asked, crossing, landing_row
 
@@ -31,16 +29,15 @@ __all__ = ["LedgerTable"]
 _MARKED = {"age": "age", "next": "next"}
 
 
-class LedgerTable(PlainTable):
+class LedgerTable(LineTable):
     """Shows a page; `PageRequested` when the cursor runs off either edge."""
 
     DEFAULT_CSS = """
     LedgerTable { height: 1fr; }
-    LedgerTable > .datatable--header { text-style: bold; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        # DataTable's home/end scroll sideways; here they go to the view's ends.
+        # A table's home/end scroll sideways; here they go to the view's ends.
         Binding("home", "scroll_top", "First row", show=False),
         Binding("end", "scroll_bottom", "Last row", show=False),
         Binding("enter", "select_cursor", "Detail"),  # shown: the footer lists enter
@@ -59,7 +56,7 @@ class LedgerTable(PlainTable):
         column: str
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, id=id)
+        super().__init__(zebra_stripes=True, id=id)
         self.has_before = False
         self.has_after = False
         self.rows_shown: list[Row] = []
@@ -102,7 +99,7 @@ class LedgerTable(PlainTable):
             if key in shown:
                 width = self._error_width() if key == "error" else None
                 self.add_column(self._label(key, label), key=key, width=width)
-        self.add_plain_rows(
+        self.add_rows(
             (row.idem, self._visible(cells))
             for row, cells in zip(self.rows_shown, self._drawn, strict=True)
         )
@@ -123,12 +120,11 @@ class LedgerTable(PlainTable):
             return
         self.sort_mark = mark
         for key, label in COLUMNS:
-            column_of = self.columns.get(ColumnKey(key))
+            column_of = self.columns.get(key)
             if column_of is not None:
                 column_of.label = Text(self._label(key, label))
                 column_of.content_width = max(column_of.content_width, column_of.label.cell_len)
-        self._require_update_dimensions = True
-        self.refresh()
+        self._resized()
 
     def _visible(self, cells: list[Text]) -> list[Text]:
         return [cells[i] for i in self._shown_at]
@@ -138,11 +134,10 @@ class LedgerTable(PlainTable):
 
     def on_resize(self) -> None:
         self._lay_out()
-        column = self.columns.get(ColumnKey("error"))
+        column = self.columns.get("error")
         if column is not None and column.width != self._error_width():
             column.width = self._error_width()
-            self._require_update_dimensions = True
-            self.refresh()
+            self._resized()
 
     # -- a new window ----------------------------------------------------------------
     def show_rows(
@@ -180,14 +175,13 @@ class LedgerTable(PlainTable):
         if same and cursor == "keep" and len(self._drawn) == len(cells) and keys_as_drawn:
             self._update_cells(rows, cells)
             return
-        self.clear()
-        # DataTable's auto widths only grow: a column fits the window shown,
-        # not the widest cell it ever held (the handle column kept a long
-        # handle's width and squeezed the error column).
+        # Auto widths only grow: a column fits the window shown, not the
+        # widest cell it ever held (the handle column kept a long handle's
+        # width and squeezed the error column).
         for column in self.columns.values():
             if column.auto_width:
                 column.content_width = column.label.cell_len
-        self.add_plain_rows(
+        self.replace_rows(
             (row.idem, self._visible(drawn)) for row, drawn in zip(rows, cells, strict=True)
         )
         self._drawn = cells
@@ -215,7 +209,7 @@ class LedgerTable(PlainTable):
         return row.idem if row is not None else None
 
     def set_mark(self, idem: str, marked: bool) -> None:
-        if idem in self.rows:
+        if self.has_row(idem):
             cell = mark_cell(marked)
             self.update_cell(idem, "mark", cell)
             index = [r.idem for r in self.rows_shown].index(idem)
@@ -223,9 +217,8 @@ class LedgerTable(PlainTable):
 
     # -- paging at the edges ------------------------------------------------------------
     def _page_rows(self) -> int:
-        """Rows one page key moves (DataTable's own measure)."""
-        header = self.header_height if self.show_header else 0
-        return max(1, self.scrollable_content_region.height - header)
+        """Rows one page key moves (the table's own measure)."""
+        return max(1, self.scrollable_content_region.height - self.header_height)
 
     def _cross(self, direction: Literal["after", "before"], step: int) -> bool:
         """Ask for the window past the edge when moving `step` rows (negative:
@@ -263,8 +256,8 @@ class LedgerTable(PlainTable):
         self._asked, self.asking = None, True
         self.post_message(self.PageRequested("last", -1))
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        key = event.column_key.value or ""
+    def on_line_table_header_selected(self, event: LineTable.HeaderSelected) -> None:
+        key = event.column_key
         if key != "mark":
             event.stop()
             self.post_message(self.SortRequested(key))

@@ -36,6 +36,9 @@ class LoopLog(RichLog):
         self.can_focus = False
         self._entries: deque[Text] = deque(maxlen=MAX_LINES)
         self._wrapped_at = 0
+        #: A resize has given the log a width: RichLog wraps what was written
+        #: before that itself, at that width.
+        self._width_seen = False
         #: (first, count) of the quiet passes in a row so far; None after a busy one.
         self._quiet: tuple[float, int] | None = None
 
@@ -73,7 +76,8 @@ class LoopLog(RichLog):
 
     def on_resize(self, event: Resize) -> None:
         width = self.scrollable_content_region.width
-        if self._size_known and width and width != self._wrapped_at:
+        if self._width_seen and width and width != self._wrapped_at:
             self.clear()
             for entry in self._entries:
                 self._write(entry)
+        self._width_seen = self._width_seen or bool(event.size.width)

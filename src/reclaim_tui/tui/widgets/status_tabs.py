@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from textual.widgets import Tab, Tabs
+from textual.widgets import Tab
 
 from reclaim_tui.tui.tabs import TABS, TabSpec
+from reclaim_tui.tui.widgets.textual_private import StillTabs
 
 __all__ = ["StatusTabs", "compact_count"]
 
@@ -32,7 +33,7 @@ FORMS: tuple[Form, ...] = (
 )
 
 
-class StatusTabs(Tabs):
+class StatusTabs(StillTabs):
     """One tab per view; labels carry the counts. Keys 1–8 switch (the main screen's
     bindings), so the tabs never take focus from the table. Labels shorten until
     all eight fit the width."""
@@ -61,12 +62,6 @@ class StatusTabs(Tabs):
 
     def on_resize(self) -> None:
         self._relabel()
-
-    def _highlight_active(self, animate: bool = True) -> None:
-        """The underline moves to the new tab at once: Textual's slides it for
-        a moment, a screen drawn again at every frame, each
-        taking the UI thread from the new tab's window."""
-        super()._highlight_active(animate=False)
 
     def _relabel(self) -> None:
         width, form = self.size.width, FORMS[-1]

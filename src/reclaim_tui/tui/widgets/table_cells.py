@@ -1,5 +1,5 @@
 """What the ledger table shows of a row: its columns, and each row's cells as
-plain one-line texts (the shape widgets/plain_table.py draws itself), coloured
+plain one-line texts (what widgets/line_rows.py draws), coloured
 by status from the running theme.
 
 A window is 100 rows of ten cells, drawn again at every key and every

@@ -1,0 +1,169 @@
+"""How a line table (line_table.py) draws one screen line: its cells as
+DataTable draws them, built directly from one-line `Text`s.
+
+A cell is a padding space, its text (cropped to the column, or filled to
+it: before the text when right-justified, after it otherwise) and a padding
+space. Each part is styled `row style + the cell's place (its row and
+column, read back by the mouse) + the cursor's or hover's style`, the text
+with its own style on top, and the cursor's colours again after it (so a
+coloured status stays readable under the cursor, as in DataTable). Right of
+the last column the row's style fills the width.
+
+Lines are kept by what they are made of (the cells' texts and styles, the
+cursor, the hover, the width, the scroll): a moved cursor draws two lines
+again, a refresh of the ages only the rows whose ages changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.strip import Strip
+
+__all__ = ["LINES_KEPT", "STYLES_KEPT", "CellPart", "Look", "Styles", "cell_part", "draw_line"]
+
+#: Lines kept (then drawn afresh): five 48-row screens.
+LINES_KEPT = 256
+#: Styles kept by place and by text style: a 100-row window's, cursor and hover included.
+STYLES_KEPT = 4096
+
+#: One cell as drawn: its text, the text's style, its justification, its width with padding.
+CellPart = tuple[str, Style, str, int]
+
+
+def cell_part(cell: Text, width: int) -> CellPart:
+    """What a cell's drawing depends on (a line is kept by these)."""
+    style = cell.style
+    if isinstance(style, str):
+        style = Style.parse(style) if style else Style.null()
+    return (cell.plain, style, cell.justify or "left", width)
+
+
+class Look(NamedTuple):
+    """The styles a paint draws with, read once a paint from the CSS: a row's
+    (header, even, odd), and the cursor's and hover's (each as DataTable
+    builds them: the component's style, and the colours put after the text)."""
+
+    header: Style
+    even: Style
+    odd: Style
+    cursor: Style
+    hover: Style
+    header_hover: Style
+    header_cursor: Style
+    zebra: bool
+    padding: int
+
+
+def _component(look: Look, header: bool, cursor: bool, hover: bool) -> Style:
+    style = Style()
+    if hover:
+        style += look.hover
+        if header:
+            style += look.header_hover
+    if cursor:
+        style += look.cursor
+        if header:
+            style += look.header_cursor
+    return style
+
+
+class Styles:
+    """A cell's styles by its place, kept across windows: a new window's
+    cells sit where the last one's did (their row and column are in their
+    styles, for the mouse), and only their texts are new. Made afresh for a
+    new look (the table drops it with the look)."""
+
+    def __init__(self) -> None:
+        self.places: dict[tuple[object, ...], tuple[Style, Style]] = {}
+        self.texts: dict[tuple[Style, Style, Style], Style] = {}
+
+    def place(
+        self, row: int, column: int, row_style: Style, cursor: bool, hover: bool, look: Look
+    ) -> tuple[Style, Style]:
+        """(pre, post) of the cell at (row, column); column -1: (fill, -) right of the last."""
+        key = (row, column, row_style, cursor, hover)
+        styles = self.places.get(key)
+        if styles is None:
+            if len(self.places) >= STYLES_KEPT:
+                self.places.clear()
+            component = _component(look, row < 0, cursor, hover)
+            if column < 0:
+                meta = {"row": row, "column": 0, "out_of_bounds": True}
+                fill = row_style + component + Style.from_meta(meta)
+                styles = (fill, fill)
+            else:
+                post = Style.from_color(component.color) + Style.from_color(
+                    bgcolor=component.bgcolor
+                )
+                pre = row_style + Style.from_meta({"row": row, "column": column}) + component
+                styles = (pre, post)
+            self.places[key] = styles
+        return styles
+
+    def text(self, pre: Style, text_style: Style, post: Style) -> Style:
+        key = (pre, text_style, post)
+        style = self.texts.get(key)
+        if style is None:
+            if len(self.texts) >= STYLES_KEPT:
+                self.texts.clear()
+            style = self.texts[key] = pre + text_style + post
+        return style
+
+
+def _cell_segments(
+    part: CellPart, pre: Style, post: Style, styles: Styles, pad: int
+) -> list[Segment]:
+    plain, text_style, justify, width = part
+    plain_style, styled = styles.text(pre, Style.null(), post), styles.text(pre, text_style, post)
+    room = max(0, width - 2 * pad)
+    if cell_len(plain) > room:
+        plain = set_cell_size(plain, room)
+    spaces = Segment(" " * pad, plain_style)
+    fill = room - cell_len(plain)
+    if justify == "right":
+        return [spaces, Segment(" " * fill + plain, styled), spaces]
+    if justify == "center":
+        left = fill // 2
+        middle = [Segment(" " * left, plain_style), Segment(plain, styled)]
+        return [spaces, *middle, Segment(" " * (fill - left), plain_style), spaces]
+    line = [spaces, Segment(plain, styled)]
+    if fill:
+        line.append(Segment(" " * fill, plain_style))
+    line.append(spaces)
+    return line
+
+
+def draw_line(
+    look: Look,
+    styles: Styles,
+    row: int,
+    parts: Sequence[CellPart],
+    cursor: bool,
+    hover: bool,
+    base_style: Style,
+    x: int,
+    width: int,
+) -> Strip:
+    """Row `row` (-1: the header) of `parts`, scrolled `x` cells sideways, `width` wide."""
+    header = row < 0
+    if header:
+        row_style = look.header
+    elif look.zebra:
+        row_style = look.odd if row % 2 else look.even
+    else:
+        row_style = base_style
+    segments: list[Segment] = []
+    table_width = 0
+    for column, part in enumerate(parts):
+        pre, post = styles.place(row, column, row_style, cursor, hover, look)
+        segments.extend(_cell_segments(part, pre, post, styles, look.padding))
+        table_width += part[3]
+    fill, _ = styles.place(row, -1, row_style, cursor, hover, look)
+    segments.append(Segment(" " * max(0, width - table_width), fill))
+    return Strip(segments).crop(x, x + width).adjust_cell_length(width, base_style).simplify()
