@@ -84,8 +84,9 @@ class Dialect:
         a nested loop that reads the whole array again for every candidate
         row (the planner's choice while a freshly filled table has no
         statistics), and `= ANY(…)` may be served by the trigram index,
-        whose equality search reads most of that index. Values are never
-        NULL (keys), so the two negations cancel exactly."""
+        whose equality search reads most of that index. `x NOT IN (…)` is
+        defined as `NOT (x IN (…))`, so the two negations cancel exactly,
+        in three-valued logic too (a NULL among the values, an empty list)."""
         return self._filter_in.format(p=self.p, column=column)
 
     def indexed_by(self, index: str) -> str:
