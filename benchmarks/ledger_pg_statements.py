@@ -10,6 +10,14 @@ writes, so the index sizes and the table's inserts/updates stand in); the
 events written per job; and the server's CPU per job.
 
     python benchmarks/ledger_pg_statements.py [--jobs 2000] [--top 15]
+        [--variant SQL] [--after SQL]
+
+`--variant` runs SQL on the fresh ledger before the clock starts (an
+experiment: `DROP INDEX jobs_idem_trgm; …`, `ALTER INDEX … SET (fastupdate =
+off)`); `--after` runs SQL once the run ended and prints its server CPU apart
+(`SELECT gin_clean_pending_list('jobs_idem_trgm'::regclass)`). EXPLAIN_MS=N in
+the environment logs the plan of every statement slower than N ms
+(auto_explain, ANALYZE and BUFFERS) and prints the server's log.
 """
 
 from __future__ import annotations
@@ -84,7 +92,8 @@ def report(base: str, url: str, n: int, top: int) -> None:
             " ORDER BY n_tup_ins + n_tup_upd DESC"
         ).fetchall():
             print(
-                f"table {rel:12} ins/job {tup_ins / n:.2f} upd/job {tup_upd / n:.2f} hot {hot / n:.2f}"
+                f"table {rel:12} ins/job {tup_ins / n:.2f} upd/job {tup_upd / n:.2f}"
+                f" hot {hot / n:.2f}"
             )
         for rel, idx, scans, size in conn.execute(
             "SELECT relname, indexrelname, idx_scan, pg_relation_size(indexrelid)"
@@ -119,6 +128,7 @@ def main() -> None:
     ap.add_argument(
         "--variant", default="", help="SQL run on the fresh ledger first (an experiment)"
     )
+    ap.add_argument("--after", default="", help="SQL run after the clock stops, its CPU apart")
     a = ap.parse_args()
     pg = PgDatabases.__new__(PgDatabases)
     pg.server = ProfiledServer().start()
@@ -137,6 +147,15 @@ def main() -> None:
                 run_ours(a.jobs, Path(d), a.batch, url, prepare=_variant(a.variant))
             )
         cpu = pg.cpu_seconds() - before
+        if a.after:
+            mark = pg.cpu_seconds()
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("SET search_path TO reclaim_tui, public")
+                for statement in a.after.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+            after = pg.cpu_seconds() - mark
+            print(f"--after's statements: server CPU ms/job {after * 1000 / a.jobs:.3f}")
         print(f"{a.jobs} jobs: {rate:.0f} jobs/s, server CPU ms/job {cpu * 1000 / a.jobs:.3f}")
         report(pg.base, url, a.jobs, a.top)
         if EXPLAIN_MS >= 0:
