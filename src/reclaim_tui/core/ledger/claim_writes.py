@@ -22,7 +22,7 @@ __all__ = ["DUE", "ClaimWrites", "claim_statement", "pollable", "scoped", "senda
 
 #: A claim's "due now" rule (one parameter: now).
 DUE = Sql(lambda d: f"next_at <= {d.p}")
-_AMONG_SQL = Sql(lambda d: f" AND idem IN (SELECT value FROM {d.each()})")
+_AMONG_SQL = Sql(lambda d: f" AND {d.filter_in('idem')}")
 _NOT_AMONG_SQL = Sql(lambda d: f" AND idem NOT IN (SELECT value FROM {d.each()})")
 
 

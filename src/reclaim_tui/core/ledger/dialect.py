@@ -63,6 +63,7 @@ class Dialect:
     not_indexed: str
     _indexed_by: str
     _each: str
+    _filter_in: str
     _member: str
     _input: str
 
@@ -73,6 +74,20 @@ class Dialect:
     def each(self, alias: str = "_each") -> str:
         """A JSON array parameter as rows with one column, `value` (text)."""
         return self._each.format(p=self.p, alias=alias)
+
+    def filter_in(self, column: str) -> str:
+        """`column` is one of a JSON array parameter's values, as a filter on
+        rows another condition finds (a claim's status and due time), never
+        the scan's driver. PostgreSQL: `NOT (… NOT IN …)`, since a `NOT IN`
+        is never turned into a join: the array's values are read once into
+        a hash each row is looked up in. The plain `IN (SELECT …)` may become
+        a nested loop that reads the whole array again for every candidate
+        row (the planner's choice while a freshly filled table has no
+        statistics), and `= ANY(…)` may be served by the trigram index,
+        whose equality search reads most of that index. `x NOT IN (…)` is
+        defined as `NOT (x IN (…))`, so the two negations cancel exactly,
+        in three-valued logic too (a NULL among the values, an empty list)."""
+        return self._filter_in.format(p=self.p, column=column)
 
     def indexed_by(self, index: str) -> str:
         """A planner hint naming `index` (PostgreSQL: none)."""
@@ -100,6 +115,7 @@ SQLITE = Dialect(
     not_indexed=" NOT INDEXED",
     _indexed_by=" INDEXED BY {index}",
     _each="json_each({p}) AS {alias}",
+    _filter_in="{column} IN (SELECT value FROM json_each({p}))",
     _member="json_extract({column}, '$.{name}')",
     _input="CASE WHEN json_valid({spec}) THEN json_extract({spec}, '$.input') END",
 )
@@ -112,6 +128,7 @@ POSTGRES = Dialect(
     not_indexed="",
     _indexed_by="",
     _each="json_array_elements_text({p}::json) AS {alias}(value)",
+    _filter_in="NOT ({column} NOT IN (SELECT value FROM json_array_elements_text({p}::json)))",
     _member="({column}::json ->> '{name}')",
     _input="reclaim_input({spec})",
 )
