@@ -17,6 +17,8 @@ through the stock SDK otherwise; its one door is fastgate.py (`attach_fast_path`
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -25,14 +27,25 @@ from reclaim_tui.core.api_key import resolve_api_key
 from reclaim_tui.core.backend import LabelFinder, map_api_status
 from reclaim_tui.core.gemini.errors import Redactor, create_error, read_error
 from reclaim_tui.core.ledger.inbox import ATTEMPT_FIELD, KEY_FIELD
-from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, RemoteInteraction, RemoteState
+from reclaim_tui.core.models import (
+    ATTEMPT_LABEL,
+    TRANSPORTS,
+    JobSpec,
+    RemoteInteraction,
+    RemoteState,
+)
 from reclaim_tui.core.outputs import output_text
 from reclaim_tui.errors import BackendError, ConfigError, TransientReadError
 
 if TYPE_CHECKING:
     from reclaim_tui.core.gemini.fastgate import FastCreate, FastGet
 
-__all__ = ["EMULATOR_DEFAULT_KEY", "GeminiBackend", "interaction_from_json", "resolve_api_key"]
+__all__ = [
+    "EMULATOR_DEFAULT_KEY",
+    "GeminiBackend",
+    "interaction_from_json",
+    "resolve_api_key",
+]
 
 EMULATOR_DEFAULT_KEY = "emulator-key"
 
@@ -110,7 +123,10 @@ class GeminiBackend:
     tests); the default memoizes the SDK's helpers and sends get and create through
     `_FastGet` / `_FastCreate`. `http_client` is an async client of the httpx shape
     for the SDK (`HttpOptions.httpx_async_client`; benchmarks/cpu_per_call.py
-    compares transports with it); None keeps the SDK's own.
+    compares transports with it); None keeps the SDK's own. `transport="aiohttp"`
+    sends through httpx-aiohttp's client for the SDK's httpx2 (an optional
+    dependency) instead of the SDK's own httpx2 transport: less CPU per call;
+    errors.py keeps "not sent" apart from "outcome unknown" for it.
     """
 
     def __init__(
@@ -123,7 +139,16 @@ class GeminiBackend:
         fast_path: bool = True,
         webhook_url: str | None = None,
         http_client: Any = None,
+        transport: str = "httpx",
     ) -> None:
+        if transport not in TRANSPORTS:
+            raise ConfigError(
+                f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}"
+            )
+        if transport == "aiohttp" and importlib.util.find_spec("httpx_aiohttp") is None:
+            raise ConfigError(
+                "the aiohttp transport needs httpx-aiohttp: pip install 'reclaim-tui[aiohttp]'"
+            )
         if not api_key:
             if base_url is None:
                 raise ConfigError(
@@ -139,6 +164,9 @@ class GeminiBackend:
         self._api_key = api_key
         self._want_fast = fast_path
         self._http_client = http_client
+        self.transport = transport
+        # A client made in `_build` is ours to close (the SDK closes only its own).
+        self._own_client = False
         self._built = False
         self._fast = False
         # _client, _interactions, _fast_get, _fast_create and _fast_scope are
@@ -169,6 +197,12 @@ class GeminiBackend:
         # The fast path's modules come with the SDK: an idle tick imports none.
         from reclaim_tui.core.gemini.fastgate import attach_fast_path
 
+        if self.transport == "aiohttp" and self._http_client is None:
+            # Made without a session: it opens one on its first request, in the
+            # event loop that sends it (this runs on a worker thread).
+            # An optional dependency: imported by name, checked in __init__.
+            aiohttp_httpx2 = importlib.import_module("httpx_aiohttp.httpx2")
+            self._http_client, self._own_client = aiohttp_httpx2.Httpx2AiohttpClient(), True
         options = types.HttpOptions(
             base_url=self.base_url,
             timeout=max(1, int(self.request_timeout * 1000)),
@@ -303,3 +337,5 @@ class GeminiBackend:
             await self._finder.aclose()
         if self._built:
             await self._client.aio.aclose()
+        if self._own_client:
+            await self._http_client.aclose()
