@@ -197,10 +197,10 @@ def main() -> None:
     designs: tuple[str, ...] = ("service (warm)", *more)
     if not a.service_only:
         designs += ("service + submit", "tick loop", "baseline")
-    if dbos is None and not a.service_only:
-        print(f"DBOS: skipped, no dbos importable by {a.dbos_python} (see the docstring)")
-    else:
+    if dbos is not None:
         designs += ("DBOS",)
+    elif not a.service_only:
+        print(f"DBOS: skipped, no dbos importable by {a.dbos_python} (see the docstring)")
     results: dict[str, list[dict[str, float]]] = {d: [] for d in designs}
     with EmulatorProcess("--latency", "0") as emu:
         for run in range(a.runs):
