@@ -84,3 +84,20 @@ async def test_the_aiohttp_client_the_backend_made_is_closed_with_it() -> None:
         assert not client.is_closed
         await backend.aclose()
         assert client.is_closed
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_one_backend_serves_one_event_loop_after_another(tmp_path: Path, transport: str) -> None:
+    """A library caller's two `asyncio.run`s with one backend: each create is
+    sent once and answered (an aiohttp session opened in the first loop
+    would fail the second's request half sent)."""
+    import asyncio
+
+    with EmulatorProcess(tmp_path) as emu:
+        backend = GeminiBackend(emu.api_key, emu.base_url, transport=transport)
+        made = []
+        for i in range(2):
+            made.append(asyncio.run(backend.create(JobSpec(input="x", model=MODEL), f"{i:032x}")))
+        asyncio.run(backend.aclose())
+        assert len({m.id for m in made}) == 2
+        assert posts(emu) == 2 and emu.stats()["creates_total"] == 2

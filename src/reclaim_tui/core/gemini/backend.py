@@ -227,12 +227,27 @@ class GeminiBackend:
         long, and on the event loop it would stall everything else —
         a ledger transaction another task holds open among them, which other
         processes would then wait on past their busy timeout."""
+        if self._own_client:
+            self._keep_to_one_loop()
         if self._built:
             return
         lock = self.__dict__.setdefault("_build_lock", asyncio.Lock())
         async with lock:
             if not self._built:
                 await asyncio.to_thread(self._build)
+        if self._own_client:
+            self._keep_to_one_loop()
+
+    def _keep_to_one_loop(self) -> None:
+        """An aiohttp session belongs to the event loop it was opened in; called
+        from another one (a caller's second `asyncio.run`), its requests fail
+        half sent. The client is built again, for this loop, before anything
+        is sent. (The SDK's own httpx client keeps a pool per loop itself.)"""
+        loop = asyncio.get_running_loop()
+        first = self.__dict__.setdefault("_client_loop", loop)
+        if first is not loop:
+            del self.__dict__["_client_loop"]
+            self._http_client, self._own_client, self._built = None, False, False
 
     @property
     def fast_path(self) -> bool:
