@@ -40,12 +40,7 @@ from reclaim_tui.errors import BackendError, ConfigError, TransientReadError
 if TYPE_CHECKING:
     from reclaim_tui.core.gemini.fastgate import FastCreate, FastGet
 
-__all__ = [
-    "EMULATOR_DEFAULT_KEY",
-    "GeminiBackend",
-    "interaction_from_json",
-    "resolve_api_key",
-]
+__all__ = ["EMULATOR_DEFAULT_KEY", "GeminiBackend", "interaction_from_json", "resolve_api_key"]
 
 EMULATOR_DEFAULT_KEY = "emulator-key"
 

@@ -42,11 +42,11 @@ __all__ = ["Redactor", "create_error", "read_error", "secret_forms"]
 # matched by name so the mapping works with either package.
 _NOT_SENT = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout", "UnsupportedProtocol"})
 _TRANSPORT = frozenset({"TransportError", "TimeoutException", "NetworkError", "ProtocolError"})
-# The aiohttp transport (httpx-aiohttp) turns every aiohttp connection error into
-# an httpx connect error, also a connection lost or a read timed out after the
-# request went out; its original exception stays in the chain. Only these two
-# come before the first byte: the connection could not be made (refused, DNS,
-# TLS), or making it or waiting for a free one in the pool timed out.
+# The aiohttp transport (httpx-aiohttp) turns aiohttp's connection errors into an
+# httpx connect timeout, a connection lost after the request went out among them;
+# its original exception stays in the chain. Only these two come before the
+# first byte: the connection could not be made (refused, DNS, TLS), or making
+# it or waiting for a free one in the pool timed out.
 _AIOHTTP_NOT_SENT = frozenset({"ClientConnectorError", "ConnectionTimeoutError"})
 
 
