@@ -40,6 +40,8 @@ def test_an_aiohttp_error_reads_as_sent_or_not(raised: BaseException, expected: 
     assert mapped.__cause__ is raised
     err = create_error(mapped, Redactor("k" * 20))
     assert type(err) is expected, (type(mapped).__name__, err)
+    # named by aiohttp's error, not httpx-aiohttp's "connect timeout"
+    assert f": {type(raised).__name__}: " in str(err), err
     if isinstance(err, NotCreatedError):
         assert (
             err.retryable

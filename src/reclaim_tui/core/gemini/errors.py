@@ -69,6 +69,15 @@ def _http_status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+def _told(exc: BaseException) -> BaseException:
+    """The error to name in a transport failure's message: aiohttp's own under
+    httpx-aiohttp's (which calls a lost connection a connect timeout), else `exc`."""
+    for err in _chain(exc):
+        if type(err).__module__.startswith("aiohttp"):
+            return err
+    return exc
+
+
 def _not_sent(exc: BaseException) -> bool:
     """A transport error raised before any of the request was sent."""
     if any(type(err).__module__.startswith("aiohttp") for err in _chain(exc)):
@@ -195,9 +204,10 @@ def create_error(exc: BaseException, say: Redactor) -> BackendError:
         return NotCreatedError(message, status, retryable=False)
     if _is_transport(exc):
         if _not_sent(exc):
-            message = say("create was not sent", exc)
+            message = say("create was not sent", _told(exc))
             return NotCreatedError(message, retryable=True, cause="transport")
-        return MaybeCreatedError(say("create sent, no usable answer", exc), cause="transport")
+        message = say("create sent, no usable answer", _told(exc))
+        return MaybeCreatedError(message, cause="transport")
     if isinstance(exc, (TypeError, ValueError)) and status is None:
         # Raised by the SDK while building the request: nothing was sent.
         return NotCreatedError(say("create request rejected by the SDK", exc), retryable=False)
@@ -214,4 +224,4 @@ def read_error(what: str, exc: BaseException, say: Redactor) -> BackendError:
         if cause is not None:
             return TransientReadError(message, status, cause=cause, retry_after=_retry_after(exc))
         return PermanentReadError(message, status)
-    return TransientReadError(say(f"{what} failed", exc), status, cause="transport")
+    return TransientReadError(say(f"{what} failed", _told(exc)), status, cause="transport")
