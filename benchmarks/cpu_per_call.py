@@ -11,8 +11,13 @@ the table shows medians over runs.
   … on DefaultAioHttpClient   the same with `HttpOptions(httpx_async_client=…)` set to
                        google-genai's `DefaultAioHttpClient` (httpx over aiohttp, the
                        httpx-aiohttp package); `aiohttp2`: httpx-aiohttp's httpx2 client
-                       (the SDK's own httpx2 over aiohttp). Both need httpx-aiohttp
-                       installed (not a dependency): `--variants` picks what to run.
+                       (the SDK's own httpx2 over aiohttp; what `--transport aiohttp`
+                       sends through). Both need httpx-aiohttp installed (the `aiohttp`
+                       extra): `--variants` picks what to run.
+  … httpx2 variants    `plain`: a plain httpx2.AsyncClient (without the SDK's wrapper
+                       that keeps a pool per event loop); `keepalive`: the same with
+                       100 kept connections, kept 60 s; `http2`: with http2=True
+                       (over plain http still HTTP/1.1: HTTP/2 is negotiated in TLS).
   GeminiBackend stock  GeminiBackend(fast_path=False): the same backend on the stock SDK
   SDK aio              genai.Client().aio.interactions.create / get (default options)
   SDK sync             genai.Client().interactions.create / get, as the baseline calls it
@@ -42,6 +47,9 @@ VARIANTS = {
     "ours": "reclaim-tui (fast path)",
     "aiohttp": "reclaim-tui on DefaultAioHttpClient",
     "aiohttp2": "reclaim-tui on Httpx2AiohttpClient",
+    "plain": "reclaim-tui on a plain httpx2 client",
+    "keepalive": "reclaim-tui, httpx2 pool 100 kept 60 s",
+    "http2": "reclaim-tui, httpx2 http2=True",
     "stock": "GeminiBackend stock",
     "aio": "SDK aio",
     "sync": "SDK sync (baseline's calls)",
@@ -61,6 +69,49 @@ def _finish_all(base_url: str, ids: list[str]) -> None:
         urllib.request.urlopen(request, timeout=30).close()
 
 
+def _aiohttp() -> Any:
+    """google-genai's own `DefaultAioHttpClient`: httpx over aiohttp (httpx-aiohttp)."""
+    from google.genai._interactions import DefaultAioHttpClient
+
+    return DefaultAioHttpClient()
+
+
+def _aiohttp2() -> Any:
+    """httpx-aiohttp's client for httpx2, the SDK's own stack, over aiohttp."""
+    from httpx_aiohttp.httpx2 import Httpx2AiohttpClient
+
+    return Httpx2AiohttpClient()
+
+
+def _httpx2(**kwargs: Any) -> Callable[[], Any]:
+    """An httpx2 client with `kwargs`, as `HttpOptions.async_client_args` would build
+    one, without the SDK's per-event-loop wrapper around it."""
+
+    def make() -> Any:
+        import httpx2
+
+        return httpx2.AsyncClient(**kwargs)
+
+    return make
+
+
+def _limits() -> Any:
+    import httpx2
+
+    return httpx2.Limits(max_connections=100, max_keepalive_connections=100, keepalive_expiry=60)
+
+
+_CLIENTS: dict[str, Callable[[], Any]] = {
+    "aiohttp": _aiohttp,
+    "aiohttp2": _aiohttp2,
+    "plain": _httpx2(),
+    "keepalive": lambda: _httpx2(limits=_limits())(),
+    # Over plain http an httpx client speaks HTTP/1.1 even with http2 on (HTTP/2 is
+    # negotiated in TLS); the row shows what the setting costs, not HTTP/2 itself.
+    "http2": _httpx2(http2=True),
+}
+
+
 def _calls(which: str, base_url: str) -> tuple[Any, Any, Any]:
     """(create(i) -> id, get(id), close) for one variant, all awaitable."""
     from google import genai
@@ -69,16 +120,8 @@ def _calls(which: str, base_url: str) -> tuple[Any, Any, Any]:
     from reclaim_tui.core.gemini import GeminiBackend
     from reclaim_tui.core.models import JobSpec
 
-    if which in ("ours", "stock", "aiohttp", "aiohttp2"):
-        http_client: Any = None
-        if which == "aiohttp":  # google-genai's own, httpx over aiohttp (httpx-aiohttp)
-            from google.genai._interactions import DefaultAioHttpClient
-
-            http_client = DefaultAioHttpClient()
-        elif which == "aiohttp2":  # httpx2 (the SDK's own stack) over aiohttp
-            from httpx_aiohttp.httpx2 import Httpx2AiohttpClient
-
-            http_client = Httpx2AiohttpClient()
+    if which in ("ours", "stock", *_CLIENTS):
+        http_client: Any = _CLIENTS[which]() if which in _CLIENTS else None
         # No http_client argument unless one is set: older trees (PYTHONPATH) lack it.
         extra = {"http_client": http_client} if http_client is not None else {}
         backend = GeminiBackend(API_KEY, base_url, fast_path=which != "stock", **extra)

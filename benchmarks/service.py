@@ -20,6 +20,10 @@ same emulator process (latency 0, reset between runs):
               .venv-dbos/bin/pip install "dbos>=3.4,<4" "google-genai>=3.3,<4"`)
 
     python benchmarks/service.py [--jobs 1000] [--runs 3] [--first-poll 0]
+        [--transports httpx,aiohttp] [--service-only]
+
+`--transports`: the warm service once per HTTP transport (`run --transport`);
+`--service-only`: the warm service rows alone (no submit, tick loop, baseline, DBOS).
 """
 
 from __future__ import annotations
@@ -90,7 +94,11 @@ def _submit(db: Path, jobs: Path) -> float:
 
 
 def service_run(
-    emu: EmulatorProcess, a: argparse.Namespace, run: int, via_submit: bool = False
+    emu: EmulatorProcess,
+    a: argparse.Namespace,
+    run: int,
+    via_submit: bool = False,
+    transport: str = "httpx",
 ) -> dict[str, float]:
     """`via_submit`: the jobs arrive by `submit --no-send` (its CPU counted with the
     service's), else reserved by this process (the service's CPU alone)."""
@@ -101,7 +109,7 @@ def service_run(
         write_jobs(jobs, a.jobs, tag=f"svc-r{run}-")
         cmd = [sys.executable, "-m", "reclaim_tui", "run", "--db", str(db), "--out", str(out)]
         cmd += ["--base-url", emu.base_url, "--idle-sleep", "0.05", "--log", str(log)]
-        cmd += ["--first-poll", str(a.first_poll)]
+        cmd += ["--first-poll", str(a.first_poll), "--transport", transport]
         proc = subprocess.Popen(cmd, env=_env(), stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 60
@@ -179,18 +187,29 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--first-poll", type=float, default=0.0)
     ap.add_argument("--dbos-python", default=str(ROOT / ".venv-dbos" / "bin" / "python"))
+    ap.add_argument("--transports", default="httpx")
+    ap.add_argument("--service-only", action="store_true")
     a = ap.parse_args()
+    transports = [t for t in a.transports.split(",") if t]
+    more = {f"service (warm, {t})": t for t in transports if t != "httpx"}
     print(f"load average before: {os.getloadavg()}", flush=True)
-    dbos = dbos_python(a.dbos_python)
-    designs: tuple[str, ...] = ("service (warm)", "service + submit", "tick loop", "baseline")
-    if dbos is None:
-        print(f"DBOS: skipped, no dbos importable by {a.dbos_python} (see the docstring)")
-    else:
+    dbos = None if a.service_only else dbos_python(a.dbos_python)
+    designs: tuple[str, ...] = ("service (warm)", *more)
+    if not a.service_only:
+        designs += ("service + submit", "tick loop", "baseline")
+    if dbos is not None:
         designs += ("DBOS",)
+    elif not a.service_only:
+        print(f"DBOS: skipped, no dbos importable by {a.dbos_python} (see the docstring)")
     results: dict[str, list[dict[str, float]]] = {d: [] for d in designs}
     with EmulatorProcess("--latency", "0") as emu:
         for run in range(a.runs):
             results["service (warm)"].append(service_run(emu, a, run))
+            for design, transport in more.items():
+                results[design].append(service_run(emu, a, run, transport=transport))
+            if a.service_only:
+                print(f"run {run + 1}: {[results[d][-1] for d in designs]}", flush=True)
+                continue
             results["service + submit"].append(service_run(emu, a, run, via_submit=True))
             for which in ("tick loop", "baseline"):
                 results[which].append(other_run(emu, which, a, run))
@@ -208,6 +227,12 @@ def main() -> None:
         rows.append([d, a.jobs, f"{seconds:.2f}", f"{rate[d]:.0f}", f"{cpu:.2f}"])
     print(f"\nEmulator latency 0, first poll {a.first_poll:g} s, {a.runs} runs each, medians")
     print(table(["design", "jobs", "seconds", "jobs/s", "CPU ms/job"], rows))
+    for design in more:
+        cpu = {d: median([r["cpu_ms_per_job"] for r in results[d]]) for d in results}
+        print(f"{design} / service (warm), CPU a job: {cpu[design] / cpu['service (warm)']:.2f}x")
+    if a.service_only:
+        print(f"load average after: {os.getloadavg()}")
+        return
     print(f"service (warm) / baseline: {rate['service (warm)'] / rate['baseline']:.1f}x")
     print(f"service + submit / baseline: {rate['service + submit'] / rate['baseline']:.1f}x")
     print(f"tick loop / baseline: {rate['tick loop'] / rate['baseline']:.1f}x")

@@ -44,6 +44,7 @@ def make_backend(settings: Settings) -> Backend:
         request_timeout=settings.request_timeout,
         finder=finder,
         webhook_url=settings.webhook_url,
+        transport=settings.transport,
     )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reclaim_tui.core.models import Actor, GonePolicy, OrphanPolicy
+from reclaim_tui.core.models import TRANSPORTS, Actor, GonePolicy, OrphanPolicy
 from reclaim_tui.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -77,6 +77,9 @@ class Settings:
     webhook_grace: float = 900.0
     #: with webhooks: the age of a job at its first fallback poll
     webhook_poll: float = 120.0
+    #: the HTTP transport of API calls: "httpx" (the SDK's own) or "aiohttp"
+    #: (httpx-aiohttp's client, an optional dependency: less CPU per call)
+    transport: str = "httpx"
     #: `--create`: start a new SQLite ledger even beside another one in its
     #: folder (core/ledger/sqlite/new_ledger.py)
     create_ledger: bool = False
@@ -120,6 +123,8 @@ class Settings:
             ("https://", "http://")
         ):
             raise ConfigError("--webhook-url must be an http(s) URL")
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(f"--transport must be one of {', '.join(TRANSPORTS)}")
         if self.webhook_grace < 0 or self.webhook_poll <= 0:
             raise ConfigError("--webhook-grace must not be negative, --webhook-poll positive")
         return self

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reclaim_tui.core.gemini import GeminiBackend
-from reclaim_tui.core.models import JobSpec
+from reclaim_tui.core.models import TRANSPORTS, JobSpec
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
 from tests.helpers import EmulatorProcess, Workspace
 from tests.helpers.procs import write_jobs
@@ -53,11 +53,23 @@ def test_a_key_with_a_newline_is_refused_at_start_unseen(
             assert _leaks(path.read_bytes().decode("utf-8", "replace")) == [], path
 
 
-async def test_a_header_httpx_refuses_is_not_sent_and_the_key_is_hidden() -> None:
+#: How each transport refuses the header: (the error's message start, its
+#: detail, retryable). httpx (h11) raises a protocol error, read as a transport
+#: error that sent nothing; aiohttp a ValueError while building the request,
+#: read as a request the SDK rejected (nothing sent, and retrying cannot help).
+REFUSALS = {
+    "httpx": ("create was not sent: ", "Illegal header value b'***'", True),
+    "aiohttp": ("create request rejected by the SDK: ", "Forbidden control character", False),
+}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_header_httpx_refuses_is_not_sent_and_the_key_is_hidden(transport: str) -> None:
     """Through the real SDK: the backend built with the key anyway (as a
     library caller may): the create never leaves the machine."""
+    start, detail, retryable = REFUSALS[transport]
     async with EmulatorServer(EmulatorConfig(latency=0.0)) as emu:
-        backend = GeminiBackend(BAD_KEY, emu.base_url)
+        backend = GeminiBackend(BAD_KEY, emu.base_url, transport=transport)
         try:
             from reclaim_tui.errors import NotCreatedError
 
@@ -67,9 +79,10 @@ async def test_a_header_httpx_refuses_is_not_sent_and_the_key_is_hidden() -> Non
             await backend.aclose()
         assert emu.store.calls["create_posts_received"] == 0
     err = caught.value
-    assert err.cause == "transport" and err.retryable, err
-    assert str(err).startswith("create was not sent: ")
-    assert "Illegal header value b'***'" in str(err)
+    assert err.retryable is retryable, err
+    assert err.cause == ("transport" if retryable else None), err
+    assert str(err).startswith(start), err
+    assert detail in str(err), err
     assert _leaks(str(err)) == [], str(err)
 
 

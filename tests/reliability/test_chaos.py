@@ -11,6 +11,7 @@ requests with 500 and drops 5% of creates after accepting them.
                            find-by-label; 0: the resubmit policy (duplicates
                            recorded instead)
     RECLAIM_SOAK_SEED      seed of the kill schedule and the emulator (default 7)
+    RECLAIM_SOAK_TRANSPORT the workers' `--transport` (default httpx)
 
 After the chaos phase the faults are switched off and clean ticks run until
 every row is terminal. Then: every job consumed exactly once; creates ≤ jobs +
@@ -52,6 +53,7 @@ PG_JOBS = int(os.environ.get("RECLAIM_SOAK_PG_JOBS", "600"))
 WORKERS = int(os.environ.get("RECLAIM_SOAK_WORKERS", "4"))
 LOOKUP = os.environ.get("RECLAIM_SOAK_LOOKUP", "1") != "0"
 SEED = int(os.environ.get("RECLAIM_SOAK_SEED", "7"))
+TRANSPORT = ("--transport", os.environ.get("RECLAIM_SOAK_TRANSPORT", "httpx"))
 #: Four workers ticking back to back, each re-reading the 1,000-job file, on a
 #: loaded 2-core machine: the 1 s busy timeout of the other tests (FAST_FLAGS)
 #: is shorter than a queue of fsync'd commits can take there, and a tick that
@@ -147,7 +149,11 @@ def soak(
     flags = ("--rate-500", "0.05", "--drop-rate", "0.05", "--latency-max", "2")
     with EmulatorProcess(tmp_path, latency=0.2, seed=SEED, flags=flags) as emu:
         ws = Workspace(
-            tmp_path / "chaos", emulator=emu, lookup=LOOKUP, extra_flags=BUSY_FLAGS, db_url=db_url
+            tmp_path / "chaos",
+            emulator=emu,
+            lookup=LOOKUP,
+            extra_flags=(*BUSY_FLAGS, *TRANSPORT),
+            db_url=db_url,
         )
         texts = [f"chaos job {i} of {jobs_count}" for i in range(jobs_count)]
         keys = {idempotency_key(JobSpec(input=t, model="gemini-flash-latest")): t for t in texts}

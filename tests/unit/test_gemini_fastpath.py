@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from reclaim_tui.core.gemini import GeminiBackend, fastcalls, fastpath
 from reclaim_tui.core.gemini.fastpath import install_fast_path
-from reclaim_tui.core.models import JobSpec, RemoteInteraction, RemoteState
+from reclaim_tui.core.models import TRANSPORTS, JobSpec, RemoteInteraction, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
 from reclaim_tui.errors import BackendError
 
@@ -564,25 +564,55 @@ async def test_fast_create_without_an_api_key_fails_like_stock(
     ] * 2
 
 
-async def test_fast_create_timeout_and_refused_connection_like_stock(emu: EmulatorServer) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_fast_create_timeout_and_refused_connection_like_stock(
+    emu: EmulatorServer, transport: str
+) -> None:
     from tests.helpers.ports import free_port
 
     emu.store.faults = FaultConfig.from_json({"slow_rate": 1.0, "slow_seconds": 0.5})
-    slow = (
-        GeminiBackend(emu.api_key, emu.base_url, request_timeout=0.1),
-        GeminiBackend(emu.api_key, emu.base_url, request_timeout=0.1, fast_path=False),
-    )
+    slow = _fast_and_stock(emu.api_key, emu.base_url, request_timeout=0.1, transport=transport)
     closed = f"http://127.0.0.1:{free_port()}"
-    refused = (GeminiBackend(None, closed), GeminiBackend(None, closed, fast_path=False))
+    refused = _fast_and_stock(None, closed, transport=transport)
     try:
         got = await _same_create(slow, SPEC, _posts(emu))
         assert got[:2] == ("MaybeCreatedError", None) and "create sent" in got[2]
         got = await _same_create(refused, SPEC)
         assert got[:2] == ("NotCreatedError", None) and got[3] is True
+        assert got[2].startswith("create was not sent: ")
     finally:
         for backend in (*slow, *refused):
             await backend.aclose()
     assert len(emu.store.creates_log) == 2
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_connection_lost_after_the_create_was_sent_is_outcome_unknown(
+    emu: EmulatorServer, transport: str
+) -> None:
+    """The emulator stores the interaction, then closes the connection without an
+    answer: "maybe created" on every transport, never "not sent" (a retry would
+    then create a duplicate the ledger does not expect). httpx-aiohttp reports
+    this as an httpx connect timeout; errors.py reads the aiohttp error under it."""
+    emu.store.faults = FaultConfig.from_json({"drop_rate": 1.0})
+    pair = _fast_and_stock(emu.api_key, emu.base_url, transport=transport)
+    try:
+        got = await _same_create(pair, SPEC, _posts(emu))
+    finally:
+        for backend in pair:
+            await backend.aclose()
+    assert got[:2] == ("MaybeCreatedError", None), got
+    assert got[2].startswith("create sent, no usable answer: "), got
+    assert len(emu.store.creates_log) == 2
+
+
+def _fast_and_stock(
+    api_key: str | None, base_url: str, **kwargs: Any
+) -> tuple[GeminiBackend, GeminiBackend]:
+    return (
+        GeminiBackend(api_key, base_url, **kwargs),
+        GeminiBackend(api_key, base_url, fast_path=False, **kwargs),
+    )
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ _ENVIRONMENT = {
     "base_url": "RECLAIM_BASE_URL",
     "webhook_url": "RECLAIM_WEBHOOK_URL",
     "emulator_lookup": "RECLAIM_EMULATOR_LOOKUP",
+    "transport": "RECLAIM_TRANSPORT",
 }
 #: click's spelling of a true boolean environment variable.
 _TRUE = {"1", "true", "t", "yes", "y", "on"}

@@ -30,7 +30,7 @@ import click
 
 from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT
 from reclaim_tui.core.ledger.retention import PAID_TIER_DAYS
-from reclaim_tui.core.models import GonePolicy, OrphanPolicy
+from reclaim_tui.core.models import TRANSPORTS, GonePolicy, OrphanPolicy
 
 __all__ = [
     "API",
@@ -169,6 +169,15 @@ _FLAGS: dict[str, Decorator] = {
         type=_seconds(3600, positive=True),
         help="Seconds one API call may take before it counts as failed.",
     ),
+    "transport": click.option(
+        "--transport",
+        default="httpx",
+        show_default=True,
+        envvar="RECLAIM_TRANSPORT",
+        type=click.Choice(TRANSPORTS),
+        help="HTTP transport of API calls: the SDK's own httpx, or aiohttp (less CPU"
+        " per call; needs the `aiohttp` extra).",
+    ),
     "emulator_lookup": click.option(
         "--emulator-lookup/--no-emulator-lookup",
         default=False,
@@ -297,7 +306,7 @@ _FLAGS: dict[str, Decorator] = {
 LEDGER = ("db", "busy_timeout")
 #: The commands that may start a new ledger (tick, run, submit, console).
 CREATE = ("create_ledger",)
-API = ("base_url", "api_key", "request_timeout")
+API = ("base_url", "api_key", "request_timeout", "transport")
 SINK = ("out", "sink")
 PASS = ("concurrency", "adaptive_concurrency", "lease_seconds", "verbose")
 SEND = ("model", "max_attempts", "first_poll", "webhook_url", "webhook_poll")

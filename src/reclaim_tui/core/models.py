@@ -13,6 +13,7 @@ __all__ = [
     "ACTIVE_STATUSES",
     "ATTEMPT_LABEL",
     "TERMINAL_STATUSES",
+    "TRANSPORTS",
     "Actor",
     "Event",
     "GonePolicy",
@@ -35,6 +36,9 @@ __all__ = [
 #: operator retry, a prune and a new job under the same key). Recovery adopts
 #: only an interaction labelled with the row's *current* attempt.
 ATTEMPT_LABEL = "idem_attempt"
+#: The HTTP transports the Gemini backend can send through: the SDK's own
+#: httpx2, or httpx-aiohttp's httpx2 client over aiohttp.
+TRANSPORTS = ("httpx", "aiohttp")
 
 
 def attempt_tag(attempts: int, sent_at: float | None) -> str | None:

@@ -42,6 +42,12 @@ __all__ = ["Redactor", "create_error", "read_error", "secret_forms"]
 # matched by name so the mapping works with either package.
 _NOT_SENT = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout", "UnsupportedProtocol"})
 _TRANSPORT = frozenset({"TransportError", "TimeoutException", "NetworkError", "ProtocolError"})
+# The aiohttp transport (httpx-aiohttp) turns aiohttp's connection errors into an
+# httpx connect timeout, a connection lost after the request went out among them;
+# its original exception stays in the chain. Only these two come before the
+# first byte: the connection could not be made (refused, DNS, TLS), or making
+# it or waiting for a free one in the pool timed out.
+_AIOHTTP_NOT_SENT = frozenset({"ClientConnectorError", "ConnectionTimeoutError"})
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -61,6 +67,22 @@ def _http_status(exc: BaseException) -> int | None:
     response = getattr(exc, "response", None)
     status = getattr(exc, "status_code", None) or getattr(response, "status_code", None)
     return status if isinstance(status, int) else None
+
+
+def _told(exc: BaseException) -> BaseException:
+    """The error to name in a transport failure's message: aiohttp's own under
+    httpx-aiohttp's (which calls a lost connection a connect timeout), else `exc`."""
+    for err in _chain(exc):
+        if type(err).__module__.startswith("aiohttp"):
+            return err
+    return exc
+
+
+def _not_sent(exc: BaseException) -> bool:
+    """A transport error raised before any of the request was sent."""
+    if any(type(err).__module__.startswith("aiohttp") for err in _chain(exc)):
+        return bool(_names(exc) & _AIOHTTP_NOT_SENT)
+    return bool(_names(exc) & _NOT_SENT) or _refused_here(exc)
 
 
 def _is_transport(exc: BaseException) -> bool:
@@ -181,10 +203,11 @@ def create_error(exc: BaseException, say: Redactor) -> BackendError:
             return MaybeCreatedError(message, status, cause=cause, retry_after=wait)
         return NotCreatedError(message, status, retryable=False)
     if _is_transport(exc):
-        if _names(exc) & _NOT_SENT or _refused_here(exc):
-            message = say("create was not sent", exc)
+        if _not_sent(exc):
+            message = say("create was not sent", _told(exc))
             return NotCreatedError(message, retryable=True, cause="transport")
-        return MaybeCreatedError(say("create sent, no usable answer", exc), cause="transport")
+        message = say("create sent, no usable answer", _told(exc))
+        return MaybeCreatedError(message, cause="transport")
     if isinstance(exc, (TypeError, ValueError)) and status is None:
         # Raised by the SDK while building the request: nothing was sent.
         return NotCreatedError(say("create request rejected by the SDK", exc), retryable=False)
@@ -201,4 +224,4 @@ def read_error(what: str, exc: BaseException, say: Redactor) -> BackendError:
         if cause is not None:
             return TransientReadError(message, status, cause=cause, retry_after=_retry_after(exc))
         return PermanentReadError(message, status)
-    return TransientReadError(say(f"{what} failed", exc), status, cause="transport")
+    return TransientReadError(say(f"{what} failed", _told(exc)), status, cause="transport")
