@@ -41,11 +41,15 @@ async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) 
     never sent is left as it was.
     """
     report = PassReport()
-    scope = {} if idems is None else {"idems": idems}
+    # The submit's keys not yet sent: a key whose row left `reserving` is
+    # dropped, so each claim names only what is left rather than every key
+    # of the submit again (a claim per batch over all of them grows with
+    # the square of the submit's size).
+    scope = None if idems is None else _Scope(idems)
     claim = None
     if not parts.circuit.open:
         claim = await batch_pass.claimed(
-            parts, parts.ledger.claim_sendable, limit=parts.flight(), **scope
+            parts, parts.ledger.claim_sendable, limit=parts.flight(), **_keys(scope)
         )
     while claim is not None:
         # The batch's last write (its last row's handle) takes the next batch.
@@ -61,6 +65,7 @@ async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) 
             created=created,
             report=report,
             unfinished=[len(claim.rows)],
+            scope=scope,
         )
         try:
             async with batch_pass.hold(parts, claim) as batch:
@@ -81,9 +86,28 @@ async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) 
     return parts.noted(report)
 
 
+class _Scope:
+    """The keys a submit's send pass may still claim, in the submit's order."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, idems: Sequence[str]) -> None:
+        self.left: dict[str, None] = dict.fromkeys(idems)
+
+    def sent(self, t: Transition) -> None:
+        """`t` applied: its key is no longer the pass's once it left `reserving`."""
+        if t.to is not Status.RESERVING:
+            self.left.pop(t.idem, None)
+
+
+def _keys(scope: _Scope | None) -> dict[str, Sequence[str]]:
+    """A claim's `idems` argument: none (any due row) or the keys left."""
+    return {} if scope is None else {"idems": list(scope.left)}
+
+
 async def _ride(
     parts: EngineParts,
-    scope: dict[str, Sequence[str]],
+    scope: _Scope | None,
     sending: Sequence[str],
     todo: Any,
 ) -> tuple[dict[str, Row], list[str], Claim]:
@@ -94,19 +118,19 @@ async def _ride(
         transitions=todo,
         limit=0 if parts.circuit.open else parts.flight(),
         lease_seconds=parts.config.lease_seconds,
-        **scope,
+        **_keys(scope),
     )
 
 
 async def _next_batch(
-    parts: EngineParts, taken: Claim | None, scope: dict[str, Sequence[str]]
+    parts: EngineParts, taken: Claim | None, scope: _Scope | None
 ) -> Claim | None:
     """The batch the last write took (None when it took none: claimed now)."""
     if taken is None:
         if parts.circuit.open:
             return None
         return await batch_pass.claimed(
-            parts, parts.ledger.claim_sendable, limit=parts.flight(), **scope
+            parts, parts.ledger.claim_sendable, limit=parts.flight(), **_keys(scope)
         )
     if parts.circuit.open or not taken.rows:
         await _give_back(parts, taken)
@@ -132,6 +156,7 @@ async def _send_one(
     created: list[str],
     report: PassReport,
     unfinished: list[int],
+    scope: _Scope | None,
 ) -> None:
     """One row's send; its last write says whether it is the batch's last
     (`unfinished` counts the batch's rows not finished yet)."""
@@ -144,7 +169,7 @@ async def _send_one(
         return unfinished[0] == 0
 
     try:
-        await _send_row(parts, row, commit, late, created, report, last)
+        await _send_row(parts, row, commit, late, created, report, last, scope)
     finally:
         if not finished:
             unfinished[0] -= 1
@@ -158,6 +183,7 @@ async def _send_row(
     created: list[str],
     report: PassReport,
     last: Callable[[], bool],
+    scope: _Scope | None = None,
 ) -> None:
     job = row.job
     if job.previous is not None:
@@ -188,8 +214,11 @@ async def _send_row(
     if not await _commit_one(commit, t, report, last=last()):
         if handle:
             late.append((sending, handle))
-    elif handle:
-        created.append(handle)
+    else:
+        if scope is not None:
+            scope.sent(t)
+        if handle:
+            created.append(handle)
     crashpoint("after_handle_commit")
 
 
