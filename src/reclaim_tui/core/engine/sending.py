@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,6 +29,9 @@ from reclaim_tui.errors import BackendError, LedgerError
 __all__ = ["send_reserved"]
 
 log = logging.getLogger("reclaim_tui.engine")
+
+#: Batches' worth of a submit's keys left that each of its claims names first.
+WINDOW_BATCHES = 4
 
 
 async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) -> PassReport:
@@ -48,9 +52,7 @@ async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) 
     scope = None if idems is None else _Scope(idems)
     claim = None
     if not parts.circuit.open:
-        claim = await batch_pass.claimed(
-            parts, parts.ledger.claim_sendable, limit=parts.flight(), **_keys(scope)
-        )
+        claim = await _claim_left(parts, scope)
     while claim is not None:
         # The batch's last write (its last row's handle) takes the next batch.
         rider = functools.partial(_ride, parts, scope)
@@ -100,9 +102,31 @@ class _Scope:
             self.left.pop(t.idem, None)
 
 
-def _keys(scope: _Scope | None) -> dict[str, Sequence[str]]:
-    """A claim's `idems` argument: none (any due row) or the keys left."""
-    return {} if scope is None else {"idems": list(scope.left)}
+def _keys(scope: _Scope | None, window: int | None = None) -> dict[str, Sequence[str]]:
+    """A claim's `idems` argument: none (any due row), or the keys left (the
+    first `window` of them when given)."""
+    if scope is None:
+        return {}
+    return {"idems": list(itertools.islice(scope.left, window))}
+
+
+def _window(parts: EngineParts) -> int:
+    """Keys left a claim names first: a few batches' worth, so a claim's
+    statement stays the same size however large the submit."""
+    return WINDOW_BATCHES * parts.flight()
+
+
+async def _claim_left(parts: EngineParts, scope: _Scope | None) -> Claim | None:
+    """The next batch of the keys left: of the first few, or, when none of
+    those can be taken now (held elsewhere, a retry due later), of all."""
+    claim = await batch_pass.claimed(
+        parts, parts.ledger.claim_sendable, limit=parts.flight(), **_keys(scope, _window(parts))
+    )
+    if claim is None and scope is not None and len(scope.left) > _window(parts):
+        claim = await batch_pass.claimed(
+            parts, parts.ledger.claim_sendable, limit=parts.flight(), **_keys(scope)
+        )
+    return claim
 
 
 async def _ride(
@@ -118,7 +142,7 @@ async def _ride(
         transitions=todo,
         limit=0 if parts.circuit.open else parts.flight(),
         lease_seconds=parts.config.lease_seconds,
-        **_keys(scope),
+        **_keys(scope, _window(parts)),
     )
 
 
@@ -126,12 +150,14 @@ async def _next_batch(
     parts: EngineParts, taken: Claim | None, scope: _Scope | None
 ) -> Claim | None:
     """The batch the last write took (None when it took none: claimed now)."""
-    if taken is None:
+    if taken is None or (not taken.rows and scope is not None and scope.left):
+        # None taken with the write: claim now (a submit's keys left
+        # beyond the window the write's claim named are looked at too).
+        if taken is not None:
+            await _give_back(parts, taken)
         if parts.circuit.open:
             return None
-        return await batch_pass.claimed(
-            parts, parts.ledger.claim_sendable, limit=parts.flight(), **_keys(scope)
-        )
+        return await _claim_left(parts, scope)
     if parts.circuit.open or not taken.rows:
         await _give_back(parts, taken)
         return None
