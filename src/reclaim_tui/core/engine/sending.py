@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,6 +30,9 @@ __all__ = ["send_reserved"]
 
 log = logging.getLogger("reclaim_tui.engine")
 
+#: Batches' worth of a submit's keys left that each of its claims names first.
+WINDOW_BATCHES = 4
+
 
 async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) -> PassReport:
     """Create an interaction for every due `reserving` row not in flight (of
@@ -41,12 +45,14 @@ async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) 
     never sent is left as it was.
     """
     report = PassReport()
-    scope = {} if idems is None else {"idems": idems}
+    # The submit's keys not yet sent: a key whose row left `reserving` is
+    # dropped, so each claim names only what is left rather than every key
+    # of the submit again (a claim per batch over all of them grows with
+    # the square of the submit's size).
+    scope = None if idems is None else _Scope(idems)
     claim = None
     if not parts.circuit.open:
-        claim = await batch_pass.claimed(
-            parts, parts.ledger.claim_sendable, limit=parts.flight(), **scope
-        )
+        claim = await _claim_left(parts, scope)
     while claim is not None:
         # The batch's last write (its last row's handle) takes the next batch.
         rider = functools.partial(_ride, parts, scope)
@@ -61,6 +67,7 @@ async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) 
             created=created,
             report=report,
             unfinished=[len(claim.rows)],
+            scope=scope,
         )
         try:
             async with batch_pass.hold(parts, claim) as batch:
@@ -81,9 +88,50 @@ async def send_reserved(parts: EngineParts, idems: Sequence[str] | None = None) 
     return parts.noted(report)
 
 
+class _Scope:
+    """The keys a submit's send pass may still claim, in the submit's order."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, idems: Sequence[str]) -> None:
+        self.left: dict[str, None] = dict.fromkeys(idems)
+
+    def sent(self, t: Transition) -> None:
+        """`t` applied: its key is no longer the pass's once it left `reserving`."""
+        if t.to is not Status.RESERVING:
+            self.left.pop(t.idem, None)
+
+
+def _keys(scope: _Scope | None, window: int | None = None) -> dict[str, Sequence[str]]:
+    """A claim's `idems` argument: none (any due row), or the keys left (the
+    first `window` of them when given)."""
+    if scope is None:
+        return {}
+    return {"idems": list(itertools.islice(scope.left, window))}
+
+
+def _window(parts: EngineParts) -> int:
+    """Keys left a claim names first: a few batches' worth, so a claim's
+    statement stays the same size however large the submit."""
+    return WINDOW_BATCHES * parts.flight()
+
+
+async def _claim_left(parts: EngineParts, scope: _Scope | None) -> Claim | None:
+    """The next batch of the keys left: of the first few, or, when none of
+    those can be taken now (held elsewhere, a retry due later), of all."""
+    claim = await batch_pass.claimed(
+        parts, parts.ledger.claim_sendable, limit=parts.flight(), **_keys(scope, _window(parts))
+    )
+    if claim is None and scope is not None and len(scope.left) > _window(parts):
+        claim = await batch_pass.claimed(
+            parts, parts.ledger.claim_sendable, limit=parts.flight(), **_keys(scope)
+        )
+    return claim
+
+
 async def _ride(
     parts: EngineParts,
-    scope: dict[str, Sequence[str]],
+    scope: _Scope | None,
     sending: Sequence[str],
     todo: Any,
 ) -> tuple[dict[str, Row], list[str], Claim]:
@@ -94,20 +142,22 @@ async def _ride(
         transitions=todo,
         limit=0 if parts.circuit.open else parts.flight(),
         lease_seconds=parts.config.lease_seconds,
-        **scope,
+        **_keys(scope, _window(parts)),
     )
 
 
 async def _next_batch(
-    parts: EngineParts, taken: Claim | None, scope: dict[str, Sequence[str]]
+    parts: EngineParts, taken: Claim | None, scope: _Scope | None
 ) -> Claim | None:
     """The batch the last write took (None when it took none: claimed now)."""
-    if taken is None:
+    if taken is None or (not taken.rows and scope is not None and scope.left):
+        # None taken with the write: claim now (a submit's keys left
+        # beyond the window the write's claim named are looked at too).
+        if taken is not None:
+            await _give_back(parts, taken)
         if parts.circuit.open:
             return None
-        return await batch_pass.claimed(
-            parts, parts.ledger.claim_sendable, limit=parts.flight(), **scope
-        )
+        return await _claim_left(parts, scope)
     if parts.circuit.open or not taken.rows:
         await _give_back(parts, taken)
         return None
@@ -132,6 +182,7 @@ async def _send_one(
     created: list[str],
     report: PassReport,
     unfinished: list[int],
+    scope: _Scope | None,
 ) -> None:
     """One row's send; its last write says whether it is the batch's last
     (`unfinished` counts the batch's rows not finished yet)."""
@@ -144,7 +195,7 @@ async def _send_one(
         return unfinished[0] == 0
 
     try:
-        await _send_row(parts, row, commit, late, created, report, last)
+        await _send_row(parts, row, commit, late, created, report, last, scope)
     finally:
         if not finished:
             unfinished[0] -= 1
@@ -158,6 +209,7 @@ async def _send_row(
     created: list[str],
     report: PassReport,
     last: Callable[[], bool],
+    scope: _Scope | None = None,
 ) -> None:
     job = row.job
     if job.previous is not None:
@@ -188,8 +240,11 @@ async def _send_row(
     if not await _commit_one(commit, t, report, last=last()):
         if handle:
             late.append((sending, handle))
-    elif handle:
-        created.append(handle)
+    else:
+        if scope is not None:
+            scope.sent(t)
+        if handle:
+            created.append(handle)
     crashpoint("after_handle_commit")
 
 
