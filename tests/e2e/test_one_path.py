@@ -97,7 +97,13 @@ async def test_serve_runs_the_service_that_run_runs(tmp_path: Path) -> None:
                 break
             clock.advance(60)
             await asyncio.sleep(0.01)
-        status, body = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/healthz")
+        # The row is consumed inside a pass; the pass is counted when it
+        # ends: wait for the count, not for a moment after the row.
+        for _ in range(500):
+            status, body = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/healthz")
+            if json.loads(body).get("passes", 0) >= 1:
+                break
+            await asyncio.sleep(0.01)
         registered = await ledger.store.select("SELECT kind, state FROM processes")
         service.cancel()
         with pytest.raises(asyncio.CancelledError):
