@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from textual.css.query import DOMQuery
 from textual.widget import Widget
+from textual.widgets._tabs import Underline
 
 from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.console.views import Detail
@@ -110,3 +111,27 @@ async def test_a_tab_switch_searches_no_widgets_in_the_tabs(
         tabs = app.main.query_one(StatusTabs)
         assert tabs.active == "submitted"
         assert [t.id for t in tabs.query(".-active")] == ["submitted"]
+
+
+async def test_a_burst_of_tab_and_cursor_keys_ends_on_what_the_screen_shows(
+    seeded: Seeded,
+) -> None:
+    app = seeded.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        # No settling between the keys: each replaces the read before it.
+        await pilot.press("2", "down", "4", "down", "down", "1", "G", "up", "7", "4", "down")
+        await settle(pilot)
+        tabs, table = app.main.query_one(StatusTabs), app.table
+        assert tabs.active == app.main.state.tab == "submitted"
+        assert [t.id for t in tabs.query(".-active")] == ["submitted"]
+        active = tabs.tabs_by_id["submitted"].region
+        underline = app.main.query_one(Underline)
+        assert (underline.highlight_start, underline.highlight_end) == (
+            active.x - tabs.region.x + 1,
+            active.right - tabs.region.x - 1,
+        )
+        pane = app.main.query_one(DetailPane)
+        assert table.current_idem() is not None
+        assert pane.shown_idem == table.current_idem()
+        assert table.current_idem() in str(pane.query_one("#detail-body").render())
