@@ -15,6 +15,7 @@ from textual.widgets._tabs import Underline
 
 from reclaim_tui.core.costs import PriceTable
 from reclaim_tui.core.ledger.console.views import Detail
+from reclaim_tui.tui.app import ReclaimApp
 from reclaim_tui.tui.tabs import TABS
 from reclaim_tui.tui.widgets import detail_pane
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
@@ -37,12 +38,20 @@ def _count_details(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return drawn
 
 
+def _unwatched(seeded: Seeded) -> ReclaimApp:
+    """The console without its once-a-second look at the ledger (which
+    redraws the detail shown for its ages, whenever it comes)."""
+    app = seeded.app()
+    app.config.watch_every = 3600.0
+    return app
+
+
 @pytest.mark.parametrize("key", ["tab", "G", "g"])
 async def test_a_key_onto_another_row_draws_only_that_row_s_detail(
     seeded: Seeded, monkeypatch: pytest.MonkeyPatch, key: str
 ) -> None:
     drawn = _count_details(monkeypatch)
-    app = seeded.app()
+    app = _unwatched(seeded)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         pane, table = app.main.query_one(DetailPane), app.table
@@ -69,7 +78,7 @@ async def test_a_cursor_move_draws_the_new_row_s_detail_once(
     seeded: Seeded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drawn = _count_details(monkeypatch)
-    app = seeded.app()
+    app = _unwatched(seeded)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.table
