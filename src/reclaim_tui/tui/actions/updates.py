@@ -94,8 +94,14 @@ def rerender(screen: MainPort, cursor: Cursor = "keep") -> None:
     # The age column shows how long ago `state_since` was: oldest first is ↓.
     down = sort.descending != (sort.column == "state_since")
     screen.table.mark_sort(_SORTED_COLUMN.get(sort.column), "↓" if down else "↑")
-    screen.table.show_rows(state.window.page.rows, now, state.marks, screen.feed.dead, cursor)
-    screen.query_one(DetailPane).redraw(now)  # the detail's ages move with the table's
+    table = screen.table
+    table.show_rows(state.window.page.rows, now, state.marks, screen.feed.dead, cursor)
+    pane = screen.query_one(DetailPane)
+    # The detail's ages move with the table's; but when the cursor now sits
+    # on another row (a new tab or window), that row's detail is read next
+    # and replaces this one: drawing the old row again is work thrown away.
+    if pane.shown_idem is None or pane.shown_idem == table.current_idem():
+        pane.redraw(now)
     for follow in _follow_screens(screen):
         follow.redraw()
     show_bar(screen)

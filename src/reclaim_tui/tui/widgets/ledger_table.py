@@ -195,7 +195,8 @@ class LedgerTable(LineTable):
             for (key, _), a, b in zip(COLUMNS, new, old, strict=True):
                 if key not in self.shown:
                     continue
-                if a.plain != b.plain or a.style != b.style:
+                # Cells are shared texts (table_cells.py): the same one is unchanged.
+                if a is not b and (a.plain != b.plain or a.style != b.style):
                     self.update_cell(row.idem, key, a)
         self._drawn = cells
 

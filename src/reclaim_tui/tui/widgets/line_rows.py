@@ -165,6 +165,11 @@ class LineRows(ScrollView, can_focus=True):
         """Add rows of (key, cells in the columns' order); a row's first
         appearance under the cursor is announced (`RowHighlighted`)."""
         was_empty, columns = not self._keys, self.ordered_columns
+        autos = [i for i, column in enumerate(columns) if column.auto_width]
+        widths = [column.content_width for column in columns]
+        # A window's cells are mostly shared texts (table_cells.py): each is
+        # measured once per call (by identity: every cell is held by a row).
+        measured: dict[int, int] = {}
         for key, cells in rows:
             if key in self._where:
                 raise ValueError(f"The row key {key!r} already exists.")
@@ -174,9 +179,15 @@ class LineRows(ScrollView, can_focus=True):
             self._where[key] = len(self._keys)
             self._keys.append(key)
             self._cells.append(cells)
-            for column, cell in zip(columns, cells, strict=True):
-                if column.auto_width:
-                    column.content_width = max(column.content_width, cell_len(cell.plain))
+            for i in autos:
+                cell = cells[i]
+                width = measured.get(id(cell))
+                if width is None:
+                    width = measured[id(cell)] = cell_len(cell.plain)
+                if width > widths[i]:
+                    widths[i] = width
+        for i in autos:
+            columns[i].content_width = widths[i]
         self._resized()
         if was_empty and self._keys:
             self._announce(self._cursor)

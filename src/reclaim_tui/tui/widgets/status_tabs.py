@@ -73,7 +73,7 @@ class StatusTabs(StillTabs):
                 break
         self.set_class(form[2], "-tight")
         for tab, label in zip(TABS, self._labels(form), strict=True):
-            widget = self.query_one(f"#{tab.id}", Tab)
+            widget = self.tabs_by_id[tab.id]
             # A new label lays the tabs out again and moves the underline:
             # only for a count that changed (counts come every second).
             if widget.label.plain != label:

@@ -13,6 +13,7 @@ cell's `Text` once made (the table replaces a cell, never edits it).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 from rich.console import JustifyMethod
 from rich.style import Style
@@ -56,7 +57,14 @@ STATUS_COLOURS = {
 
 def status_styles(theme_variables: Mapping[str, str]) -> dict[Status, Style]:
     """Each status's style in the running theme (`App.theme_variables`)."""
-    return {s: Style.parse(theme_variables.get(v, "")) for s, v in STATUS_COLOURS.items()}
+    return dict(_parsed(tuple(theme_variables.get(v, "") for v in STATUS_COLOURS.values())))
+
+
+@lru_cache(maxsize=8)
+def _parsed(colours: tuple[str, ...]) -> tuple[tuple[Status, Style], ...]:
+    """The statuses' styles from their colours (parsed once per theme: every
+    window asks, and parsing six styles was a part of a tab key's time)."""
+    return tuple((s, Style.parse(c)) for s, c in zip(STATUS_COLOURS, colours, strict=True))
 
 
 #: Cells kept (then made afresh): ~ten windows' worth of distinct cells.

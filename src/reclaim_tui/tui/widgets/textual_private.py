@@ -12,7 +12,10 @@ release changes any of them.
   a screen drawn again at every frame for a moment, each frame taking the
   UI thread from the new tab's window. The only public switch is the whole
   app's animation level, which would also still the console's other
-  animations (the loading indicators among them).
+  animations (the loading indicators among them). A switch of the active
+  tab sets the two tabs' classes and the underline (`Underline`, not
+  exported) itself: Textual's own searches the tabs' widgets with CSS
+  queries at every switch, a tab key's UI time.
 - A key held back during a paste burst (typeahead.py) is handed to the
   focused widget as Textual hands it keys (`forward_key`): marked as
   forwarded, or it would bubble back to the app and be taken for a new key.
@@ -23,8 +26,9 @@ from __future__ import annotations
 
 from textual import events
 from textual.widget import Widget
-from textual.widgets import Footer, Tabs
+from textual.widgets import Footer, Tab, Tabs
 from textual.widgets._footer import FooterKey
+from textual.widgets._tabs import Underline
 
 __all__ = ["FooterKey", "StillTabs", "bindings_ready", "forward_key"]
 
@@ -40,7 +44,40 @@ def forward_key(widget: Widget, key: events.Key) -> None:
 
 
 class StillTabs(Tabs):
-    """Tabs whose underline moves to the new tab at once (module docstring)."""
+    """Tabs whose underline moves to the new tab at once, and whose switch
+    searches no widgets (module docstring). The tabs are the ones given:
+    none is added or removed later."""
+
+    def __init__(self, *tabs: Tab) -> None:
+        super().__init__(*tabs)
+        #: The tabs by id, as given.
+        self.tabs_by_id: dict[str, Tab] = {tab.id: tab for tab in tabs if tab.id}
+        self._underline: Underline | None = None
+
+    def on_mount(self) -> None:
+        self._underline = self.query_one(Underline)
 
     def _highlight_active(self, animate: bool = True) -> None:
         super()._highlight_active(animate=False)
+
+    def validate_active(self, active: str) -> str:
+        if active in self.tabs_by_id:
+            return active
+        return super().validate_active(active)  # "" (none), or not a tab: Textual says
+
+    def watch_active(self, previously_active: str, active: str) -> None:
+        tab, underline = self.tabs_by_id.get(active), self._underline
+        if tab is None or underline is None:
+            super().watch_active(previously_active, active)  # none, or before the mount
+            return
+        old = self.tabs_by_id.get(previously_active)
+        if old is not None:
+            old.remove_class("-active")
+        tab.add_class("-active")
+        # A switch changes no tab's width (the labels carry the counts,
+        # and only those relabel): the underline goes under the new tab now.
+        underline.show_highlight = True
+        underline.highlight_start, underline.highlight_end = tab.virtual_region.shrink(
+            tab.styles.gutter
+        ).column_span
+        self.post_message(self.TabActivated(self, tab))
