@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from reclaim_tui.core.result_json import sorted_json
+
 __all__ = [
     "ACTIVE_STATUSES",
     "ATTEMPT_LABEL",
@@ -193,7 +195,9 @@ class RemoteInteraction:
 
     def raw_json(self) -> str:
         if not self._json:
-            self._json.append(json.dumps(self.raw, sort_keys=True, ensure_ascii=False))
+            # json.dumps(raw, sort_keys=True, ensure_ascii=False), its long
+            # strings spliced in rather than copied by the encoder
+            self._json.append(sorted_json(self.raw))
         return self._json[0]
 
 
