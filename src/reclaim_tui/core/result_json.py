@@ -28,7 +28,10 @@ def sorted_json(value: Any) -> str:
     """`json.dumps(value, sort_keys=True, ensure_ascii=False)`, the same text."""
     long: dict[int, str] = {}
     nonce = secrets.token_hex(16)
-    skeleton = _marked(value, long, nonce)
+    try:
+        skeleton = _marked(value, long, nonce)
+    except RecursionError:  # nested deeper than Python's stack: as the encoder does
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
     text = json.dumps(skeleton, sort_keys=True, ensure_ascii=False)
     if not long:
         return text
