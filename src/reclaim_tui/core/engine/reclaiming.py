@@ -46,6 +46,7 @@ async def reclaim(parts: EngineParts) -> PassReport:
     report = PassReport()
     budget = AnswerBudget(RESULT_BUDGET)
     polled: set[str] = set()
+    narrow: int | None = None  # after a round with deferred polls: the rows a claim takes
     marks: list[Transition] = []  # the previous batch's, written with this one's outcomes
     async with contextlib.AsyncExitStack() as holds:
         claim = None
@@ -59,7 +60,10 @@ async def reclaim(parts: EngineParts) -> PassReport:
             chunk, batch = held
             polled.update(r.idem for r in claim.rows)
             get_one = functools.partial(_get_one, parts, budget)
-            outcomes = await _polled(parts, batch, polled, claim.rows, get_one)
+            outcomes, deferred = await _polled(parts, batch, polled, claim.rows, get_one)
+            if deferred:
+                # As many at once as the budget just took: no more unread answers.
+                narrow = min(narrow or len(outcomes), max(1, len(outcomes)))
             report.counts["polled"] += len(outcomes)
             crashpoint("after_fetch_before_done")
             now = parts.clock.now()
@@ -73,7 +77,7 @@ async def reclaim(parts: EngineParts) -> PassReport:
                     applied = await batch_pass.apply(parts, [*marks, *group], report)
                 else:
                     applied, upcoming = await batch_pass.apply_claiming(
-                        parts, [*marks, *group], report, exclude=polled
+                        parts, [*marks, *group], report, exclude=polled, limit=narrow
                     )
                     if previous is not None:
                         await previous.aclose()  # its marks are written: its leases may go
@@ -93,19 +97,20 @@ async def _polled(
     polled: set[str],
     rows: Sequence[Row],
     get_one: Callable[[Row], Awaitable[object]],
-) -> list[tuple[Row, Any]]:
-    """Poll `rows` with the pass's concurrency; their outcomes. A poll the
-    answer budget deferred is no outcome: its row is given back, not
-    polled, and stays due (the next claim of this pass takes it again)."""
+) -> tuple[list[tuple[Row, Any]], int]:
+    """Poll `rows` with the pass's concurrency; their outcomes, and how many
+    polls the answer budget deferred. A deferred poll is no outcome: its row
+    is given back, not polled, and stays due (the next claim of this pass
+    takes it again)."""
     outcomes = await batch_pass.each(parts, rows, get_one, batch)
     deferred = {r.idem for r, o in outcomes if isinstance(o, AnswerDeferred)}
     if not deferred:
-        return outcomes
+        return outcomes, 0
     polled -= deferred
     batch.held -= deferred
     batch.started -= deferred
     await parts.ledger.release(parts.owner, deferred)
-    return [(r, o) for r, o in outcomes if r.idem not in deferred]
+    return [(r, o) for r, o in outcomes if r.idem not in deferred], len(deferred)
 
 
 async def _deliver(
