@@ -49,3 +49,18 @@ def test_a_long_text_twice_is_held_once_more_not_four_times(text: str) -> None:
     # copy; json.dumps holds each occurrence encoded, then the joined text.
     escaped = len(json.dumps(text)) if "\n" in text else 0
     assert peak < len(made) * 1.05 + escaped + 100_000
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"id": "i", "output_text": "t" * (1 << 17), "steps": [{"text": "t" * (1 << 17)}]},
+        {"id": "i", "output_text": "", "output_image": {"data": "QUJD" * 20_000, "n": None}},
+        {"id": "i", "output_text": "short\n", "status": "completed"},
+    ],
+)
+def test_a_results_stored_json_is_unchanged(raw: dict[str, Any]) -> None:
+    from reclaim_tui.core.models import RemoteInteraction, RemoteState
+
+    result = RemoteInteraction("i", RemoteState.COMPLETED, "completed", raw["output_text"], raw=raw)
+    assert result.raw_json() == json.dumps(raw, sort_keys=True, ensure_ascii=False)

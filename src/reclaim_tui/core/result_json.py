@@ -16,7 +16,7 @@ import re
 import secrets
 from typing import Any
 
-__all__ = ["sorted_json"]
+__all__ = ["LONG", "sorted_json"]
 
 #: Strings from this many characters are spliced rather than encoded in place.
 LONG = 1 << 16
