@@ -3,7 +3,7 @@ text each (the emulator's admin `finish`), then one `reclaim-tui tick`
 process; its Python allocations' peak (tracemalloc) and its RSS high-water
 mark (VmHWM), less those of the same pass with 1 kB results.
 
-    python benchmarks/pass_memory.py [--mb 50] [--results 2]
+    python benchmarks/pass_memory.py [--mb 50] [--results 2] [--concurrency 16]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ finally:
 """
 
 
-def one_pass(root: Path, size: int, results: int) -> dict[str, int]:
+def one_pass(root: Path, size: int, results: int, concurrency: int) -> dict[str, int]:
     root.mkdir()
     with EmulatorProcess("--latency", "3600") as emu:
         jobs = root / "jobs.jsonl"
@@ -43,6 +43,7 @@ def one_pass(root: Path, size: int, results: int) -> dict[str, int]:
         for n, create in enumerate(emu.admin.creates()):
             emu.admin.finish(create["id"], "completed", str(n % 10) * size)
         cmd = [sys.executable, "-c", PROBE, "tick", *flags, "--out", str(root / "out")]
+        cmd += ["--concurrency", str(concurrency)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=True)
     counts: dict[str, int] = json.loads(done.stderr.strip().splitlines()[-1])
     return counts
@@ -52,11 +53,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=50.0)
     parser.add_argument("--results", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
     size = int(args.mb * 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
-        small = one_pass(Path(tmp) / "small", 1_000, args.results)
-        large = one_pass(Path(tmp) / "large", size, args.results)
+        small = one_pass(Path(tmp) / "small", 1_000, args.results, args.concurrency)
+        large = one_pass(Path(tmp) / "large", size, args.results, args.concurrency)
     for key, what in (("traced_peak", "Python allocations' peak"), ("rss_peak", "RSS peak")):
         grown = (large[key] - small[key]) / 1e6
         print(

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from reclaim_tui.core.result_json import LONG, sorted_json
+
 __all__ = [
     "ACTIVE_STATUSES",
     "ATTEMPT_LABEL",
@@ -180,6 +182,10 @@ class JobSpec:
         )
 
 
+#: The SDK's output helpers that repeat a media block of a step.
+_MEDIA_HELPERS = frozenset({"output_image", "output_audio", "output_video"})
+
+
 @dataclass(frozen=True, slots=True)
 class RemoteInteraction:
     """The project's view of one API interaction; no SDK type crosses the port."""
@@ -197,7 +203,13 @@ class RemoteInteraction:
 
     def raw_json(self) -> str:
         if not self._json:
-            self._json.append(json.dumps(self.raw, sort_keys=True, ensure_ascii=False))
+            # json.dumps(raw, sort_keys=True, ensure_ascii=False); where a long
+            # text appears twice (the output helpers repeat a step's), its
+            # strings are spliced in rather than copied by the encoder
+            if len(self.output_text or "") >= LONG or _MEDIA_HELPERS & self.raw.keys():
+                self._json.append(sorted_json(self.raw))
+            else:
+                self._json.append(json.dumps(self.raw, sort_keys=True, ensure_ascii=False))
         return self._json[0]
 
 

@@ -86,11 +86,17 @@ async def apply(parts: EngineParts, todo: Sequence[Transition], report: PassRepo
 
 
 async def apply_claiming(
-    parts: EngineParts, todo: Sequence[Transition], report: PassReport, *, exclude: set[str]
+    parts: EngineParts,
+    todo: Sequence[Transition],
+    report: PassReport,
+    *,
+    exclude: set[str],
+    limit: int | None = None,
 ) -> tuple[set[str], Claim | None]:
     """`apply`, and the reclaim pass's next batch claimed in the same
-    transaction (one commit where there were two); no claim once the
-    circuit is open. Returns (the idems applied, the claim or None)."""
+    transaction (one commit where there were two): the calls in flight, or
+    fewer (`limit`); no claim once the circuit is open. Returns (the idems
+    applied, the claim or None)."""
     for t in todo:
         if t.error:
             report.error(t.idem, t.error)
@@ -98,7 +104,7 @@ async def apply_claiming(
         parts.owner,
         parts.config.actor,
         todo,
-        limit=0 if parts.circuit.open else parts.flight(),
+        limit=0 if parts.circuit.open else min(parts.flight(), limit or parts.flight()),
         lease_seconds=parts.config.lease_seconds,
         exclude=exclude,
     )

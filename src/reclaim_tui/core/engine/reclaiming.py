@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+from typing import Any
 
+from reclaim_tui.core.answer_budget import AnswerBudget, AnswerDeferred, polling_under
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.engine import batch_pass, delivering, polling
 from reclaim_tui.core.engine.batching import HeldBatch
@@ -27,7 +29,9 @@ __all__ = ["RESULT_BUDGET", "by_budget", "reclaim", "result_size"]
 
 #: Characters of results a pass stores and delivers at once: a batch whose
 #: results come to more is stored and delivered a group at a time, the
-#: results of one group released before the next is encoded.
+#: results of one group released before the next is encoded. Also the bytes
+#: of answers a round of polls holds (answer_budget.py): a poll that would
+#: pass it while others are held is deferred until they are released.
 RESULT_BUDGET = 32 * 1024 * 1024
 
 
@@ -40,7 +44,9 @@ async def reclaim(parts: EngineParts) -> PassReport:
     delivery marks (`consumed`, after its sink ran) and claims the next
     batch. A batch's leases are held until its marks are written."""
     report = PassReport()
+    budget = AnswerBudget(RESULT_BUDGET)
     polled: set[str] = set()
+    narrow: int | None = None  # after a round with deferred polls: the rows a claim takes
     marks: list[Transition] = []  # the previous batch's, written with this one's outcomes
     async with contextlib.AsyncExitStack() as holds:
         claim = None
@@ -53,8 +59,11 @@ async def reclaim(parts: EngineParts) -> PassReport:
         while claim is not None and held is not None:
             chunk, batch = held
             polled.update(r.idem for r in claim.rows)
-            get_one = functools.partial(_get_one, parts)
-            outcomes = await batch_pass.each(parts, claim.rows, get_one, batch)
+            get_one = functools.partial(_get_one, parts, budget)
+            outcomes, deferred = await _polled(parts, batch, polled, claim.rows, get_one)
+            if deferred:
+                # As many at once as the budget just took: no more unread answers.
+                narrow = min(narrow or len(outcomes), max(1, len(outcomes)))
             report.counts["polled"] += len(outcomes)
             crashpoint("after_fetch_before_done")
             now = parts.clock.now()
@@ -68,17 +77,40 @@ async def reclaim(parts: EngineParts) -> PassReport:
                     applied = await batch_pass.apply(parts, [*marks, *group], report)
                 else:
                     applied, upcoming = await batch_pass.apply_claiming(
-                        parts, [*marks, *group], report, exclude=polled
+                        parts, [*marks, *group], report, exclude=polled, limit=narrow
                     )
                     if previous is not None:
                         await previous.aclose()  # its marks are written: its leases may go
                     held = await _hold(parts, holds, upcoming) if upcoming is not None else None
                 marks = await _deliver(parts, claim.rows, group, applied, report, batch)
+                budget.release(t.idem for t in group)
                 group.clear()  # its results, their text and JSON, go before the next's
             previous, claim = chunk, upcoming
         if marks:
             await batch_pass.apply(parts, marks, report)
     return parts.noted(report)
+
+
+async def _polled(
+    parts: EngineParts,
+    batch: HeldBatch,
+    polled: set[str],
+    rows: Sequence[Row],
+    get_one: Callable[[Row], Awaitable[object]],
+) -> tuple[list[tuple[Row, Any]], int]:
+    """Poll `rows` with the pass's concurrency; their outcomes, and how many
+    polls the answer budget deferred. A deferred poll is no outcome: its row
+    is given back, not polled, and stays due (the next claim of this pass
+    takes it again)."""
+    outcomes = await batch_pass.each(parts, rows, get_one, batch)
+    deferred = {r.idem for r, o in outcomes if isinstance(o, AnswerDeferred)}
+    if not deferred:
+        return outcomes, 0
+    polled -= deferred
+    batch.held -= deferred
+    batch.started -= deferred
+    await parts.ledger.release(parts.owner, deferred)
+    return [(r, o) for r, o in outcomes if r.idem not in deferred], len(deferred)
 
 
 async def _deliver(
@@ -153,9 +185,14 @@ async def _hold(
     return chunk, batch
 
 
-async def _get_one(parts: EngineParts, row: Row) -> RemoteInteraction | polling.Overdue | Exception:
+async def _get_one(
+    parts: EngineParts, budget: AnswerBudget, row: Row
+) -> RemoteInteraction | polling.Overdue | Exception:
     assert row.handle is not None, "submitted rows always have a handle"
-    out = await batch_pass.outcome(parts.backend.get(row.handle))
+    with polling_under(budget, row.idem):
+        out = await batch_pass.outcome(parts.backend.get(row.handle))
+    if isinstance(out, AnswerDeferred):
+        return out  # no answer read: nothing for the circuit to learn
     parts.circuit.record(out)
     if not isinstance(out, RemoteInteraction):
         return out

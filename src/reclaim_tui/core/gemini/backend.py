@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from reclaim_tui.core.answer_budget import AnswerDeferred
 from reclaim_tui.core.api_key import resolve_api_key
 from reclaim_tui.core.backend import LabelFinder, map_api_status
 from reclaim_tui.core.gemini.errors import Redactor, create_error, read_error
@@ -319,6 +320,8 @@ class GeminiBackend:
                 else:
                     interaction = await self._interactions.cancel(handle)
             return _to_remote(interaction)
+        except AnswerDeferred:
+            raise  # not a failure: the answer was left unread, the row polled later
         except Exception as exc:
             raise read_error(f"{what} {handle}", exc, self._say) from exc
 

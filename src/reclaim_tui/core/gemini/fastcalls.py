@@ -105,11 +105,13 @@ class _FastGet(_FastCall):
 
         An answer that declares a large body is read and parsed one at a
         time: while it is, it is held about three times over (its bytes, its
-        text, the parsed object), and several at once would add up."""
+        text, the parsed object), and several at once would add up. Raises
+        `AnswerDeferred` (answer_budget.py) when the answers the pass already
+        holds leave no room for this one: its body is left unread."""
         response = await self._send("GET", self._head + handle + self._tail, stream=True)
-        large = _declared_size(response) >= LARGE_ANSWER
-        async with self._one_large if large else contextlib.nullcontext():
-            await self._read_body(response)
+        declared = _declared_size(response)
+        async with self._one_large if declared >= LARGE_ANSWER else contextlib.nullcontext():
+            await self._read_body(response, declared)
             return self._parse(response)
 
     def _parse(self, response: Any) -> Any:

@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn, Self
 
+from reclaim_tui.core import answer_budget
+
 __all__ = ["FAST_PATH_SDK_VERSION", "FAST_PATH_SDK_VERSIONS", "install_fast_path"]
 
 # The google-genai versions the fast path switches on for. Each is one a required CI run
@@ -381,12 +383,27 @@ class _FastCall:
         except p["_WRAP_EXCEPTIONS"] as exc:
             raise p["wrap_sdk_error"](exc) from exc
 
-    async def _read_body(self, response: Any) -> None:
+    async def _read_body(self, response: Any, declared: int = 0) -> None:
         """Read a streamed answer's body (the stream is closed after it,
-        error or not); transport errors as the SDK's."""
+        error or not); transport errors as the SDK's.
+
+        Its bytes are counted by the pass's answer budget (answer_budget.py):
+        the `declared` length before anything is read, what comes beyond it
+        (no length declared, or a compressed body) as it is read. Refused:
+        `AnswerDeferred`, and the rest of the body is left unread."""
         p = self._p
         try:
-            await response.aread()
+            answer_budget.take(declared)
+            parts: list[bytes] = []
+            read = 0
+            async with contextlib.aclosing(response.aiter_bytes()) as chunks:
+                async for part in chunks:
+                    read += len(part)
+                    if read > declared:
+                        answer_budget.take(min(len(part), read - declared))
+                    parts.append(part)
+            # What httpx's own `aread` keeps: `response.text` reads it.
+            response._content = b"".join(parts)
         except p["_WRAP_EXCEPTIONS"] as exc:
             raise p["wrap_sdk_error"](exc) from exc
         finally:
