@@ -70,3 +70,10 @@ traceback
 # io.RawIOBase's `writable`, asked by the io machinery around the service's log
 # (runner/service_log.py).
 _.writable
+# Attributes of library objects set for the library to read: httpx2's
+# response body (core/gemini/fastpath.py reads it as `aread` would) and the
+# tabs' underline (tui/widgets/textual_private.py moves it as Tabs does).
+_._content
+_.show_highlight
+_.highlight_start
+_.highlight_end
