@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -97,14 +98,26 @@ def test_the_demo_runs_from_the_wheel_in_a_terminal(installed: Path, tmp_path: P
                     return
                 screen += chunk
 
+    status = None
     try:
         deadline = time.monotonic() + 180
         while b"reserving" not in screen and b"submitted" not in screen:
             assert time.monotonic() < deadline, screen[-2000:]
             read_for(1.0)
         os.write(fd, b"q")
-        read_for(30.0)
+        # Keep reading while it quits: a child whose terminal is full would
+        # block on its next write and never exit.
+        deadline = time.monotonic() + 120
+        while status is None and time.monotonic() < deadline:
+            read_for(1.0)
+            time.sleep(0.1)  # a closed terminal reads as ready at once
+            done, waited = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = waited
     finally:
-        _, status = os.waitpid(pid, 0)
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    assert status is not None, ("the demo did not quit on q", screen[-3000:])
     assert os.waitstatus_to_exitcode(status) == 0, screen[-3000:]
     assert b"The demo's files are kept" in screen
