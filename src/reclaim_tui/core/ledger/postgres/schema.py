@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from reclaim_tui.core.ledger.postgres.connect import noting, quote_ident
 from reclaim_tui.core.ledger.postgres.marked import REENCODE_MARKED
@@ -203,11 +202,9 @@ async def stored_version(conn: psycopg.AsyncConnection[Any], schema: str) -> int
     has_meta, tables = int(row[0]), int(row[1])
     if not has_meta:
         return 0 if tables == 0 else None
-    statement = sql.SQL("SELECT value FROM {} WHERE key = 'schema'").format(
-        sql.Identifier(schema, "meta")
-    )
-    with noting(statement.as_string(conn), conn):
-        cur = await conn.execute(statement)
+    sql = f"SELECT value FROM {quote_ident(schema)}.meta WHERE key = 'schema'"
+    with noting(sql, conn):
+        cur = await conn.execute(sql)
     found = await cur.fetchone()
     return int(found[0]) if found else None
 
@@ -273,7 +270,7 @@ async def _by_owner(conn: psycopg.AsyncConnection[Any], schema: str) -> str:
 
 
 async def _migrate(conn: psycopg.AsyncConnection[Any], schema: str, settings: str) -> None:
-    q, meta = sql.Identifier(schema), sql.Identifier(schema, "meta")
+    q = quote_ident(schema)
     async with conn.transaction():
         await conn.execute(settings)
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -286,27 +283,21 @@ async def _migrate(conn: psycopg.AsyncConnection[Any], schema: str, settings: st
             # role that owns only its schema has none.
             cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
             if await cur.fetchone() is None:
-                await _exec(conn, sql.SQL("CREATE SCHEMA {}").format(q))
-            await _exec(
-                conn,
-                sql.SQL("CREATE TABLE {} (key TEXT PRIMARY KEY, value TEXT NOT NULL)").format(meta),
-            )
-            await _exec(conn, sql.SQL("INSERT INTO {} VALUES ('schema', '0')").format(meta))
+                await _exec(conn, f"CREATE SCHEMA {q}")
+            await _exec(conn, f"CREATE TABLE {q}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            await _exec(conn, f"INSERT INTO {q}.meta VALUES ('schema', '0')")
         for number in range(version, PG_SCHEMA_VERSION):
             await _exec(conn, PG_MIGRATIONS[number])
         await _exec(
             conn,
-            sql.SQL("UPDATE {} SET value = %s WHERE key = 'schema'").format(meta),
+            f"UPDATE {q}.meta SET value = %s WHERE key = 'schema'",
             (str(PG_SCHEMA_VERSION),),
         )
 
 
-async def _exec(
-    conn: psycopg.AsyncConnection[Any], statement: str | sql.Composed, params: Sequence[Any] = ()
-) -> None:
-    text = statement if isinstance(statement, str) else statement.as_string(conn)
-    with noting(text, conn):
-        await conn.execute(statement, params)
+async def _exec(conn: psycopg.AsyncConnection[Any], sql: str, params: Sequence[Any] = ()) -> None:
+    with noting(sql, conn):
+        await conn.execute(sql, params)
 
 
 async def text_index(
@@ -338,14 +329,12 @@ async def text_index(
             where = await _trgm_schema(conn)
             if where is None:
                 await conn.execute(
-                    sql.SQL("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA {}").format(
-                        sql.Identifier(schema)
-                    )
+                    f"CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA {quote_ident(schema)}"
                 )
                 where = schema
-            ops = sql.Identifier(where, "gin_trgm_ops")
+            ops = f"{quote_ident(where)}.gin_trgm_ops"
             for statement in PG_TEXT_INDEX:
-                await conn.execute(sql.SQL(statement).format(ops=ops))
+                await conn.execute(statement.format(ops=ops))
         return None
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
