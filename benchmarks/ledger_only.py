@@ -22,7 +22,8 @@ what each run cost the server: commits per job (`pg_stat_database`) and the
 server's CPU ms per job (/proc; benchmarks/_pg_anchor.py). `--pgqueuer` adds
 pgqueuer on the same server in the same rounds (`pip install pgqueuer`;
 skipped, and said, when absent). On SQLite, our commits per job are counted
-too (every COMMIT on the ledger's connection). `--results FILE` writes the
+too (every COMMIT on the ledger's connection, in an untimed run of its own:
+the trace that counts them slows the run). `--results FILE` writes the
 figures as a results file (scripts/perf_page.py makes the page from it).
 """
 
@@ -67,13 +68,18 @@ async def run_ours(
     *,
     concurrency: int = 64,
     prepare: Callable[[Ledger], Awaitable[None]] | None = None,
+    count_commits: bool = False,
 ) -> tuple[float, float]:
     """N jobs through every state; (jobs/s, peak RSS MiB). `prepare` runs on the
-    fresh ledger before the clock starts (ledger_profile.py's schema variants)."""
+    fresh ledger before the clock starts (ledger_profile.py's schema variants).
+    `count_commits` traces every statement on SQLite's connection to count its
+    COMMITs; the trace expands each statement's text with its parameters, which
+    costs that thread a third of its time, so the timed runs leave it off and
+    the count comes from a run of its own."""
     clock = ManualClock()
     ledger = await open_ledger(db or workdir / "ours.db", clock=clock)
     connection = getattr(ledger, "connection", None)
-    if not db and connection is not None:  # SQLite: count its COMMITs
+    if count_commits and not db and connection is not None:
         await connection.set_trace_callback(_count_commit)
     if prepare is not None:
         await prepare(ledger)
@@ -166,8 +172,9 @@ def _max_rss_mib() -> float:
 def _child(which: str, n: int, batch: int, db: str = "") -> None:
     """One measurement in a fresh process, so peak memory is this run's own."""
     with tempfile.TemporaryDirectory() as d:
-        if which == "ours":
-            rate, rss = asyncio.run(run_ours(n, Path(d), batch, db))
+        if which in ("ours", "ours-commits"):
+            counting = which == "ours-commits"
+            rate, rss = asyncio.run(run_ours(n, Path(d), batch, db, count_commits=counting))
         elif which == "pgqueuer":
             cpu = time.process_time()
             rate, rss = asyncio.run(run_pgqueuer(n, db)), _max_rss_mib()
@@ -228,7 +235,9 @@ def main() -> None:
     ap.add_argument("--pgqueuer", action="store_true", help="add pgqueuer on --pg's server")
     ap.add_argument("--results", default="", help="write the figures as this results file")
     ap.add_argument(
-        "--child", choices=["ours", "baseline", "huey", "pgqueuer"], help=argparse.SUPPRESS
+        "--child",
+        choices=["ours", "ours-commits", "baseline", "huey", "pgqueuer"],
+        help=argparse.SUPPRESS,
     )
     ap.add_argument("--db", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -249,8 +258,10 @@ def main() -> None:
     runs: dict[str, list[Figures]] = {}
     loads = [_load()]
     try:
+        # SQLite's commits per job, from an untimed run (see run_ours)
+        commits = _measure("ours-commits", a.jobs, a.batch)[2]
         for _ in range(a.runs):
-            rate, rss, commits, client = _measure("ours", a.jobs, a.batch)
+            rate, rss, _, client = _measure("ours", a.jobs, a.batch)
             runs.setdefault(OURS, []).append((rate, rss, commits, None, client))
             if pg is not None:
                 runs.setdefault(OURS_PG, []).append(_on_pg(pg, "ours", a.jobs, a.batch))
