@@ -37,8 +37,6 @@ class RequestMaker:
         self._client: Any = None
         self._merged: Any = None  # the client's headers with the template's; None: stock
         self._request_type: Any = None
-        #: how many requests were built the stock way (tests count them)
-        self.stock_builds = 0
 
     def build(self, client: Any, method: str, url: str, content: str | None) -> Any:
         """The request `client.build_request` builds for these arguments."""
@@ -71,7 +69,6 @@ class RequestMaker:
         return stock
 
     def _stock(self, client: Any, method: str, url: str, content: str | None) -> Any:
-        self.stock_builds += 1
         return client.build_request(
             method,
             url,
