@@ -20,9 +20,11 @@ same emulator process (latency 0, reset between runs):
               .venv-dbos/bin/pip install "dbos>=3.4,<4" "google-genai>=3.3,<4"`)
 
     python benchmarks/service.py [--jobs 1000] [--runs 3] [--first-poll 0]
-        [--transports httpx,aiohttp] [--service-only]
+        [--transports aiohttp,httpx] [--service-only]
 
-`--transports`: the warm service once per HTTP transport (`run --transport`);
+`--transports`: the warm service once per HTTP transport (`run --transport`; the
+first row, "service (warm)", is the default transport, aiohttp; the others are
+named by theirs);
 `--service-only`: the warm service rows alone (no submit, tick loop, baseline, DBOS).
 """
 
@@ -98,7 +100,7 @@ def service_run(
     a: argparse.Namespace,
     run: int,
     via_submit: bool = False,
-    transport: str = "httpx",
+    transport: str = "aiohttp",
 ) -> dict[str, float]:
     """`via_submit`: the jobs arrive by `submit --no-send` (its CPU counted with the
     service's), else reserved by this process (the service's CPU alone)."""
@@ -187,11 +189,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--first-poll", type=float, default=0.0)
     ap.add_argument("--dbos-python", default=str(ROOT / ".venv-dbos" / "bin" / "python"))
-    ap.add_argument("--transports", default="httpx")
+    ap.add_argument("--transports", default="aiohttp")
     ap.add_argument("--service-only", action="store_true")
     a = ap.parse_args()
     transports = [t for t in a.transports.split(",") if t]
-    more = {f"service (warm, {t})": t for t in transports if t != "httpx"}
+    more = {f"service (warm, {t})": t for t in transports if t != "aiohttp"}
     print(f"load average before: {os.getloadavg()}", flush=True)
     dbos = None if a.service_only else dbos_python(a.dbos_python)
     designs: tuple[str, ...] = ("service (warm)", *more)

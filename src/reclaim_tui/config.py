@@ -77,9 +77,9 @@ class Settings:
     webhook_grace: float = 900.0
     #: with webhooks: the age of a job at its first fallback poll
     webhook_poll: float = 120.0
-    #: the HTTP transport of API calls: "httpx" (the SDK's own) or "aiohttp"
-    #: (httpx-aiohttp's client, an optional dependency: less CPU per call)
-    transport: str = "httpx"
+    #: the HTTP transport of API calls: "aiohttp" (httpx-aiohttp's client under
+    #: the SDK's httpx2 API: less CPU per call) or "httpx" (the SDK's own client)
+    transport: str = "aiohttp"
     #: `--create`: start a new SQLite ledger even beside another one in its
     #: folder (core/ledger/sqlite/new_ledger.py)
     create_ledger: bool = False

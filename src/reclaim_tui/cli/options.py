@@ -171,12 +171,12 @@ _FLAGS: dict[str, Decorator] = {
     ),
     "transport": click.option(
         "--transport",
-        default="httpx",
+        default="aiohttp",
         show_default=True,
         envvar="RECLAIM_TRANSPORT",
         type=click.Choice(TRANSPORTS),
-        help="HTTP transport of API calls: the SDK's own httpx, or aiohttp (less CPU"
-        " per call; needs the `aiohttp` extra).",
+        help="HTTP transport of API calls: aiohttp under the SDK's httpx API (less CPU"
+        " per call), or the SDK's own httpx client.",
     ),
     "emulator_lookup": click.option(
         "--emulator-lookup/--no-emulator-lookup",

@@ -6,6 +6,7 @@ errors.py     SDK and transport exceptions → the BackendError tree; key redact
 fastgate.py   the fast path's one door: `attach_fast_path`, what the backend calls
 fastpath.py   the version-guarded fast path: memoized SDK helpers, `_FastCall`
 fastcalls.py  `_FastGet` / `_FastCreate`, the stock get and create without overhead
+fastsend.py   their requests built and answers decoded without httpx's per-call work
 finder.py     `EmulatorFinder`: find by label through the emulator's admin API
 """
 

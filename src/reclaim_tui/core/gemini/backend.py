@@ -120,9 +120,10 @@ class GeminiBackend:
     `_FastGet` / `_FastCreate`. `http_client` is an async client of the httpx shape
     for the SDK (`HttpOptions.httpx_async_client`; benchmarks/cpu_per_call.py
     compares transports with it); None keeps the SDK's own. `transport="aiohttp"`
-    sends through httpx-aiohttp's client for the SDK's httpx2 (an optional
-    dependency) instead of the SDK's own httpx2 transport: less CPU per call;
-    errors.py keeps "not sent" apart from "outcome unknown" for it.
+    (the product's default, config.Settings) sends through httpx-aiohttp's client
+    for the SDK's httpx2 instead of the SDK's own httpx2 transport: less CPU per
+    call; errors.py keeps "not sent" apart from "outcome unknown" for it. This
+    class keeps the SDK's own client unless told, as a library caller expects.
     """
 
     def __init__(
@@ -143,7 +144,8 @@ class GeminiBackend:
             )
         if transport == "aiohttp" and importlib.util.find_spec("httpx_aiohttp") is None:
             raise ConfigError(
-                "the aiohttp transport needs httpx-aiohttp: pip install 'reclaim-tui[aiohttp]'"
+                "the aiohttp transport needs httpx-aiohttp: pip install 'reclaim-tui[aiohttp]',"
+                " or choose --transport httpx"
             )
         if not api_key:
             if base_url is None:

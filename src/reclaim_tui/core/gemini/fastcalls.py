@@ -17,6 +17,7 @@ from typing import Any
 
 from reclaim_tui.core.gemini.answers import plain_answer
 from reclaim_tui.core.gemini.fastpath import _FastCall
+from reclaim_tui.core.gemini.fastsend import utf8_text
 
 # Even memoized, the stock `interactions.get` and `create` spend most of their CPU on
 # work that is the same for every call: speakeasy rebuilds the URL, query and headers from
@@ -51,6 +52,12 @@ def _declared_size(response: Any) -> int:
     """The body's length its headers declare; 0 when they do not say."""
     declared = response.headers.get("content-length", "")
     return int(declared) if declared.isdigit() else 0
+
+
+def _plain(response: Any) -> dict[str, Any] | None:
+    """`plain_answer` of a 200 JSON answer's text (fastsend.utf8_text, else httpx's)."""
+    text = utf8_text(response)
+    return plain_answer(response.text if text is None else text)
 
 
 def _str_map(value: Mapping[str, Any]) -> bool:
@@ -120,17 +127,17 @@ class _FastGet(_FastCall):
         # answer becomes the `APIError` subclass `APIError.generate` picks from the
         # status and the body (its message is built from those two alone).
         p = self._p
-        text = response.text
         if p["match_response"](response, "200", "application/json"):
-            plain = plain_answer(text)
+            plain = _plain(response)
             if plain is not None:  # the SDK's dump of it, without its models
                 return plain
+            text = response.text
             try:
                 parsed = p["unmarshal_json_response"](p["Interaction"], response, text, False)
             except Exception as exc:
                 self._raise_parse_error(exc)
             return p["_add_output_properties_if_interaction"](parsed)
-        error = p["GenAiDefaultError"]("Unexpected response received", response, text)
+        error = p["GenAiDefaultError"]("Unexpected response received", response, response.text)
         raise p["wrap_sdk_error"](error) from error
 
 
@@ -242,7 +249,7 @@ class _FastCreate(_FastCall):
         """Send one POST (never repeated) and parse the answer the stock way."""
         response = await self._send("POST", self._url, body)
         if self._p["match_response"](response, "200", "application/json"):
-            plain = plain_answer(response.text)
+            plain = _plain(response)
             if plain is not None:  # the SDK's dump of it, without its models
                 return plain
         try:

@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn, Self
 
 from reclaim_tui.core import answer_budget
+from reclaim_tui.core.gemini.fastsend import RequestMaker
 
 __all__ = ["FAST_PATH_SDK_VERSION", "FAST_PATH_SDK_VERSIONS", "install_fast_path"]
 
@@ -271,6 +272,7 @@ class _FastCall:
         self._headers: dict[str, str] = {}
         self._timeout: Any = None
         self._hook_context: Any = None
+        self._requests = RequestMaker({}, None)  # replaced by the template's
         self._auth_per_call = True
         self._state: bool | None = None  # None: not prepared yet; False: unusable
         self._preparing = asyncio.Lock()
@@ -356,6 +358,7 @@ class _FastCall:
         if self._auth_per_call:
             dropped |= {"authorization", "x-goog-api-key"}
         self._headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
+        self._requests = RequestMaker(self._headers, self._timeout)
 
     async def _authorise(self, request: Any) -> Any:
         hooks = self._config.__dict__[_SDK_HOOKS]
@@ -369,13 +372,7 @@ class _FastCall:
         SDK's. With `stream` the body is left unread (`_read_body`)."""
         p = self._p
         client = self._config.async_client
-        request = client.build_request(
-            method,
-            url,
-            content=content,
-            headers=self._headers,
-            extensions={"timeout": self._timeout} if self._timeout is not None else None,
-        )
+        request = self._requests.build(client, method, url, content)
         try:
             if self._auth_per_call:
                 request = await self._authorise(request)
