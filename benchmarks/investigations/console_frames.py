@@ -76,6 +76,9 @@ def render_lines_by_class() -> None:
 
     def render_lines(self: Widget, crop: Any) -> Any:
         name = f"render_lines {type(self).__name__}"
+        if type(self).__name__ == "ScrollBar":
+            owner = self.parent
+            name += f" of {type(owner).__name__}#{getattr(owner, 'id', None)}"
         t0 = time.thread_time()
         try:
             return real(self, crop)
@@ -120,7 +123,10 @@ def causes() -> None:
 
     def post_message(self: Screen[Any], message: Any) -> bool:
         if isinstance(message, messages.Layout):
-            PARTS[f"asks layout: {type(message.widget).__name__}"][1] += 1
+            widget = message.widget
+            PARTS[f"asks layout: {type(widget).__name__}#{widget.id}"][1] += 1
+        elif isinstance(message, messages.UpdateScroll):
+            PARTS["asks scroll reflow"][1] += 1
         elif isinstance(message, messages.Update):
             PARTS[f"asks repaint: {type(message.widget).__name__}"][1] += 1
         return real_post(self, message)
