@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -318,7 +319,7 @@ class DetailPane(VerticalScroll):
         # rows' details differ by a few lines: the body keeps its height
         # when the new detail fits it with a pane's height of blank or less
         # left below it (kept_height).
-        height = content.get_height(body.styles.get_rules(), width)
+        height = _height(content, width, body)
         room = self.scrollable_content_region.height
         shown = body.content_size.height
         kept = kept_height(height, shown, room)
@@ -335,6 +336,15 @@ class DetailPane(VerticalScroll):
 
     def _with_note(self, body: Content) -> Content:
         return left_note(self._left) + body if self._left is not None else body
+
+
+def _height(content: Content, width: int, body: Static) -> int:
+    """The lines `content` takes at `width` in `body`: counted when none
+    wraps (the usual case, and cheap), else wrapped as the body will."""
+    lines = content.plain.split("\n")
+    if all(cell_len(line) <= width for line in lines):
+        return len(lines)
+    return content.get_height(body.styles.get_rules(), width)
 
 
 def kept_height(height: int, shown: int, room: int) -> int:
