@@ -47,6 +47,7 @@ from reclaim_tui.runner.control import AttachedHost
 from reclaim_tui.tui.bindings import action_enabled, bindings
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.gc_freeze import StartupFreeze
+from reclaim_tui.tui.gc_idle import IdleCollector
 from reclaim_tui.tui.key_routing import KeyRouting
 from reclaim_tui.tui.keymap import APP_ACTIONS, KEYS
 from reclaim_tui.tui.ledger_switch import switch_ledger
@@ -93,6 +94,7 @@ class ReclaimApp(KeyRouting):
         self.sub_title = config.subtitle or shown_db(config.settings.db)
         self._saving = asyncio.Lock()
         self.startup_freeze = StartupFreeze(lambda: self.config.freeze_gc)  # tui/gc_freeze.py
+        self.idle_collector = IdleCollector(config.clock.now, lambda: self.config.freeze_gc)
         self.route_keys_of(self.main)  # tui/key_routing.py
         #: Attached to a service: its state, and the loop's keys act on it.
         self.service: ServiceLink | None = None
@@ -127,6 +129,7 @@ class ReclaimApp(KeyRouting):
         self.remember()
 
     async def on_unmount(self) -> None:
+        self.idle_collector.stop()
         self.startup_freeze.thaw()
         if self.host is not None:
             await self.host.stop()
@@ -187,6 +190,7 @@ class ReclaimApp(KeyRouting):
             return  # quit or replaced (`:ledger`) before the first page
         await painted(self, self.main)  # the page's RowsChanged (feed.py) shown
         self.startup_freeze.freeze()
+        self.idle_collector.start(self.set_interval)  # full collections: tui/gc_idle.py
         if host is not None and not engine_first and self.host is host:
             self.start_engine()  # (a `:ledger` switch since starts its own host)
 

@@ -6,6 +6,7 @@ posts what they found there (past tense, messages.py):
 
     page / detail  one keyset window / one row's detail → RowsChanged, DetailLoaded
     watch          every `watch_every` s and after every change (watching.py):
+                   once the details keys are reading are shown,
                    → a new window with the counts read with it (RowsChanged),
                    or the counts (CountsChanged) and a redraw; then
                    CompletionsRecorded; a look that failed → LedgerReach,
@@ -209,6 +210,7 @@ class LedgerFeed:
             failures = self.health.failures
             self._screen.post_message(LedgerReach(str(exc), failures, wait, now))
             return
+        await self._after_keys()
         if failures := self.health.succeeded():
             self._screen.post_message(LedgerReach(None, failures, 0.0, self._config.clock.now()))
         # The rows are read again only with the counts, and go with them:
@@ -229,6 +231,18 @@ class LedgerFeed:
                     # screen's widgets are gone (failed a console test under load).
                     return
         self._screen.post_message(CompletionsRecorded(completions))
+
+    async def _after_keys(self) -> None:
+        """Wait for the rows' details keys are reading now to be shown and
+        painted: what the look found is shown after that key's frame, not in
+        it (a key's time on the UI thread). Those reads take milliseconds;
+        only the reads in flight now are waited for, so keys held down do
+        not hold the look back for longer."""
+        reading = [w for w in self._screen.workers if w.group == "detail" and not w.is_finished]
+        for worker in reading:
+            await finished(worker)
+        if reading:
+            await painted(self._screen.app, self._screen)
 
     def _paging(self) -> bool:
         return any(w.group == "page" and not w.is_finished for w in self._screen.workers)

@@ -21,6 +21,7 @@ from textual.dom import DOMNode
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
 
+from reclaim_tui.tui.gc_idle import IdleCollector
 from reclaim_tui.tui.key_order import KeyOrder
 from reclaim_tui.tui.screens.ask import AskScreen
 from reclaim_tui.tui.screens.confirm import ConfirmScreen
@@ -57,6 +58,7 @@ class KeyRouting(App[None]):
     """The app's key routing; `route_keys_of` names the main screen."""
 
     main: MainScreen
+    idle_collector: IdleCollector
 
     def route_keys_of(self, main: MainScreen) -> None:
         self.typeahead = TypeAhead(self, self._opens_line)
@@ -68,6 +70,8 @@ class KeyRouting(App[None]):
         self.screen_change_signal.subscribe(self, self.key_order.shown, immediate=True)
 
     async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.idle_collector.key()  # tui/gc_idle.py
         if isinstance(event, events.Key) and not event.is_forwarded:
             if self.typeahead.active:
                 self.typeahead.hold(event)

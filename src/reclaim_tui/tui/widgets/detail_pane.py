@@ -307,17 +307,25 @@ class DetailPane(VerticalScroll):
     def _update(self, content: Content) -> None:
         """Show `content`; the same again is not (the table's redraws redraw the
         detail for its ages, and an update lays the screen out again)."""
-        if content != self._drawn:
-            body, drawn = self._body(), self._drawn
-            # As many lines as before, all fitting the width (a redraw of the
-            # ages, the usual case): the body keeps its height, and the
-            # screen is not laid out again (a key's UI time).
-            width, lines = body.content_size.width, None
-            if drawn is not None and width > 0:
-                lines = _lines(content, width)
-            same = lines is not None and drawn is not None and lines == _lines(drawn, width)
-            self._drawn = content
-            body.update(content, layout=not same)
+        if content == self._drawn:
+            return
+        body = self._body()
+        self._drawn = content
+        width = body.content_size.width
+        if width <= 0:  # not laid out yet: its first layout measures it
+            body.update(content)
+            return
+        # A body of another height lays the whole screen out again, and
+        # rows' details differ by a few lines: the body keeps its height
+        # when the new detail fits it with a pane's height of blank or less
+        # left below it (kept_height).
+        height = _height(content, width, body)
+        room = self.scrollable_content_region.height
+        shown = body.content_size.height
+        kept = kept_height(height, shown, room)
+        if kept > height:
+            content += Content("\n" * (kept - height))
+        body.update(content, layout=kept != shown)
 
     def _body(self) -> Static:
         return self.query_one("#detail-body", Static)
@@ -330,7 +338,21 @@ class DetailPane(VerticalScroll):
         return left_note(self._left) + body if self._left is not None else body
 
 
-def _lines(content: Content, width: int) -> int | None:
-    """How many lines `content` takes at `width`; None when one would wrap."""
+def _height(content: Content, width: int, body: Static) -> int:
+    """The lines `content` takes at `width` in `body`: counted when none
+    wraps (the usual case, and cheap), else wrapped as the body will."""
     lines = content.plain.split("\n")
-    return len(lines) if all(cell_len(line) <= width for line in lines) else None
+    if all(cell_len(line) <= width for line in lines):
+        return len(lines)
+    return content.get_height(body.styles.get_rules(), width)
+
+
+def kept_height(height: int, shown: int, room: int) -> int:
+    """The body's height for a detail of `height` lines in a pane of `room`
+    lines, after a body of `shown` lines: a detail shorter than the pane
+    fills it (no scrollbar either way), and the height shown stays while the
+    detail fits it with at most a pane's height left blank below it."""
+    floor = max(height, room)
+    if floor <= shown <= floor + room:
+        return shown
+    return floor
