@@ -43,8 +43,9 @@ core/ledger/postgres/copying.py. What differs is said here:
 - **Restarts**: a connection lost to a server restart fails the statement
   it was running (`LedgerUnavailableError`; the transaction is rolled back
   by the server) and the next call connects again.
-- **Text filter**: `ILIKE` over trigram (pg_trgm) GIN indexes of the key,
-  the handle and the input, with pg_trgm's operator classes found in
+- **Text filter**: `ILIKE` over a trigram (pg_trgm) GIN index of the key,
+  the handle and the input, kept in a table of their own off the
+  transitions' path (core/ledger/postgres/job_text.py), with pg_trgm's operator class found in
   whatever schema it was installed in (Supabase: `extensions`), created if
   it may be; looked for again at each writable open while missing, and a
   missing index is said (`text_index_note`: `status`).

@@ -55,10 +55,10 @@ _RETURNING = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
 # Only the key's unique index serves these statements, whatever the planner
 # believes of the table (a fresh one has no statistics): the owner and the
 # status are compared through COALESCE, which no index of theirs can answer,
-# and bitmap scans are off for the transaction (`_PLAN`), so the key's
-# trigram index (the console's filter, a GIN index: bitmap scans only) is not
-# taken for `idem = …`: with its pending list unmerged a probe through it is
-# orders of magnitude slower than through the unique index.
+# and bitmap scans are off for the transaction (`_PLAN`), so no GIN index
+# (bitmap scans only) is taken for `idem = …`: with its pending list unmerged
+# a probe through one is orders of magnitude slower than through the unique
+# index. (The console's trigram index was one; it is on job_text now.)
 _PLAN = "SET LOCAL enable_bitmapscan = off"
 _MARK = (
     "WITH m AS (UPDATE jobs AS j SET attempts = j.attempts + 1, inflight = 1, sent_at = %(now)s"
