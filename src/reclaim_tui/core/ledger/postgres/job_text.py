@@ -64,7 +64,9 @@ JOB_TEXT = """
         LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
     BEGIN
         IF OLD.handle IS DISTINCT FROM NEW.handle THEN
-            DELETE FROM job_text WHERE job = OLD.id AND kind = 'h';
+            IF OLD.handle IS NOT NULL THEN
+                DELETE FROM job_text WHERE job = OLD.id AND kind = 'h';
+            END IF;
             INSERT INTO job_text (job, kind, text)
                 SELECT NEW.id, 'h', NEW.handle WHERE NEW.handle IS NOT NULL;
         END IF;
