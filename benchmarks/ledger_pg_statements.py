@@ -107,6 +107,9 @@ def report(base: str, url: str, n: int, top: int) -> None:
             print(f"function {f}: calls/job {c / n:.2f} ms/job {t / n:.4f}")
 
 
+_EXITED = "exited or exiting: the run's backends, autovacuum workers"
+
+
 def cpu_by_process(pg: PgDatabases) -> dict[str, float]:
     """CPU seconds so far of each of the server's processes, by its title
     (`postgres: walwriter`, a backend's database and client); exited ones
@@ -125,11 +128,11 @@ def cpu_by_process(pg: PgDatabases) -> dict[str, float]:
             if int(proc.name) == postmaster:
                 seen["postmaster"] = (int(fields[11]) + int(fields[12])) / tick
                 exited = (int(fields[13]) + int(fields[14])) / tick
-                seen["exited: the run's backends, autovacuum workers"] = exited
+                seen[_EXITED] = seen.get(_EXITED, 0.0) + exited
             elif int(fields[1]) == postmaster:
                 title = (proc / "cmdline").read_bytes().split(b"\0")[0].decode()
                 title = " ".join(w for w in title.split() if not w[0].isdigit())
-                title = title.split("(")[0].replace(" idle", "").strip()
+                title = title.split("(")[0].replace(" idle", "").strip() or _EXITED  # a zombie
                 seen[title] = seen.get(title, 0.0) + (int(fields[11]) + int(fields[12])) / tick
         except (OSError, ValueError, IndexError):
             pass
