@@ -107,6 +107,38 @@ def report(base: str, url: str, n: int, top: int) -> None:
             print(f"function {f}: calls/job {c / n:.2f} ms/job {t / n:.4f}")
 
 
+_EXITED = "exited or exiting: the run's backends, autovacuum workers"
+
+
+def cpu_by_process(pg: PgDatabases) -> dict[str, float]:
+    """CPU seconds so far of each of the server's processes, by its title
+    (`postgres: walwriter`, a backend's database and client); exited ones
+    (autovacuum workers, closed backends) under `reaped`."""
+    import os
+
+    postmaster = int((pg.server.data_dir / "postmaster.pid").read_text().split()[0])
+    tick = os.sysconf("SC_CLK_TCK")
+    seen: dict[str, float] = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit():
+                continue
+            stat = (proc / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(proc.name) == postmaster:
+                seen["postmaster"] = (int(fields[11]) + int(fields[12])) / tick
+                exited = (int(fields[13]) + int(fields[14])) / tick
+                seen[_EXITED] = seen.get(_EXITED, 0.0) + exited
+            elif int(fields[1]) == postmaster:
+                title = (proc / "cmdline").read_bytes().split(b"\0")[0].decode()
+                title = " ".join(w for w in title.split() if not w[0].isdigit())
+                title = title.split("(")[0].replace(" idle", "").strip() or _EXITED  # a zombie
+                seen[title] = seen.get(title, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, ValueError, IndexError):
+            pass
+    return seen
+
+
 def _variant(sql: str) -> Any:
     if not sql:
         return None
@@ -142,11 +174,16 @@ def main() -> None:
         with psycopg.connect(pg.base, autocommit=True) as conn:
             conn.execute("SELECT pg_stat_statements_reset()")
         before = pg.cpu_seconds()
+        by_process = cpu_by_process(pg)
         with tempfile.TemporaryDirectory() as d:
             rate, _ = asyncio.run(
                 run_ours(a.jobs, Path(d), a.batch, url, prepare=_variant(a.variant))
             )
         cpu = pg.cpu_seconds() - before
+        for title, seconds in sorted(cpu_by_process(pg).items(), key=lambda kv: -kv[1]):
+            spent = seconds - by_process.get(title, 0.0)
+            if spent > 0:
+                print(f"server CPU ms/job {spent * 1000 / a.jobs:.3f}  {title}")
         if a.after:
             mark = pg.cpu_seconds()
             with psycopg.connect(url, autocommit=True) as conn:

@@ -25,6 +25,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from reclaim_tui.cli import cli
+from reclaim_tui.core.ledger.postgres.schema import PG_TEXT_INDEX_NAMES
 
 pytestmark = pytest.mark.postgres
 
@@ -135,7 +136,8 @@ def test_owner_role_without_database_create_starts_in_its_schema(
         "SELECT indexdef FROM pg_indexes WHERE schemaname = 'reclaim_tui'"
         " AND indexname LIKE '%trgm'"
     ).fetchall()]  # fmt: skip
-    assert len(defs) == 3 and all("extensions.gin_trgm_ops" in d for d in defs), defs
+    assert len(defs) == len(PG_TEXT_INDEX_NAMES), defs
+    assert all("extensions.gin_trgm_ops" in d for d in defs), defs
     status = cli_run("status", "--db", as_role(pg_dsn, "reclaim_owner"))
     assert status.exit_code == 0 and "trigram" not in status.stderr, status.output
 
@@ -270,7 +272,7 @@ def test_pg_trgm_installed_later_is_found_and_a_missing_index_is_said(
         "SELECT count(*) FROM pg_indexes WHERE schemaname = 'reclaim_tui'"
         " AND indexdef LIKE '%extensions.gin_trgm_ops%'"
     ).fetchone()
-    assert count == (3,)
+    assert count == (len(PG_TEXT_INDEX_NAMES),)
     status = cli_run("status", "--db", owner)
     assert status.exit_code == 0 and "trigram" not in status.stderr, status.output
 

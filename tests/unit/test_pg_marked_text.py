@@ -19,6 +19,7 @@ from psycopg import sql
 
 from reclaim_tui.cli import cli
 from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.postgres.schema import PG_SCHEMA_VERSION
 from reclaim_tui.core.ledger.postgres.text import MARK, decode, encode
 from tests.helpers.postgres import PostgresServer, find_bin_dir
 
@@ -107,7 +108,7 @@ def test_marked_text_from_before_the_encoding_survives_the_upgrade_and_migrate(
         with psycopg.connect(old) as conn:  # every stored text with the mark is an encoding
             stored = [r[0] for r in conn.execute("SELECT output_text FROM reclaim_tui.results")]
             version = conn.execute("SELECT value FROM reclaim_tui.meta").fetchone()
-        assert version == ("4",)
+        assert version == (str(PG_SCHEMA_VERSION),)
         assert all(s.startswith(MARK + '"') and decode(s) != s for s in stored)
         file = str(tmp_path / "copy.db")
         for source, target in ((old, file), (file, again)):

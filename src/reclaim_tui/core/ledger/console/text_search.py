@@ -121,16 +121,27 @@ async def text_hits(ledger: Ledger, text: str) -> str | None:
 
 
 async def _pg_hits(ledger: Ledger, text: str) -> str | None:
-    """PostgreSQL: the rows holding `text`, found once on the pg_trgm indexes
-    (core/ledger/postgres/schema.py). Left to the page query, the same lookup ran in each
-    status's branch of the age sort, six times; this is one lookup."""
-    [(top,)] = await ledger.select("SELECT COALESCE(MAX(id), 0) FROM jobs")
-    limit = int(FTS_BY_ID * math.sqrt(top))
-    rows = await ledger.select(
-        Sql(lambda d: f"SELECT id FROM jobs WHERE {TEXT_SQL.of(d)} LIMIT {d.p}"),
-        [like_pattern(text)] * 3 + [limit + 1],
+    """PostgreSQL: the rows holding `text`, found once on the trigram index of
+    the ledger's text table (core/ledger/postgres/job_text.py). Left to the page
+    query, the same lookup ran in each status's branch of the age sort, six
+    times; this is one lookup. A role not granted that table (granted by hand
+    before it existed) tests the rows of `jobs` instead: the same ids."""
+    [(top, readable)] = await ledger.select(
+        "SELECT (SELECT COALESCE(MAX(id), 0) FROM jobs), has_table_privilege('job_text', 'SELECT')"
     )
+    limit = int(FTS_BY_ID * math.sqrt(top))
+    pattern = like_pattern(text)
+    if readable:
+        rows = await ledger.select(_PG_TEXT_HITS, [pattern, limit + 1])
+    else:
+        rows = await ledger.select(_PG_ROW_HITS, [pattern] * 3 + [limit + 1])
     return json.dumps([r[0] for r in rows]) if len(rows) <= limit else None
+
+
+_PG_TEXT_HITS = Sql(
+    lambda d: f"SELECT DISTINCT job FROM job_text WHERE text {d.like} {d.p} ESCAPE '\\' LIMIT {d.p}"
+)
+_PG_ROW_HITS = Sql(lambda d: f"SELECT id FROM jobs WHERE {TEXT_SQL.of(d)} LIMIT {d.p}")
 
 
 def _rarest(terms: Sequence[str], counts: Sequence[int]) -> str:

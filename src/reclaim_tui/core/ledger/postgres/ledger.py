@@ -43,8 +43,9 @@ core/ledger/postgres/copying.py. What differs is said here:
 - **Restarts**: a connection lost to a server restart fails the statement
   it was running (`LedgerUnavailableError`; the transaction is rolled back
   by the server) and the next call connects again.
-- **Text filter**: `ILIKE` over trigram (pg_trgm) GIN indexes of the key,
-  the handle and the input, with pg_trgm's operator classes found in
+- **Text filter**: `ILIKE` over a trigram (pg_trgm) GIN index of the key,
+  the handle and the input, kept in a table of their own off the
+  transitions' path (core/ledger/postgres/job_text.py), with pg_trgm's operator class found in
   whatever schema it was installed in (Supabase: `extensions`), created if
   it may be; looked for again at each writable open while missing, and a
   missing index is said (`text_index_note`: `status`).
@@ -64,10 +65,12 @@ import psycopg
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
+from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.postgres import writes as pg_write
 from reclaim_tui.core.ledger.postgres.clock import ServerClock
 from reclaim_tui.core.ledger.postgres.connect import dial, map_pg_error
 from reclaim_tui.core.ledger.postgres.copying import SequenceCopies
+from reclaim_tui.core.ledger.postgres.holders import LIVE_HOLDERS
 from reclaim_tui.core.ledger.postgres.pipeline import (
     pipelined,
     read_once,
@@ -286,6 +289,12 @@ class PgLedger(SequenceCopies, LedgerBase):
             return await super()._write_in(db, owner, actor, sending, transitions, now)
         sent = await pg_write.send(db, owner, actor, sending, groups, now)
         return functools.partial(pg_write.collect, sent, transitions)
+
+    async def dead_holders(self, me: str) -> list[str]:
+        """Owners of live-by-clock leases whose process is provably gone
+        (core/ledger/postgres/holders.py: one index probe per owner)."""
+        rows = await self._fetchall(LIVE_HOLDERS, (me, self.clock.now()))
+        return [r[0] for r in rows if holder_alive(r[0]) is False]
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         text = text_for(sql, POSTGRES)

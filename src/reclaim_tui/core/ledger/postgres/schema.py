@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from reclaim_tui.core.ledger.postgres.connect import noting, quote_ident
+from reclaim_tui.core.ledger.postgres.job_text import JOB_TEXT, JOB_TEXT_INDEX, JOB_TEXT_INDEX_NAMES
 from reclaim_tui.core.ledger.postgres.marked import REENCODE_MARKED
 from reclaim_tui.core.ledger.postgres.search_path import PG_SCHEMA, SCHEMA_ENV, schema_for
 from reclaim_tui.errors import (
@@ -172,16 +173,14 @@ PG_MIGRATIONS: tuple[str, ...] = (
     # 4: text stored before the NUL encoding that starts with its mark,
     # encoded (core/ledger/postgres/marked.py).
     REENCODE_MARKED,
+    # 5: the console filter's text in a table of its own (core/ledger/postgres/job_text.py).
+    JOB_TEXT,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
-#: The console filter's indexes (any substring of 3+ characters, `ILIKE`);
+#: The console filter's index (any substring of 3+ characters, `ILIKE`);
 #: `{ops}` is pg_trgm's operator class, qualified by the extension's schema.
-PG_TEXT_INDEX = (
-    "CREATE INDEX IF NOT EXISTS jobs_idem_trgm ON jobs USING gin (idem {ops})",
-    "CREATE INDEX IF NOT EXISTS jobs_handle_trgm ON jobs USING gin (handle {ops})",
-    "CREATE INDEX IF NOT EXISTS jobs_input_trgm ON jobs USING gin (reclaim_input(spec) {ops})",
-)
-PG_TEXT_INDEX_NAMES = ("jobs_idem_trgm", "jobs_handle_trgm", "jobs_input_trgm")
+PG_TEXT_INDEX = JOB_TEXT_INDEX
+PG_TEXT_INDEX_NAMES = JOB_TEXT_INDEX_NAMES
 
 
 _MIGRATION_LOCK = 0x7265636C61696D  # "reclaim": one migrating process at a time

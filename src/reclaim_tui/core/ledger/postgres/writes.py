@@ -36,7 +36,7 @@ from reclaim_tui.core.ledger.postgres.session import PgSession
 from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
 from reclaim_tui.core.models import Actor, RemoteInteraction, Row, Transition
 
-__all__ = ["collect", "send", "shapes"]
+__all__ = ["PLAN", "collect", "send", "shapes"]
 
 _INTEGER = ("attempts", "polls", "inflight", "held", "duplicates", "error_streak", "outside_streak")
 _REAL = (
@@ -53,13 +53,17 @@ _TYPES = {
 _RETURNING = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
 
 # Only the key's unique index serves these statements, whatever the planner
-# believes of the table (a fresh one has no statistics): the owner and the
-# status are compared through COALESCE, which no index of theirs can answer,
-# and bitmap scans are off for the transaction (`_PLAN`), so the key's
-# trigram index (the console's filter, a GIN index: bitmap scans only) is not
-# taken for `idem = …`: with its pending list unmerged a probe through it is
-# orders of magnitude slower than through the unique index.
-_PLAN = "SET LOCAL enable_bitmapscan = off"
+# believes of the table (a fresh one has no statistics; a cached index probe
+# costs far less than its model says): the owner and the status are compared
+# through COALESCE, which no index of theirs can answer, so a batch of keys
+# joined to jobs was planned as a scan of the whole table, once per
+# statement. Sequential and bitmap scans are off for the transaction
+# (`PLAN`): the keys are probed one by one, and no GIN index (bitmap scans
+# only) is taken for `idem = …`: with its pending list unmerged a probe
+# through one is orders of magnitude slower than through the unique index.
+PLAN = (
+    "SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)"
+)
 _MARK = (
     "WITH m AS (UPDATE jobs AS j SET attempts = j.attempts + 1, inflight = 1, sent_at = %(now)s"
     " FROM (SELECT DISTINCT unnest(%(idems)s::text[]) AS idem) AS k WHERE j.idem = k.idem"
@@ -75,18 +79,20 @@ _LOCK = (
     "SELECT 1 FROM unnest(%(idems)s::text[]) AS k(idem) JOIN jobs AS j ON j.idem = k.idem"
     " WHERE COALESCE(j.lease_owner, '') = %(owner)s ORDER BY j.idem COLLATE \"C\" FOR UPDATE OF j"
 )
+# The result and the event of each row `u` updated, from `u` alone: joined
+# back to `t` the planner saw one row of `u` and compared every pair.
 _RESULT = (
     "INSERT INTO results(job, idem, interaction_id, output_text, usage, raw_json, stored_at)"
-    " SELECT u.id, t.idem, t.r_id, t.r_text, t.r_usage, t.r_raw, %(now)s"
-    " FROM u JOIN t ON t.n = u.n WHERE t.r_id IS NOT NULL ORDER BY t.n"
+    " SELECT u.id, u.idem, u.r_id, u.r_text, u.r_usage, u.r_raw, %(now)s"
+    " FROM u WHERE u.r_id IS NOT NULL ORDER BY u.n"
     " ON CONFLICT (job) DO UPDATE SET"
     " interaction_id = excluded.interaction_id, output_text = excluded.output_text,"
     " usage = excluded.usage, raw_json = excluded.raw_json, stored_at = excluded.stored_at"
 )
 _EVENT = (
     "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
-    " SELECT %(now)s, u.id, t.idem, %(actor)s, t.expect, t.to_status, t.note"
-    " FROM u JOIN t ON t.n = u.n WHERE t.ev = 1 ORDER BY t.n"
+    " SELECT %(now)s, u.id, u.idem, %(actor)s, u.expect, u.to_status, u.note"
+    " FROM u WHERE u.ev = 1 ORDER BY u.n"
 )
 
 
@@ -131,7 +137,8 @@ def _apply_sql(names: tuple[str, ...]) -> str:
         f" {fields})),"
         f" u AS (UPDATE jobs AS j SET {assign} FROM t WHERE j.idem = t.idem"
         " AND COALESCE(j.lease_owner, '') = %(owner)s AND COALESCE(j.status, '') = t.expect"
-        " RETURNING j.id, t.n),"
+        " RETURNING j.id, t.n, t.idem, t.expect, t.to_status, t.note, t.ev, t.r_id, t.r_text,"
+        " t.r_usage, t.r_raw),"
         f" r AS ({_RESULT}), e AS ({_EVENT}) SELECT n FROM u"
     )
 
@@ -181,7 +188,7 @@ async def send(
     """Send the batch's statements into `db`'s pipeline; nothing is waited
     for (`collect` reads what they returned once the transaction committed)."""
     base = {"now": now, "owner": owner, "actor": str(actor)}
-    await db.send(_PLAN, None)
+    await db.send(PLAN, None)
     marked = None
     if sending:
         marked = await db.send(_MARK, {**base, "idems": list(sending)})
