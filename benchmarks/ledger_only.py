@@ -69,13 +69,16 @@ async def run_ours(
     concurrency: int = 64,
     prepare: Callable[[Ledger], Awaitable[None]] | None = None,
     count_commits: bool = False,
+    finish: Callable[[Ledger], Awaitable[None]] | None = None,
 ) -> tuple[float, float]:
     """N jobs through every state; (jobs/s, peak RSS MiB). `prepare` runs on the
     fresh ledger before the clock starts (ledger_profile.py's schema variants).
     `count_commits` traces every statement on SQLite's connection to count its
     COMMITs; the trace expands each statement's text with its parameters, which
     costs that thread a third of its time, so the timed runs leave it off and
-    the count comes from a run of its own."""
+    the count comes from a run of its own. `finish` runs on the ledger after
+    the clock stops, before it is closed (ledger_profile.py reads the WAL's
+    size there)."""
     clock = ManualClock()
     ledger = await open_ledger(db or workdir / "ours.db", clock=clock)
     connection = getattr(ledger, "connection", None)
@@ -99,6 +102,8 @@ async def run_ours(
     elapsed = time.perf_counter() - start
     _CPU[0] = time.process_time() - cpu
     counts = await ledger.counts()
+    if finish is not None:
+        await finish(ledger)
     await ledger.close()
     assert report.counts["consumed"] == n, report.summary()
     assert counts == {"consumed": (n, counts["consumed"][1])}
