@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -28,7 +27,6 @@ import aiosqlite
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.identity import refuse_replaced
-from reclaim_tui.core.ledger.schema import EVENT_SQL, chunks
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
 from reclaim_tui.core.ledger.sqlite.generation_guard import GenerationGuard
 from reclaim_tui.core.ledger.sqlite.open_file import (
@@ -255,26 +253,8 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         about what happens next, and the engine's own passes handle it).
         """
         now = self.clock.now()
-        inserted: list[str] = []
         async with self.write() as db:
-            for chunk in chunks(jobs, 5000):
-                # Inside the write lock, "not present now" means "inserted below".
-                async with db.execute(
-                    "SELECT idem FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
-                    (json.dumps([j[0] for j in chunk]),),
-                ) as cur:
-                    existing = {r[0] for r in await cur.fetchall()}
-                fresh = {j[0]: j for j in chunk if j[0] not in existing}
-                await db.executemany(
-                    "INSERT INTO jobs(idem, spec, model, status, created_at, state_since,"
-                    " updated_at, next_at) VALUES (?,?,?,'reserving',?,?,?,?)",
-                    [(i, spec, model, now, now, now, now) for i, spec, model in fresh.values()],
-                )
-                inserted.extend(fresh)
-            await db.executemany(
-                EVENT_SQL,
-                [(now, idem, actor, None, "reserving", "reserved", idem) for idem in inserted],
-            )
+            inserted = await sqlite_writes.insert_jobs(db, jobs, actor, now)
         present = set(inserted)
         return inserted, [idem for idem, _, _ in jobs if idem not in present]
 
