@@ -40,6 +40,7 @@ from reclaim_tui.core.ledger.sqlite.open_file import (
 from reclaim_tui.core.ledger.sqlite.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
+    SEARCH_BATCH,
     map_sqlite_error,
     migration_statements,
     repair_edited,
@@ -67,6 +68,8 @@ class SqliteLedger(GenerationGuard, LedgerBase):
     ) -> None:
         super().__init__(path, clock, readonly=readonly)
         self._db = db
+        #: rows this process queued for the text index since it last moved the queue
+        self._search_queued = 0
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -199,6 +202,9 @@ class SqliteLedger(GenerationGuard, LedgerBase):
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
+                if self._search_queued >= SEARCH_BATCH:
+                    await sqlite_writes.move_search_queue(self._db)
+                    self._search_queued = 0
                 await self._bump_generation()  # a service's (core/ledger/sqlite/generation.py)
                 await self._db.execute("COMMIT")
                 self._generation_committed()
@@ -213,6 +219,12 @@ class SqliteLedger(GenerationGuard, LedgerBase):
                 if isinstance(exc, sqlite3.Error):
                     raise map_sqlite_error(exc, self.path) from exc
                 raise
+
+    def queued_for_search(self, rows: int) -> None:
+        """Count rows queued for the text index (schema migration 9): the
+        write transaction that brings the count to SEARCH_BATCH moves the
+        whole queue into the index, the rows other writers queued with it."""
+        self._search_queued += rows
 
     async def _abandon(self) -> None:
         try:
@@ -240,6 +252,7 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         """`LedgerBase.write_batch`'s writes in statements that do not grow
         with the batch (core/ledger/sqlite/writes.py)."""
         done = await sqlite_writes.write_batch(db, owner, actor, sending, transitions, now)
+        self.queued_for_search(sum("handle" in t.changes for t in transitions))
         return functools.partial(_written, done)
 
     # -- inserting jobs --------------------------------------------------------------
@@ -255,6 +268,7 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         now = self.clock.now()
         async with self.write() as db:
             inserted = await sqlite_writes.insert_jobs(db, jobs, actor, now)
+            self.queued_for_search(len(inserted))
         present = set(inserted)
         return inserted, [idem for idem, _, _ in jobs if idem not in present]
 

@@ -42,9 +42,10 @@ from reclaim_tui.core.ledger.schema import (
     chunks,
     row_from_tuple,
 )
+from reclaim_tui.core.ledger.sqlite.schema import SEARCH_FLUSH_SQL, migration_statements
 from reclaim_tui.core.models import Actor, Row, Transition
 
-__all__ = ["insert_jobs", "write_batch"]
+__all__ = ["insert_jobs", "move_search_queue", "write_batch"]
 
 #: Transitions per move statement: (columns + 2) parameters a row stay far
 #: below SQLite's 32,766 host parameters.
@@ -148,6 +149,16 @@ async def insert_jobs(
             [(now, idem, actor, None, "reserving", "reserved", idem) for idem in inserted],
         )
     return inserted
+
+
+_SEARCH_MOVES = tuple(migration_statements(SEARCH_FLUSH_SQL))
+
+
+async def move_search_queue(db: aiosqlite.Connection) -> None:
+    """Every row queued for the text indexes into them, inside the caller's
+    transaction (core/ledger/sqlite/schema.py says why rows are queued)."""
+    for statement in _SEARCH_MOVES:
+        await db.execute(statement)
 
 
 def _statements(
