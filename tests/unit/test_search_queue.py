@@ -21,6 +21,7 @@ from reclaim_tui.core.ledger.console.views import RowFilter, View
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.prune import prune
 from reclaim_tui.core.ledger.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, SEARCH_BATCH
+from reclaim_tui.core.ledger.transfer import copy_ledger
 from reclaim_tui.core.models import Actor, JobSpec, Status, Transition
 from tests.helpers.pages import walk
 
@@ -145,3 +146,17 @@ async def test_a_ledger_at_version_8_is_upgraded(tmp_path: Path) -> None:
 def _submitted(idem: str, now: float) -> Transition:
     changes = {"handle": f"int-{idem}", "inflight": 0, "submitted_at": now, "next_at": now}
     return Transition(idem, Status.RESERVING, Status.SUBMITTED, "created", changes, release=False)
+
+
+async def test_a_copied_ledger_has_its_rows_in_the_index(tmp_path: Path) -> None:
+    source = await open_ledger(tmp_path / "from.db", clock=ManualClock(NOW))
+    target = await open_ledger(tmp_path / "to.db", clock=ManualClock(NOW))
+    try:
+        keys = [f"c{n:03d}" for n in range(30)]
+        await source.insert_jobs([(k, _spec(f"copied {k}"), "m") for k in keys], "test")
+        await copy_ledger(source, target)
+    finally:
+        await source.close()
+        await target.close()
+    assert _queued(tmp_path / "to.db") == (0, 0)
+    assert await _found(tmp_path / "to.db", "copied c007") == ["c007"]

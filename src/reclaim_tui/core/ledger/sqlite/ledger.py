@@ -278,7 +278,11 @@ class SqliteLedger(GenerationGuard, LedgerBase):
 
     async def after_copy(self) -> None:
         """After rows were written with their ids (core/ledger/transfer.py): SQLite
-        numbers the next rows past the largest id by itself."""
+        numbers the next rows past the largest id by itself; the copied rows,
+        queued for the text index as they went in, are moved into it."""
+        async with self.write() as db:
+            await sqlite_writes.move_search_queue(db)
+        self._search_queued = 0
 
     async def sequences_behind(self) -> list[str]:
         """Id counters whose next id a row already has (SQLite: none)."""
