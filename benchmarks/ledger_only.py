@@ -8,7 +8,7 @@ seed_ledger.py) driven with a stub client, i.e. the same SQLite work it does
 per job, with no network either.
 
     python benchmarks/ledger_only.py [--jobs 100000] [--runs 3] [--pg auto|URL] [--huey]
-        [--pgqueuer] [--results FILE]
+        [--pgqueuer] [--statements] [--results FILE]
 
 `--huey` adds an anchor from outside: huey's SqliteHuey (a task queue people
 pick for one machine; `pip install huey`) with fsync on, each job enqueued,
@@ -25,12 +25,16 @@ skipped, and said, when absent). On SQLite, our commits per job are counted
 too (every COMMIT on the ledger's connection, in an untimed run of its own:
 the trace that counts them slows the run). `--results FILE` writes the
 figures as a results file (scripts/perf_page.py makes the page from it).
+`--statements` prints, after the table, what SQLite ran per job in that
+untimed run: each statement's first words (a trigger's body as
+`-- TRIGGER name`), the rows `executemany` steps counted one by one.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import resource
@@ -69,13 +73,16 @@ async def run_ours(
     concurrency: int = 64,
     prepare: Callable[[Ledger], Awaitable[None]] | None = None,
     count_commits: bool = False,
+    finish: Callable[[Ledger], Awaitable[None]] | None = None,
 ) -> tuple[float, float]:
     """N jobs through every state; (jobs/s, peak RSS MiB). `prepare` runs on the
     fresh ledger before the clock starts (ledger_profile.py's schema variants).
     `count_commits` traces every statement on SQLite's connection to count its
     COMMITs; the trace expands each statement's text with its parameters, which
     costs that thread a third of its time, so the timed runs leave it off and
-    the count comes from a run of its own."""
+    the count comes from a run of its own. `finish` runs on the ledger after
+    the clock stops, before it is closed (ledger_profile.py reads the WAL's
+    size there)."""
     clock = ManualClock()
     ledger = await open_ledger(db or workdir / "ours.db", clock=clock)
     connection = getattr(ledger, "connection", None)
@@ -99,6 +106,8 @@ async def run_ours(
     elapsed = time.perf_counter() - start
     _CPU[0] = time.process_time() - cpu
     counts = await ledger.counts()
+    if finish is not None:
+        await finish(ledger)
     await ledger.close()
     assert report.counts["consumed"] == n, report.summary()
     assert counts == {"consumed": (n, counts["consumed"][1])}
@@ -106,6 +115,8 @@ async def run_ours(
 
 
 _COMMITS = [0]
+#: statement (its first words) -> times SQLite began it, in the counting run
+_STATEMENTS: collections.Counter[str] = collections.Counter()
 #: CPU seconds the measured run took in this process (every thread)
 _CPU = [0.0]
 
@@ -113,6 +124,13 @@ _CPU = [0.0]
 def _count_commit(sql: str) -> None:
     if sql == "COMMIT":
         _COMMITS[0] += 1
+    _STATEMENTS[_statement_kind(sql)] += 1
+
+
+def _statement_kind(sql: str) -> str:
+    """A traced statement without its values: its first words."""
+    words = " ".join(sql.split())
+    return words if words.startswith("--") else words[:48]
 
 
 def run_baseline(n: int, workdir: Path) -> tuple[float, float]:
@@ -183,12 +201,19 @@ def _child(which: str, n: int, batch: int, db: str = "") -> None:
             rate, rss = run_huey(n, Path(d))
         else:
             rate, rss = run_baseline(n, Path(d))
-    print(json.dumps({"rate": rate, "rss": rss, "commits": _COMMITS[0] / n, "cpu": _CPU[0]}))
+    figures = {"rate": rate, "rss": rss, "commits": _COMMITS[0] / n, "cpu": _CPU[0]}
+    print(json.dumps({**figures, "statements": {k: v / n for k, v in _STATEMENTS.items()}}))
 
 
 def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float, float, float]:
     """(jobs/s, peak RSS MiB, commits per job (SQLite: ours only), the
     process's CPU ms per job) of one run in a fresh process."""
+    data = _run_child(which, n, batch, db)
+    return data["rate"], data["rss"], data["commits"], data["cpu"] * 1000 / n
+
+
+def _run_child(which: str, n: int, batch: int, db: str = "") -> dict[str, Any]:
+    """What one run in a fresh process printed (see _child)."""
     out = subprocess.run(
         [
             sys.executable,
@@ -206,8 +231,8 @@ def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float
         capture_output=True,
         text=True,
     ).stdout
-    data = json.loads(out.strip().splitlines()[-1])
-    return data["rate"], data["rss"], data["commits"], data["cpu"] * 1000 / n
+    data: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return data
 
 
 def _on_pg(pg: Any, which: str, n: int, batch: int) -> Figures:
@@ -234,6 +259,7 @@ def main() -> None:
     ap.add_argument("--huey", action="store_true", help="add huey's SqliteHuey as an anchor")
     ap.add_argument("--pgqueuer", action="store_true", help="add pgqueuer on --pg's server")
     ap.add_argument("--results", default="", help="write the figures as this results file")
+    ap.add_argument("--statements", action="store_true", help="print SQLite's statements per job")
     ap.add_argument(
         "--child",
         choices=["ours", "ours-commits", "baseline", "huey", "pgqueuer"],
@@ -259,7 +285,8 @@ def main() -> None:
     loads = [_load()]
     try:
         # SQLite's commits per job, from an untimed run (see run_ours)
-        commits = _measure("ours-commits", a.jobs, a.batch)[2]
+        counted = _run_child("ours-commits", a.jobs, a.batch)
+        commits = counted["commits"]
         for _ in range(a.runs):
             rate, rss, _, client = _measure("ours", a.jobs, a.batch)
             runs.setdefault(OURS, []).append((rate, rss, commits, None, client))
@@ -297,8 +324,19 @@ def main() -> None:
     for name, each in ratios.items():
         rounds = ", ".join(f"{r:.2f}" for r in each)
         print(f"ratio {name}: median {median(each):.2f}x (rounds: {rounds})")
+    if a.statements:
+        print(_statements_table(counted["statements"]))
     if a.results:
         _write_results(Path(a.results), a, figures, ratios, load)
+
+
+def _statements_table(per_job: dict[str, float]) -> str:
+    """SQLite's statements per job of the counting run, most first."""
+    rows = sorted(per_job.items(), key=lambda kv: -kv[1])
+    body = [[kind, f"{count:.3f}"] for kind, count in rows]
+    body.append(["all", f"{sum(per_job.values()):.3f}"])
+    heading = "\nSQLite statements per job (the untimed run):\n"
+    return heading + table(["statement", "per job"], body)
 
 
 OURS, OURS_PG, SEED, HUEY = "reclaim-tui", "reclaim-tui on PostgreSQL", "seed baseline", "huey"

@@ -20,6 +20,9 @@ setting):
   no_events_idx  without the index of a row's events
   bare           no_fts + no_sec_idx + no_events_idx
 Each measurement runs in a fresh process; variants alternate within a run.
+WAL KB/job comes from one more run per case, untimed, with automatic
+checkpoints off: the WAL file's size at the end over the jobs (every frame
+the run appended, a page and its header each).
 """
 
 from __future__ import annotations
@@ -68,8 +71,10 @@ VARIANTS: dict[str, list[str]] = {
 
 
 def _time_statements() -> dict[str, list[float]]:
-    """Wrap aiosqlite's queue so each call's time in its thread is counted by
-    statement (its first 70 characters). Returns the live {statement: [n, s]}."""
+    """Wrap aiosqlite's queue so each call's CPU time in its thread (not the
+    wall time: under load that counts the waits for a core and the GIL) is
+    counted by statement (its first 70 characters). Returns the live
+    {statement: [n, s]}."""
     import aiosqlite.core as core
 
     stats: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
@@ -81,13 +86,13 @@ def _time_statements() -> dict[str, list[float]]:
         key = name + ": " + re.sub(r"\s+", " ", sql).strip()[:70]
 
         def timed(*a: Any, **k: Any) -> Any:
-            start = time.perf_counter()
+            start = time.thread_time()
             try:
                 return fn(*a, **k)
             finally:
                 entry = stats[key]
                 entry[0] += 1
-                entry[1] += time.perf_counter() - start
+                entry[1] += time.thread_time() - start
 
         return await original(self, timed, *args, **kw)
 
@@ -95,18 +100,29 @@ def _time_statements() -> dict[str, list[float]]:
     return stats
 
 
-def _child(n: int, variant: str, concurrency: int) -> None:
+def _child(n: int, variant: str, concurrency: int, wal: bool) -> None:
     stats = _time_statements()
+    wal_bytes = [0]
 
     async def prepare(ledger: Ledger) -> None:
         for ddl in VARIANTS[variant]:
             async with ledger.write() as db:
                 await db.execute(ddl)
+        if wal:
+            connection: Any = getattr(ledger, "connection")  # noqa: B009
+            await connection.execute("PRAGMA wal_autocheckpoint = 0")
+            await connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         stats.clear()  # only the run itself
+
+    async def finish(ledger: Ledger) -> None:
+        if wal:
+            wal_bytes[0] = os.path.getsize(str(getattr(ledger, "path")) + "-wal")  # noqa: B009
 
     with tempfile.TemporaryDirectory() as d:
         cpu0 = time.process_time()
-        rate, _ = asyncio.run(run_ours(n, Path(d), 2000, concurrency=concurrency, prepare=prepare))
+        rate, _ = asyncio.run(
+            run_ours(n, Path(d), 2000, concurrency=concurrency, prepare=prepare, finish=finish)
+        )
         cpu = time.process_time() - cpu0
     sql = sum(s for _, s in stats.values())
     commits = int(stats.get("execute: COMMIT", [0, 0.0])[0])
@@ -118,13 +134,14 @@ def _child(n: int, variant: str, concurrency: int) -> None:
                 "sql_s": sql,
                 "cpu_s": cpu,
                 "commits": commits,
+                "wal": wal_bytes[0],
                 "top": [[k, int(c), s] for k, (c, s) in top],
             }
         )
     )
 
 
-def _measure(n: int, variant: str, concurrency: int) -> dict[str, Any]:
+def _measure(n: int, variant: str, concurrency: int, wal: bool = False) -> dict[str, Any]:
     out = subprocess.run(
         [
             sys.executable,
@@ -135,6 +152,7 @@ def _measure(n: int, variant: str, concurrency: int) -> dict[str, Any]:
             str(n),
             "--concurrency",
             str(concurrency),
+            *(["--wal"] if wal else []),
         ],
         check=True,
         capture_output=True,
@@ -151,9 +169,10 @@ def main() -> None:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--concurrency", default="64,1000")
     ap.add_argument("--child", choices=list(VARIANTS), help=argparse.SUPPRESS)
+    ap.add_argument("--wal", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _child(a.jobs, a.child, int(a.concurrency))
+        _child(a.jobs, a.child, int(a.concurrency), a.wal)
         return
     variants = a.variants.split(",")
     unknown = [v for v in variants if v not in VARIANTS]
@@ -163,6 +182,7 @@ def main() -> None:
     cases += [(v, 64) for v in variants if v != "now"]
     got: dict[tuple[str, int], list[dict[str, Any]]] = {c: [] for c in cases}
     load = [os.getloadavg()[0]]
+    wal = {case: _measure(a.jobs, *case, wal=True)["wal"] for case in cases}
     for _ in range(a.runs):
         for case in cases:
             got[case].append(_measure(a.jobs, *case))
@@ -177,16 +197,18 @@ def main() -> None:
                 median([1e6 * r["sql_s"] / a.jobs for r in runs]),
                 median([1e6 * r["cpu_s"] / a.jobs for r in runs]),
                 median([r["commits"] for r in runs]),
+                wal[(variant, conc)] / 1024 / a.jobs,
             ]
         )
     print(
         f"Ledger alone, {a.jobs:,} jobs, SQLite synchronous=FULL, {a.runs} runs per case in"
         f" fresh processes, alternating, medians; load {min(load):.1f}–{max(load):.1f}"
     )
-    headers = ["schema", "in flight", "jobs/s", "SQL-thread µs/job", "CPU µs/job", "commits"]
+    headers = ["schema", "in flight", "jobs/s", "SQL-thread CPU µs/job", "CPU µs/job", "commits"]
+    headers.append("WAL KB/job")
     print(table(headers, rows))
     first = sorted(got[cases[0]], key=lambda r: r["rate"])[len(got[cases[0]]) // 2]
-    print(f"\nSQL-thread time by statement (schema now, {cases[0][1]} in flight, the median run):")
+    print(f"\nSQL-thread CPU by statement (schema now, {cases[0][1]} in flight, the median run):")
     total = first["sql_s"]
     print(
         table(

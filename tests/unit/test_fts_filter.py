@@ -443,13 +443,17 @@ async def test_a_full_queue_moves_into_the_index_by_itself(tmp_path: Path) -> No
     await ledger.insert_jobs(jobs, "test")
     await ledger.close()
     with _connect(db) as con:
-        assert _queued(con) == (5, 0)
+        # The transaction that queued SEARCH_BATCH rows moved them all.
+        assert _queued(con) == (0, 0)
         # (the index names candidates: every key holding its trigrams)
-        assert "k00000" in _indexed(con, "k00000") and "k00999" in _indexed(con, "k00999")
+        assert "k00000" in _indexed(con, "k00000") and "k01004" in _indexed(con, "k01004")
+        # A writer outside the ledger's code leaves them queued; readers see them.
         con.execute("UPDATE jobs SET handle = 'int-' || idem")
-        assert _queued(con) == (5, 5)
-        assert "k00999" in _indexed(con, "int-k00999")
+        assert _queued(con) == (0, SEARCH_BATCH + 5)
+    assert await _found(db, "int-k01004") == ["k01004"]
+    with _connect(db) as con:
         _integrity(con)
+        assert "k00999" in _indexed(con, "int-k00999")
 
 
 async def test_a_malformed_spec_does_not_break_writes(db_url: str) -> None:

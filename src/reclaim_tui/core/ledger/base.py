@@ -95,6 +95,11 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
         """Nothing at a clean exit (PostgreSQL); SqliteLedger's empties its WAL."""
         return None
 
+    def queued_for_search(self, rows: int) -> None:
+        """A write of this process queued `rows` rows for the text index
+        (SQLite's; PostgreSQL indexes its rows as it writes them: nothing)."""
+        return None
+
     # -- claiming --------------------------------------------------------------------
     async def guard_generation(self, owner: str) -> None:
         """A ledger on a server cannot be put back under a process: nothing

@@ -51,6 +51,7 @@ from typing import Any
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.export import iso_time
+from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.prune_archive import append_synced, archive_lines
@@ -271,6 +272,8 @@ async def _prune_batch(
             return []
         rows = [row_from_tuple(r[1:]) for r in found]
         await _archive_and_delete(db, found, rows, report, now)
+        if isinstance(ledger, LedgerBase):  # the deleted rows leave the text index
+            ledger.queued_for_search(len(rows))
     return rows
 
 

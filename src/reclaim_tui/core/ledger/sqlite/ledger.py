@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -28,7 +27,6 @@ import aiosqlite
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.identity import refuse_replaced
-from reclaim_tui.core.ledger.schema import EVENT_SQL, chunks
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
 from reclaim_tui.core.ledger.sqlite.generation_guard import GenerationGuard
 from reclaim_tui.core.ledger.sqlite.open_file import (
@@ -42,6 +40,7 @@ from reclaim_tui.core.ledger.sqlite.open_file import (
 from reclaim_tui.core.ledger.sqlite.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
+    SEARCH_BATCH,
     map_sqlite_error,
     migration_statements,
     repair_edited,
@@ -69,6 +68,8 @@ class SqliteLedger(GenerationGuard, LedgerBase):
     ) -> None:
         super().__init__(path, clock, readonly=readonly)
         self._db = db
+        #: rows this process queued for the text index since it last moved the queue
+        self._search_queued = 0
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -201,6 +202,9 @@ class SqliteLedger(GenerationGuard, LedgerBase):
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
+                if self._search_queued >= SEARCH_BATCH:
+                    await sqlite_writes.move_search_queue(self._db)
+                    self._search_queued = 0
                 await self._bump_generation()  # a service's (core/ledger/sqlite/generation.py)
                 await self._db.execute("COMMIT")
                 self._generation_committed()
@@ -215,6 +219,12 @@ class SqliteLedger(GenerationGuard, LedgerBase):
                 if isinstance(exc, sqlite3.Error):
                     raise map_sqlite_error(exc, self.path) from exc
                 raise
+
+    def queued_for_search(self, rows: int) -> None:
+        """Count rows queued for the text index (schema migration 9): the
+        write transaction that brings the count to SEARCH_BATCH moves the
+        whole queue into the index, the rows other writers queued with it."""
+        self._search_queued += rows
 
     async def _abandon(self) -> None:
         try:
@@ -242,6 +252,7 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         """`LedgerBase.write_batch`'s writes in statements that do not grow
         with the batch (core/ledger/sqlite/writes.py)."""
         done = await sqlite_writes.write_batch(db, owner, actor, sending, transitions, now)
+        self.queued_for_search(sum("handle" in t.changes for t in transitions))
         return functools.partial(_written, done)
 
     # -- inserting jobs --------------------------------------------------------------
@@ -255,26 +266,9 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         about what happens next, and the engine's own passes handle it).
         """
         now = self.clock.now()
-        inserted: list[str] = []
         async with self.write() as db:
-            for chunk in chunks(jobs, 5000):
-                # Inside the write lock, "not present now" means "inserted below".
-                async with db.execute(
-                    "SELECT idem FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
-                    (json.dumps([j[0] for j in chunk]),),
-                ) as cur:
-                    existing = {r[0] for r in await cur.fetchall()}
-                fresh = {j[0]: j for j in chunk if j[0] not in existing}
-                await db.executemany(
-                    "INSERT INTO jobs(idem, spec, model, status, created_at, state_since,"
-                    " updated_at, next_at) VALUES (?,?,?,'reserving',?,?,?,?)",
-                    [(i, spec, model, now, now, now, now) for i, spec, model in fresh.values()],
-                )
-                inserted.extend(fresh)
-            await db.executemany(
-                EVENT_SQL,
-                [(now, idem, actor, None, "reserving", "reserved", idem) for idem in inserted],
-            )
+            inserted = await sqlite_writes.insert_jobs(db, jobs, actor, now)
+            self.queued_for_search(len(inserted))
         present = set(inserted)
         return inserted, [idem for idem, _, _ in jobs if idem not in present]
 
@@ -284,7 +278,11 @@ class SqliteLedger(GenerationGuard, LedgerBase):
 
     async def after_copy(self) -> None:
         """After rows were written with their ids (core/ledger/transfer.py): SQLite
-        numbers the next rows past the largest id by itself."""
+        numbers the next rows past the largest id by itself; the copied rows,
+        queued for the text index as they went in, are moved into it."""
+        async with self.write() as db:
+            await sqlite_writes.move_search_queue(db)
+        self._search_queued = 0
 
     async def sequences_behind(self) -> list[str]:
         """Id counters whose next id a row already has (SQLite: none)."""

@@ -36,7 +36,7 @@ __all__ = [
     "repair_edited",
 ]
 
-#: Queued rows past which the next queued change moves them all into the index.
+#: Queued rows past which a write transaction moves them all into the index.
 SEARCH_BATCH = 1000
 
 # The console's free text as FTS5 trigram indexes
@@ -60,6 +60,9 @@ SEARCH_BATCH = 1000
 #   under: an external-content index needs them to delete it), and once
 #   SEARCH_BATCH rows wait one statement moves the queue into the index.
 #   Readers take every queued row as a candidate, so a change is found at once.
+#   Since migration 9 the writer moves the queue (SqliteLedger.write, once it
+#   has queued SEARCH_BATCH rows) instead of a trigger that counted the queue
+#   at every row queued.
 # - UPDATE triggers fire only when an indexed column changes: the ledger's hot
 #   path (status, leases, next_at) never touches the indexes.
 # The SQL below is migration 5 as released: changing what is indexed is a
@@ -125,7 +128,8 @@ _SEARCH_MIGRATION = f"""
     WHEN (SELECT COUNT(*) FROM handles_fts_pending) >= {SEARCH_BATCH}
     BEGIN {_HANDLE_FLUSH} END;
 """
-#: Move every queued row into the indexes now (tests; before an integrity-check).
+#: Move every queued row into the indexes now (the writer, once it queued
+#: SEARCH_BATCH rows; tests; before an integrity-check).
 SEARCH_FLUSH_SQL = _TEXT_FLUSH + _HANDLE_FLUSH
 
 
@@ -251,6 +255,14 @@ MIGRATIONS: tuple[str, ...] = (
         version      TEXT NOT NULL
     );
     CREATE INDEX processes_seen ON processes(seen_at);
+    """,
+    # 9: the text index's queues are moved by the writer, once a write
+    # transaction finds SEARCH_BATCH rows queued since its last move
+    # (core/ledger/sqlite/ledger.py), not by triggers that counted the queue
+    # at every row queued: a count per new job and per handle set.
+    """
+    DROP TRIGGER jobs_fts_move;
+    DROP TRIGGER handles_fts_move;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

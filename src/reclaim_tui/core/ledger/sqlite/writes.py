@@ -15,6 +15,10 @@ of statements that does not grow with the batch:
 - their events and results: one `executemany` each, by that id (no lookup
   of the key again).
 
+New rows (`insert_jobs`) get their "reserved" events from ONE `INSERT …
+SELECT` over the ids the inserts took, not a statement per row that looks
+each key up again.
+
 Each statement is one hand-over to aiosqlite's thread, awaited: running the
 whole batch inside that thread instead was measured slower (the thread then
 fought the event loop's Python for the GIL at every step).
@@ -33,16 +37,22 @@ from reclaim_tui.core.ledger.compare_and_set import result_params, transition_co
 from reclaim_tui.core.ledger.schema import (
     COLUMNS,
     EVENT_BY_ID_SQL,
+    EVENT_SQL,
     RESULT_BY_ID_SQL,
+    chunks,
     row_from_tuple,
 )
+from reclaim_tui.core.ledger.sqlite.schema import SEARCH_FLUSH_SQL, migration_statements
 from reclaim_tui.core.models import Actor, Row, Transition
 
-__all__ = ["write_batch"]
+__all__ = ["insert_jobs", "move_search_queue", "write_batch"]
 
 #: Transitions per move statement: (columns + 2) parameters a row stay far
 #: below SQLite's 32,766 host parameters.
 ROWS_PER_STATEMENT = 500
+
+#: SQLite's largest rowid: past it, new rows take unused ids at random.
+_LARGEST_ROWID = 2**63 - 1
 
 _Group = list[tuple[Transition, dict[str, Any]]]
 
@@ -96,6 +106,59 @@ async def write_batch(
     if results:
         await db.executemany(RESULT_BY_ID_SQL, results)
     return marked, applied
+
+
+async def insert_jobs(
+    db: aiosqlite.Connection, jobs: Sequence[tuple[str, str, str]], actor: str, now: float
+) -> list[str]:
+    """`Ledger.insert_jobs`'s statements, inside the caller's transaction:
+    the rows (idem, spec_json, model) whose key is new, each with its
+    "reserved" event. The keys inserted, in order."""
+    inserted: list[str] = []
+    async with db.execute("SELECT COALESCE(MAX(id), 0) FROM jobs") as cur:
+        row = await cur.fetchone()
+    last = row[0] if row is not None else 0
+    for chunk in chunks(jobs, 5000):
+        # Inside the write lock, "not present now" means "inserted below".
+        async with db.execute(
+            "SELECT idem FROM jobs WHERE idem IN (SELECT value FROM json_each(?))",
+            (json.dumps([j[0] for j in chunk]),),
+        ) as cur:
+            existing = {r[0] for r in await cur.fetchall()}
+        fresh = {j[0]: j for j in chunk if j[0] not in existing}
+        await db.executemany(
+            "INSERT INTO jobs(idem, spec, model, status, created_at, state_since,"
+            " updated_at, next_at) VALUES (?,?,?,'reserving',?,?,?,?)",
+            [(i, spec, model, now, now, now, now) for i, spec, model in fresh.values()],
+        )
+        inserted.extend(fresh)
+    # Under the write lock an inserted row's id is the largest rowid there
+    # was plus one (https://www.sqlite.org/autoinc.html) until that would pass
+    # the largest integer, after which ids come at random: below that, the
+    # new rows are exactly the ids past `last`, in the order they went in.
+    if last <= _LARGEST_ROWID - len(inserted):
+        await db.execute(
+            "INSERT INTO events(at, job, idem, actor, from_status, to_status, note)"
+            " SELECT ?, id, idem, ?, NULL, 'reserving', 'reserved' FROM jobs WHERE id > ?"
+            " ORDER BY id",
+            (now, actor, last),
+        )
+    else:
+        await db.executemany(
+            EVENT_SQL,
+            [(now, idem, actor, None, "reserving", "reserved", idem) for idem in inserted],
+        )
+    return inserted
+
+
+_SEARCH_MOVES = tuple(migration_statements(SEARCH_FLUSH_SQL))
+
+
+async def move_search_queue(db: aiosqlite.Connection) -> None:
+    """Every row queued for the text indexes into them, inside the caller's
+    transaction (core/ledger/sqlite/schema.py says why rows are queued)."""
+    for statement in _SEARCH_MOVES:
+        await db.execute(statement)
 
 
 def _statements(
