@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from reclaim_tui.core.engine.batching import HeldBatch, holding
 from reclaim_tui.core.engine.pacing import AdaptiveLimit
 from reclaim_tui.core.engine.parts import EngineParts
+from reclaim_tui.core.engine.polled import PolledRows
 from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.models import PassReport, Transition
 from reclaim_tui.errors import BackendError
@@ -90,31 +91,36 @@ async def apply_claiming(
     todo: Sequence[Transition],
     report: PassReport,
     *,
-    exclude: set[str],
+    polled: PolledRows,
     limit: int | None = None,
 ) -> tuple[set[str], Claim | None]:
     """`apply`, and the reclaim pass's next batch claimed in the same
     transaction (one commit where there were two): the calls in flight, or
-    fewer (`limit`); no claim once the circuit is open. Returns (the idems
+    fewer (`limit`), none of them a row the pass already `polled` that is
+    still due; no claim once the circuit is open. Returns (the idems
     applied, the claim or None)."""
     for t in todo:
         if t.error:
             report.error(t.idem, t.error)
+    now = parts.clock.now()
     applied, got = await parts.ledger.apply_and_claim_pollable(
         parts.owner,
         parts.config.actor,
         todo,
         limit=0 if parts.circuit.open else min(parts.flight(), limit or parts.flight()),
         lease_seconds=parts.config.lease_seconds,
-        exclude=exclude,
+        exclude=polled.skipped(now),
+        now=now,
     )
-    _tally(todo, set(applied), report)
+    done = set(applied)
+    polled.written(todo, done)
+    _tally(todo, done, report)
     if not got.rows:
-        return set(applied), None
+        return done, None
     warm = getattr(parts.backend, "warm", None)
     if warm is not None:
         await warm()
-    return set(applied), got
+    return done, got
 
 
 def _tally(todo: Sequence[Transition], applied: set[str], report: PassReport) -> None:
