@@ -157,15 +157,21 @@ async def each(
     if limit is not None:
         limit.begin_pass()
     tasks: list[asyncio.Task[None]] = []
+    # The workers reach `spawn` through this list, and `spawn` reaches the
+    # workers: a cycle, which held the finished tasks, the items and the
+    # outcomes until the collector next ran. Emptied at the end, it breaks:
+    # all of it goes as soon as the caller drops the outcomes.
+    spawner: list[Callable[[], None]] = []
 
     async def worker(n: int) -> None:
         if n > 0:
             await go.wait()
         try:
             for index, item in queue:
-                if not batch.holds(key(item)) or (calls_api and circuit.open):
+                idem = key(item)
+                if not batch.holds(idem) or (calls_api and circuit.open):
                     continue
-                batch.started.add(key(item))
+                batch.started.add(idem)
                 started = time.perf_counter()
                 try:
                     outs[index] = await fn(item)
@@ -173,13 +179,15 @@ async def each(
                     outs[index] = exc
                 if circuit.warm or circuit.open:
                     go.set()
-                if limit is not None and _paced(limit, outs[index], started, tasks, spawn):
+                if limit is not None and _paced(limit, outs[index], started, n, tasks, spawner[0]):
                     return  # the limit shrank below this worker
         finally:
             go.set()
 
     def spawn() -> None:
         tasks.append(asyncio.create_task(worker(len(tasks))))
+
+    spawner.append(spawn)
 
     first = parts.config.concurrency if limit is None else limit.current
     for _ in range(min(first, len(items))):
@@ -188,10 +196,7 @@ async def each(
     while pending := [t for t in tasks if not t.done()]:
         await asyncio.gather(*pending)
     found = [(items[i], outs[i]) for i in sorted(outs)]
-    # The workers and `spawn` refer to each other: a cycle, which the
-    # collector frees only when it next runs. Emptied here, the outcomes
-    # (a fetched result among them) go as soon as the caller drops them.
-    outs.clear()
+    spawner.clear()
     return found
 
 
@@ -199,15 +204,15 @@ def _paced(
     limit: AdaptiveLimit,
     out: Any,
     started: float,
+    worker: int,
     tasks: list[asyncio.Task[None]],
     spawn: Callable[[], None],
 ) -> bool:
     """Tell the limit about one call; spawn the workers it now allows. True
-    when the calling worker is above the limit and must stop."""
+    when the calling worker (the `worker`-th spawned) is above the limit
+    and must stop."""
     cause = out.cause if isinstance(out, BackendError) else None
     target = limit.observe(time.perf_counter() - started, cause)
     while len(tasks) < target:
         spawn()
-    me = asyncio.current_task()
-    index = next((i for i, t in enumerate(tasks) if t is me), 0)
-    return index >= target
+    return worker >= target
