@@ -5,6 +5,7 @@ crash points."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import signal
@@ -20,6 +21,8 @@ import pytest
 
 from reclaim_tui.core import crash
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.engine import batch_pass
+from reclaim_tui.core.engine.batching import HeldBatch
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.opening import open_ledger
@@ -108,7 +111,7 @@ class _CountingEnviron(dict[str, str]):
 
 
 def test_a_crash_point_reads_the_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(crash.os, "environ", _CountingEnviron(os.environ))
+    monkeypatch.setattr(os, "environ", _CountingEnviron(os.environ))
     if hasattr(crash, "_UNREAD"):  # forget what an earlier test read
         monkeypatch.setattr(crash, "_target", crash._UNREAD)
     for _ in range(1000):
@@ -129,3 +132,54 @@ def test_a_forked_child_reads_its_own_crash_target(monkeypatch: pytest.MonkeyPat
             os._exit(0)
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+async def _pool_run(tmp_path: Path, wait: bool) -> tuple[int, int, list[tuple[Any, Any]]]:
+    """`each` over 100 items with `calls_api=False` (a sink's work): the
+    tasks it started, the most items in progress at once, the outcomes."""
+    engine, _ = await _engine(tmp_path)
+    running, most, release = [0], [0], asyncio.Event()
+
+    async def work(item: str) -> str:
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        if wait:
+            if most[0] == engine.parts.config.concurrency:
+                release.set()
+            await release.wait()
+        running[0] -= 1
+        return item.upper()
+
+    items = [f"k{i}" for i in range(100)]
+    batch = HeldBatch(set(items))
+    created = Counter[str]()
+    real = asyncio.create_task
+
+    def counted(coro: Any, **kw: Any) -> Any:
+        created[coro.__qualname__] += 1
+        return real(coro, **kw)
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(asyncio, "create_task", counted)
+            found = await batch_pass.each(
+                engine.parts, items, work, batch, key=lambda k: k, calls_api=False
+            )
+    finally:
+        await engine.ledger.close()
+    return created["each.<locals>.worker"], most[0], found
+
+
+async def test_work_that_does_not_wait_runs_on_one_worker(tmp_path: Path) -> None:
+    tasks, most, found = await _pool_run(tmp_path, wait=False)
+    assert most == 1  # one at a time: none waited
+    assert found == [(f"k{i}", f"K{i}") for i in range(100)]
+    # Each worker keeps one more ready; none of them ever had to take over.
+    assert tasks <= 2, tasks
+
+
+async def test_work_that_waits_still_fills_the_pool(tmp_path: Path) -> None:
+    tasks, most, found = await _pool_run(tmp_path, wait=True)
+    assert found == [(f"k{i}", f"K{i}") for i in range(100)]
+    assert most == 16  # EngineConfig(concurrency=16): the whole pool at once
+    assert tasks <= 17

@@ -143,7 +143,14 @@ async def each(
     """Run fn over items with at most `concurrency` calls in flight (a pool
     of workers, not a task per item: a 2,000-row batch costs 16 tasks);
     an Exception becomes that item's value, nothing else stops the pass.
-    An item whose lease this process lost is not started and not returned."""
+    An item whose lease this process lost is not started and not returned.
+
+    API calls start together (all the pool's workers at once: a send's
+    attempts then share one group commit). Other work (a sink) starts a
+    worker only when the running ones all wait: each worker that takes an
+    item makes sure one more stands ready, so work that waits fills the
+    pool, and work that finishes at once runs on one worker, not a task
+    an item."""
     circuit = parts.circuit
     outs: dict[int, Any] = {}
     queue = iter(enumerate(items))
@@ -157,13 +164,17 @@ async def each(
     if limit is not None:
         limit.begin_pass()
     tasks: list[asyncio.Task[None]] = []
+    first = parts.config.concurrency if limit is None else limit.current
+    ready = [0]  # workers started and not running yet
+    last = len(items) - 1
     # The workers reach `spawn` through this list, and `spawn` reaches the
-    # workers: a cycle, which held the finished tasks, the items and the
-    # outcomes until the collector next ran. Emptied at the end, it breaks:
-    # all of it goes as soon as the caller drops the outcomes.
+    # workers: a cycle, which would hold the finished tasks, the items and
+    # the outcomes until the collector next ran. Emptied at the end, it
+    # breaks, and all of it goes as soon as the caller drops the outcomes.
     spawner: list[Callable[[], None]] = []
 
     async def worker(n: int) -> None:
+        ready[0] -= 1
         if n > 0:
             await go.wait()
         try:
@@ -172,6 +183,8 @@ async def each(
                 if not batch.holds(idem) or (calls_api and circuit.open):
                     continue
                 batch.started.add(idem)
+                if not calls_api and index < last and not ready[0] and len(tasks) < first:
+                    spawner[0]()  # to take the next item if this one waits
                 started = time.perf_counter()
                 try:
                     outs[index] = await fn(item)
@@ -185,19 +198,17 @@ async def each(
             go.set()
 
     def spawn() -> None:
+        ready[0] += 1
         tasks.append(asyncio.create_task(worker(len(tasks))))
 
     spawner.append(spawn)
-
-    first = parts.config.concurrency if limit is None else limit.current
-    for _ in range(min(first, len(items))):
+    for _ in range(min(first if calls_api else 1, len(items))):
         spawn()
-    # Workers may spawn more while they run (the limit grew): gather them all.
+    # Workers may start more while they run: gather them all.
     while pending := [t for t in tasks if not t.done()]:
         await asyncio.gather(*pending)
-    found = [(items[i], outs[i]) for i in sorted(outs)]
     spawner.clear()
-    return found
+    return [(items[i], outs[i]) for i in sorted(outs)]
 
 
 def _paced(
