@@ -6,6 +6,7 @@ crash points."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import os
 import signal
@@ -25,6 +26,7 @@ from reclaim_tui.core.engine import batch_pass
 from reclaim_tui.core.engine.batching import HeldBatch
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec, StoredResult
 from reclaim_tui.core.sinks import CallableSink
@@ -183,3 +185,44 @@ async def test_work_that_waits_still_fills_the_pool(tmp_path: Path) -> None:
     assert found == [(f"k{i}", f"K{i}") for i in range(100)]
     assert most == 16  # EngineConfig(concurrency=16): the whole pool at once
     assert tasks <= 17
+
+
+async def test_a_submit_encodes_each_spec_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
+    engine = Engine(ledger, FakeBackend(clock=clock), CallableSink(_noop), owner="test|1|a")
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
+        with _calls() as seen:
+            report = await engine.submit(jobs, send=False)
+        assert report.counts["inserted"] == JOBS
+        # The stored spec and the key hashed from it: one text, made once.
+        assert seen[("models.py", "to_json")] == JOBS
+        assert await engine.ledger.get(idempotency_key(jobs[7])) is not None
+    finally:
+        await ledger.close()
+
+
+def test_a_spec_with_other_labels_keeps_every_other_field() -> None:
+    spec = JobSpec(
+        input=[{"type": "text", "text": "x"}],
+        model="",
+        config={"system_instruction": "be brief"},
+        key="own-key",
+        agent="deep-research",
+        labels={"team": "a"},
+        deadline=60.0,
+        previous="prev-key",
+    )
+    labels = {"team": "b", "attempt": "1"}
+    assert spec.with_labels(labels) == dataclasses.replace(spec, labels=labels)
+    assert {f.name for f in dataclasses.fields(JobSpec)} == {
+        "input",
+        "model",
+        "config",
+        "key",
+        "agent",
+        "labels",
+        "deadline",
+        "previous",
+    }  # a new field: with_labels must carry it too
