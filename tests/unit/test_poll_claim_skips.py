@@ -13,6 +13,8 @@ from typing import Any
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.ledger import inbox
+from reclaim_tui.core.ledger.inbox import InboxEvent
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.models import JobSpec, StoredResult
@@ -83,5 +85,47 @@ async def test_a_row_due_again_within_the_pass_waits_for_the_next(tmp_path: Path
         assert len(seen[-1]) >= 40 - FLIGHT  # skipped because due again, not because named
         report = await engine.reclaim()
         assert fake.calls["get"] == 80  # the next pass polls each again, once
+    finally:
+        await engine.ledger.close()
+
+
+async def test_a_row_an_event_makes_due_within_the_pass_waits_for_the_next(
+    tmp_path: Path,
+) -> None:
+    """The skip list trusts the next poll the pass wrote; an event from the
+    inbox (a webhook received while the pass runs) moves a running row's
+    next poll to now. The pass still polls it once: the event is for the
+    next pass."""
+    clock = ManualClock()
+    fake = FakeBackend(clock=clock, latency=None)  # running until told otherwise
+    engine = await _engine(tmp_path, clock, fake, 12)
+    try:
+        clock.advance(5)
+        got: list[str] = []
+        fake.on_call = lambda call, handle: got.append(handle) if call == "get" else None
+        woken: set[str] = set()
+        written: list[str] = []  # polled, and their outcome written by an earlier call
+        real = engine.ledger.apply_and_claim_pollable
+
+        async def events_arrive(*args: Any, **kw: Any) -> Any:
+            for handle in [h for h in written if h not in woken]:
+                woken.add(handle)  # one event an interaction
+                event = InboxEvent(
+                    f"wh-{handle}", clock.now(), "interaction.status_update", handle,
+                    None, "in_progress", "hmac",
+                )  # fmt: skip
+                assert await inbox.record(engine.ledger, event)
+            out = await real(*args, **kw)
+            written[:] = got
+            return out
+
+        engine.ledger.apply_and_claim_pollable = events_arrive  # type: ignore[method-assign]
+        report = await engine.reclaim()
+        assert len(woken) >= 12 - FLIGHT  # an event for each row polled before the last claim
+        assert sorted(got) == sorted(set(got)), sorted(got)  # each polled once
+        assert report.counts["polled"] == 12
+        clock.advance(60)
+        report = await engine.reclaim()
+        assert fake.calls["get"] == 24  # the next pass polls each again, once
     finally:
         await engine.ledger.close()

@@ -103,11 +103,12 @@ async def apply_claiming(
         if t.error:
             report.error(t.idem, t.error)
     now = parts.clock.now()
+    take = 0 if parts.circuit.open else min(parts.flight(), limit or parts.flight())
     applied, got = await parts.ledger.apply_and_claim_pollable(
         parts.owner,
         parts.config.actor,
         todo,
-        limit=0 if parts.circuit.open else min(parts.flight(), limit or parts.flight()),
+        limit=take,
         lease_seconds=parts.config.lease_seconds,
         exclude=polled.skipped(now),
         now=now,
@@ -115,12 +116,32 @@ async def apply_claiming(
     done = set(applied)
     polled.written(todo, done)
     _tally(todo, done, report)
+    got = await _not_again(parts, polled, got, take)
     if not got.rows:
         return done, None
     warm = getattr(parts.backend, "warm", None)
     if warm is not None:
         await warm()
     return done, got
+
+
+async def _not_again(parts: EngineParts, polled: PolledRows, got: Claim, take: int) -> Claim:
+    """`got` without the rows the pass polled already (their next poll was
+    moved into the pass by someone else: they wait for the next pass),
+    given back; claimed anew while that leaves nothing but more may be due.
+    Each round skips more rows: it ends."""
+    while again := polled.again(r.idem for r in got.rows):
+        await parts.ledger.release(parts.owner, again)
+        rows = [r for r in got.rows if r.idem not in again]
+        if rows:
+            return Claim(got.owner, rows)
+        got = await parts.ledger.claim_pollable(
+            parts.owner,
+            limit=take,
+            lease_seconds=parts.config.lease_seconds,
+            exclude=polled.skipped(parts.clock.now()),
+        )
+    return got
 
 
 def _tally(todo: Sequence[Transition], applied: set[str], report: PassReport) -> None:

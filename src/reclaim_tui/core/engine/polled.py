@@ -11,6 +11,12 @@ polled made each claim name all of them, a list that grew with the pass.
 So the skip list holds the rows whose outcome is not written yet (the batch
 in hand), those whose write did not apply (the row is no longer known) and
 those still `submitted` whose next poll has come by the claim's "now".
+
+That list trusts the next poll the pass wrote, and something else may move
+it earlier while the pass runs (the inbox makes a row due when an event for
+its interaction arrives; an operator's "poll now"). A claim that takes a
+row the pass polled already is caught by `again`: the row is given back
+and skipped from then on.
 """
 
 from __future__ import annotations
@@ -33,15 +39,27 @@ class PolledRows:
         self._later: list[tuple[float, str]] = []
         #: still `submitted` and due again: skipped for the rest of the pass
         self._due: set[str] = set()
+        #: every row the pass polled (looked up, never sent to the ledger)
+        self._seen: set[str] = set()
 
     def claimed(self, idems: Iterable[str]) -> None:
         """The pass took these rows to poll."""
-        self._open.update(idems)
+        for idem in idems:
+            self._open.add(idem)
+            self._seen.add(idem)
 
     def given_back(self, idems: Collection[str]) -> None:
         """These rows were not polled after all (a deferred poll): a later
         claim of the pass may take them again."""
         self._open -= set(idems)
+        self._seen -= set(idems)
+
+    def again(self, idems: Iterable[str]) -> set[str]:
+        """Those of `idems` (a claim's) the pass polled already, skipped
+        from now on: their next poll was moved to within the pass."""
+        seen = {idem for idem in idems if idem in self._seen}
+        self._due |= seen
+        return seen
 
     def written(self, transitions: Iterable[Transition], applied: Collection[str]) -> None:
         """The outcomes of polled rows were written; `applied` names those
