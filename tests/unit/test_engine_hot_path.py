@@ -124,6 +124,8 @@ def test_a_crash_point_reads_the_environment_once(monkeypatch: pytest.MonkeyPatc
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork: POSIX only")
 def test_a_forked_child_reads_its_own_crash_target(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RECLAIM_CRASH_AT", raising=False)
+    # The target read below is this process's: the next test starts unread.
+    monkeypatch.setattr(crash, "_target", crash._UNREAD)
     crash.crashpoint("before_create")  # read here: no target
     pid = os.fork()
     if pid == 0:  # the child: a forked worker given its own environment
