@@ -10,6 +10,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
@@ -89,16 +91,18 @@ async def test_a_row_due_again_within_the_pass_waits_for_the_next(tmp_path: Path
         await engine.ledger.close()
 
 
+@pytest.mark.parametrize("jobs", [10, 12])
 async def test_a_row_an_event_makes_due_within_the_pass_waits_for_the_next(
-    tmp_path: Path,
+    tmp_path: Path, jobs: int
 ) -> None:
     """The skip list trusts the next poll the pass wrote; an event from the
     inbox (a webhook received while the pass runs) moves a running row's
     next poll to now. The pass still polls it once: the event is for the
-    next pass."""
+    next pass. (10 jobs: a claim takes the last two rows never polled and
+    two woken ones; 12: a claim takes only woken rows.)"""
     clock = ManualClock()
     fake = FakeBackend(clock=clock, latency=None)  # running until told otherwise
-    engine = await _engine(tmp_path, clock, fake, 12)
+    engine = await _engine(tmp_path, clock, fake, jobs)
     try:
         clock.advance(5)
         got: list[str] = []
@@ -121,11 +125,11 @@ async def test_a_row_an_event_makes_due_within_the_pass_waits_for_the_next(
 
         engine.ledger.apply_and_claim_pollable = events_arrive  # type: ignore[method-assign]
         report = await engine.reclaim()
-        assert len(woken) >= 12 - FLIGHT  # an event for each row polled before the last claim
+        assert len(woken) >= jobs - FLIGHT  # an event for each row polled before the last claim
         assert sorted(got) == sorted(set(got)), sorted(got)  # each polled once
-        assert report.counts["polled"] == 12
+        assert report.counts["polled"] == jobs
         clock.advance(60)
         report = await engine.reclaim()
-        assert fake.calls["get"] == 24  # the next pass polls each again, once
+        assert fake.calls["get"] == 2 * jobs  # the next pass polls each again, once
     finally:
         await engine.ledger.close()
