@@ -19,8 +19,10 @@ def valid_key(key: str) -> bool:
     return bool(KEY_PATTERN.fullmatch(key))
 
 
-def idempotency_key(spec: JobSpec) -> str:
-    """The job's key: its own if given, else sha256 of the canonical spec, 32 hex."""
+def idempotency_key(spec: JobSpec, canonical: str | None = None) -> str:
+    """The job's key: its own if given, else sha256 of the canonical spec, 32 hex.
+    `canonical`: `spec.to_json()`, when the caller has made it already."""
     if spec.key is not None:
         return spec.key
-    return hashlib.sha256(spec.to_json().encode("utf-8")).hexdigest()[:32]
+    text = spec.to_json() if canonical is None else canonical
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -168,6 +168,20 @@ class JobSpec:
             body["previous"] = self.previous
         return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
+    def with_labels(self, labels: Mapping[str, str]) -> JobSpec:
+        """The same job with `labels` (as `dataclasses.replace`, which finds
+        the fields anew each call: this is made for every create sent)."""
+        return JobSpec(
+            self.input,
+            self.model,
+            self.config,
+            self.key,
+            self.agent,
+            labels,
+            self.deadline,
+            self.previous,
+        )
+
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
         data = json.loads(text)

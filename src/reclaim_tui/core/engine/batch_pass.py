@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from reclaim_tui.core.engine.batching import HeldBatch, holding
 from reclaim_tui.core.engine.pacing import AdaptiveLimit
 from reclaim_tui.core.engine.parts import EngineParts
+from reclaim_tui.core.engine.polled import PolledRows
 from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.models import PassReport, Transition
 from reclaim_tui.errors import BackendError
@@ -90,31 +91,57 @@ async def apply_claiming(
     todo: Sequence[Transition],
     report: PassReport,
     *,
-    exclude: set[str],
+    polled: PolledRows,
     limit: int | None = None,
 ) -> tuple[set[str], Claim | None]:
     """`apply`, and the reclaim pass's next batch claimed in the same
     transaction (one commit where there were two): the calls in flight, or
-    fewer (`limit`); no claim once the circuit is open. Returns (the idems
+    fewer (`limit`), none of them a row the pass already `polled` that is
+    still due; no claim once the circuit is open. Returns (the idems
     applied, the claim or None)."""
     for t in todo:
         if t.error:
             report.error(t.idem, t.error)
+    now = parts.clock.now()
+    take = 0 if parts.circuit.open else min(parts.flight(), limit or parts.flight())
     applied, got = await parts.ledger.apply_and_claim_pollable(
         parts.owner,
         parts.config.actor,
         todo,
-        limit=0 if parts.circuit.open else min(parts.flight(), limit or parts.flight()),
+        limit=take,
         lease_seconds=parts.config.lease_seconds,
-        exclude=exclude,
+        exclude=polled.skipped(now),
+        now=now,
     )
-    _tally(todo, set(applied), report)
+    done = set(applied)
+    polled.written(todo, done)
+    _tally(todo, done, report)
+    got = await _not_again(parts, polled, got, take)
     if not got.rows:
-        return set(applied), None
+        return done, None
     warm = getattr(parts.backend, "warm", None)
     if warm is not None:
         await warm()
-    return set(applied), got
+    return done, got
+
+
+async def _not_again(parts: EngineParts, polled: PolledRows, got: Claim, take: int) -> Claim:
+    """`got` without the rows the pass polled already (their next poll was
+    moved into the pass by someone else: they wait for the next pass),
+    given back; claimed anew while that leaves nothing but more may be due.
+    Each round skips more rows: it ends."""
+    while again := polled.again(r.idem for r in got.rows):
+        await parts.ledger.release(parts.owner, again)
+        rows = [r for r in got.rows if r.idem not in again]
+        if rows:
+            return Claim(got.owner, rows)
+        got = await parts.ledger.claim_pollable(
+            parts.owner,
+            limit=take,
+            lease_seconds=parts.config.lease_seconds,
+            exclude=polled.skipped(parts.clock.now()),
+        )
+    return got
 
 
 def _tally(todo: Sequence[Transition], applied: set[str], report: PassReport) -> None:
@@ -137,7 +164,14 @@ async def each(
     """Run fn over items with at most `concurrency` calls in flight (a pool
     of workers, not a task per item: a 2,000-row batch costs 16 tasks);
     an Exception becomes that item's value, nothing else stops the pass.
-    An item whose lease this process lost is not started and not returned."""
+    An item whose lease this process lost is not started and not returned.
+
+    API calls start together (all the pool's workers at once: a send's
+    attempts then share one group commit). Other work (a sink) starts a
+    worker only when the running ones all wait: each worker that takes an
+    item makes sure one more stands ready, so work that waits fills the
+    pool, and work that finishes at once runs on one worker, not a task
+    an item."""
     circuit = parts.circuit
     outs: dict[int, Any] = {}
     queue = iter(enumerate(items))
@@ -151,15 +185,27 @@ async def each(
     if limit is not None:
         limit.begin_pass()
     tasks: list[asyncio.Task[None]] = []
+    first = parts.config.concurrency if limit is None else limit.current
+    ready = [0]  # workers started and not running yet
+    last = len(items) - 1
+    # The workers reach `spawn` through this list, and `spawn` reaches the
+    # workers: a cycle, which would hold the finished tasks, the items and
+    # the outcomes until the collector next ran. Emptied at the end, it
+    # breaks, and all of it goes as soon as the caller drops the outcomes.
+    spawner: list[Callable[[], None]] = []
 
     async def worker(n: int) -> None:
+        ready[0] -= 1
         if n > 0:
             await go.wait()
         try:
             for index, item in queue:
-                if not batch.holds(key(item)) or (calls_api and circuit.open):
+                idem = key(item)
+                if not batch.holds(idem) or (calls_api and circuit.open):
                     continue
-                batch.started.add(key(item))
+                batch.started.add(idem)
+                if not calls_api and index < last and not ready[0] and len(tasks) < first:
+                    spawner[0]()  # to take the next item if this one waits
                 started = time.perf_counter()
                 try:
                     outs[index] = await fn(item)
@@ -167,41 +213,38 @@ async def each(
                     outs[index] = exc
                 if circuit.warm or circuit.open:
                     go.set()
-                if limit is not None and _paced(limit, outs[index], started, tasks, spawn):
+                if limit is not None and _paced(limit, outs[index], started, n, tasks, spawner[0]):
                     return  # the limit shrank below this worker
         finally:
             go.set()
 
     def spawn() -> None:
+        ready[0] += 1
         tasks.append(asyncio.create_task(worker(len(tasks))))
 
-    first = parts.config.concurrency if limit is None else limit.current
-    for _ in range(min(first, len(items))):
+    spawner.append(spawn)
+    for _ in range(min(first if calls_api else 1, len(items))):
         spawn()
-    # Workers may spawn more while they run (the limit grew): gather them all.
+    # Workers may start more while they run: gather them all.
     while pending := [t for t in tasks if not t.done()]:
         await asyncio.gather(*pending)
-    found = [(items[i], outs[i]) for i in sorted(outs)]
-    # The workers and `spawn` refer to each other: a cycle, which the
-    # collector frees only when it next runs. Emptied here, the outcomes
-    # (a fetched result among them) go as soon as the caller drops them.
-    outs.clear()
-    return found
+    spawner.clear()
+    return [(items[i], outs[i]) for i in sorted(outs)]
 
 
 def _paced(
     limit: AdaptiveLimit,
     out: Any,
     started: float,
+    worker: int,
     tasks: list[asyncio.Task[None]],
     spawn: Callable[[], None],
 ) -> bool:
     """Tell the limit about one call; spawn the workers it now allows. True
-    when the calling worker is above the limit and must stop."""
+    when the calling worker (the `worker`-th spawned) is above the limit
+    and must stop."""
     cause = out.cause if isinstance(out, BackendError) else None
     target = limit.observe(time.perf_counter() - started, cause)
     while len(tasks) < target:
         spawn()
-    me = asyncio.current_task()
-    index = next((i for i, t in enumerate(tasks) if t is me), 0)
-    return index >= target
+    return worker >= target

@@ -15,6 +15,7 @@ from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.engine import batch_pass, delivering, polling
 from reclaim_tui.core.engine.batching import HeldBatch
 from reclaim_tui.core.engine.parts import EngineParts
+from reclaim_tui.core.engine.polled import PolledRows
 from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.models import (
     PassReport,
@@ -45,20 +46,20 @@ async def reclaim(parts: EngineParts) -> PassReport:
     batch. A batch's leases are held until its marks are written."""
     report = PassReport()
     budget = AnswerBudget(RESULT_BUDGET)
-    polled: set[str] = set()
+    polled = PolledRows()
     narrow: int | None = None  # after a round with deferred polls: the rows a claim takes
     marks: list[Transition] = []  # the previous batch's, written with this one's outcomes
     async with contextlib.AsyncExitStack() as holds:
         claim = None
         if not parts.circuit.open:
             claim = await batch_pass.claimed(
-                parts, parts.ledger.claim_pollable, limit=parts.flight(), exclude=polled
+                parts, parts.ledger.claim_pollable, limit=parts.flight()
             )
         held = await _hold(parts, holds, claim) if claim is not None else None
         previous: contextlib.AsyncExitStack | None = None
         while claim is not None and held is not None:
             chunk, batch = held
-            polled.update(r.idem for r in claim.rows)
+            polled.claimed(r.idem for r in claim.rows)
             get_one = functools.partial(_get_one, parts, budget)
             outcomes, deferred = await _polled(parts, batch, polled, claim.rows, get_one)
             if deferred:
@@ -75,9 +76,10 @@ async def reclaim(parts: EngineParts) -> PassReport:
                 # (one commit); the pending marks go with the first group.
                 if todo:
                     applied = await batch_pass.apply(parts, [*marks, *group], report)
+                    polled.written(group, applied)
                 else:
                     applied, upcoming = await batch_pass.apply_claiming(
-                        parts, [*marks, *group], report, exclude=polled, limit=narrow
+                        parts, [*marks, *group], report, polled=polled, limit=narrow
                     )
                     if previous is not None:
                         await previous.aclose()  # its marks are written: its leases may go
@@ -94,7 +96,7 @@ async def reclaim(parts: EngineParts) -> PassReport:
 async def _polled(
     parts: EngineParts,
     batch: HeldBatch,
-    polled: set[str],
+    polled: PolledRows,
     rows: Sequence[Row],
     get_one: Callable[[Row], Awaitable[object]],
 ) -> tuple[list[tuple[Row, Any]], int]:
@@ -106,7 +108,7 @@ async def _polled(
     deferred = {r.idem for r, o in outcomes if isinstance(o, AnswerDeferred)}
     if not deferred:
         return outcomes, 0
-    polled -= deferred
+    polled.given_back(deferred)
     batch.held -= deferred
     batch.started -= deferred
     await parts.ledger.release(parts.owner, deferred)
@@ -165,13 +167,24 @@ def result_size(result: RemoteInteraction | None) -> int:
 
 
 def _strings(value: object) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(len(str(k)) + _strings(v) for k, v in value.items())
-    if isinstance(value, list):
-        return sum(_strings(v) for v in value)
-    return 8
+    """The characters of `value`'s strings and keys, 8 for any other leaf:
+    one walk with a stack of its own (a call per node costs more than the
+    counting)."""
+    total = 0
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                total += len(str(k))
+                todo.append(v)
+        elif isinstance(item, list):
+            todo.extend(item)
+        else:
+            total += 8
+    return total
 
 
 async def _hold(

@@ -230,7 +230,7 @@ async def _send_row(
     # The create names its attempt too: recovery adopts only an
     # interaction made for the row's current attempt.
     labels = {**job.labels, ATTEMPT_LABEL: sending.attempt_tag or ""}
-    job = dataclasses.replace(job, labels=labels)
+    job = job.with_labels(labels)
     crashpoint("before_create")
     out = await batch_pass.outcome(parts.backend.create(job, sending.idem))
     parts.circuit.record(out)

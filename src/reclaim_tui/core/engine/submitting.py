@@ -24,7 +24,8 @@ async def submit(parts: EngineParts, jobs: Sequence[JobSpec], *, send: bool = Tr
     """Reserve rows for new jobs (existing keys are left alone), then send."""
     report = PassReport()
     await _refuse_key_clashes(parts, jobs)
-    rows = [(idempotency_key(j), j.to_json(), j.target) for j in jobs]
+    texts = [j.to_json() for j in jobs]  # made once: the key is its hash
+    rows = [(idempotency_key(j, t), t, j.target) for j, t in zip(jobs, texts, strict=True)]
     if any(j.previous is not None for j in jobs):
         await _refuse_cycles(parts, jobs, [r[0] for r in rows])
     inserted, present = await parts.ledger.insert_jobs(rows, parts.config.actor)

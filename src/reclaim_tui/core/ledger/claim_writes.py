@@ -58,10 +58,13 @@ class ClaimWrites(ABC):
         limit: int,
         lease_seconds: float,
         exclude: Collection[str] = (),
+        now: float | None = None,
     ) -> tuple[list[str], Claim]:
         """`apply(transitions)`, then `claim_pollable(…)`, in ONE transaction (one
-        commit: a batch's outcomes and the next batch). (idems applied, claim)."""
-        where, params = pollable(self.clock.now(), exclude)
+        commit: a batch's outcomes and the next batch). `now`: the instant the
+        claim's "due" rule reads (the clock's by default), the one `exclude`
+        was chosen for. (idems applied, claim)."""
+        where, params = pollable(self.clock.now() if now is None else now, exclude)
         _, applied, claim = await _write_and_claim(
             self, owner, actor, (), transitions, where, params, limit, lease_seconds
         )

@@ -96,6 +96,7 @@ class Ledger(Protocol):
         limit: int,
         lease_seconds: float,
         exclude: Collection[str] = (),
+        now: float | None = None,
     ) -> tuple[list[str], Claim]: ...
 
     async def write_and_claim_sendable(

@@ -113,10 +113,16 @@ def orphan_sql(now: float, dead: Sequence[str]) -> tuple[Sql, list[Any]]:
     return ORPHAN_SQL, [now, json.dumps(list(dead))]
 
 
+#: A status as stored → its member: a dict lookup, where `Status(text)`
+#: runs the enum's lookup machinery for every row read.
+_STATUS = {s.value: s for s in Status}
+
+
 def row_from_tuple(values: Sequence[Any]) -> Row:
     """The one place a SELECT tuple becomes a Row (column order = COLUMNS)."""
     v = list(values)
-    v[3] = Status(v[3])
+    status = _STATUS.get(v[3])
+    v[3] = Status(v[3]) if status is None else status  # an unknown text raises
     v[7] = bool(v[7])
     v[8] = bool(v[8])
     return Row(*v)

@@ -1,0 +1,230 @@
+"""What the engine's own Python costs a job, counted (never timed): the
+garbage a pass leaves for the cycle collector, the calls a job makes of the
+helpers that ran once per node or per read, the environment reads of the
+crash points."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import gc
+import os
+import signal
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from reclaim_tui.core import crash
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.engine import batch_pass
+from reclaim_tui.core.engine.batching import HeldBatch
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
+from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.keys import idempotency_key
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.models import JobSpec, StoredResult
+from reclaim_tui.core.sinks import CallableSink
+
+JOBS = 200
+
+
+async def _noop(idem: str, result: StoredResult) -> None:
+    return None
+
+
+async def _engine(tmp_path: Path) -> tuple[Engine, ManualClock]:
+    clock = ManualClock()
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
+    engine = Engine(
+        ledger,
+        FakeBackend(clock=clock, latency=0.0),
+        CallableSink(_noop),
+        owner="test|1|a",
+        config=EngineConfig(concurrency=16),
+    )
+    await engine.submit([JobSpec(input=f"job {i}", model="m") for i in range(JOBS)])
+    clock.advance(5)
+    return engine, clock
+
+
+@contextmanager
+def _calls() -> Iterator[Counter[tuple[str, str]]]:
+    """Python calls by (file name, function name) while the block runs."""
+    seen: Counter[tuple[str, str]] = Counter()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            seen[(Path(code.co_filename).name, code.co_name)] += 1
+
+    sys.setprofile(profile)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(None)
+
+
+async def test_a_tick_leaves_no_cycles_for_the_collector(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+    try:
+        gc.collect()
+        gc.disable()
+        try:
+            report = await engine.tick()
+            found = gc.collect()
+        finally:
+            gc.enable()
+        assert report.counts["consumed"] == JOBS
+        # The pool of workers a batch runs on freed by reference counting,
+        # with the tasks, rows and results it held: none left for the collector.
+        assert found < JOBS // 10, found
+    finally:
+        await engine.ledger.close()
+
+
+async def test_a_job_reads_each_row_and_sizes_each_result_in_one_call(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+    try:
+        with _calls() as seen:
+            report = await engine.tick()
+        assert report.counts["consumed"] == JOBS
+        # The result's size: one walk per result, not a call per node.
+        assert seen[("reclaiming.py", "_strings")] == JOBS
+        # A row's status read from a dict, not through the enum's lookup.
+        assert seen[("enum.py", "__call__")] == 0
+        assert seen[("schema.py", "row_from_tuple")] >= JOBS  # rows were read
+    finally:
+        await engine.ledger.close()
+
+
+class _CountingEnviron(dict[str, str]):
+    reads = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "RECLAIM_CRASH_AT":
+            type(self).reads += 1
+        return super().get(key, default)
+
+
+def test_a_crash_point_reads_the_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "environ", _CountingEnviron(os.environ))
+    if hasattr(crash, "_UNREAD"):  # forget what an earlier test read
+        monkeypatch.setattr(crash, "_target", crash._UNREAD)
+    for _ in range(1000):
+        crash.crashpoint("before_create")
+    assert _CountingEnviron.reads == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork: POSIX only")
+def test_a_forked_child_reads_its_own_crash_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RECLAIM_CRASH_AT", raising=False)
+    # The target read below is this process's: the next test starts unread.
+    monkeypatch.setattr(crash, "_target", crash._UNREAD)
+    crash.crashpoint("before_create")  # read here: no target
+    pid = os.fork()
+    if pid == 0:  # the child: a forked worker given its own environment
+        try:
+            os.environ["RECLAIM_CRASH_AT"] = "before_create"
+            crash.crashpoint("before_create")
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+async def _pool_run(tmp_path: Path, wait: bool) -> tuple[int, int, list[tuple[Any, Any]]]:
+    """`each` over 100 items with `calls_api=False` (a sink's work): the
+    tasks it started, the most items in progress at once, the outcomes."""
+    engine, _ = await _engine(tmp_path)
+    running, most, release = [0], [0], asyncio.Event()
+
+    async def work(item: str) -> str:
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        if wait:
+            if most[0] == engine.parts.config.concurrency:
+                release.set()
+            await release.wait()
+        running[0] -= 1
+        return item.upper()
+
+    items = [f"k{i}" for i in range(100)]
+    batch = HeldBatch(set(items))
+    created = Counter[str]()
+    real = asyncio.create_task
+
+    def counted(coro: Any, **kw: Any) -> Any:
+        created[coro.__qualname__] += 1
+        return real(coro, **kw)
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(asyncio, "create_task", counted)
+            found = await batch_pass.each(
+                engine.parts, items, work, batch, key=lambda k: k, calls_api=False
+            )
+    finally:
+        await engine.ledger.close()
+    return created["each.<locals>.worker"], most[0], found
+
+
+async def test_work_that_does_not_wait_runs_on_one_worker(tmp_path: Path) -> None:
+    tasks, most, found = await _pool_run(tmp_path, wait=False)
+    assert most == 1  # one at a time: none waited
+    assert found == [(f"k{i}", f"K{i}") for i in range(100)]
+    # Each worker keeps one more ready; none of them ever had to take over.
+    assert tasks <= 2, tasks
+
+
+async def test_work_that_waits_still_fills_the_pool(tmp_path: Path) -> None:
+    tasks, most, found = await _pool_run(tmp_path, wait=True)
+    assert found == [(f"k{i}", f"K{i}") for i in range(100)]
+    assert most == 16  # EngineConfig(concurrency=16): the whole pool at once
+    assert tasks <= 17
+
+
+async def test_a_submit_encodes_each_spec_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
+    engine = Engine(ledger, FakeBackend(clock=clock), CallableSink(_noop), owner="test|1|a")
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
+        with _calls() as seen:
+            report = await engine.submit(jobs, send=False)
+        assert report.counts["inserted"] == JOBS
+        # The stored spec and the key hashed from it: one text, made once.
+        assert seen[("models.py", "to_json")] == JOBS
+        assert await engine.ledger.get(idempotency_key(jobs[7])) is not None
+    finally:
+        await ledger.close()
+
+
+def test_a_spec_with_other_labels_keeps_every_other_field() -> None:
+    spec = JobSpec(
+        input=[{"type": "text", "text": "x"}],
+        model="",
+        config={"system_instruction": "be brief"},
+        key="own-key",
+        agent="deep-research",
+        labels={"team": "a"},
+        deadline=60.0,
+        previous="prev-key",
+    )
+    labels = {"team": "b", "attempt": "1"}
+    assert spec.with_labels(labels) == dataclasses.replace(spec, labels=labels)
+    assert {f.name for f in dataclasses.fields(JobSpec)} == {
+        "input",
+        "model",
+        "config",
+        "key",
+        "agent",
+        "labels",
+        "deadline",
+        "previous",
+    }  # a new field: with_labels must carry it too
