@@ -46,7 +46,6 @@ ORDER = [
     "sink",
     "webhooks",
     "ledger_only",
-    "ledger_anchors",
     "ledger_pg_anchors",
     "postgres",
     "postgres_console",
