@@ -109,6 +109,10 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_interrupted_test_run_leaves_nothing_behind(tmp_path: Path) -> None:
     """32.16: Ctrl-C of `./dev test` left a fork server and an inbox running 45 s later."""
     ready = tmp_path / "ready.json"
@@ -130,6 +134,10 @@ def test_an_interrupted_test_run_leaves_nothing_behind(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, as a terminal gives a command
+        # A terminal's command starts with SIGINT at its default. A suite started in the
+        # background of a non-interactive shell (`nohup ./dev test &`) ignores SIGINT, and
+        # an ignored signal stays ignored through exec: bash would not even run its trap.
+        preexec_fn=_sigint_default,
     )
     try:
         deadline = time.monotonic() + 120
