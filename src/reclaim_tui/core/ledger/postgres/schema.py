@@ -179,6 +179,9 @@ PG_MIGRATIONS: tuple[str, ...] = (
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 #: The console filter's index (any substring of 3+ characters, `ILIKE`);
 #: `{ops}` is pg_trgm's operator class, qualified by the extension's schema.
+#: Not a migration: created at every writable open where pg_trgm can be. The
+#: trigram indexes on `jobs` that earlier versions created here are dropped by
+#: migration 5, which ledgers made by those versions run at their next open.
 PG_TEXT_INDEX = JOB_TEXT_INDEX
 PG_TEXT_INDEX_NAMES = JOB_TEXT_INDEX_NAMES
 
