@@ -122,6 +122,46 @@ async def test_a_tab_switch_searches_no_widgets_in_the_tabs(
         assert [t.id for t in tabs.query(".-active")] == ["submitted"]
 
 
+async def test_counts_that_change_mid_switch_search_no_widgets_either(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New counts relabel the tabs (every second, at any key): the underline
+    goes under the active tab again without a search, once laid out."""
+    searched: list[str] = []
+    real_query, real_one = Widget.query, Widget.query_one
+
+    def query(self: Widget, selector: object = None) -> DOMQuery[Widget]:
+        if isinstance(self, StatusTabs):
+            searched.append(str(selector))
+        return real_query(self, selector)  # type: ignore[arg-type]
+
+    def query_one(self: Widget, selector: object, expect_type: object = None) -> Widget:
+        if isinstance(self, StatusTabs):
+            searched.append(str(selector))
+        return real_one(self, selector, expect_type)  # type: ignore[arg-type, call-overload, no-any-return]
+
+    app = _unwatched(seeded)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tabs = app.main.query_one(StatusTabs)
+        monkeypatch.setattr(Widget, "query", query)
+        monkeypatch.setattr(Widget, "query_one", query_one)
+        for grown, number in enumerate("274", 1):
+            tabs.show_counts({t.id: 10**grown * (n + 1) for n, t in enumerate(TABS)})
+            await press(pilot, number)
+        await pilot.resize_terminal(SIZE[0] - 7, SIZE[1])
+        await settle(pilot)
+        monkeypatch.undo()
+        assert searched == []
+        assert tabs.active == "submitted"
+        active = tabs.tabs_by_id["submitted"].region
+        underline = app.main.query_one(Underline)
+        assert (underline.highlight_start, underline.highlight_end) == (
+            active.x - tabs.region.x + 1,
+            active.right - tabs.region.x - 1,
+        )
+
+
 async def test_a_burst_of_tab_and_cursor_keys_ends_on_what_the_screen_shows(
     seeded: Seeded,
 ) -> None:

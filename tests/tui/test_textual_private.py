@@ -31,7 +31,13 @@ from reclaim_tui.tui.widgets import textual_private
 SRC = Path(__file__).resolve().parents[2] / "src"
 PRIVATE_MODULE = SRC / "reclaim_tui" / "tui" / "widgets" / "textual_private.py"
 #: The private names that module uses, each said why in its docstring.
-KEPT = {"_bindings_ready", "_highlight_active", "_footer", "_forward_event"}
+KEPT = {
+    "_bindings_ready",
+    "_highlight_active",
+    "_scroll_active_tab",
+    "_footer",
+    "_forward_event",
+}
 
 
 def sources() -> Iterator[tuple[Path, ast.Module]]:
@@ -173,6 +179,10 @@ class _TabsApp(App[None]):
 
 async def test_the_tabs_underline_still_moves_without_sliding() -> None:
     assert "animate" in inspect.signature(Tabs._highlight_active).parameters
+    # Textual's relabel and resize still move the underline, and scroll, through these.
+    assert {"_highlight_active", "_scroll_active_tab"} <= set(vars(Tabs))
+    assert "_highlight_active" in inspect.getsource(Tabs._on_tab_relabelled)
+    assert "_scroll_active_tab" in inspect.getsource(Tabs._on_resize)
     app = _TabsApp()
     async with app.run_test() as pilot:
         tabs = app.query_one(Tabs)

@@ -15,7 +15,10 @@ release changes any of them.
   animations (the loading indicators among them). A switch of the active
   tab sets the two tabs' classes and the underline (`Underline`, not
   exported) itself: Textual's own searches the tabs' widgets with CSS
-  queries at every switch, a tab key's UI time.
+  queries at every switch, a tab key's UI time. So do its moves of the
+  underline after a relabel or a resize (`_highlight_active`), and its
+  scroll to the active tab (`_scroll_active_tab`): both are overridden to
+  use the tabs as given, since new counts relabel them every second.
 - A key held back during a paste burst (typeahead.py) is handed to the
   focused widget as Textual hands it keys (`forward_key`): marked as
   forwarded, or it would bubble back to the app and be taken for a new key.
@@ -53,12 +56,36 @@ class StillTabs(Tabs):
         #: The tabs by id, as given.
         self.tabs_by_id: dict[str, Tab] = {tab.id: tab for tab in tabs if tab.id}
         self._underline: Underline | None = None
+        self._scroller: Widget | None = None
 
     def on_mount(self) -> None:
         self._underline = self.query_one(Underline)
+        self._scroller = self.query_one("#tabs-scroll")
+
+    @property
+    def active_tab(self) -> Tab | None:
+        return self.tabs_by_id.get(self.active)
 
     def _highlight_active(self, animate: bool = True) -> None:
-        super()._highlight_active(animate=False)
+        # After a relabel or a resize: the tabs are laid out again at the
+        # next refresh, and only then is the active one's place known.
+        if self._underline is None or self.active_tab is None:
+            super()._highlight_active(animate=False)  # none active, or before the mount
+            return
+        self._underline.show_highlight = True
+        self.call_after_refresh(self._place_underline)
+
+    def _scroll_active_tab(self) -> None:
+        tab = self.active_tab
+        if tab is not None and self._scroller is not None:
+            self._scroller.scroll_to_center(tab, force=True)
+
+    def _place_underline(self) -> None:
+        tab, underline = self.active_tab, self._underline
+        if tab is not None and underline is not None:
+            underline.highlight_start, underline.highlight_end = tab.virtual_region.shrink(
+                tab.styles.gutter
+            ).column_span
 
     def validate_active(self, active: str) -> str:
         if active in self.tabs_by_id:
@@ -77,7 +104,5 @@ class StillTabs(Tabs):
         # A switch changes no tab's width (the labels carry the counts,
         # and only those relabel): the underline goes under the new tab now.
         underline.show_highlight = True
-        underline.highlight_start, underline.highlight_end = tab.virtual_region.shrink(
-            tab.styles.gutter
-        ).column_span
+        self._place_underline()
         self.post_message(self.TabActivated(self, tab))
