@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import shutil
 import signal
 import struct
 import subprocess
@@ -19,7 +20,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.slow
+#: One worker builds the wheel for both tests (the fixture is the module's).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
+#: What the build reads: pyproject.toml names the readme, the licence and `src`.
+BUILT_FROM = ("pyproject.toml", "README.md", "LICENSE", "src")
 
 
 def _pip(python: Path, *args: str, cwd: Path) -> None:
@@ -37,6 +41,19 @@ def _pip(python: Path, *args: str, cwd: Path) -> None:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bin folder of a fresh virtualenv holding the wheel and its dependencies."""
     work = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: setuptools writes `build/` and an egg-info beside the
+    # sources, which another build of this tree (a concurrent run, the
+    # developer's own) may be writing or removing at the same moment.
+    tree = work / "tree"
+    for name in BUILT_FROM:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(
+                source, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+            )
+        else:
+            tree.mkdir(exist_ok=True)
+            shutil.copy2(source, tree / name)
     _pip(
         Path(sys.executable),
         "wheel",
@@ -44,7 +61,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "-q",
         "-w",
         str(work / "dist"),
-        str(ROOT),
+        str(tree),
         cwd=work,
     )
     [wheel] = list((work / "dist").glob("reclaim_tui-*.whl"))
