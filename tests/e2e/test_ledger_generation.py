@@ -46,8 +46,14 @@ def _until(predicate, limit: float = 60.0) -> bool:  # type: ignore[no-untyped-d
 
 
 def _sqlite3(db: Path, command: str) -> None:
-    """The sqlite3 shell, as an operator runs it."""
-    subprocess.run(["sqlite3", str(db), command], check=True, capture_output=True, timeout=60)
+    """The sqlite3 shell, as an operator runs it beside a service: waiting
+    for the service's write lock (the shell's default is to fail at once)."""
+    subprocess.run(
+        ["sqlite3", "-cmd", ".timeout 30000", str(db), command],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
 
 
 class Service:
