@@ -193,8 +193,10 @@ async def test_requests_without_a_key_are_refused(emu: EmulatorServer) -> None:
 
 
 async def test_slow_create_with_client_timeout_is_maybe_created(emu: EmulatorServer) -> None:
-    await set_faults(emu, slow_rate=1.0, slow_seconds=0.5)
-    client = GeminiBackend(emu.api_key, emu.base_url, request_timeout=0.1)
+    # The timeout leaves a loaded machine room to connect (a connect that
+    # times out is rightly "not created"); the answer comes well after it.
+    await set_faults(emu, slow_rate=1.0, slow_seconds=3.0)
+    client = GeminiBackend(emu.api_key, emu.base_url, request_timeout=1.5)
     try:
         with pytest.raises(MaybeCreatedError):
             await client.create(SPEC, IDEM)
