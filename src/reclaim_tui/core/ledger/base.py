@@ -220,8 +220,7 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
         `UPDATE … RETURNING`."""
         sql, args = await claim_statement(self, owner, where, params, limit, lease_seconds)
         async with self.write() as db:
-            async with db.execute(sql, args) as cur:
-                rows = [row_from_tuple(r) for r in await cur.fetchall()]
+            rows = [row_from_tuple(r) for r in await self._returned(db, sql, args)]
         return Claim(owner, rows)
 
     async def renew(self, owner: str, idems: Iterable[str], lease_seconds: float) -> set[str]:

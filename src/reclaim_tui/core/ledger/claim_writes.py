@@ -38,6 +38,12 @@ class ClaimWrites(ABC):
     @abstractmethod
     async def dead_holders(self, me: str) -> list[str]: ...
 
+    async def _returned(self, db: Any, sql: str, args: Sequence[Any]) -> list[Any]:
+        """The rows one statement returns, inside the open transaction `db`
+        (SqliteLedger reads them in one call to its connection's thread)."""
+        async with db.execute(sql, args) as cur:
+            return list(await cur.fetchall())
+
     @abstractmethod
     async def _write_in(
         self,
@@ -156,8 +162,7 @@ async def _write_and_claim(
         collect = await ledger._write_in(db, owner, actor, sending, transitions, now)
         rows = []
         if limit > 0:
-            async with db.execute(sql, args) as cur:
-                rows = [row_from_tuple(r) for r in await cur.fetchall()]
+            rows = [row_from_tuple(r) for r in await ledger._returned(db, sql, args)]
     marked, applied = await collect()
     return marked, applied, Claim(owner, rows)
 

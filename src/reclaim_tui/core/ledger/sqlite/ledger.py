@@ -235,10 +235,14 @@ class SqliteLedger(GenerationGuard, LedgerBase):
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         async with self._lock:
             try:
-                async with self._db.execute(sql, params) as cur:
-                    return list(await cur.fetchall())
+                return list(await self._db.execute_fetchall(sql, params))
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
+
+    async def _returned(self, db: Any, sql: str, args: Sequence[Any]) -> list[Any]:
+        """One call to the connection's thread (execute, fetch, close: three
+        hand-offs and wake-ups of the event loop otherwise)."""
+        return list(await db.execute_fetchall(sql, args))
 
     async def _write_in(
         self,
