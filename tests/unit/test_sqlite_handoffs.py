@@ -1,7 +1,8 @@
 """Each call to SQLite's connection thread (aiosqlite) costs the event loop a
-hand-off and a wake-up; a claim reads what its statement returns, and the
-live-holder probe its owners, in one such call each, not three (execute,
-fetch, close: issue 39, item 2). Counted: the calls a claim makes."""
+hand-off and a wake-up; a claim reads what its statement returns in one such
+call, not three (execute, fetch, close), and finds the holders provably gone
+inside that statement, not by a read of its own before it (issue 39, item
+2). Counted: the calls a claim makes."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ NOW = 1_800_000_000.0
 ME = "host-a|100|me"
 
 
-async def test_a_claim_is_four_calls_to_the_connection_thread(
+async def test_a_claim_is_three_calls_to_the_connection_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledger = await open_ledger(tmp_path / "l.db", clock=ManualClock(NOW))
@@ -39,8 +40,8 @@ async def test_a_claim_is_four_calls_to_the_connection_thread(
         monkeypatch.setattr(conn, "_execute", counted)
         claim = await ledger.claim_sendable(ME, limit=10, lease_seconds=60)
         assert len(claim.rows) == 10
-        # BEGIN, the probe for other holders, the claim, COMMIT.
-        assert sum(calls.values()) == 4, calls
+        # BEGIN, the claim (other holders probed inside it), COMMIT.
+        assert sum(calls.values()) == 3, calls
         calls.clear()
         keys = [r.idem for r in claim.rows]
         _, _, again = await ledger.write_and_claim_sendable(
@@ -49,6 +50,6 @@ async def test_a_claim_is_four_calls_to_the_connection_thread(
         assert len(again.rows) == 10
         # … and a group commit's writes before its claim: the rows marked
         # (one call) and their events (one).
-        assert sum(calls.values()) == 6, calls
+        assert sum(calls.values()) == 5, calls
     finally:
         await ledger.close()

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 
 from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.ledger.base import _LIVE_LEASES_SQL
+from reclaim_tui.core.ledger.base import LIVE_LEASES_SQL
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import LeaseOwner, pid_space
 from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
@@ -102,7 +102,7 @@ async def test_every_asker_gets_the_owners_live_but_itself(tmp_path: Path) -> No
         for asker in ("host-b|1|live", "host-d|3|one-of-two", "nobody", ME, DEAD):
             with sqlite3.connect(path) as conn:
                 want = {r[0] for r in conn.execute(_EVERY_ROW, (NOW, asker))}
-                found = {r[0] for r in conn.execute(_LIVE_LEASES_SQL, (asker, NOW))}
+                found = {r[0] for r in conn.execute(LIVE_LEASES_SQL, (asker, NOW))}
             assert found == want, asker
             assert await ledger.dead_holders(asker) == sorted({DEAD} & want), asker
     finally:

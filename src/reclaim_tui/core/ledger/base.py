@@ -43,7 +43,7 @@ from reclaim_tui.core.ledger.schema import (
 from reclaim_tui.core.models import Actor, Row, Status, Transition
 from reclaim_tui.core.row_notes import PENDING_SQL
 
-__all__ = ["LedgerBase"]
+__all__ = ["LIVE_LEASES_SQL", "LedgerBase"]
 
 # (me, now): the owners of a lease live at `now`, other than `me`, found by
 # a skip over the lease owner's index (jobs_leased): each step seeks the next
@@ -52,7 +52,7 @@ __all__ = ["LedgerBase"]
 # instead (SELECT DISTINCT) made each claim cost as many rows as the asking
 # process holds. PostgreSQL plans the EXISTS as a join: it has its own
 # (core/ledger/postgres/holders.py).
-_LIVE_LEASES_SQL = Sql(
+LIVE_LEASES_SQL = Sql(
     lambda d: (
         "WITH RECURSIVE owners(owner) AS ("
         " SELECT (SELECT lease_owner FROM jobs WHERE lease_owner IS NOT NULL"
@@ -124,7 +124,7 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
 
     async def dead_holders(self, me: str) -> list[str]:
         """Owners of live-by-clock leases whose process is provably gone."""
-        rows = await self._fetchall(_LIVE_LEASES_SQL, (me, self.clock.now()))
+        rows = await self._fetchall(LIVE_LEASES_SQL, (me, self.clock.now()))
         return [r[0] for r in rows if holder_alive(r[0]) is False]
 
     async def claim_sendable(
