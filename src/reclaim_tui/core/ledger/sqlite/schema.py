@@ -149,8 +149,8 @@ _TEXT_MOVE = f"""
     UPDATE jobs_fts_top SET top = (SELECT COALESCE(MAX(id), 0) FROM jobs);
 """
 _NEW_BY_ID_MIGRATION = f"""
-    {_TEXT_FLUSH}
     CREATE TABLE jobs_fts_top (top INTEGER NOT NULL);
+    {_TEXT_FLUSH}
     INSERT INTO jobs_fts_top(top) SELECT COALESCE(MAX(id), 0) FROM jobs;
     DROP TRIGGER jobs_fts_insert;
     CREATE TRIGGER jobs_fts_insert AFTER INSERT ON jobs WHEN new.handle IS NOT NULL BEGIN
