@@ -48,6 +48,13 @@ def _queued(db: Path) -> tuple[int, int]:
         return text, con.execute("SELECT COUNT(*) FROM handles_fts_pending").fetchone()[0]
 
 
+def _unindexed(db: Path) -> int:
+    """New rows the text index has yet to take (above its mark)."""
+    with closing(sqlite3.connect(db)) as con:
+        sql = "SELECT COUNT(*) FROM jobs WHERE id > (SELECT top FROM jobs_fts_top)"
+        return int(con.execute(sql).fetchone()[0])
+
+
 async def _found(db: Path, text: str) -> list[str]:
     reader = await ConsoleReader.open(db, clock=ManualClock(NOW))
     try:
@@ -68,10 +75,11 @@ async def test_inserts_and_handles_move_the_queue_once_it_is_full(tmp_path: Path
     try:
         first = [f"a{n:05d}" for n in range(SEARCH_BATCH - 1)]
         await ledger.insert_jobs([(k, _spec(f"prompt {k}"), "m") for k in first], "test")
-        assert _queued(db) == (SEARCH_BATCH - 1, 0)  # not yet: read from the queue
+        # Not yet: read as new rows (migration 10: above the mark, no queue row).
+        assert _queued(db) == (0, 0) and _unindexed(db) == SEARCH_BATCH - 1
         assert await _found(db, "prompt a00007") == ["a00007"]
         await ledger.insert_jobs([("b00000", _spec("prompt b00000"), "m")], "test")
-        assert _queued(db) == (0, 0)
+        assert _queued(db) == (0, 0) and _unindexed(db) == 0
         # Handles set by the engine's group commits count too.
         claim = await ledger.claim_sendable(ME, limit=SEARCH_BATCH, lease_seconds=60)
         keys = sorted(r.idem for r in claim.rows)
@@ -113,7 +121,7 @@ async def test_a_ledger_of_the_old_schema_is_upgraded(tmp_path: Path) -> None:
     assert "jobs_fts_move" in _triggers(db)
     ledger = await open_ledger(db, clock=ManualClock(NOW))
     try:
-        assert await ledger.schema_version() == SCHEMA_VERSION == 9
+        assert await ledger.schema_version() == SCHEMA_VERSION == 10
     finally:
         await ledger.close()
     assert _triggers(db) == TRIGGERS
@@ -134,7 +142,7 @@ async def test_a_ledger_at_version_8_is_upgraded(tmp_path: Path) -> None:
         con.commit()
     ledger = await open_ledger(db, clock=ManualClock(NOW))
     try:
-        assert await ledger.schema_version() == 9
+        assert await ledger.schema_version() == SCHEMA_VERSION
         got = await ledger.insert_jobs([("new-row", _spec("a prompt new"), "m")], "test")
         assert got == (["new-row"], [])
     finally:
@@ -158,5 +166,5 @@ async def test_a_copied_ledger_has_its_rows_in_the_index(tmp_path: Path) -> None
     finally:
         await source.close()
         await target.close()
-    assert _queued(tmp_path / "to.db") == (0, 0)
+    assert _queued(tmp_path / "to.db") == (0, 0) and _unindexed(tmp_path / "to.db") == 0
     assert await _found(tmp_path / "to.db", "copied c007") == ["c007"]

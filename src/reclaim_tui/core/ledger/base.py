@@ -43,12 +43,25 @@ from reclaim_tui.core.ledger.schema import (
 from reclaim_tui.core.models import Actor, Row, Status, Transition
 from reclaim_tui.core.row_notes import PENDING_SQL
 
-__all__ = ["LedgerBase"]
+__all__ = ["LIVE_LEASES_SQL", "LedgerBase"]
 
-_LIVE_LEASES_SQL = Sql(
+# (me, now): the owners of a lease live at `now`, other than `me`, found by
+# a skip over the lease owner's index (jobs_leased): each step seeks the next
+# owner after the last, the asking process's rows are never read, and another
+# owner's lease is tested by the first live one found. Reading every leased row
+# instead (SELECT DISTINCT) made each claim cost as many rows as the asking
+# process holds. PostgreSQL plans the EXISTS as a join: it has its own
+# (core/ledger/postgres/holders.py).
+LIVE_LEASES_SQL = Sql(
     lambda d: (
-        "SELECT DISTINCT lease_owner FROM jobs WHERE lease_owner IS NOT NULL"
-        f" AND lease_until > {d.p} AND lease_owner != {d.p}"
+        "WITH RECURSIVE owners(owner) AS ("
+        " SELECT (SELECT lease_owner FROM jobs WHERE lease_owner IS NOT NULL"
+        "  ORDER BY lease_owner LIMIT 1)"
+        " UNION ALL SELECT (SELECT j.lease_owner FROM jobs AS j WHERE j.lease_owner > o.owner"
+        "  ORDER BY j.lease_owner LIMIT 1) FROM owners AS o WHERE o.owner IS NOT NULL)"
+        f" SELECT o.owner FROM owners AS o WHERE o.owner IS NOT NULL AND o.owner != {d.p}"
+        " AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.lease_owner = o.owner"
+        f" AND j.lease_until > {d.p})"
     )
 )
 _RENEW_SQL = Sql(
@@ -111,8 +124,7 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
 
     async def dead_holders(self, me: str) -> list[str]:
         """Owners of live-by-clock leases whose process is provably gone."""
-        now = self.clock.now()
-        rows = await self._fetchall(_LIVE_LEASES_SQL, (now, me))
+        rows = await self._fetchall(LIVE_LEASES_SQL, (me, self.clock.now()))
         return [r[0] for r in rows if holder_alive(r[0]) is False]
 
     async def claim_sendable(
@@ -208,8 +220,7 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
         `UPDATE … RETURNING`."""
         sql, args = await claim_statement(self, owner, where, params, limit, lease_seconds)
         async with self.write() as db:
-            async with db.execute(sql, args) as cur:
-                rows = [row_from_tuple(r) for r in await cur.fetchall()]
+            rows = [row_from_tuple(r) for r in await self._returned(db, sql, args)]
         return Claim(owner, rows)
 
     async def renew(self, owner: str, idems: Iterable[str], lease_seconds: float) -> set[str]:

@@ -38,6 +38,18 @@ class ClaimWrites(ABC):
     @abstractmethod
     async def dead_holders(self, me: str) -> list[str]: ...
 
+    async def _lease_free(self, owner: str, now: float) -> tuple[str, list[Any]]:
+        """A claim's lease-free rule and its parameters: the holders provably
+        gone are read now, before the claim's transaction (SqliteLedger finds
+        them inside the claim's statement)."""
+        return lease_free_sql(now, await self.dead_holders(owner))
+
+    async def _returned(self, db: Any, sql: str, args: Sequence[Any]) -> list[Any]:
+        """The rows one statement returns, inside the open transaction `db`
+        (SqliteLedger reads them in one call to its connection's thread)."""
+        async with db.execute(sql, args) as cur:
+            return list(await cur.fetchall())
+
     @abstractmethod
     async def _write_in(
         self,
@@ -156,8 +168,7 @@ async def _write_and_claim(
         collect = await ledger._write_in(db, owner, actor, sending, transitions, now)
         rows = []
         if limit > 0:
-            async with db.execute(sql, args) as cur:
-                rows = [row_from_tuple(r) for r in await cur.fetchall()]
+            rows = [row_from_tuple(r) for r in await ledger._returned(db, sql, args)]
     marked, applied = await collect()
     return marked, applied, Claim(owner, rows)
 
@@ -170,10 +181,10 @@ async def claim_statement(
     limit: int,
     lease_seconds: float,
 ) -> tuple[str, list[Any]]:
-    """A claim's statement and its parameters (the holders provably gone
-    are read now, outside the claim's transaction)."""
+    """A claim's statement and its parameters (its lease-free rule:
+    `_lease_free`)."""
     now = ledger.clock.now()
-    free, free_params = lease_free_sql(now, await ledger.dead_holders(owner))
+    free, free_params = await ledger._lease_free(owner, now)
     # updated_at is left alone: a claim is not a state change, and not
     # touching its index keeps a claim cheap (the console shows leases
     # from lease_owner, refreshed with the row's next transition).

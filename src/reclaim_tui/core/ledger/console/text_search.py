@@ -3,8 +3,9 @@
 Migration 5 (core/ledger/sqlite/schema.py) indexes each job's key and input (jobs_fts) and
 its handle (handles_fts) by trigram. A filter text of 3+ characters becomes
 the ids of the rows its rarest trigrams are in, plus the rows still queued
-for the indexes: a superset, which core/ledger/console/queries.py reads by id and narrows
-with the same substring test the filter always used. Text too short for a
+for the indexes and those added since the indexes were last moved into
+(migration 10): a superset, which core/ledger/console/queries.py reads by id
+and narrows with the same substring test the filter always used. Text too short for a
 trigram, or in too many rows, gets no ids: the page walks the sort's index
 testing each row, as it always did.
 
@@ -79,12 +80,14 @@ _RARITY_SQL = """
 
 # The hits of a text filter, as a JSON list of ids, and how many: what each
 # index finds for its MATCH expression, and every row still queued for them
-# (its indexed values may be stale: the substring test decides).
+# (its indexed values may be stale: the substring test decides), new rows
+# (above jobs_fts_top) included.
 _HITS_SQL = (
     "SELECT COUNT(*), json_group_array(id) FROM ("
     "SELECT rowid AS id FROM jobs_fts WHERE jobs_fts MATCH ?1"
     " UNION ALL SELECT rowid FROM handles_fts WHERE handles_fts MATCH ?2"
     " UNION ALL SELECT id FROM jobs_fts_pending UNION ALL SELECT id FROM handles_fts_pending"
+    " UNION ALL SELECT id FROM jobs WHERE id > (SELECT top FROM jobs_fts_top)"
     " LIMIT ?3)"
 )
 

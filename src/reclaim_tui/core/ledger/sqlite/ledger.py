@@ -27,6 +27,7 @@ import aiosqlite
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.identity import refuse_replaced
+from reclaim_tui.core.ledger.sqlite import holders
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
 from reclaim_tui.core.ledger.sqlite.generation_guard import GenerationGuard
 from reclaim_tui.core.ledger.sqlite.open_file import (
@@ -117,6 +118,7 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         ledger = cls(db, spath, clock, readonly=readonly)
         try:
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            await holders.register(db)
             await refuse_foreign(db, spath)  # before anything is written
             await ledger._configure()
             await ledger._migrate()
@@ -235,10 +237,19 @@ class SqliteLedger(GenerationGuard, LedgerBase):
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         async with self._lock:
             try:
-                async with self._db.execute(sql, params) as cur:
-                    return list(await cur.fetchall())
+                return list(await self._db.execute_fetchall(sql, params))
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
+
+    async def _lease_free(self, owner: str, now: float) -> tuple[str, list[Any]]:
+        """The holders provably gone are found by the claim's own statement
+        (core/ledger/sqlite/holders.py): no read before it."""
+        return holders.free_probed(owner, now)
+
+    async def _returned(self, db: Any, sql: str, args: Sequence[Any]) -> list[Any]:
+        """One call to the connection's thread (execute, fetch, close: three
+        hand-offs and wake-ups of the event loop otherwise)."""
+        return list(await db.execute_fetchall(sql, args))
 
     async def _write_in(
         self,

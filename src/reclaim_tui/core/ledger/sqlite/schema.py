@@ -128,9 +128,52 @@ _SEARCH_MIGRATION = f"""
     WHEN (SELECT COUNT(*) FROM handles_fts_pending) >= {SEARCH_BATCH}
     BEGIN {_HANDLE_FLUSH} END;
 """
-#: Move every queued row into the indexes now (the writer, once it queued
-#: SEARCH_BATCH rows; tests; before an integrity-check).
-SEARCH_FLUSH_SQL = _TEXT_FLUSH + _HANDLE_FLUSH
+# Since migration 10 a new job is not queued: jobs_fts_top holds the largest
+# id the index has been brought to, and every row above it is a row the index
+# has yet to take (readers take them all as candidates, as the queue's). The
+# queue holds only rows at or below it whose indexed values changed (an
+# update of key or spec, a delete), with the values the index holds for them.
+# A move sets the mark to the largest id left in jobs, not past it: SQLite
+# may give a deleted largest id to the next row, which must then count as new.
+_TEXT_MOVE = f"""
+    INSERT INTO jobs_fts(jobs_fts, rowid, idem, input)
+        SELECT 'delete', id, idem, input FROM jobs_fts_pending WHERE idem IS NOT NULL;
+    INSERT INTO jobs_fts(rowid, idem, input)
+        SELECT jobs.id, jobs.idem, {input_text_sql("jobs.spec")}
+        FROM jobs_fts_pending JOIN jobs ON jobs.id = jobs_fts_pending.id
+        WHERE jobs.id <= (SELECT top FROM jobs_fts_top) ORDER BY jobs.id;
+    INSERT INTO jobs_fts(rowid, idem, input)
+        SELECT id, idem, {input_text_sql("spec")} FROM jobs
+        WHERE id > (SELECT top FROM jobs_fts_top) ORDER BY id;
+    DELETE FROM jobs_fts_pending;
+    UPDATE jobs_fts_top SET top = (SELECT COALESCE(MAX(id), 0) FROM jobs);
+"""
+_NEW_BY_ID_MIGRATION = f"""
+    CREATE TABLE jobs_fts_top (top INTEGER NOT NULL);
+    {_TEXT_FLUSH}
+    INSERT INTO jobs_fts_top(top) SELECT COALESCE(MAX(id), 0) FROM jobs;
+    DROP TRIGGER jobs_fts_insert;
+    CREATE TRIGGER jobs_fts_insert AFTER INSERT ON jobs WHEN new.handle IS NOT NULL BEGIN
+        INSERT OR IGNORE INTO handles_fts_pending(id) VALUES (new.id);
+    END;
+    DROP TRIGGER jobs_fts_update;
+    CREATE TRIGGER jobs_fts_update AFTER UPDATE OF idem, spec ON jobs
+    WHEN (old.idem IS NOT new.idem OR old.spec IS NOT new.spec)
+        AND old.id <= (SELECT top FROM jobs_fts_top) BEGIN
+        INSERT OR IGNORE INTO jobs_fts_pending(id, idem, input)
+            VALUES (old.id, old.idem, {input_text_sql("old.spec")});
+    END;
+    DROP TRIGGER jobs_fts_delete;
+    CREATE TRIGGER jobs_fts_delete AFTER DELETE ON jobs BEGIN
+        INSERT OR IGNORE INTO jobs_fts_pending(id, idem, input)
+            SELECT old.id, old.idem, {input_text_sql("old.spec")}
+            WHERE old.id <= (SELECT top FROM jobs_fts_top);
+        INSERT OR IGNORE INTO handles_fts_pending(id, handle) VALUES (old.id, old.handle);
+    END;
+"""
+#: Move every queued row, and every row above the mark, into the indexes now
+#: (the writer, once it queued SEARCH_BATCH rows; tests; before an integrity-check).
+SEARCH_FLUSH_SQL = _TEXT_MOVE + _HANDLE_FLUSH
 
 
 # Numbered migrations; PRAGMA user_version records how many have run.
@@ -264,6 +307,10 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TRIGGER jobs_fts_move;
     DROP TRIGGER handles_fts_move;
     """,
+    # 10: a new job is found by its id above jobs_fts_top until the writer
+    # moves it into the index, not by a queue row written per new job (see
+    # _TEXT_MOVE); what was queued is moved in first.
+    _NEW_BY_ID_MIGRATION,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,55 @@
+"""Each call to SQLite's connection thread (aiosqlite) costs the event loop a
+hand-off and a wake-up; a claim reads what its statement returns in one such
+call, not three (execute, fetch, close), and finds the holders provably gone
+inside that statement, not by a read of its own before it (issue 39, item
+2). Counted: the calls a claim makes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
+from reclaim_tui.core.models import Actor, JobSpec
+
+NOW = 1_800_000_000.0
+ME = "host-a|100|me"
+
+
+async def test_a_claim_is_three_calls_to_the_connection_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = await open_ledger(tmp_path / "l.db", clock=ManualClock(NOW))
+    assert isinstance(ledger, SqliteLedger)
+    try:
+        spec = JobSpec(input="a job", model="m").to_json()
+        await ledger.insert_jobs([(f"k{n}", spec, "m") for n in range(20)], "test")
+        conn = ledger.connection
+        calls: Counter[str] = Counter()
+        real = conn._execute
+
+        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+            calls[getattr(fn, "__name__", "?")] += 1
+            return await real(fn, *args, **kw)
+
+        monkeypatch.setattr(conn, "_execute", counted)
+        claim = await ledger.claim_sendable(ME, limit=10, lease_seconds=60)
+        assert len(claim.rows) == 10
+        # BEGIN, the claim (other holders probed inside it), COMMIT.
+        assert sum(calls.values()) == 3, calls
+        calls.clear()
+        keys = [r.idem for r in claim.rows]
+        _, _, again = await ledger.write_and_claim_sendable(
+            ME, Actor.TICK, sending=keys, limit=10, lease_seconds=60
+        )
+        assert len(again.rows) == 10
+        # … and a group commit's writes before its claim: the rows marked
+        # (one call) and their events (one).
+        assert sum(calls.values()) == 5, calls
+    finally:
+        await ledger.close()
