@@ -124,6 +124,31 @@ async def test_dead_holders_are_the_shared_statements_whichever_way_written(
         assert indexes == []
 
 
+async def test_a_new_owner_forgets_the_owners_a_week_gone(pg_dsn: str) -> None:
+    """The table bounds itself: an owner's first lease deletes the rows of
+    owners whose leases ended more than a week before it; others stay."""
+    week = 7 * 24 * 3600
+    clock = ManualClock(NOW)
+    ledger = await open_ledger(pg_dsn, clock=clock)
+    try:
+        await _jobs(ledger, 5)
+        for owner, at in (("gone|4|d", NOW), ("old|1|a", NOW), ("recent|2|b", NOW + 2 * 86400)):
+            clock.advance(at - clock.now())
+            assert len((await ledger.claim_sendable(owner, limit=1, lease_seconds=30)).rows) == 1
+        clock.advance(NOW + week + 60 - clock.now())
+        assert len((await ledger.claim_sendable("old|1|a", limit=1, lease_seconds=30)).rows) == 1
+        kept = await ledger.select("SELECT owner FROM lease_holders ORDER BY owner", [])
+        assert [r[0] for r in kept] == ["gone|4|d", "old|1|a", "recent|2|b"]  # a known one: none
+        assert len((await ledger.claim_sendable("new|3|c", limit=1, lease_seconds=30)).rows) == 1
+        kept = await ledger.select("SELECT owner, until FROM lease_holders ORDER BY owner", [])
+    finally:
+        await ledger.close()
+    later = NOW + week + 90
+    assert [tuple(r) for r in kept] == [
+        ("new|3|c", later), ("old|1|a", later), ("recent|2|b", NOW + 2 * 86400 + 30)
+    ]  # fmt: skip
+
+
 def _updates(dsn: str, want: int) -> tuple[int, int]:
     """(updates, HOT updates) of `jobs` once the server counted `want`
     updates: a closed connection's counts reach the statistics as its

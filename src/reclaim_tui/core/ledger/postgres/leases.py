@@ -3,22 +3,23 @@
 A claim writes `lease_owner` and `lease_until` on every row it takes. An
 index on either column makes each such update a new row version that every
 index of `jobs` must point to again (not a heap-only tuple): the index on
-`lease_owner` that `dead_holders` probed once per owner cost every claim
-seven index insertions per row. That index is dropped here, and `jobs` leaves
-room in each page (`fillfactor`) for a claim's new version to stay on the
-page of the old one, which a HOT update needs.
+`lease_owner` that `dead_holders` probed once per owner made every claimed
+row an entry in each index of `jobs`. That index is dropped here, and `jobs`
+leaves room in each page (`fillfactor`) for a claim's new version to stay on
+the page of the old one, which a HOT update needs.
 
 `dead_holders` asks instead a table of one row per owner, `lease_holders`:
-the latest lease end ever written for that owner, raised by a statement
-trigger on every INSERT and UPDATE of `jobs` (one upsert per owner per
-statement, and only where the statement wrote a later end than the one kept;
-a transition that keeps the lease writes nothing). Every owner with a live
-lease in `jobs` has a row here whose end is at least as late: the owners
-live by this table are a superset of those live by `jobs`. The ledger then
-checks each one it finds provably dead against `jobs` (core/ledger/postgres/ledger.py),
-so the answer is the shared statement's. A row of an owner whose leases
-ended a week before a newly seen owner's is deleted when that owner's row is
-made: it holds no lease live by any clock near the writer's.
+the latest lease end ever written for that owner. A row trigger on `jobs`
+keeps it: it fires only for a row whose lease got another owner or a later
+end (a claim, a renewal, a copied row; a transition that keeps or drops the
+lease does not fire it), and writes only where the end kept is earlier, so a
+claim of many rows upserts its owner once. Every owner with a live lease in
+`jobs` has a row here whose end is at least as late: the owners live by this
+table are a superset of those live by `jobs`. The ledger then checks each
+one it finds provably dead against `jobs` (core/ledger/postgres/ledger.py),
+so the answer is the shared statement's. When an owner's row is first made,
+the rows of owners whose leases ended a week before its lease are deleted:
+they hold no lease live by the server's clock, in which leases are written.
 
 The functions are SECURITY DEFINER, owned by the schema's owner, with their
 search path fixed, as core/ledger/postgres/job_text.py's: an app role
