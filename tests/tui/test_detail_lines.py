@@ -61,12 +61,14 @@ async def test_a_long_detail_wraps_only_the_lines_on_screen(
         # The lines on screen (twice at most: again at a narrower width when
         # the pane's scrollbar comes), and none of the rest.
         assert 0 < sum(wrapped) <= 2 * room, (sum(wrapped), room, total)
+        assert len(wrapped) <= 2, wrapped  # in one go (each time), not a line at a time
         wrapped.clear()
         pane.scroll_to(y=40, animate=False, immediate=True)
         await settle(pilot)
         await pilot.pause()
         # Scrolled: the lines that come into view, drawn then.
         assert 0 < sum(wrapped) <= room, (sum(wrapped), room)
+        assert len(wrapped) <= 2, wrapped
 
 
 async def test_the_body_draws_its_lines_as_a_static_draws_them(seeded: Seeded) -> None:

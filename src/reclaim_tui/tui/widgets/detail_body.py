@@ -17,7 +17,7 @@ from bisect import bisect_right
 
 from rich.cells import cell_len
 from textual.content import Content
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.visual import Visual
@@ -112,6 +112,13 @@ class DetailBody(Widget):
         self._starts = (width, starts)
         return starts
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The text lines on screen not drawn yet, drawn in one go.
+        width = self.size.width
+        if width > 0 and self.text_selection is None:
+            self._draw(crop.y, crop.bottom, width)
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         blank = Strip.blank(width, self.visual_style.rich_style)
@@ -124,23 +131,37 @@ class DetailBody(Widget):
         if not 0 <= y < starts[-1]:
             return blank
         index = bisect_right(starts, y) - 1
-        strips = self._drawn.get(index)
-        if strips is None:
-            strips = self._draw(index, width)
+        if index not in self._drawn:
+            self._draw(y, y + 1, width)
+        strips = self._drawn[index]
         part = y - starts[index]
         return strips[part] if part < len(strips) else blank
 
-    def _draw(self, index: int, width: int) -> list[Strip]:
-        """Text line `index` wrapped and styled at `width`, as a `Static`
-        draws it, with the place of each part in the whole text (the mouse
-        reads it to start a selection)."""
-        self.lines_drawn += 1
-        line = self._lines[index]
-        strips = Visual.to_strips(self, line, width, None, self.visual_style, apply_selection=False)
-        if index:
-            strips = [_placed(strip, index) for strip in strips]
-        self._drawn[index] = strips
-        return strips
+    def _draw(self, top: int, bottom: int, width: int) -> None:
+        """The text lines that screen lines `top` to `bottom` show, those not
+        drawn yet, wrapped and styled at `width` as a `Static` draws them,
+        with the place of each part in the whole text (the mouse reads it
+        to start a selection)."""
+        starts = self._count(width)
+        top, bottom = max(0, top), min(bottom, starts[-1])
+        if top >= bottom:
+            return
+        first = bisect_right(starts, top) - 1
+        last = bisect_right(starts, bottom - 1) - 1
+        missing = [index for index in range(first, last + 1) if index not in self._drawn]
+        if not missing:
+            return
+        first, last = missing[0], missing[-1]
+        self.lines_drawn += last + 1 - first
+        text = Content("\n").join(self._lines[first : last + 1])
+        style = self.visual_style
+        strips = Visual.to_strips(self, text, width, None, style, apply_selection=False)
+        at = 0
+        for index in range(first, last + 1):
+            count = starts[index + 1] - starts[index]
+            part = strips[at : at + count]
+            at += count
+            self._drawn[index] = [_placed(s, index) for s in part] if first else part
 
     def _selected_line(self, y: int, width: int, selection: Selection, blank: Strip) -> Strip:
         kept = self._selected
@@ -152,7 +173,8 @@ class DetailBody(Widget):
 
 
 def _placed(strip: Strip, row: int) -> Strip:
-    """`strip` (a part of a text line drawn alone, as row 0) at text row `row`."""
+    """`strip` (a part of a text line drawn apart from the lines above it)
+    at text row `row`."""
     first = next(iter(strip), None)
     if first is None:
         return strip
