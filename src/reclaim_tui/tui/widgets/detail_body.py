@@ -44,8 +44,6 @@ class DetailBody(Widget):
         self._drawn: dict[int, list[Strip]] = {}
         #: The whole text drawn under a selection: (width, selection, lines).
         self._selected: tuple[int, Selection, list[Strip]] | None = None
-        #: Text lines wrapped and styled so far (tests count them).
-        self.lines_drawn = 0
         self._split()
 
     @property
@@ -152,7 +150,6 @@ class DetailBody(Widget):
         if not missing:
             return
         first, last = missing[0], missing[-1]
-        self.lines_drawn += last + 1 - first
         text = Content("\n").join(self._lines[first : last + 1])
         style = self.visual_style
         strips = Visual.to_strips(self, text, width, None, style, apply_selection=False)
