@@ -27,8 +27,10 @@ _.get_content_height
 viewport
 _.window_size
 _.window_virtual_size
-# Textual's scroll to the active tab, overridden (tui/widgets/textual_private.py).
+# Textual's scroll to the active tab, overridden, and the border title Textual
+# draws, set without its whole repaint (tui/widgets/textual_private.py).
 _._scroll_active_tab
+_._border_title
 # The table's reads the tests make (tests/tui/test_table_render.py, test_cancel_pending.py,
 # test_console_smalls.py, test_keys_view.py): what a row shows, as DataTable's did.
 _.row_keys

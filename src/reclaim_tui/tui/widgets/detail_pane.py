@@ -18,6 +18,7 @@ from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY
 from reclaim_tui.tui.format import age, next_poll, timestamp
 from reclaim_tui.tui.glossary import GlossaryScreen
 from reclaim_tui.tui.widgets.detail_body import DetailBody
+from reclaim_tui.tui.widgets.textual_private import retitle
 
 __all__ = ["DetailPane", "lease_text", "pair", "render_detail", "spec_text", "usage_text"]
 
@@ -279,10 +280,10 @@ class DetailPane(VerticalScroll):
         self.shown_idem, self._detail = idem, detail
         self.shows += 1
         if detail is None:
-            self.border_title = "detail"
+            retitle(self, "detail")
             self._update(self._with_note(self._empty_text(empty)))
             return
-        self.border_title = f"detail · {detail.row.idem}"
+        retitle(self, f"detail · {detail.row.idem}")
         self.redraw(now)
 
     def redraw(self, now: float) -> None:
