@@ -20,6 +20,17 @@ _.cursor_position
 # the component classes its CSS styles, the line Textual asks it to draw.
 _.COMPONENT_CLASSES
 _.render_line
+# Textual's hooks the detail's body and the loop log define (tui/widgets/detail_body.py,
+# loop_log.py): the height Textual asks a widget for at a width (with the viewport's
+# size, unused), and the scrollbar's window a new log line sets without a layout.
+_.get_content_height
+viewport
+_.window_size
+_.window_virtual_size
+# Textual's scroll to the active tab, overridden, and the border title Textual
+# draws, set without its whole repaint (tui/widgets/textual_private.py).
+_._scroll_active_tab
+_._border_title
 # The table's reads the tests make (tests/tui/test_table_render.py, test_cancel_pending.py,
 # test_console_smalls.py, test_keys_view.py): what a row shows, as DataTable's did.
 _.row_keys

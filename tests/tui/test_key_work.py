@@ -17,6 +17,7 @@ from textual.widgets._tabs import Underline
 
 from reclaim_tui.runner.host import EngineHost
 from reclaim_tui.tui.gc_freeze import StartupFreeze
+from reclaim_tui.tui.widgets.detail_body import DetailBody
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
 from reclaim_tui.tui.widgets.loop_bar import LoopBar
@@ -58,17 +59,25 @@ async def test_a_redraw_of_the_ages_lays_nothing_out(
     real = Static.update
 
     def counting(self: Static, content: VisualType = "", *, layout: bool = True) -> None:
-        if layout and (isinstance(self, LoopBar) or self.id == "detail-body"):
-            laid_out.append(type(self).__name__ if self.id != "detail-body" else "detail")
+        if layout and isinstance(self, LoopBar):
+            laid_out.append(type(self).__name__)
         real(self, content, layout=layout)
 
+    real_refresh = DetailBody.refresh
+
+    def refresh(self: DetailBody, *regions: Region, **kwargs: bool) -> DetailBody:
+        if kwargs.get("layout"):
+            laid_out.append("detail")
+        return real_refresh(self, *regions, **kwargs)
+
     monkeypatch.setattr(Static, "update", counting)
+    monkeypatch.setattr(DetailBody, "refresh", refresh)
     app = seeded.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         detail = app.main.query_one(DetailPane)
         assert detail.shown_idem is not None
-        body = detail.query_one("#detail-body", Static)
+        body = detail.query_one("#detail-body", DetailBody)
         before = str(body.render())
         laid_out.clear()
         seeded.clock.advance(7.0)  # every age moves

@@ -33,6 +33,7 @@ PRIVATE_MODULE = SRC / "reclaim_tui" / "tui" / "widgets" / "textual_private.py"
 #: The private names that module uses, each said why in its docstring.
 KEPT = {
     "_bindings_ready",
+    "_border_title",
     "_highlight_active",
     "_scroll_active_tab",
     "_footer",

@@ -17,6 +17,7 @@ from reclaim_tui.tui.screens.confirm import ConfirmScreen
 from reclaim_tui.tui.screens.costs import CostsScreen
 from reclaim_tui.tui.screens.follow import FollowScreen
 from reclaim_tui.tui.widgets.command_line import CommandLine
+from reclaim_tui.tui.widgets.detail_body import DetailBody
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from tests.tui.conftest import Seeded
 from tests.tui.pilot_helpers import SIZE, notified, press, select, settle, shown, until
@@ -156,7 +157,7 @@ async def test_the_detail_and_the_follow_view_show_a_result_s_tokens_and_cost(
         assert await until(pilot, lambda: pane.prices is not None)
 
         def detail_text() -> str:
-            return str(pane.query_one("#detail-body", Static).content)
+            return str(pane.query_one("#detail-body", DetailBody).content)
 
         assert await until(pilot, lambda: "$0.0001 (prices" in detail_text()), detail_text()
         line = next(x for x in detail_text().splitlines() if x.strip().startswith("tokens"))
@@ -223,7 +224,7 @@ async def test_a_broken_price_file_leaves_the_tokens_unpriced_and_says_so_at_cos
         await settle(pilot)
         await press(pilot, "6")  # consumed
         await select(pilot, seeded.keys["consumed"])
-        body = app.query_one(DetailPane).query_one("#detail-body", Static)
+        body = app.query_one(DetailPane).query_one("#detail-body", DetailBody)
         assert await until(pilot, lambda: "7 in · 8 out" in str(body.content))
         assert "$" not in str(body.content)  # no price table: tokens only
         await press(pilot, "dollar_sign")

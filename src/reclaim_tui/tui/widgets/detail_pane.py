@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Static
 
 from reclaim_tui.core.costs import PriceTable, Tokens, cost_of, format_usd
 from reclaim_tui.core.ledger.console.views import Detail
@@ -19,6 +17,8 @@ from reclaim_tui.core.models import Row
 from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY
 from reclaim_tui.tui.format import age, next_poll, timestamp
 from reclaim_tui.tui.glossary import GlossaryScreen
+from reclaim_tui.tui.widgets.detail_body import DetailBody
+from reclaim_tui.tui.widgets.textual_private import retitle
 
 __all__ = ["DetailPane", "lease_text", "pair", "render_detail", "spec_text", "usage_text"]
 
@@ -243,7 +243,7 @@ class DetailPane(VerticalScroll):
         border-title-color: $foreground-muted; border-title-style: bold;
     }
     DetailPane:focus-within { border: round $border; }
-    DetailPane > Static { width: 1fr; }
+    DetailPane > DetailBody { width: 1fr; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -263,7 +263,7 @@ class DetailPane(VerticalScroll):
         self.prices: PriceTable | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("Highlight a row to see its detail.", id="detail-body")
+        yield DetailBody(Content("Highlight a row to see its detail."), id="detail-body")
 
     def show(
         self,
@@ -280,10 +280,10 @@ class DetailPane(VerticalScroll):
         self.shown_idem, self._detail = idem, detail
         self.shows += 1
         if detail is None:
-            self.border_title = "detail"
+            retitle(self, "detail")
             self._update(self._with_note(self._empty_text(empty)))
             return
-        self.border_title = f"detail · {detail.row.idem}"
+        retitle(self, f"detail · {detail.row.idem}")
         self.redraw(now)
 
     def redraw(self, now: float) -> None:
@@ -319,16 +319,18 @@ class DetailPane(VerticalScroll):
         # rows' details differ by a few lines: the body keeps its height
         # when the new detail fits it with a pane's height of blank or less
         # left below it (kept_height).
-        height = _height(content, width, body)
+        body.update(content, layout=False)
+        height = body.height_at(width)
         room = self.scrollable_content_region.height
         shown = body.content_size.height
         kept = kept_height(height, shown, room)
         if kept > height:
-            content += Content("\n" * (kept - height))
-        body.update(content, layout=kept != shown)
+            body.blank_below(kept - height)
+        if kept != shown:
+            body.refresh(layout=True)
 
-    def _body(self) -> Static:
-        return self.query_one("#detail-body", Static)
+    def _body(self) -> DetailBody:
+        return self.query_one("#detail-body", DetailBody)
 
     @staticmethod
     def _empty_text(empty: bool) -> Content:
@@ -336,15 +338,6 @@ class DetailPane(VerticalScroll):
 
     def _with_note(self, body: Content) -> Content:
         return left_note(self._left) + body if self._left is not None else body
-
-
-def _height(content: Content, width: int, body: Static) -> int:
-    """The lines `content` takes at `width` in `body`: counted when none
-    wraps (the usual case, and cheap), else wrapped as the body will."""
-    lines = content.plain.split("\n")
-    if all(cell_len(line) <= width for line in lines):
-        return len(lines)
-    return content.get_height(body.styles.get_rules(), width)
 
 
 def kept_height(height: int, shown: int, room: int) -> int:

@@ -19,6 +19,11 @@ release changes any of them.
   underline after a relabel or a resize (`_highlight_active`), and its
   scroll to the active tab (`_scroll_active_tab`): both are overridden to
   use the tabs as given, since new counts relabel them every second.
+- A pane's border title (`retitle`): Textual's setter repaints the whole
+  widget, and the detail pane's title names the row shown, so every key
+  that brings a new row repainted every line of the pane (borders and
+  background) for one changed row; `retitle` sets it (`_border_title`, as
+  the setter does) and repaints the top row only.
 - A key held back during a paste burst (typeahead.py) is handed to the
   focused widget as Textual hands it keys (`forward_key`): marked as
   forwarded, or it would bubble back to the app and be taken for a new key.
@@ -28,12 +33,13 @@ release changes any of them.
 from __future__ import annotations
 
 from textual import events
+from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Footer, Tab, Tabs
 from textual.widgets._footer import FooterKey
 from textual.widgets._tabs import Underline
 
-__all__ = ["FooterKey", "StillTabs", "bindings_ready", "forward_key"]
+__all__ = ["FooterKey", "StillTabs", "bindings_ready", "forward_key", "retitle"]
 
 
 def bindings_ready(footer: Footer) -> bool:
@@ -44,6 +50,19 @@ def bindings_ready(footer: Footer) -> bool:
 def forward_key(widget: Widget, key: events.Key) -> None:
     """Hand `key` to `widget` as the app hands a focused widget its keys."""
     widget._forward_event(key)
+
+
+def retitle(widget: Widget, title: str) -> None:
+    """Set `widget`'s border title (plain text), repainting its top row only."""
+    if widget.border_title == title:
+        return
+    width = widget.outer_size.width
+    if not widget.is_mounted or not width:
+        widget.border_title = title  # nothing drawn yet: Textual's own setter
+        return
+    widget._border_title = widget.render_str(title).expand_tabs(4).split()[0]
+    offset = widget.content_offset  # refresh regions are relative to the content
+    widget.refresh(Region(-offset.x, -offset.y, width, 1))
 
 
 class StillTabs(Tabs):
