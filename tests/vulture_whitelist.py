@@ -37,8 +37,6 @@ _.row_keys
 _.get_row
 _.get_row_at
 _.get_cell
-# Textual's Tabs scrolls to the active tab through it on a resize (tui/widgets/textual_private.py).
-_._scroll_active_tab
 # Parameters a signature must have: protocols (tui/actions/port.py), `__aexit__`
 # (emulator/server.py, inbox/server.py) and an override of Textual's
 # `Tabs._highlight_active` (tui/widgets/textual_private.py).
