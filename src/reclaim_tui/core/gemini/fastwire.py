@@ -57,6 +57,7 @@ class WireSend:
         self._length_at = -1  # where content-length goes, -1: not sent
         self._timeout: Any = None
         self._log: logging.Logger | None = None
+        self._encoding: Any = None  # the client's default encoding for answers
 
     def usable(self, client: Any, maker: Any, method: str, url: str, content: str | None) -> bool:
         """Whether this call may go straight through; checks a new client first."""
@@ -88,6 +89,7 @@ class WireSend:
             stock = maker.build(client, method, url, content)
             self._wire, self._transport = wire, transport
             self._log = logging.getLogger(httpx.__name__)
+            self._encoding = client._default_encoding
             items = list(stock.headers.items())
             names = [k for k, _ in items]
             self._length_at = names.index("content-length") if "content-length" in names else -1
@@ -144,7 +146,7 @@ class WireSend:
             stream=wire.AiohttpResponseStream(answer),
             extensions=extensions,
         )
-        response.default_encoding = client._default_encoding
+        response.default_encoding = self._encoding
         try:
             if response.status_code != 200 or "set-cookie" in response.headers:
                 response.request = maker.build(client, method, url, content)
