@@ -236,6 +236,11 @@ async def test_a_batch_draws_one_temp_tag_and_makes_no_file_object_per_file(
     await _finish_all(engine, fake, clock, done_rows)
     calls: list[str] = []
     real_urandom, real_getpid, real_fdopen = os.urandom, os.getpid, os.fdopen
+    real_write = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        calls.append("write")
+        return real_write(fd, data)
 
     def urandom(n: int) -> bytes:
         calls.append("urandom")
@@ -252,12 +257,14 @@ async def test_a_batch_draws_one_temp_tag_and_makes_no_file_object_per_file(
     monkeypatch.setattr(os, "urandom", urandom)
     monkeypatch.setattr(os, "getpid", getpid)
     monkeypatch.setattr(os, "fdopen", fdopen)
+    monkeypatch.setattr(os, "write", write)
     report = await engine.reclaim()
     monkeypatch.undo()
     assert report.counts["consumed"] == JOBS
     assert calls.count("urandom") == 1, calls
     assert calls.count("getpid") == 1, calls
     assert "fdopen" not in calls
+    assert calls.count("write") == 2 * JOBS  # one a file: the .json's newline goes with it
     for idem in done_rows:
         assert (out_dir / f"{idem}.md").read_text().startswith(fake_output_text("job")[:3])
         assert json.loads((out_dir / f"{idem}.json").read_text())["id"]

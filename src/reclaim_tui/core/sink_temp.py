@@ -199,13 +199,21 @@ _SLICE = 1 << 20
 
 def _write_parts(fd: int, parts: Iterable[bytes | str]) -> None:
     """Bytes as they are, text as UTF-8 a slice at a time: a large result is
-    never held twice over (its text and its encoding)."""
+    never held twice over (its text and its encoding). Small pieces go out
+    together (a result and its closing newline: one write)."""
+    pending = b""
     for part in parts:
         if isinstance(part, bytes):
-            _write_all(fd, part)
-            continue
-        for start in range(0, len(part), _SLICE):
-            _write_all(fd, part[start : start + _SLICE].encode("utf-8"))
+            pieces: Iterable[bytes] = [part]
+        else:
+            pieces = (part[at : at + _SLICE].encode("utf-8") for at in range(0, len(part), _SLICE))
+        for piece in pieces:
+            if pending and len(pending) + len(piece) > _SLICE:
+                _write_all(fd, pending)
+                pending = b""
+            pending = pending + piece if pending else piece
+    if pending:
+        _write_all(fd, pending)
 
 
 def _write_all(fd: int, data: bytes) -> None:
