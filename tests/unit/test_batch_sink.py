@@ -219,3 +219,77 @@ async def test_a_key_whose_target_cannot_be_replaced_fails_alone(tmp_path: Path)
     assert (tmp_path / "k1.md").read_text() == "text 1"
     assert (tmp_path / "k2.json").exists()
     assert not list((tmp_path / TEMP_DIR).iterdir())
+
+
+async def test_a_batch_draws_one_temp_tag_and_makes_no_file_object_per_file(
+    engine: Engine,
+    fake: FakeBackend,
+    clock: ManualClock,
+    out_dir: Path,
+    done_rows: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Counted: each temp file used to cost a pid and a random read of its
+    own and a file object (whose open asks the file's size, whether it is
+    a terminal and its position); a batch now draws one random tag and
+    counts on from it, and writes each file straight to its descriptor."""
+    await _finish_all(engine, fake, clock, done_rows)
+    calls: list[str] = []
+    real_urandom, real_getpid, real_fdopen = os.urandom, os.getpid, os.fdopen
+    real_write = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        calls.append("write")
+        return real_write(fd, data)
+
+    def urandom(n: int) -> bytes:
+        calls.append("urandom")
+        return real_urandom(n)
+
+    def getpid() -> int:
+        calls.append("getpid")
+        return real_getpid()
+
+    def fdopen(*args: object, **kw: object) -> object:
+        calls.append("fdopen")
+        return real_fdopen(*args, **kw)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(os, "urandom", urandom)
+    monkeypatch.setattr(os, "getpid", getpid)
+    monkeypatch.setattr(os, "fdopen", fdopen)
+    monkeypatch.setattr(os, "write", write)
+    report = await engine.reclaim()
+    monkeypatch.undo()
+    assert report.counts["consumed"] == JOBS
+    assert calls.count("urandom") == 1, calls
+    assert calls.count("getpid") == 1, calls
+    assert "fdopen" not in calls
+    assert calls.count("write") == 2 * JOBS  # one a file: the .json's newline goes with it
+    for idem in done_rows:
+        assert (out_dir / f"{idem}.md").read_text().startswith(fake_output_text("job")[:3])
+        assert json.loads((out_dir / f"{idem}.json").read_text())["id"]
+    assert not list((out_dir / TEMP_DIR).iterdir())
+
+
+def test_a_short_write_is_finished_and_the_tags_count_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that takes part of its bytes is carried on; the second file of
+    a batch takes the next tag (no second random read)."""
+    real_write = os.write
+
+    def short_write(fd: int, data: bytes | memoryview) -> int:
+        return real_write(fd, bytes(data[:3]))
+
+    folder = TempFolder.open(tmp_path / TEMP_DIR)
+    assert folder is not None
+    with folder:
+        monkeypatch.setattr(os, "urandom", lambda n: b"\xff\xff\xff\xfe")
+        monkeypatch.setattr(os, "write", short_write)
+        first = folder.write(tmp_path / "k.md", ["héllo ", b"world"])
+        second = folder.write(tmp_path / "k.json", [b"{}"])
+        monkeypatch.undo()
+        assert (tmp_path / TEMP_DIR / first).read_text() == "héllo world"
+        assert (tmp_path / TEMP_DIR / second).read_text() == "{}"
+    assert first == f"k.md.{os.getpid()}-fffffffe.reclaim.tmp"
+    assert second == f"k.json.{os.getpid()}-ffffffff.reclaim.tmp"

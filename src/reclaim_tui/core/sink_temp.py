@@ -15,7 +15,6 @@ import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
 
 from reclaim_tui.errors import SinkFolderError
 
@@ -52,6 +51,12 @@ class TempFolder:
 
     def __init__(self, fd: int, path: Path) -> None:
         self.fd, self.path = fd, path
+        # A temp file's tag: one random draw for the folder's batch, then a
+        # count, so a batch of files costs neither a pid nor a random read
+        # per file (the names stay the pattern's; O_EXCL still refuses any
+        # name that exists).
+        self._pid = os.getpid()
+        self._tag: int | None = None
 
     @classmethod
     def open(cls, path: Path, *, create: bool = True) -> TempFolder | None:
@@ -104,23 +109,36 @@ class TempFolder:
         process: nothing that stood there is followed or overwritten."""
         name, fd = self._create(target.name)
         try:
-            with os.fdopen(fd, "wb") as f:
-                _write_parts(f, [data] if isinstance(data, bytes) else data)
+            # Straight to the descriptor: no file object (and its size,
+            # terminal and position checks) for a file written once.
+            try:
+                _write_parts(fd, [data] if isinstance(data, bytes) else data)
+            finally:
+                os.close(fd)
         except BaseException:
             self.remove(name)
             raise
         return name
 
+    def _next_tag(self, fresh: bool) -> str:
+        if self._tag is None or fresh:
+            self._tag = int.from_bytes(os.urandom(4), "big")
+        else:
+            self._tag = (self._tag + 1) & 0xFFFFFFFF
+        return f"{self._tag:08x}"
+
     def _create(self, target_name: str) -> tuple[str, int]:
         tries = 3  # a random tag met twice in a row: something else is wrong
+        fresh = False
         while True:
-            name = f"{target_name}.{os.getpid()}-{os.urandom(4).hex()}.reclaim.tmp"
+            name = f"{target_name}.{self._pid}-{self._next_tag(fresh)}.reclaim.tmp"
             try:
                 return name, os.open(name, _NEW_FILE, 0o666, dir_fd=self.fd)  # the umask applies
             except FileExistsError:
                 tries -= 1
                 if not tries:
                     raise
+                fresh = True  # a name taken: draw a new random tag
 
     def remove(self, name: str) -> None:
         """Remove a temp file of this folder (unlink never follows a link)."""
@@ -179,12 +197,33 @@ def _what_stands_there(path: Path) -> str | None:
 _SLICE = 1 << 20
 
 
-def _write_parts(f: BinaryIO, parts: Iterable[bytes | str]) -> None:
+def _write_parts(fd: int, parts: Iterable[bytes | str]) -> None:
     """Bytes as they are, text as UTF-8 a slice at a time: a large result is
-    never held twice over (its text and its encoding)."""
+    never held twice over (its text and its encoding). Small pieces go out
+    together (a result and its closing newline: one write)."""
+    pending = b""
     for part in parts:
         if isinstance(part, bytes):
-            f.write(part)
-            continue
-        for start in range(0, len(part), _SLICE):
-            f.write(part[start : start + _SLICE].encode("utf-8"))
+            pieces: Iterable[bytes] = [part]
+        else:
+            pieces = (part[at : at + _SLICE].encode("utf-8") for at in range(0, len(part), _SLICE))
+        for piece in pieces:
+            if pending and len(pending) + len(piece) > _SLICE:
+                _write_all(fd, pending)
+                pending = b""
+            pending = pending + piece if pending else piece
+    if pending:
+        _write_all(fd, pending)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of `data` (a write may take only part of it)."""
+    done = os.write(fd, data)
+    if done == len(data):
+        return
+    view = memoryview(data)
+    while done < len(data):
+        step = os.write(fd, view[done:])
+        if step == 0:  # nothing taken: never loop on it
+            raise OSError(errno.EIO, "a write took none of its bytes")
+        done += step

@@ -33,6 +33,7 @@ from typing import Any, NoReturn, Self
 
 from reclaim_tui.core import answer_budget
 from reclaim_tui.core.gemini.fastsend import RequestMaker
+from reclaim_tui.core.gemini.fastwire import WireSend
 
 __all__ = ["FAST_PATH_SDK_VERSION", "FAST_PATH_SDK_VERSIONS", "install_fast_path"]
 
@@ -273,6 +274,7 @@ class _FastCall:
         self._timeout: Any = None
         self._hook_context: Any = None
         self._requests = RequestMaker({}, None)  # replaced by the template's
+        self._wire = WireSend()
         self._auth_per_call = True
         self._state: bool | None = None  # None: not prepared yet; False: unusable
         self._preparing = asyncio.Lock()
@@ -368,12 +370,15 @@ class _FastCall:
     async def _send(
         self, method: str, url: str, content: str | None = None, *, stream: bool = False
     ) -> Any:
-        """One request through the SDK's httpx client; transport errors as the
-        SDK's. With `stream` the body is left unread (`_read_body`)."""
-        p = self._p
-        client = self._config.async_client
-        request = self._requests.build(client, method, url, content)
+        """One request through the SDK's httpx client (or straight to its aiohttp
+        session: fastwire.py); transport errors as the SDK's. With `stream` the
+        body is left unread (`_read_body`)."""
+        p, client, maker = self._p, self._config.async_client, self._requests
+        wire = not self._auth_per_call and self._wire.usable(client, maker, method, url, content)
+        request = None if wire else maker.build(client, method, url, content)
         try:
+            if request is None:
+                return await self._wire.send(client, maker, method, url, content, stream)
             if self._auth_per_call:
                 request = await self._authorise(request)
             return await client.send(request, stream=stream)
@@ -381,13 +386,11 @@ class _FastCall:
             raise p["wrap_sdk_error"](exc) from exc
 
     async def _read_body(self, response: Any, declared: int = 0) -> None:
-        """Read a streamed answer's body (the stream is closed after it,
-        error or not); transport errors as the SDK's.
-
-        Its bytes are counted by the pass's answer budget (answer_budget.py):
-        the `declared` length before anything is read, what comes beyond it
-        (no length declared, or a compressed body) as it is read. Refused:
-        `AnswerDeferred`, and the rest of the body is left unread."""
+        """Read a streamed answer's body (the stream is closed after it, error or
+        not); transport errors as the SDK's. Its bytes are counted by the pass's
+        answer budget (answer_budget.py): the `declared` length before anything
+        is read, what comes beyond it (no length declared, or a compressed body)
+        as it is read. Refused: `AnswerDeferred`, the rest left unread."""
         p = self._p
         try:
             answer_budget.take(declared)
