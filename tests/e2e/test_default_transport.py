@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from cryptography import x509
@@ -32,16 +33,17 @@ from reclaim_tui.errors import NotCreatedError
 SPEC = JobSpec(input="Tell me about lighthouses.", model="gemini-3-flash")
 
 
-def _counting_sends(backend: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    client = backend._interactions.sdk_configuration.async_client
+def _counting_aiohttp_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The methods of the requests aiohttp's sessions make (httpx-aiohttp's
+    transport and the fast calls' wire both make them there)."""
     sent: list[str] = []
-    send = client.send
+    request = aiohttp.ClientSession.request
 
-    async def counting(request: Any, **kwargs: Any) -> Any:
-        sent.append(type(client).__name__)
-        return await send(request, **kwargs)
+    def counting(self: aiohttp.ClientSession, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(kwargs.get("method", args[0] if args else "")))
+        return request(self, *args, **kwargs)
 
-    monkeypatch.setattr(client, "send", counting)
+    monkeypatch.setattr(aiohttp.ClientSession, "request", counting)
     return sent
 
 
@@ -50,12 +52,13 @@ async def test_the_default_settings_send_through_aiohttp(monkeypatch: pytest.Mon
         backend = make_backend(Settings(base_url=emu.base_url, api_key=emu.api_key))
         try:
             await backend.warm()  # type: ignore[attr-defined]
-            sent = _counting_sends(backend, monkeypatch)
+            sent = _counting_aiohttp_requests(monkeypatch)
             created = await backend.create(SPEC, "a" * 32)
             await backend.get(created.id)
         finally:
+            monkeypatch.undo()
             await backend.aclose()
-    assert sent == ["Httpx2AiohttpClient", "Httpx2AiohttpClient"]
+    assert sent == ["POST", "GET"]
     assert isinstance(backend._interactions.sdk_configuration.async_client, Httpx2AiohttpClient)  # type: ignore[attr-defined]
 
 
