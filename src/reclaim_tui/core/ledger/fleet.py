@@ -2,10 +2,8 @@
 to it recently — services, ticks, consoles, inboxes, on one host or (on
 PostgreSQL) several.
 
-    holders   every lease owner named on a row (on SQLite through
-              jobs_leased, a partial index; PostgreSQL keeps no index on
-              the owner, so that claims stay HOT, and reads the whole
-              table: the screen asks only when opened), with the rows it
+    holders   every lease owner named on a row (jobs_leased, a partial
+              index: only rows with an owner are read), with the rows it
               holds now, the rows whose lease it let run out, its latest
               lease and whether it is provably alive (core/ledger/owner.py)
     writers   the actors of the last events (the newest EVENTS_READ at

@@ -8,7 +8,7 @@ PostgreSQL text (core/ledger/dialect.py; PgSession,
 core/ledger/postgres/session.py). The connection and its errors are
 core/ledger/postgres/connect.py, the server's clock clock.py, a transaction in
 one round trip pipeline.py; the schema, its numbered migrations and the
-text indexes core/ledger/postgres/schema.py; who holds leases leases.py; a copy's identity sequences
+text indexes core/ledger/postgres/schema.py; a copy's identity sequences
 core/ledger/postgres/copying.py. What differs is said here:
 
 - **Driver**: psycopg 3 (async). It is the PostgreSQL project's own
@@ -70,7 +70,7 @@ from reclaim_tui.core.ledger.postgres import writes as pg_write
 from reclaim_tui.core.ledger.postgres.clock import ServerClock
 from reclaim_tui.core.ledger.postgres.connect import dial, map_pg_error
 from reclaim_tui.core.ledger.postgres.copying import SequenceCopies
-from reclaim_tui.core.ledger.postgres.leases import HOLDERS, HOLDING
+from reclaim_tui.core.ledger.postgres.holders import LIVE_HOLDERS
 from reclaim_tui.core.ledger.postgres.pipeline import (
     pipelined,
     read_once,
@@ -291,16 +291,10 @@ class PgLedger(SequenceCopies, LedgerBase):
         return functools.partial(pg_write.collect, sent, transitions)
 
     async def dead_holders(self, me: str) -> list[str]:
-        """Owners of live-by-clock leases whose process is provably gone:
-        those of the lease holders' table (core/ledger/postgres/leases.py)
-        that are, then checked against `jobs`."""
-        now = self.clock.now()
-        rows = await self._fetchall(HOLDERS, (now, me))
-        gone = [r[0] for r in rows if holder_alive(r[0]) is False]
-        if not gone:
-            return []
-        holding = {r[0] for r in await self._fetchall(HOLDING, (gone, now))}
-        return [owner for owner in gone if owner in holding]
+        """Owners of live-by-clock leases whose process is provably gone
+        (core/ledger/postgres/holders.py: one index probe per owner)."""
+        rows = await self._fetchall(LIVE_HOLDERS, (me, self.clock.now()))
+        return [r[0] for r in rows if holder_alive(r[0]) is False]
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         text = text_for(sql, POSTGRES)

@@ -16,7 +16,6 @@ import psycopg
 
 from reclaim_tui.core.ledger.postgres.connect import noting, quote_ident
 from reclaim_tui.core.ledger.postgres.job_text import JOB_TEXT, JOB_TEXT_INDEX, JOB_TEXT_INDEX_NAMES
-from reclaim_tui.core.ledger.postgres.leases import LEASE_HOLDERS
 from reclaim_tui.core.ledger.postgres.marked import REENCODE_MARKED
 from reclaim_tui.core.ledger.postgres.search_path import PG_SCHEMA, SCHEMA_ENV, schema_for
 from reclaim_tui.errors import (
@@ -176,9 +175,6 @@ PG_MIGRATIONS: tuple[str, ...] = (
     REENCODE_MARKED,
     # 5: the console filter's text in a table of its own (core/ledger/postgres/job_text.py).
     JOB_TEXT,
-    # 6: the lease holders in a table of their own, no index on the lease
-    # columns, room for HOT updates (core/ledger/postgres/leases.py).
-    LEASE_HOLDERS,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 #: The console filter's index (any substring of 3+ characters, `ILIKE`);
