@@ -46,6 +46,26 @@ def _unwatched(seeded: Seeded) -> ReclaimApp:
     return app
 
 
+def _record_tab_searches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The selectors the tabs search their widgets with, from now on."""
+    searched: list[str] = []
+    real_query, real_one = Widget.query, Widget.query_one
+
+    def query(self: Widget, selector: object = None) -> DOMQuery[Widget]:
+        if isinstance(self, StatusTabs):
+            searched.append(str(selector))
+        return real_query(self, selector)  # type: ignore[arg-type]
+
+    def query_one(self: Widget, selector: object, expect_type: object = None) -> Widget:
+        if isinstance(self, StatusTabs):
+            searched.append(str(selector))
+        return real_one(self, selector, expect_type)  # type: ignore[arg-type, call-overload, no-any-return]
+
+    monkeypatch.setattr(Widget, "query", query)
+    monkeypatch.setattr(Widget, "query_one", query_one)
+    return searched
+
+
 @pytest.mark.parametrize("key", ["tab", "G", "g"])
 async def test_a_key_onto_another_row_draws_only_that_row_s_detail(
     seeded: Seeded, monkeypatch: pytest.MonkeyPatch, key: str
@@ -95,24 +115,10 @@ async def test_a_cursor_move_draws_the_new_row_s_detail_once(
 async def test_a_tab_switch_searches_no_widgets_in_the_tabs(
     seeded: Seeded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    searched: list[str] = []
-    real_query, real_one = Widget.query, Widget.query_one
-
-    def query(self: Widget, selector: object = None) -> DOMQuery[Widget]:
-        if isinstance(self, StatusTabs):
-            searched.append(str(selector))
-        return real_query(self, selector)  # type: ignore[arg-type]
-
-    def query_one(self: Widget, selector: object, expect_type: object = None) -> Widget:
-        if isinstance(self, StatusTabs):
-            searched.append(str(selector))
-        return real_one(self, selector, expect_type)  # type: ignore[arg-type, call-overload, no-any-return]
-
     app = seeded.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        monkeypatch.setattr(Widget, "query", query)
-        monkeypatch.setattr(Widget, "query_one", query_one)
+        searched = _record_tab_searches(monkeypatch)
         for number in "274":
             await press(pilot, number)
         monkeypatch.undo()
@@ -127,25 +133,11 @@ async def test_counts_that_change_mid_switch_search_no_widgets_either(
 ) -> None:
     """New counts relabel the tabs (every second, at any key): the underline
     goes under the active tab again without a search, once laid out."""
-    searched: list[str] = []
-    real_query, real_one = Widget.query, Widget.query_one
-
-    def query(self: Widget, selector: object = None) -> DOMQuery[Widget]:
-        if isinstance(self, StatusTabs):
-            searched.append(str(selector))
-        return real_query(self, selector)  # type: ignore[arg-type]
-
-    def query_one(self: Widget, selector: object, expect_type: object = None) -> Widget:
-        if isinstance(self, StatusTabs):
-            searched.append(str(selector))
-        return real_one(self, selector, expect_type)  # type: ignore[arg-type, call-overload, no-any-return]
-
     app = _unwatched(seeded)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tabs = app.main.query_one(StatusTabs)
-        monkeypatch.setattr(Widget, "query", query)
-        monkeypatch.setattr(Widget, "query_one", query_one)
+        searched = _record_tab_searches(monkeypatch)
         for grown, number in enumerate("274", 1):
             tabs.show_counts({t.id: 10**grown * (n + 1) for n, t in enumerate(TABS)})
             await press(pilot, number)
