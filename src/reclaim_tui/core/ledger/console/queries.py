@@ -90,8 +90,10 @@ class ConsoleReader:
         return self._slow
 
     async def close(self) -> None:
-        await self._fast.close()
-        await self._slow.close()
+        try:
+            await self._fast.close()
+        finally:  # failed or cancelled: the other's thread must stop too
+            await self._slow.close()
 
     async def interrupt(self) -> None:
         """Abort a page query still running (a filter scan the operator replaced)."""

@@ -31,6 +31,7 @@ from reclaim_tui.core.ledger.sqlite import holders
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
 from reclaim_tui.core.ledger.sqlite.generation_guard import GenerationGuard
 from reclaim_tui.core.ledger.sqlite.open_file import (
+    close_quietly,
     configure,
     identify,
     reap,
@@ -110,11 +111,16 @@ class SqliteLedger(GenerationGuard, LedgerBase):
     ) -> Self:
         uri = f"file:{spath}?mode=ro{'&immutable=1' if immutable else ''}" if readonly else spath
         connection = aiosqlite.connect(uri, uri=readonly, isolation_level=None)
+        # Failed or cancelled (a console quit while it opened), the connection
+        # is closed here: aiosqlite's thread is no daemon, and one left waiting
+        # for work would keep the process from exiting after its last line.
         try:
             db = await connection
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             await reap(connection)
-            raise map_sqlite_error(exc, spath) from exc
+            if isinstance(exc, sqlite3.Error):
+                raise map_sqlite_error(exc, spath) from exc
+            raise
         ledger = cls(db, spath, clock, readonly=readonly)
         try:
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
@@ -123,11 +129,10 @@ class SqliteLedger(GenerationGuard, LedgerBase):
             await ledger._configure()
             await ledger._migrate()
             ledger.ledger_id = await identify(db, spath, readonly=readonly)
-        except sqlite3.Error as exc:
-            await db.close()
-            raise map_sqlite_error(exc, spath) from exc
-        except LedgerError:
-            await db.close()
+        except BaseException as exc:
+            await close_quietly(db)
+            if isinstance(exc, sqlite3.Error):
+                raise map_sqlite_error(exc, spath) from exc
             raise
         return ledger
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import aiosqlite
@@ -108,6 +109,13 @@ async def identify(db: aiosqlite.Connection, path: str, *, readonly: bool) -> st
     if ledger_id and not readonly and path != ":memory:":
         write_marker(path, ledger_id)
     return ledger_id
+
+
+async def close_quietly(db: aiosqlite.Connection) -> None:
+    """Close a connection whose opening failed, keeping the failure that
+    stopped it: a close that fails too still stops aiosqlite's thread."""
+    with contextlib.suppress(Exception):
+        await db.close()
 
 
 async def reap(connection: aiosqlite.Connection) -> None:
