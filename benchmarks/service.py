@@ -32,13 +32,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,6 +55,31 @@ from _emulator import (
     run_worker,
     write_jobs,
 )
+
+#: Every run's folder, kept until the benchmark ends (`_kept_runs`). A run's
+#: 2 x N result files removed at once make the next minutes' file creations in
+#: that part of the disk slow on an ext4 without a journal (the kernel skips
+#: every recently freed inode, one by one, for each new file): removed after
+#: each run, the next runs measured the benchmark's own cleanup (the sink's
+#: thread, kernel CPU: 0.18 -> 0.81 -> 1.18 ms a job over three runs).
+_RUN_DIRS: list[Path] = []
+
+
+def _run_dir(prefix: str) -> Path:
+    """A new folder for one run, removed when the benchmark ends."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    _RUN_DIRS.append(path)
+    return path
+
+
+@contextlib.contextmanager
+def _kept_runs() -> Iterator[None]:
+    """Runs' folders stay until every run is done, then all go."""
+    try:
+        yield
+    finally:
+        while _RUN_DIRS:
+            shutil.rmtree(_RUN_DIRS.pop(), ignore_errors=True)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -105,38 +133,37 @@ def service_run(
     """`via_submit`: the jobs arrive by `submit --no-send` (its CPU counted with the
     service's), else reserved by this process (the service's CPU alone)."""
     emu.reset()
-    with tempfile.TemporaryDirectory(prefix="bench-service-") as d:
-        work = Path(d)
-        jobs, db, out, log = work / "jobs.jsonl", work / "ledger.db", work / "out", work / "run.log"
-        write_jobs(jobs, a.jobs, tag=f"svc-r{run}-")
-        cmd = [sys.executable, "-m", "reclaim_tui", "run", "--db", str(db), "--out", str(out)]
-        cmd += ["--base-url", emu.base_url, "--idle-sleep", "0.05", "--log", str(log)]
-        cmd += ["--first-poll", str(a.first_poll), "--transport", transport]
-        proc = subprocess.Popen(cmd, env=_env(), stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + 60
-            while not (log.exists() and "ready" in log.read_text()):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the service did not start: {proc.stderr.read()!r}")  # type: ignore[union-attr]
-                time.sleep(0.02)
-            time.sleep(0.5)  # warm: a few idle passes
-            cpu_before = _cpu_seconds(proc.pid)
-            start = time.perf_counter()
-            submit_cpu = _submit(db, jobs) if via_submit else 0.0
-            if not via_submit:
-                asyncio.run(_reserve(db, jobs))
-            while consumed_count(db) < a.jobs:
-                if time.perf_counter() - start > 600:
-                    raise RuntimeError("the service did not consume every job")
-                time.sleep(0.01)
-            elapsed = time.perf_counter() - start
-            # The warm service's own CPU, and submit's when it brought the jobs.
-            cpu = _cpu_seconds(proc.pid) - cpu_before + submit_cpu
-        finally:
-            proc.terminate()
-            proc.wait(30)
-        stopped = [json.loads(line) for line in log.read_text().splitlines()][-1]
-        assert stopped["event"] == "stopped", stopped
+    work = _run_dir("bench-service-")
+    jobs, db, out, log = work / "jobs.jsonl", work / "ledger.db", work / "out", work / "run.log"
+    write_jobs(jobs, a.jobs, tag=f"svc-r{run}-")
+    cmd = [sys.executable, "-m", "reclaim_tui", "run", "--db", str(db), "--out", str(out)]
+    cmd += ["--base-url", emu.base_url, "--idle-sleep", "0.05", "--log", str(log)]
+    cmd += ["--first-poll", str(a.first_poll), "--transport", transport]
+    proc = subprocess.Popen(cmd, env=_env(), stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and "ready" in log.read_text()):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the service did not start: {proc.stderr.read()!r}")  # type: ignore[union-attr]
+            time.sleep(0.02)
+        time.sleep(0.5)  # warm: a few idle passes
+        cpu_before = _cpu_seconds(proc.pid)
+        start = time.perf_counter()
+        submit_cpu = _submit(db, jobs) if via_submit else 0.0
+        if not via_submit:
+            asyncio.run(_reserve(db, jobs))
+        while consumed_count(db) < a.jobs:
+            if time.perf_counter() - start > 600:
+                raise RuntimeError("the service did not consume every job")
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - start
+        # The warm service's own CPU, and submit's when it brought the jobs.
+        cpu = _cpu_seconds(proc.pid) - cpu_before + submit_cpu
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    stopped = [json.loads(line) for line in log.read_text().splitlines()][-1]
+    assert stopped["event"] == "stopped", stopped
     return {"seconds": elapsed, "cpu_ms_per_job": 1000 * cpu / a.jobs}
 
 
@@ -144,17 +171,16 @@ def other_run(
     emu: EmulatorProcess, which: str, a: argparse.Namespace, run: int
 ) -> dict[str, float]:
     emu.reset()
-    with tempfile.TemporaryDirectory(prefix=f"bench-{which}-") as d:
-        work = Path(d)
-        jobs, db, out = work / "jobs.jsonl", work / "ledger.db", work / "out"
-        write_jobs(jobs, a.jobs, tag=f"{which}-r{run}-")
-        if which == "tick loop":
-            cmd = ours_cmd(
-                emu.base_url, db, jobs, out, interval=0, concurrency=16, first_poll=a.first_poll
-            )
-        else:
-            cmd = baseline_cmd(emu.base_url, db, jobs, out, ticks=2, interval=0)
-        r = run_worker(cmd, db, a.jobs)
+    work = _run_dir(f"bench-{which}-")
+    jobs, db, out = work / "jobs.jsonl", work / "ledger.db", work / "out"
+    write_jobs(jobs, a.jobs, tag=f"{which}-r{run}-")
+    if which == "tick loop":
+        cmd = ours_cmd(
+            emu.base_url, db, jobs, out, interval=0, concurrency=16, first_poll=a.first_poll
+        )
+    else:
+        cmd = baseline_cmd(emu.base_url, db, jobs, out, ticks=2, interval=0)
+    r = run_worker(cmd, db, a.jobs)
     return {"seconds": r.seconds, "cpu_ms_per_job": 1000 * r.cpu / a.jobs}
 
 
@@ -170,16 +196,15 @@ def dbos_run(
     emu: EmulatorProcess, python: str, a: argparse.Namespace, run: int
 ) -> dict[str, float]:
     emu.reset()
-    with tempfile.TemporaryDirectory(prefix="bench-dbos-") as d:
-        work = Path(d)
-        jobs, db, out = work / "jobs.jsonl", work / "progress.db", work / "out"
-        write_jobs(jobs, a.jobs, tag=f"dbos-r{run}-")
-        cmd = [python, str(Path(__file__).resolve().parent / "_dbos_worker.py")]
-        cmd += ["--base-url", emu.base_url, "--db", str(db), "--jobs", str(jobs)]
-        cmd += ["--out", str(out), "--first-poll", str(a.first_poll)]
-        r = run_worker(cmd, db, a.jobs)
-        delivered = len(list(out.glob("*.md")))
-        assert delivered == a.jobs, f"DBOS delivered {delivered} of {a.jobs}"
+    work = _run_dir("bench-dbos-")
+    jobs, db, out = work / "jobs.jsonl", work / "progress.db", work / "out"
+    write_jobs(jobs, a.jobs, tag=f"dbos-r{run}-")
+    cmd = [python, str(Path(__file__).resolve().parent / "_dbos_worker.py")]
+    cmd += ["--base-url", emu.base_url, "--db", str(db), "--jobs", str(jobs)]
+    cmd += ["--out", str(out), "--first-poll", str(a.first_poll)]
+    r = run_worker(cmd, db, a.jobs)
+    delivered = len(list(out.glob("*.md")))
+    assert delivered == a.jobs, f"DBOS delivered {delivered} of {a.jobs}"
     return {"seconds": r.seconds, "cpu_ms_per_job": 1000 * r.cpu / a.jobs}
 
 
@@ -204,7 +229,7 @@ def main() -> None:
     elif not a.service_only:
         print(f"DBOS: skipped, no dbos importable by {a.dbos_python} (see the docstring)")
     results: dict[str, list[dict[str, float]]] = {d: [] for d in designs}
-    with EmulatorProcess("--latency", "0") as emu:
+    with EmulatorProcess("--latency", "0") as emu, _kept_runs():
         for run in range(a.runs):
             results["service (warm)"].append(service_run(emu, a, run))
             for design, transport in more.items():
