@@ -26,19 +26,27 @@ same emulator process (latency 0, reset between runs):
 first row, "service (warm)", is the default transport, aiohttp; the others are
 named by theirs);
 `--service-only`: the warm service rows alone (no submit, tick loop, baseline, DBOS).
+
+"of it kernel": the part of the warm service's own CPU a job that is the
+kernel's (/proc's system time): on a disk, the result files' creation, the
+fsyncs and the WAL's writes; on a tmpfs, little. Every run's folder is kept
+until the benchmark ends (`_run_dir`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,11 +61,42 @@ from _emulator import (
     write_jobs,
 )
 
+#: Every run's folder, kept until the benchmark ends (`_kept_runs`). A run's
+#: 2 x N result files removed at once make the next minutes' file creations in
+#: that part of the disk slow on an ext4 without a journal (the kernel skips
+#: every recently freed inode, one by one, for each new file): removed after
+#: each run, the next runs measured the benchmark's own cleanup (the sink's
+#: thread, kernel CPU: 0.18 -> 0.81 -> 1.18 ms a job over three runs).
+_RUN_DIRS: list[Path] = []
+
+
+def _run_dir(prefix: str) -> Path:
+    """A new folder for one run, removed when the benchmark ends."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    _RUN_DIRS.append(path)
+    return path
+
+
+@contextlib.contextmanager
+def _kept_runs() -> Iterator[None]:
+    """Runs' folders stay until every run is done, then all go."""
+    try:
+        yield
+    finally:
+        while _RUN_DIRS:
+            shutil.rmtree(_RUN_DIRS.pop(), ignore_errors=True)
+
+
+def _cpu_times(pid: int) -> tuple[float, float]:
+    """User and system (kernel) CPU of a running process (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
 
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU of a running process (Linux /proc), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(_cpu_times(pid))
 
 
 def _env() -> dict[str, str]:
@@ -105,56 +144,62 @@ def service_run(
     """`via_submit`: the jobs arrive by `submit --no-send` (its CPU counted with the
     service's), else reserved by this process (the service's CPU alone)."""
     emu.reset()
-    with tempfile.TemporaryDirectory(prefix="bench-service-") as d:
-        work = Path(d)
-        jobs, db, out, log = work / "jobs.jsonl", work / "ledger.db", work / "out", work / "run.log"
-        write_jobs(jobs, a.jobs, tag=f"svc-r{run}-")
-        cmd = [sys.executable, "-m", "reclaim_tui", "run", "--db", str(db), "--out", str(out)]
-        cmd += ["--base-url", emu.base_url, "--idle-sleep", "0.05", "--log", str(log)]
-        cmd += ["--first-poll", str(a.first_poll), "--transport", transport]
-        proc = subprocess.Popen(cmd, env=_env(), stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + 60
-            while not (log.exists() and "ready" in log.read_text()):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the service did not start: {proc.stderr.read()!r}")  # type: ignore[union-attr]
-                time.sleep(0.02)
-            time.sleep(0.5)  # warm: a few idle passes
-            cpu_before = _cpu_seconds(proc.pid)
-            start = time.perf_counter()
-            submit_cpu = _submit(db, jobs) if via_submit else 0.0
-            if not via_submit:
-                asyncio.run(_reserve(db, jobs))
-            while consumed_count(db) < a.jobs:
-                if time.perf_counter() - start > 600:
-                    raise RuntimeError("the service did not consume every job")
-                time.sleep(0.01)
-            elapsed = time.perf_counter() - start
-            # The warm service's own CPU, and submit's when it brought the jobs.
-            cpu = _cpu_seconds(proc.pid) - cpu_before + submit_cpu
-        finally:
-            proc.terminate()
-            proc.wait(30)
-        stopped = [json.loads(line) for line in log.read_text().splitlines()][-1]
-        assert stopped["event"] == "stopped", stopped
-    return {"seconds": elapsed, "cpu_ms_per_job": 1000 * cpu / a.jobs}
+    work = _run_dir("bench-service-")
+    jobs, db, out, log = work / "jobs.jsonl", work / "ledger.db", work / "out", work / "run.log"
+    write_jobs(jobs, a.jobs, tag=f"svc-r{run}-")
+    cmd = [sys.executable, "-m", "reclaim_tui", "run", "--db", str(db), "--out", str(out)]
+    cmd += ["--base-url", emu.base_url, "--idle-sleep", "0.05", "--log", str(log)]
+    cmd += ["--first-poll", str(a.first_poll), "--transport", transport]
+    proc = subprocess.Popen(cmd, env=_env(), stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and "ready" in log.read_text()):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the service did not start: {proc.stderr.read()!r}")  # type: ignore[union-attr]
+            time.sleep(0.02)
+        time.sleep(0.5)  # warm: a few idle passes
+        user_before, kernel_before = _cpu_times(proc.pid)
+        start = time.perf_counter()
+        submit_cpu = _submit(db, jobs) if via_submit else 0.0
+        if not via_submit:
+            asyncio.run(_reserve(db, jobs))
+        while consumed_count(db) < a.jobs:
+            if time.perf_counter() - start > 600:
+                raise RuntimeError("the service did not consume every job")
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - start
+        # The warm service's own CPU, and submit's when it brought the jobs.
+        user, kernel = _cpu_times(proc.pid)
+        user, kernel = user - user_before, kernel - kernel_before
+        cpu = user + kernel + submit_cpu
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    stopped = [json.loads(line) for line in log.read_text().splitlines()][-1]
+    assert stopped["event"] == "stopped", stopped
+    # The kernel's share of the service's own CPU: on a disk, file creations,
+    # fsyncs and the WAL's writes are most of it.
+    return {
+        "seconds": elapsed,
+        "cpu_ms_per_job": 1000 * cpu / a.jobs,
+        "kernel_ms_per_job": 1000 * kernel / a.jobs,
+    }
 
 
 def other_run(
     emu: EmulatorProcess, which: str, a: argparse.Namespace, run: int
 ) -> dict[str, float]:
     emu.reset()
-    with tempfile.TemporaryDirectory(prefix=f"bench-{which}-") as d:
-        work = Path(d)
-        jobs, db, out = work / "jobs.jsonl", work / "ledger.db", work / "out"
-        write_jobs(jobs, a.jobs, tag=f"{which}-r{run}-")
-        if which == "tick loop":
-            cmd = ours_cmd(
-                emu.base_url, db, jobs, out, interval=0, concurrency=16, first_poll=a.first_poll
-            )
-        else:
-            cmd = baseline_cmd(emu.base_url, db, jobs, out, ticks=2, interval=0)
-        r = run_worker(cmd, db, a.jobs)
+    work = _run_dir(f"bench-{which}-")
+    jobs, db, out = work / "jobs.jsonl", work / "ledger.db", work / "out"
+    write_jobs(jobs, a.jobs, tag=f"{which}-r{run}-")
+    if which == "tick loop":
+        cmd = ours_cmd(
+            emu.base_url, db, jobs, out, interval=0, concurrency=16, first_poll=a.first_poll
+        )
+    else:
+        cmd = baseline_cmd(emu.base_url, db, jobs, out, ticks=2, interval=0)
+    r = run_worker(cmd, db, a.jobs)
     return {"seconds": r.seconds, "cpu_ms_per_job": 1000 * r.cpu / a.jobs}
 
 
@@ -170,16 +215,15 @@ def dbos_run(
     emu: EmulatorProcess, python: str, a: argparse.Namespace, run: int
 ) -> dict[str, float]:
     emu.reset()
-    with tempfile.TemporaryDirectory(prefix="bench-dbos-") as d:
-        work = Path(d)
-        jobs, db, out = work / "jobs.jsonl", work / "progress.db", work / "out"
-        write_jobs(jobs, a.jobs, tag=f"dbos-r{run}-")
-        cmd = [python, str(Path(__file__).resolve().parent / "_dbos_worker.py")]
-        cmd += ["--base-url", emu.base_url, "--db", str(db), "--jobs", str(jobs)]
-        cmd += ["--out", str(out), "--first-poll", str(a.first_poll)]
-        r = run_worker(cmd, db, a.jobs)
-        delivered = len(list(out.glob("*.md")))
-        assert delivered == a.jobs, f"DBOS delivered {delivered} of {a.jobs}"
+    work = _run_dir("bench-dbos-")
+    jobs, db, out = work / "jobs.jsonl", work / "progress.db", work / "out"
+    write_jobs(jobs, a.jobs, tag=f"dbos-r{run}-")
+    cmd = [python, str(Path(__file__).resolve().parent / "_dbos_worker.py")]
+    cmd += ["--base-url", emu.base_url, "--db", str(db), "--jobs", str(jobs)]
+    cmd += ["--out", str(out), "--first-poll", str(a.first_poll)]
+    r = run_worker(cmd, db, a.jobs)
+    delivered = len(list(out.glob("*.md")))
+    assert delivered == a.jobs, f"DBOS delivered {delivered} of {a.jobs}"
     return {"seconds": r.seconds, "cpu_ms_per_job": 1000 * r.cpu / a.jobs}
 
 
@@ -204,7 +248,7 @@ def main() -> None:
     elif not a.service_only:
         print(f"DBOS: skipped, no dbos importable by {a.dbos_python} (see the docstring)")
     results: dict[str, list[dict[str, float]]] = {d: [] for d in designs}
-    with EmulatorProcess("--latency", "0") as emu:
+    with EmulatorProcess("--latency", "0") as emu, _kept_runs():
         for run in range(a.runs):
             results["service (warm)"].append(service_run(emu, a, run))
             for design, transport in more.items():
@@ -226,9 +270,11 @@ def main() -> None:
         seconds = median([r["seconds"] for r in results[d]])
         rate[d] = a.jobs / seconds
         cpu = median([r["cpu_ms_per_job"] for r in results[d]])
-        rows.append([d, a.jobs, f"{seconds:.2f}", f"{rate[d]:.0f}", f"{cpu:.2f}"])
+        kernels = [r["kernel_ms_per_job"] for r in results[d] if "kernel_ms_per_job" in r]
+        kernel = f"{median(kernels):.2f}" if kernels else "–"
+        rows.append([d, a.jobs, f"{seconds:.2f}", f"{rate[d]:.0f}", f"{cpu:.2f}", kernel])
     print(f"\nEmulator latency 0, first poll {a.first_poll:g} s, {a.runs} runs each, medians")
-    print(table(["design", "jobs", "seconds", "jobs/s", "CPU ms/job"], rows))
+    print(table(["design", "jobs", "seconds", "jobs/s", "CPU ms/job", "of it kernel"], rows))
     for design in more:
         cpu = {d: median([r["cpu_ms_per_job"] for r in results[d]]) for d in results}
         print(f"{design} / service (warm), CPU a job: {cpu[design] / cpu['service (warm)']:.2f}x")

@@ -58,3 +58,35 @@ def test_the_service_profile_puts_the_event_loop_in_its_own_bucket() -> None:
     ]
     assert bucket([*root, *ours, "send (httpcore/_async/connection.py:101)"]) == "HTTP stack"
     assert bucket([*root, *ours, "loads (json/__init__.py:346)"]) == "ours"
+
+
+def test_the_service_benchmark_keeps_every_runs_files_until_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run's folder (ledger, 2 x N result files) was removed as the run ended: on
+    an ext4 without a journal the kernel then skips every recently freed inode, one by
+    one, for each file the next runs create, so the later runs measured the benchmark's
+    own cleanup (the sink's thread, kernel CPU, rose run after run). Every run's folder
+    now stays until all runs are done, then all go, an error included."""
+    import sys
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import service
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    with pytest.raises(RuntimeError), service._kept_runs():
+        first = service._run_dir("bench-service-")
+        (first / "out").mkdir()
+        (first / "out" / "k.md").write_text("x")
+        second = service._run_dir("bench-tick loop-")
+        assert first.parent == second.parent == tmp_path
+        assert (first / "out" / "k.md").exists() and second.is_dir()
+        raise RuntimeError("a run failed")
+    assert list(tmp_path.iterdir()) == []
+    # Every leg's folder comes from it: none is removed as its run ends.
+    source = (ROOT / "benchmarks" / "service.py").read_text()
+    assert "TemporaryDirectory" not in source
+    assert source.count("_run_dir(") == 4  # its definition and the three legs
