@@ -346,9 +346,20 @@ def _text_row(kind: str, where: str) -> str:
     return f"{where}: {kind}"
 
 
-def script(presses: int) -> list[tuple[str, str]]:
-    """A realistic mix: tab switches, cursor runs, window paging."""
-    steps: list[tuple[str, str]] = []
+def script(presses: int, each: int = 0) -> list[tuple[str, str]]:
+    """A realistic mix: tab switches, cursor runs, window paging; with
+    `each`, a shorter cycle (a tab, a cursor move down, the last window, a
+    cursor move up, the first window, a cursor move down) repeated until
+    every kind has `each` presses, enough for a p99 per kind."""
+    if each:
+        steps, tabs = [], "12345678"
+        for n in range(each):
+            steps.append((tabs[n % 8], "tab"))
+            steps += [("down", "cursor"), ("G", "page"), ("up", "cursor"), ("g", "page")]
+            if n % 2:
+                steps.append(("down", "cursor"))
+        return steps
+    steps = []
     tabs = "12345678"
     n = 0
     while len(steps) < presses:
@@ -367,7 +378,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def measure(
-    db: str, base_url: str, presses: int, out: Path, engine: str, texts: list[tuple[str, str]]
+    db: str,
+    base_url: str,
+    presses: int,
+    out: Path,
+    engine: str,
+    texts: list[tuple[str, str]],
+    each: int = 0,
 ) -> dict[str, list[float]]:
     settings = Settings(db=db, base_url=base_url, out=str(out))
     # Imports and (thread) the SDK client are built here: not the UI's time.
@@ -381,7 +398,7 @@ async def measure(
         await wait_for(lambda: bool(app.state.counts), 30.0)
         timings["first counts"] = [time.perf_counter() - t0]
         await pilot.pause(3.0)  # let the loop reach its stride
-        for key, kind in script(presses):
+        for key, kind in script(presses, each):
             rows = app.table.row_count
             if kind == "cursor" and rows < 2:
                 continue  # nothing to move to in a one-row tab
@@ -458,6 +475,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--inflight", type=int, default=1000)
     parser.add_argument("--presses", type=int, default=200)
+    parser.add_argument(
+        "--each",
+        type=int,
+        default=0,
+        help="instead of --presses' mix, at least this many presses of each kind"
+        " (tab, page, cursor): ~200 each gives a p99 per kind",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--engine", choices=("process", "thread"), default="process")
     parser.add_argument(
@@ -511,7 +535,7 @@ def main() -> None:
         seconds = asyncio.run(seed_inflight(db, base_url, args.inflight, workdir / "out"))
         print(f"{args.inflight} jobs in flight on the emulator (created in {seconds:.1f}s)")
         timings = asyncio.run(
-            measure(db, base_url, args.presses, workdir / "out", args.engine, texts)
+            measure(db, base_url, args.presses, workdir / "out", args.engine, texts, args.each)
         )
         print(
             f"ledger: {where}, {args.rows:,} synthetic rows + {args.inflight} live; loop every 2 s"
