@@ -52,6 +52,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual import events
 
@@ -239,6 +240,26 @@ def key_event(key: str) -> events.Key:
 
 #: What never showed its effect within wait_for's limit: (what, the key or text).
 TIMEOUTS: list[tuple[str, str]] = []
+#: With --drawn: per key, (kind, UI CPU from the key until a frame showed
+#: all of its effect: the window, the cursor and the row's detail).
+DRAWN: list[tuple[str, float]] | None = None
+#: The last key's UI CPU until its effect was shown (not drawn).
+EFFECT_CPU = [0.0]
+#: What the last frame showed: (windows drawn, cursor row, details shown, cursor's key).
+LAST_FRAME: list[tuple[int, int, int, str | None] | None] = [None]
+
+
+def watch_frames(app: ReclaimApp) -> None:
+    """Note what each frame shows (wraps the app's display: Textual's
+    private name, in this benchmark's process only)."""
+    real = app._display
+
+    def display(screen: Any, renderable: Any) -> None:
+        table, pane = app.table, app.query_one(DetailPane)
+        LAST_FRAME[0] = (table.renders, table.cursor_row, pane.shows, table.current_idem())
+        real(screen, renderable)
+
+    app._display = display  # type: ignore[method-assign]
 
 
 async def press_and_wait(app: ReclaimApp, key: str, kind: str) -> float:
@@ -247,6 +268,7 @@ async def press_and_wait(app: ReclaimApp, key: str, kind: str) -> float:
     table = app.table
     pane = app.query_one(DetailPane)
     renders, index, shows = table.renders, table.cursor_row, pane.shows
+    cpu0 = time.thread_time()
     t0 = time.perf_counter()
     app.post_message(key_event(key))
     if kind == "cursor":
@@ -262,7 +284,19 @@ async def press_and_wait(app: ReclaimApp, key: str, kind: str) -> float:
         )
     if not done:
         TIMEOUTS.append((kind, key))
-    return time.perf_counter() - t0
+    spent = time.perf_counter() - t0
+    EFFECT_CPU[0] = time.thread_time() - cpu0
+    if DRAWN is not None:
+        # The whole key: on until a frame shows its window and its row's detail.
+        def drawn() -> bool:
+            frame = LAST_FRAME[0]
+            now = (table.renders, table.cursor_row, pane.shows, table.current_idem())
+            return frame == now and pane.shown_idem == table.current_idem()
+
+        if not await wait_for(drawn, 5.0):
+            TIMEOUTS.append((f"{kind} drawn", key))
+        DRAWN.append((kind, time.thread_time() - cpu0))
+    return spent
 
 
 async def apply_filter(app: ReclaimApp, text: str) -> float:
@@ -346,9 +380,20 @@ def _text_row(kind: str, where: str) -> str:
     return f"{where}: {kind}"
 
 
-def script(presses: int) -> list[tuple[str, str]]:
-    """A realistic mix: tab switches, cursor runs, window paging."""
-    steps: list[tuple[str, str]] = []
+def script(presses: int, each: int = 0) -> list[tuple[str, str]]:
+    """A realistic mix: tab switches, cursor runs, window paging; with
+    `each`, a shorter cycle (a tab, a cursor move down, the last window, a
+    cursor move up, the first window, a cursor move down) repeated until
+    every kind has `each` presses, enough for a p99 per kind."""
+    if each:
+        steps, tabs = [], "12345678"
+        for n in range(each):
+            steps.append((tabs[n % 8], "tab"))
+            steps += [("down", "cursor"), ("G", "page"), ("up", "cursor"), ("g", "page")]
+            if n % 2:
+                steps.append(("down", "cursor"))
+        return steps
+    steps = []
     tabs = "12345678"
     n = 0
     while len(steps) < presses:
@@ -367,7 +412,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def measure(
-    db: str, base_url: str, presses: int, out: Path, engine: str, texts: list[tuple[str, str]]
+    db: str,
+    base_url: str,
+    presses: int,
+    out: Path,
+    engine: str,
+    texts: list[tuple[str, str]],
+    each: int = 0,
 ) -> dict[str, list[float]]:
     settings = Settings(db=db, base_url=base_url, out=str(out))
     # Imports and (thread) the SDK client are built here: not the UI's time.
@@ -376,12 +427,14 @@ async def measure(
     t0 = time.perf_counter()
     timings: dict[str, list[float]] = {}
     async with app.run_test(size=(160, 50)) as pilot:
+        if DRAWN is not None:
+            watch_frames(app)
         await wait_for(lambda: app.table.row_count > 0, 30.0)
         timings["first paint"] = [time.perf_counter() - t0]
         await wait_for(lambda: bool(app.state.counts), 30.0)
         timings["first counts"] = [time.perf_counter() - t0]
         await pilot.pause(3.0)  # let the loop reach its stride
-        for key, kind in script(presses):
+        for key, kind in script(presses, each):
             rows = app.table.row_count
             if kind == "cursor" and rows < 2:
                 continue  # nothing to move to in a one-row tab
@@ -391,9 +444,8 @@ async def measure(
                 kind = "page" if app.table.has_before else "skip"
             if kind == "skip":
                 continue
-            cpu = time.thread_time()
             spent = await press_and_wait(app, key, kind)
-            used = time.thread_time() - cpu
+            used = EFFECT_CPU[0]
             timings.setdefault("_ui_cpu", []).append(used)
             timings.setdefault(f"_ui_cpu {kind}", []).append(used)
             if os.environ.get("BENCH_DEBUG"):
@@ -448,6 +500,14 @@ def report(timings: dict[str, list[float]]) -> None:
                 f"{'  UI CPU, ' + kind:<22} {len(cpu):>5} {pct(cpu, 0.5) * 1000:>9.1f}"
                 f" {pct(cpu, 0.99) * 1000:>9.1f} {max(cpu) * 1000:>9.1f}"
             )
+    for kind in ("tab", "page", "cursor"):
+        drawn = [cpu for k, cpu in DRAWN or () if k == kind]
+        if drawn:
+            print(
+                f"{'  … until drawn, ' + kind:<22} {len(drawn):>5} {pct(drawn, 0.5) * 1000:>9.1f}"
+                f" {pct(drawn, 0.99) * 1000:>9.1f} {max(drawn) * 1000:>9.1f}"
+                "   (UI CPU until a frame shows the window, the cursor and the detail)"
+            )
     print(f"loop log lines during the run: {int(timings['_ticks'][0])}")
     if TIMEOUTS:
         print(f"never shown (timed out, counted at the limit): {TIMEOUTS}")
@@ -458,6 +518,19 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--inflight", type=int, default=1000)
     parser.add_argument("--presses", type=int, default=200)
+    parser.add_argument(
+        "--drawn",
+        action="store_true",
+        help="also measure each key's UI CPU until a frame shows all of its effect"
+        " (the window, the cursor, the row's detail); the keys are paced by it",
+    )
+    parser.add_argument(
+        "--each",
+        type=int,
+        default=0,
+        help="instead of --presses' mix, at least this many presses of each kind"
+        " (tab, page, cursor): ~200 each gives a p99 per kind",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--engine", choices=("process", "thread"), default="process")
     parser.add_argument(
@@ -478,6 +551,8 @@ def main() -> None:
         " a throwaway server for this run",
     )
     args = parser.parse_args()
+    global DRAWN
+    DRAWN = [] if args.drawn else None
     # `timeout`'s SIGTERM unwinds like Ctrl-C: the emulator, the run's
     # database and a throwaway server are cleaned up by the finally below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -511,7 +586,7 @@ def main() -> None:
         seconds = asyncio.run(seed_inflight(db, base_url, args.inflight, workdir / "out"))
         print(f"{args.inflight} jobs in flight on the emulator (created in {seconds:.1f}s)")
         timings = asyncio.run(
-            measure(db, base_url, args.presses, workdir / "out", args.engine, texts)
+            measure(db, base_url, args.presses, workdir / "out", args.engine, texts, args.each)
         )
         print(
             f"ledger: {where}, {args.rows:,} synthetic rows + {args.inflight} live; loop every 2 s"

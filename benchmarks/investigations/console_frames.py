@@ -11,6 +11,15 @@ effect shown. Prints the keys above the 90th percentile of UI CPU with what
 ran in them, and per kind of key the mean of each part in the slow keys
 against the others. Uses Textual's private names: an investigation, not the
 console.
+
+Then, per kind of key, each key's UI CPU split into exclusive parts (each
+CPU moment charged to the innermost part running: the table's rows built
+and drawn, the detail, CSS styles applied, layout, the compositor and the
+driver's write, the other widgets' drawing, the garbage collector, and the
+rest: message dispatch, handlers, the event loop), as the mean ms per key,
+its share, and the mean at the keys of the top 1 % (the p99's keys); with
+counts per key (frames, layouts, widgets restyled, table rows built).
+A name missing in the tree measured (an older one) is left unpatched.
 """
 
 from __future__ import annotations
@@ -37,6 +46,50 @@ from reclaim_tui.tui.widgets import ledger_table, line_rows
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.loop_log import LoopLog
 from reclaim_tui.tui.widgets.throughput import Throughput
+
+#: Exclusive CPU of the current key by group, and counts by name.
+GROUPS: dict[str, float] = defaultdict(float)
+COUNTS: dict[str, int] = defaultdict(int)
+#: One record per key: (kind, CPU seconds, groups, counts).
+SPLITS: list[tuple[str, float, dict[str, float], dict[str, int]]] = []
+_stack: list[str] = []
+_mark: list[float] = [0.0]
+
+
+def _charge(now: float) -> None:
+    GROUPS[_stack[-1] if _stack else "rest"] += now - _mark[0]
+    _mark[0] = now
+
+
+def enter(group: str) -> None:
+    _charge(time.thread_time())
+    _stack.append(group)
+
+
+def leave() -> None:
+    _charge(time.thread_time())
+    _stack.pop()
+
+
+def grouped(group: str, fn: Callable[..., Any], count: str | None = None) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if count:
+            COUNTS[count] += 1
+        enter(group)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            leave()
+
+    return wrapper
+
+
+def group(owner: Any, attr: str, name: str, count: str | None = None) -> None:
+    fn = getattr(owner, attr, None)
+    if fn is not None:
+        setattr(owner, attr, grouped(name, fn, count))
+
 
 #: The current key's parts: name → [CPU seconds, calls].
 PARTS: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
@@ -75,6 +128,19 @@ def render_lines_by_class() -> None:
     real = Widget.render_lines
 
     def render_lines(self: Widget, crop: Any) -> Any:
+        kind = type(self).__name__
+        if kind in ("DetailBody", "DetailPane"):
+            enter("detail")
+        elif isinstance(self, line_rows.LineRows):
+            enter("table rows")
+        else:
+            enter("other widgets drawn")
+        try:
+            return _render_lines(self, crop)
+        finally:
+            leave()
+
+    def _render_lines(self: Widget, crop: Any) -> Any:
         name = f"render_lines {type(self).__name__}"
         if type(self).__name__ == "ScrollBar":
             owner = self.parent
@@ -91,6 +157,13 @@ def render_lines_by_class() -> None:
     real_lr = line_rows.LineRows.render_lines
 
     def lr(self: Any, crop: Any) -> Any:
+        enter("table rows")
+        try:
+            return _lr(self, crop)
+        finally:
+            leave()
+
+    def _lr(self: Any, crop: Any) -> Any:
         t0 = time.thread_time()
         try:
             return real_lr(self, crop)
@@ -107,8 +180,10 @@ _gc_start: list[float] = [0.0]
 
 def gc_callback(phase: str, info: dict[str, int]) -> None:
     if phase == "start":
+        enter("gc")
         _gc_start[0] = time.thread_time()
     else:
+        leave()
         part = PARTS[f"gc gen{info['generation']}"]
         part[0] += time.thread_time() - _gc_start[0]
         part[1] += 1
@@ -167,6 +242,7 @@ def install() -> None:
     patch(Screen, "_compositor_refresh", "Screen._compositor_refresh")
     patch(App, "_display", "App._display")
     render_lines_by_class()
+    install_groups()
     gc.callbacks.append(gc_callback)
     causes()
 
@@ -174,12 +250,62 @@ def install() -> None:
 
     async def press_and_wait(app: Any, key: str, kind: str) -> float:
         PARTS.clear()
-        t0 = time.thread_time()
+        GROUPS.clear()
+        COUNTS.clear()
+        t0 = _mark[0] = time.thread_time()
         spent = await real_press(app, key, kind)
-        KEYS.append((kind, key, time.thread_time() - t0, {k: list(v) for k, v in PARTS.items()}))
+        cpu = time.thread_time() - t0
+        KEYS.append((kind, key, cpu, {k: list(v) for k, v in PARTS.items()}))
+        GROUPS["rest"] += cpu - sum(GROUPS.values())
+        SPLITS.append((kind, cpu, dict(GROUPS), dict(COUNTS)))
         return spent
 
     console_load.press_and_wait = press_and_wait
+
+
+def install_groups() -> None:
+    """The exclusive parts (module docstring), outermost patches last."""
+    from textual._compositor import Compositor
+    from textual.css.stylesheet import Stylesheet
+
+    group(Stylesheet, "apply", "styles", "widgets restyled")
+    group(Compositor, "reflow", "layout", "layouts")
+    group(Compositor, "reflow_visible", "layout", "scroll reflows")
+    group(Compositor, "render_update", "compositor", "frames")
+    group(App, "_display", "compositor")
+    group(ledger_table, "row_cells", "table rows", "table rows built")
+    group(ledger_table.LedgerTable, "show_rows", "table rows", "windows shown")
+    group(DetailPane, "show", "detail", "details shown")
+    group(DetailPane, "redraw", "detail", "details redrawn")
+
+
+def split_summary() -> None:
+    """Per kind: the mean of each exclusive part, its share, and at the p99's keys."""
+    kinds: dict[str, list[tuple[str, float, dict[str, float], dict[str, int]]]] = defaultdict(list)
+    for record in SPLITS:
+        kinds[record[0]].append(record)
+    for kind, records in kinds.items():
+        cpus = sorted(r[1] for r in records)
+        p99 = console_load.pct(cpus, 0.99)
+        top = [r for r in records if r[1] >= p99]
+        total = sum(cpus) / len(cpus)
+        print(
+            f"\n== {kind}: {len(records)} keys; UI CPU p50 {console_load.pct(cpus, 0.5) * 1e3:.1f}"
+            f" ms, p99 {p99 * 1e3:.1f} ms, mean {total * 1e3:.1f} ms"
+        )
+        print(f"  {'part':<22} {'mean ms':>8} {'share':>6} {'p99 keys ms':>12}")
+        names = sorted(
+            {n for r in records for n in r[2]}, key=lambda n: -sum(r[2].get(n, 0) for r in records)
+        )
+        for name in names:
+            mean = sum(r[2].get(name, 0.0) for r in records) / len(records)
+            at_top = sum(r[2].get(name, 0.0) for r in top) / len(top)
+            print(f"  {name:<22} {mean * 1e3:>8.2f} {mean / total:>6.0%} {at_top * 1e3:>12.2f}")
+        counted = sorted({n for r in records for n in r[3]})
+        said = ", ".join(
+            f"{n} {sum(r[3].get(n, 0) for r in records) / len(records):.1f}" for n in counted
+        )
+        print(f"  per key (mean): {said}")
 
 
 def summary() -> None:
@@ -218,3 +344,4 @@ if __name__ == "__main__":
         console_load.main()
     finally:
         summary()
+        split_summary()

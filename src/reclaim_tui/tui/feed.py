@@ -24,6 +24,8 @@ from textual.widget import Widget
 from textual.worker import Worker
 
 from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import Detail
+from reclaim_tui.core.models import Row
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.ledger_health import LedgerHealth, LedgerReach
@@ -151,9 +153,34 @@ class LedgerFeed:
                     self._post_counts(counts)
                     return
         at = self._state.page_offset(window, move, len(page.rows))
-        self._screen.post_message(RowsChanged(page, view, at, cursor, counts))
+        try:
+            landing = await self._landing(reader, page.rows, cursor)
+        except asyncio.CancelledError:
+            self._post_counts(counts)  # as for the page: the one replacing it has none
+            raise
+        self._screen.post_message(RowsChanged(page, view, at, cursor, counts, landing))
         if cursor != "keep":  # a move ends when its cursor is on screen (key_order.py)
             await painted(self._screen.app, self._screen)
+
+    async def _landing(
+        self, reader: ConsoleReader, rows: list[Row], cursor: Cursor
+    ) -> tuple[str, Detail | None] | None:
+        """The detail of the row a move's cursor lands on (the top, the
+        bottom, a row index), read with its window: shown with the window,
+        the two are drawn in one frame instead of the detail a frame later
+        (after a worker of its own). None for "keep", or when it cannot be
+        read now (the screen then reads it as for any highlighted row)."""
+        if cursor == "keep" or not rows:
+            return None
+        if isinstance(cursor, int):
+            index = max(0, min(cursor if cursor >= 0 else len(rows) + cursor, len(rows) - 1))
+        else:
+            index = 0 if cursor == "top" else len(rows) - 1
+        idem = rows[index].idem
+        try:
+            return idem, await reader.detail(idem)
+        except (LedgerError, ValueError):
+            return None
 
     def _post_counts(self, counts: CountsChanged | None) -> None:
         if counts is not None:

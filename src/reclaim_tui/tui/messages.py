@@ -71,6 +71,9 @@ class RowsChanged(Message):
     cursor: Cursor
     #: The ledger's counts, read with the page (shown together, they agree).
     counts: CountsChanged | None = None
+    #: The detail of the row the cursor lands on, read with the page when a
+    #: move says which row that is: (its key, its detail).
+    landing: tuple[str, Detail | None] | None = None
 
 
 @dataclass

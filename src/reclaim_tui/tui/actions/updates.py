@@ -68,8 +68,14 @@ def rows_changed(screen: MainPort, event: RowsChanged) -> None:
         pane.forget_left(now)  # the operator moved on
     elif before is not None and not table.has_row(before.idem):
         left = before.idem
+    landing = event.landing
     if after is not None and (after != before or left):
-        load_detail(screen, after.idem, left)
+        if landing is not None and landing[0] == after.idem and not left:
+            # Read with the window: drawn in the window's frame.
+            screen.detail_for = after.idem
+            pane.show(landing[1], now)
+        else:
+            load_detail(screen, after.idem, left)
     elif after is None:
         note = (left, "the tab is empty now") if left else None
         pane.show(None, now, True, note)

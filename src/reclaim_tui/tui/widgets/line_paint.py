@@ -119,23 +119,31 @@ class Styles:
 def _cell_segments(
     part: CellPart, pre: Style, post: Style, styles: Styles, pad: int
 ) -> list[Segment]:
+    """The cell's segments, neighbours of one style already joined (the
+    line needs no pass to join them): its text in the text's style, the
+    padding and the fill around it in the cell's."""
     plain, text_style, justify, width = part
     plain_style, styled = styles.text(pre, Style.null(), post), styles.text(pre, text_style, post)
     room = max(0, width - 2 * pad)
     if cell_len(plain) > room:
         plain = set_cell_size(plain, room)
-    spaces = Segment(" " * pad, plain_style)
     fill = room - cell_len(plain)
     if justify == "right":
-        return [spaces, Segment(" " * fill + plain, styled), spaces]
-    if justify == "center":
-        left = fill // 2
-        middle = [Segment(" " * left, plain_style), Segment(plain, styled)]
-        return [spaces, *middle, Segment(" " * (fill - left), plain_style), spaces]
-    line = [spaces, Segment(plain, styled)]
-    if fill:
-        line.append(Segment(" " * fill, plain_style))
-    line.append(spaces)
+        before, after = fill, 0
+    elif justify == "center":
+        before = fill // 2
+        after = fill - before
+    else:
+        before, after = 0, fill
+    left, right = " " * (pad + before), " " * (after + pad)
+    if styled is plain_style or styled == plain_style or not plain:
+        return [Segment(left + plain + right, plain_style)]
+    if justify == "right":  # the fill before the text takes the text's style
+        left, plain = " " * pad, " " * before + plain
+    line = [Segment(left, plain_style)] if left else []
+    line.append(Segment(plain, styled))
+    if right:
+        line.append(Segment(right, plain_style))
     return line
 
 
@@ -165,5 +173,8 @@ def draw_line(
         segments.extend(_cell_segments(part, pre, post, styles, look.padding))
         table_width += part[3]
     fill, _ = styles.place(row, -1, row_style, cursor, hover, look)
-    segments.append(Segment(" " * max(0, width - table_width), fill))
-    return Strip(segments).crop(x, x + width).adjust_cell_length(width, base_style).simplify()
+    if width > table_width:
+        segments.append(Segment(" " * (width - table_width), fill))
+    # Neighbouring cells differ in style (each says its column, for the
+    # mouse): the segments are as few as they can be, with no pass to join them.
+    return Strip(segments).crop(x, x + width).adjust_cell_length(width, base_style)
