@@ -1,0 +1,202 @@
+"""The SQLite ledger's hot writes — a group commit, a claim, and a group
+commit that takes the next batch — each ONE call to aiosqlite's thread.
+
+A part of `SqliteLedger` (core/ledger/sqlite/ledger.py). `write()` hands
+every statement to the connection's thread on its own (BEGIN, each
+statement, each fetch, COMMIT), each hand-over a future, a queue put, the
+thread's wake-up and the event loop's. Here the transaction's statements
+are made ready on the event loop (core/ledger/sqlite/thread_writes.py) and
+the whole transaction — BEGIN IMMEDIATE, the statements, the text index's
+move when due, the service's generation bump, COMMIT — runs as one plain
+function in that thread (core/ledger/sqlite/aiosqlite_private.py).
+
+The transaction is the thread's from BEGIN to its end: it commits, or any
+exception rolls it back there, so no await of the event loop can leave it
+open. A cancelled caller does not stop it; the write lock is kept until
+the thread is done with it, and what it did (its commit, the generation it
+moved to) is recorded by the thread itself, so the next write and the next
+generation check see it. The caller is cancelled all the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import aiosqlite
+
+from reclaim_tui.core.ledger.claim_writes import claim_statement, pollable, sendable
+from reclaim_tui.core.ledger.port import Claim
+from reclaim_tui.core.ledger.schema import row_from_tuple
+from reclaim_tui.core.ledger.sqlite import thread_writes
+from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread, raw, settled
+from reclaim_tui.core.ledger.sqlite.schema import SEARCH_BATCH, map_sqlite_error
+from reclaim_tui.core.ledger.sqlite.writes import SEARCH_MOVES
+from reclaim_tui.core.models import Actor, Row, Transition
+from reclaim_tui.errors import LedgerReadOnlyError
+
+__all__ = ["HotWrites"]
+
+T = TypeVar("T")
+
+
+class HotWrites:
+    """Mixed into SqliteLedger: its hot write transactions, each one call
+    to the connection's thread."""
+
+    path: str
+    readonly: bool
+    claim_lock: str
+    _db: aiosqlite.Connection
+    _lock: asyncio.Lock
+    _search_queued: int
+
+    if TYPE_CHECKING:
+        from reclaim_tui.core.clock import Clock
+
+        clock: Clock
+
+        def _bump_generation_now(self, conn: sqlite3.Connection) -> None: ...
+
+        def _generation_committed(self) -> None: ...
+
+        async def _lease_free(self, owner: str, now: float) -> tuple[str, list[Any]]: ...
+
+    async def _in_thread(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """`body(conn)` as one `BEGIN IMMEDIATE` transaction, in ONE call to
+        the connection's thread (see the module's text)."""
+        if self.readonly:
+            raise LedgerReadOnlyError(f"{self.path}: opened read-only")
+        async with self._lock:
+            task = in_thread(self._db, self._whole, body)
+            try:
+                return await asyncio.shield(task)
+            except asyncio.CancelledError:
+                await settled(task)  # the lock is the thread's until it is done
+                raise
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, self.path) from exc
+
+    def _whole(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """In the connection's thread: the transaction around `body`."""
+        conn = raw(self._db)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            out = body(conn)
+            if self._search_queued >= SEARCH_BATCH:
+                for statement in SEARCH_MOVES:
+                    conn.execute(statement)
+                self._search_queued = 0
+            self._bump_generation_now(conn)  # a service's (core/ledger/sqlite/generation.py)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise
+        self._generation_committed()
+        return out
+
+    async def _batch(
+        self,
+        owner: str,
+        actor: Actor,
+        sending: Sequence[str],
+        transitions: Sequence[Transition],
+        claim: tuple[str, list[Any]] | None,
+    ) -> tuple[dict[str, Row], list[str], list[Row]]:
+        """A group commit's writes (and a claim after them) in one call."""
+        batch = thread_writes.prepare(owner, actor, sending, transitions, self.clock.now())
+        batch.claim = claim
+        self._search_queued += sum("handle" in t.changes for t in transitions)
+        marked, applied, claimed = await self._in_thread(
+            lambda conn: thread_writes.run(conn, batch)
+        )
+        rows = {}
+        for r in marked:
+            row = row_from_tuple(r[1:])
+            rows[row.idem] = row
+        return rows, applied, [row_from_tuple(r) for r in claimed]
+
+    async def write_batch(
+        self,
+        owner: str,
+        actor: Actor,
+        *,
+        sending: Sequence[str] = (),
+        transitions: Sequence[Transition] = (),
+    ) -> tuple[dict[str, Row], list[str]]:
+        """`LedgerBase.write_batch` in one call to the connection's thread."""
+        marked, applied, _ = await self._batch(owner, actor, sending, transitions, None)
+        return marked, applied
+
+    async def _claim(
+        self,
+        owner: str,
+        where: str,
+        params: Sequence[Any],
+        *,
+        limit: int,
+        lease_seconds: float,
+    ) -> Claim:
+        """`LedgerBase._claim` in one call to the connection's thread."""
+        sql, args = await claim_statement(self, owner, where, params, limit, lease_seconds)  # type: ignore[arg-type]
+        rows = await self._in_thread(lambda conn: conn.execute(sql, args).fetchall())
+        return Claim(owner, [row_from_tuple(r) for r in rows])
+
+    async def apply_and_claim_pollable(
+        self,
+        owner: str,
+        actor: Actor,
+        transitions: Sequence[Transition],
+        *,
+        limit: int,
+        lease_seconds: float,
+        exclude: Collection[str] = (),
+        now: float | None = None,
+    ) -> tuple[list[str], Claim]:
+        """`ClaimWrites.apply_and_claim_pollable` in one call to the thread."""
+        where, params = pollable(self.clock.now() if now is None else now, exclude)
+        _, applied, claim = await self._and_claim(
+            owner, actor, (), transitions, where, params, limit, lease_seconds
+        )
+        return applied, claim
+
+    async def write_and_claim_sendable(
+        self,
+        owner: str,
+        actor: Actor,
+        *,
+        sending: Sequence[str] = (),
+        transitions: Sequence[Transition] = (),
+        limit: int,
+        lease_seconds: float,
+        idems: Sequence[str] | None = None,
+    ) -> tuple[dict[str, Row], list[str], Claim]:
+        """`ClaimWrites.write_and_claim_sendable` in one call to the thread."""
+        where, params = sendable(self.clock.now(), idems)
+        return await self._and_claim(
+            owner, actor, sending, transitions, where, params, limit, lease_seconds
+        )
+
+    async def _and_claim(
+        self,
+        owner: str,
+        actor: Actor,
+        sending: Sequence[str],
+        transitions: Sequence[Transition],
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        lease_seconds: float,
+    ) -> tuple[dict[str, Row], list[str], Claim]:
+        """A group commit's writes, then a claim of up to `limit` rows
+        matching `where`: what the ledger holds once the writes applied."""
+        claim = None
+        if limit > 0:
+            claim = await claim_statement(self, owner, where, params, limit, lease_seconds)  # type: ignore[arg-type]
+        marked, applied, rows = await self._batch(owner, actor, sending, transitions, claim)
+        return marked, applied, Claim(owner, rows)

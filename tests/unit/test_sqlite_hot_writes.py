@@ -1,0 +1,140 @@
+"""The SQLite ledger's hot writes run a whole transaction in one call to
+aiosqlite's thread (core/ledger/sqlite/hot_writes.py; issue 39, fourth
+pass). What that must keep: an error anywhere inside rolls it back there;
+a cancelled caller leaves no transaction open and loses nothing of a commit
+that happened (its rows, the service's generation it moved to) — the write
+lock is held until the thread is done, so the next check or write sees it;
+a ledger put back under the service refuses the write, keeping nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.identity import LedgerReplacedError
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.sqlite import thread_writes
+from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread
+from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
+from reclaim_tui.core.models import Actor, JobSpec, Status, Transition
+from reclaim_tui.errors import LedgerError
+
+NOW = 1_800_000_000.0
+ME = "host-a|100|me"
+SPEC = JobSpec(input="a job", model="m").to_json()
+
+
+async def _ledger(path: Path) -> SqliteLedger:
+    ledger = await open_ledger(path, clock=ManualClock(NOW))
+    assert isinstance(ledger, SqliteLedger)
+    await ledger.insert_jobs([(f"k{n}", SPEC, "m") for n in range(6)], "test")
+    return ledger
+
+
+def _leased(path: Path) -> list[str]:
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT idem FROM jobs WHERE lease_owner = ? ORDER BY idem", (ME,))
+        return [r[0] for r in rows]
+
+
+def _events(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+
+
+async def test_a_cancelled_caller_keeps_the_commit_and_its_generation(tmp_path: Path) -> None:
+    db = tmp_path / "l.db"
+    ledger = await _ledger(db)
+    try:
+        await ledger.guard_generation(ME)
+        gate = threading.Event()
+        blocked = in_thread(ledger.connection, gate.wait)  # the thread is busy
+        claim = asyncio.ensure_future(ledger.claim_sendable(ME, limit=3, lease_seconds=60))
+        await asyncio.sleep(0)  # one step of the claim: it takes the lock, queues its call
+        assert ledger._lock.locked()
+        claim.cancel()
+        # Asked while the cancelled claim's transaction is still queued: it
+        # must wait for it and see the generation that transaction commits.
+        check = asyncio.ensure_future(ledger.generation_change())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not check.done()  # the lock is still the thread's
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await claim
+        assert await blocked is True
+        assert await check is None  # not "lost": the commit's generation is known
+        assert not ledger.connection.in_transaction
+        assert _leased(db) == ["k0", "k1", "k2"]  # the commit happened and is kept
+        again = await ledger.claim_sendable(ME, limit=10, lease_seconds=60)
+        assert [r.idem for r in again.rows] == ["k3", "k4", "k5"]
+        assert await ledger.generation_change() is None
+    finally:
+        await ledger.close()
+
+
+async def test_an_error_inside_rolls_the_whole_transaction_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "l.db"
+    ledger = await _ledger(db)
+    try:
+        claim = await ledger.claim_sendable(ME, limit=2, lease_seconds=60)
+        events = _events(db)
+        real = thread_writes.run
+
+        def fails_after(conn: sqlite3.Connection, batch: Any) -> Any:
+            real(conn, batch)  # every statement ran: the moves, events, the claim
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(thread_writes, "run", fails_after)
+        moves = [
+            Transition(r.idem, Status.RESERVING, Status.SUBMITTED, "created", {"handle": r.idem})
+            for r in claim.rows
+        ]
+        with pytest.raises(LedgerError):
+            await ledger.write_and_claim_sendable(
+                ME,
+                Actor.TICK,
+                sending=[r.idem for r in claim.rows],
+                transitions=moves,
+                limit=4,
+                lease_seconds=60,
+            )
+        monkeypatch.undo()
+        assert not ledger.connection.in_transaction
+        assert _events(db) == events  # no event of it
+        assert _leased(db) == ["k0", "k1"]  # no claim of it
+        rows = [await ledger.get(r.idem) for r in claim.rows]
+        assert all(r is not None and r.status is Status.RESERVING and r.attempts == 0 for r in rows)
+        _, applied = await ledger.write_batch(ME, Actor.TICK, transitions=moves)
+        assert sorted(applied) == ["k0", "k1"]  # and the connection writes on
+    finally:
+        await ledger.close()
+
+
+async def test_a_ledger_put_back_refuses_a_hot_write_and_keeps_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "l.db"
+    ledger = await _ledger(db)
+    try:
+        backup = tmp_path / "backup.db"
+        with sqlite3.connect(db) as live, sqlite3.connect(backup) as copy:
+            live.backup(copy)
+        await ledger.guard_generation(ME)
+        await ledger.claim_sendable(ME, limit=1, lease_seconds=60)
+        with sqlite3.connect(backup) as copy, sqlite3.connect(db) as live:
+            copy.backup(live)  # the ledger as it was before the service started
+        events = _events(db)
+        with pytest.raises(LedgerReplacedError):
+            await ledger.claim_sendable(ME, limit=3, lease_seconds=60)
+        assert not ledger.connection.in_transaction
+        assert _leased(db) == [] and _events(db) == events
+        assert await ledger.generation_change() is not None
+    finally:
+        await ledger.close()
