@@ -22,7 +22,14 @@ from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.sqlite import thread_writes
 from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread
 from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
-from reclaim_tui.core.models import Actor, JobSpec, Status, Transition
+from reclaim_tui.core.models import (
+    Actor,
+    JobSpec,
+    RemoteInteraction,
+    RemoteState,
+    Status,
+    Transition,
+)
 from reclaim_tui.errors import LedgerError
 
 NOW = 1_800_000_000.0
@@ -136,5 +143,57 @@ async def test_a_ledger_put_back_refuses_a_hot_write_and_keeps_nothing(tmp_path:
         assert not ledger.connection.in_transaction
         assert _leased(db) == [] and _events(db) == events
         assert await ledger.generation_change() is not None
+    finally:
+        await ledger.close()
+
+
+async def test_a_group_commits_events_and_results_are_one_insert_each(tmp_path: Path) -> None:
+    """Not a statement per row: one multi-row INSERT of the batch's events
+    (the marks' and the moves') and one of its results."""
+    db = tmp_path / "l.db"
+    clock = ManualClock(NOW)
+    ledger = await open_ledger(db, clock=clock)
+    assert isinstance(ledger, SqliteLedger)
+    try:
+        await ledger.insert_jobs([(f"k{n:02d}", SPEC, "m") for n in range(20)], "test")
+        claim = await ledger.claim_sendable(ME, limit=20, lease_seconds=60)
+        keys = [r.idem for r in claim.rows]
+        marked, _ = await ledger.write_batch(ME, Actor.TICK, sending=keys)
+        assert len(marked) == 20
+        submitted = [
+            Transition(
+                k,
+                Status.RESERVING,
+                Status.SUBMITTED,
+                "created",
+                {"handle": f"h-{k}", "inflight": 0},
+            )
+            for k in keys
+        ]
+        await ledger.write_batch(ME, Actor.TICK, transitions=submitted)
+        clock.advance(3600)  # their first polls are due
+        held = await ledger.claim_pollable(ME, limit=20, lease_seconds=60)
+        assert len(held.rows) == 20
+        begun: list[str] = []
+        await ledger.connection.set_trace_callback(begun.append)
+        result = RemoteInteraction(
+            "i", RemoteState.COMPLETED, "completed", "out", {"t": 1}, raw={"id": "i"}
+        )
+        done = [
+            Transition(k, Status.SUBMITTED, Status.DONE, "completed", result=result) for k in keys
+        ]
+        _, applied = await ledger.write_batch(ME, Actor.TICK, transitions=done)
+        await ledger.connection.set_trace_callback(None)
+        assert sorted(applied) == keys
+        assert sum(s.startswith("INSERT INTO events") for s in begun) == 1, begun
+        assert sum(s.startswith("INSERT INTO results") for s in begun) == 1, begun
+        with sqlite3.connect(db) as raw:
+            got = raw.execute(
+                "SELECT e.idem, e.to_status, e.job = j.id FROM events AS e JOIN jobs AS j"
+                " ON j.idem = e.idem WHERE e.to_status = 'done' ORDER BY e.id"
+            ).fetchall()
+            stored = raw.execute('SELECT COUNT(*) FROM results WHERE raw_json = \'{"id": "i"}\'')
+            assert stored.fetchone()[0] == 20
+        assert got == [(k, "done", 1) for k in keys]  # in the batch's order, each by its id
     finally:
         await ledger.close()

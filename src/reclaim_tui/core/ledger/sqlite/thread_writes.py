@@ -13,8 +13,8 @@ of statements that does not grow with the batch:
   status and moves it in the same statement (no SELECT of the held rows
   before, no statement per row), and returns the rows it moved with their
   integer ids;
-- their events and results: one `executemany` each, by that id (no lookup
-  of the key again);
+- their events and results: one multi-row `INSERT` each (per
+  ROWS_PER_STATEMENT rows), by that id (no lookup of the key again);
 - then, when the caller takes its next batch in the same transaction, the
   claim's one `UPDATE … RETURNING`.
 
@@ -139,14 +139,30 @@ def run(
                 events.append((now, job, idem, actor, *event))
             if result is not None:
                 results.append((job, *result))
-    if events:
-        conn.executemany(EVENT_BY_ID_SQL, events)
-    if results:
-        conn.executemany(RESULT_BY_ID_SQL, results)
+    _insert(conn, EVENT_BY_ID_SQL, events)
+    _insert(conn, RESULT_BY_ID_SQL, results)
     claimed: list[tuple[Any, ...]] = []
     if batch.claim is not None:
         claimed = conn.execute(*batch.claim).fetchall()
     return marked, applied, claimed
+
+
+def _insert(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """`sql` (one row's INSERT) for every row of `rows`, ROWS_PER_STATEMENT
+    rows a statement: one statement's start and end, not one per row (the
+    events' AUTOINCREMENT counter, for one, is read and written once a
+    statement), in the rows' order."""
+    for start in range(0, len(rows), ROWS_PER_STATEMENT):
+        chunk = rows[start : start + ROWS_PER_STATEMENT]
+        conn.execute(_rows_sql(sql, len(chunk)), [v for row in chunk for v in row])
+
+
+@functools.lru_cache(maxsize=256)
+def _rows_sql(sql: str, rows: int) -> str:
+    """The one-row INSERT `sql` (`… VALUES (?, …) …`) for `rows` rows."""
+    head, rest = sql.split(" VALUES (", 1)
+    marks, tail = rest.split(")", 1)
+    return f"{head} VALUES {', '.join([f'({marks})'] * rows)}{tail}"
 
 
 def _statements(
