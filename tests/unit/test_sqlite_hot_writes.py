@@ -9,6 +9,7 @@ a ledger put back under the service refuses the write, keeping nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.ledger.compare_and_set import result_params
 from reclaim_tui.core.ledger.identity import LedgerReplacedError
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.sqlite import thread_writes
@@ -197,3 +199,30 @@ async def test_a_group_commits_events_and_results_are_one_insert_each(tmp_path: 
         assert got == [(k, "done", 1) for k in keys]  # in the batch's order, each by its id
     finally:
         await ledger.close()
+
+
+def test_a_results_usage_is_encoded_without_a_new_encoder_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The usage's JSON is `json.dumps(usage, sort_keys=True)`'s text, by an
+    encoder made once, not one built per stored result."""
+    results = [
+        RemoteInteraction(
+            f"i{n}", RemoteState.COMPLETED, "completed", "out", {"out": n, "in": 1}, raw={}
+        )
+        for n in range(20)
+    ]
+    for r in results:
+        r.raw_json()  # made once and kept by the interaction itself
+    made: list[object] = []
+    real = json.JSONEncoder.__init__
+
+    def counted(self: json.JSONEncoder, *args: Any, **kw: Any) -> None:
+        made.append(self)
+        real(self, *args, **kw)
+
+    monkeypatch.setattr(json.JSONEncoder, "__init__", counted)
+    values = [result_params(r.id, r, NOW) for r in results]
+    monkeypatch.undo()
+    assert made == []
+    assert [v[3] for v in values] == [json.dumps(r.usage, sort_keys=True) for r in results]
