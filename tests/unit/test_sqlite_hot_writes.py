@@ -1,9 +1,10 @@
 """The SQLite ledger's hot writes run a whole transaction in one call to
 aiosqlite's thread (core/ledger/sqlite/hot_writes.py; issue 39, fourth
 pass). What that must keep: an error anywhere inside rolls it back there;
-a cancelled caller leaves no transaction open and loses nothing of a commit
-that happened (its rows, the service's generation it moved to) — the write
-lock is held until the thread is done, so the next check or write sees it;
+a cancelled caller leaves no transaction open: one not yet committed is
+rolled back, one that commits gives its leases back, and the service's
+generation is known either way — the write lock is held until the thread
+is done, so the next check or write sees it;
 a ledger put back under the service refuses the write, keeping nothing."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.compare_and_set import result_params
 from reclaim_tui.core.ledger.identity import LedgerReplacedError
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.sqlite import thread_writes
+from reclaim_tui.core.ledger.sqlite import generation, hot_writes, thread_writes
 from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread
 from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
 from reclaim_tui.core.models import (
@@ -52,12 +53,18 @@ def _leased(path: Path) -> list[str]:
         return [r[0] for r in rows]
 
 
+def _generation(path: Path) -> str:
+    with sqlite3.connect(path) as db:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (generation.key_for(ME),))
+        return str(row.fetchone()[0])
+
+
 def _events(path: Path) -> int:
     with sqlite3.connect(path) as db:
         return int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
 
 
-async def test_a_cancelled_caller_keeps_the_commit_and_its_generation(tmp_path: Path) -> None:
+async def test_a_caller_cancelled_before_its_turn_leaves_nothing(tmp_path: Path) -> None:
     db = tmp_path / "l.db"
     ledger = await _ledger(db)
     try:
@@ -68,8 +75,8 @@ async def test_a_cancelled_caller_keeps_the_commit_and_its_generation(tmp_path: 
         await asyncio.sleep(0)  # one step of the claim: it takes the lock, queues its call
         assert ledger._lock.locked()
         claim.cancel()
-        # Asked while the cancelled claim's transaction is still queued: it
-        # must wait for it and see the generation that transaction commits.
+        # Asked while the cancelled claim's call is still queued: it waits
+        # for the thread to be done with it.
         check = asyncio.ensure_future(ledger.generation_change())
         for _ in range(5):
             await asyncio.sleep(0)
@@ -78,11 +85,61 @@ async def test_a_cancelled_caller_keeps_the_commit_and_its_generation(tmp_path: 
         with pytest.raises(asyncio.CancelledError):
             await claim
         assert await blocked is True
-        assert await check is None  # not "lost": the commit's generation is known
+        assert await check is None
         assert not ledger.connection.in_transaction
-        assert _leased(db) == ["k0", "k1", "k2"]  # the commit happened and is kept
-        again = await ledger.claim_sendable(ME, limit=10, lease_seconds=60)
-        assert [r.idem for r in again.rows] == ["k3", "k4", "k5"]
+        assert _leased(db) == [] and _generation(db) == "0"  # never begun, nothing committed
+        again = await ledger.claim_sendable(ME, limit=3, lease_seconds=60)
+        assert [r.idem for r in again.rows] == ["k0", "k1", "k2"]
+        assert await ledger.generation_change() is None
+    finally:
+        await ledger.close()
+
+
+class _SlowCommit:
+    """A connection whose COMMIT waits for the test (`go`) after saying it
+    is there (`at`)."""
+
+    def __init__(self, conn: sqlite3.Connection, at: threading.Event, go: threading.Event):
+        self._real, self._at, self._go = conn, at, go
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT":
+            self._at.set()
+            self._go.wait()
+        return self._real.execute(sql, *args)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._real.in_transaction
+
+
+async def test_a_caller_cancelled_while_it_commits_gives_its_leases_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "l.db"
+    ledger = await _ledger(db)
+    try:
+        await ledger.guard_generation(ME)
+        at, go = threading.Event(), threading.Event()
+        real_raw = hot_writes.raw
+        monkeypatch.setattr(hot_writes, "raw", lambda c: _SlowCommit(real_raw(c), at, go))
+        claim = asyncio.ensure_future(ledger.claim_sendable(ME, limit=3, lease_seconds=60))
+        await asyncio.to_thread(at.wait)  # the claim ran; its COMMIT is under way
+        claim.cancel()
+        check = asyncio.ensure_future(ledger.generation_change())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not check.done()
+        go.set()
+        with pytest.raises(asyncio.CancelledError):
+            await claim
+        monkeypatch.undo()
+        assert await check is None  # both commits' generations are known
+        assert not ledger.connection.in_transaction
+        # committed, and given back (a commit of its own): nobody would act on them
+        assert _leased(db) == [] and _generation(db) == "2"
+        again = await ledger.claim_sendable(ME, limit=3, lease_seconds=60)
+        assert [r.idem for r in again.rows] == ["k0", "k1", "k2"]
         assert await ledger.generation_change() is None
     finally:
         await ledger.close()

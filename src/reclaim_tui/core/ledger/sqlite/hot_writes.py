@@ -12,22 +12,28 @@ function in that thread (core/ledger/sqlite/aiosqlite_private.py).
 
 The transaction is the thread's from BEGIN to its end: it commits, or any
 exception rolls it back there, so no await of the event loop can leave it
-open. A cancelled caller does not stop it; the write lock is kept until
-the thread is done with it, and what it did (its commit, the generation it
-moved to) is recorded by the thread itself, so the next write and the next
-generation check see it. The caller is cancelled all the same.
+open. A cancelled caller marks it abandoned: the thread does not begin it,
+or rolls it back instead of committing. Only a cancel that comes while it
+commits finds it committed; then the leases it took (its claim's rows, the
+rows it marked as sent) are given back, since the caller will never act on
+them. Either way the write lock is kept until the thread is done, and what
+it did (its commit, the generation it moved to) is recorded by the thread
+itself, so the next write and the next generation check see it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import json
 import sqlite3
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
+from reclaim_tui.core.ledger.base import RELEASE_SQL
 from reclaim_tui.core.ledger.claim_writes import claim_statement, pollable, sendable
 from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.ledger.schema import row_from_tuple
@@ -65,23 +71,41 @@ class HotWrites:
 
         async def _lease_free(self, owner: str, now: float) -> tuple[str, list[Any]]: ...
 
-    async def _in_thread(self, body: Callable[[sqlite3.Connection], T]) -> T:
+    async def _in_thread(
+        self,
+        body: Callable[[sqlite3.Connection], T],
+        owner: str = "",
+        held: Callable[[T], list[str]] | None = None,
+    ) -> T:
         """`body(conn)` as one `BEGIN IMMEDIATE` transaction, in ONE call to
-        the connection's thread (see the module's text)."""
+        the connection's thread (see the module's text). `held`: the keys
+        whose leases `owner` holds by what `body` returned, given back when
+        the caller was cancelled but the transaction committed (nobody will
+        act on rows a cancelled caller never saw)."""
         if self.readonly:
             raise LedgerReadOnlyError(f"{self.path}: opened read-only")
         async with self._lock:
-            task = in_thread(self._db, self._whole, body)
+            stop = [False]
+            task = in_thread(self._db, self._whole, body, stop)
             try:
                 return await asyncio.shield(task)
             except asyncio.CancelledError:
+                stop[0] = True  # not begun, or not at COMMIT yet: rolled back there
                 await settled(task)  # the lock is the thread's until it is done
+                keys = held(task.result()) if held and _committed(task) else []
+                if keys:
+                    give_back = functools.partial(_release, owner=owner, keys=keys)
+                    await settled(in_thread(self._db, self._whole, give_back, [False]))
                 raise
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
 
-    def _whole(self, body: Callable[[sqlite3.Connection], T]) -> T:
-        """In the connection's thread: the transaction around `body`."""
+    def _whole(self, body: Callable[[sqlite3.Connection], T], stop: list[bool]) -> T:
+        """In the connection's thread: the transaction around `body`. Once
+        `stop` is set (its caller was cancelled) it is not begun, or rolled
+        back rather than committed."""
+        if stop[0]:
+            raise _Abandoned
         conn = raw(self._db)
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -91,6 +115,8 @@ class HotWrites:
                     conn.execute(statement)
                 self._search_queued = 0
             self._bump_generation_now(conn)  # a service's (core/ledger/sqlite/generation.py)
+            if stop[0]:
+                raise _Abandoned
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -113,7 +139,7 @@ class HotWrites:
         batch.claim = claim
         self._search_queued += sum("handle" in t.changes for t in transitions)
         marked, applied, claimed = await self._in_thread(
-            lambda conn: thread_writes.run(conn, batch)
+            lambda conn: thread_writes.run(conn, batch), owner, _held_by_batch
         )
         rows = {}
         for r in marked:
@@ -144,7 +170,9 @@ class HotWrites:
     ) -> Claim:
         """`LedgerBase._claim` in one call to the connection's thread."""
         sql, args = await claim_statement(self, owner, where, params, limit, lease_seconds)  # type: ignore[arg-type]
-        rows = await self._in_thread(lambda conn: conn.execute(sql, args).fetchall())
+        rows = await self._in_thread(
+            lambda conn: conn.execute(sql, args).fetchall(), owner, _held_by_claim
+        )
         return Claim(owner, [row_from_tuple(r) for r in rows])
 
     async def apply_and_claim_pollable(
@@ -200,3 +228,29 @@ class HotWrites:
             claim = await claim_statement(self, owner, where, params, limit, lease_seconds)  # type: ignore[arg-type]
         marked, applied, rows = await self._batch(owner, actor, sending, transitions, claim)
         return marked, applied, Claim(owner, rows)
+
+
+class _Abandoned(Exception):
+    """A transaction whose caller was cancelled before it committed."""
+
+
+def _committed(task: asyncio.Task[Any]) -> bool:
+    return not task.cancelled() and task.exception() is None
+
+
+def _held_by_claim(rows: list[tuple[Any, ...]]) -> list[str]:
+    """The keys a claim took (its rows as returned: the key first)."""
+    return [r[0] for r in rows]
+
+
+def _held_by_batch(
+    out: tuple[list[tuple[Any, ...]], list[str], list[tuple[Any, ...]]],
+) -> list[str]:
+    """The keys a group commit left leased to its owner: the rows it marked
+    as sent (id, then the key) and the rows its claim took."""
+    marked, _, claimed = out
+    return [r[1] for r in marked] + [r[0] for r in claimed]
+
+
+def _release(conn: sqlite3.Connection, *, owner: str, keys: list[str]) -> None:
+    conn.execute(RELEASE_SQL, (owner, json.dumps(keys)))
