@@ -25,6 +25,7 @@ from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.sqlite import generation, hot_writes, thread_writes
 from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread
 from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
+from reclaim_tui.core.ledger.sqlite.schema import SEARCH_BATCH
 from reclaim_tui.core.models import (
     Actor,
     JobSpec,
@@ -283,3 +284,28 @@ def test_a_results_usage_is_encoded_without_a_new_encoder_each(
     monkeypatch.undo()
     assert made == []
     assert [v[3] for v in values] == [json.dumps(r.usage, sort_keys=True) for r in results]
+
+
+async def test_rows_queued_for_the_text_index_are_counted_under_the_lock(
+    tmp_path: Path,
+) -> None:
+    """A write waiting for the lock does not count its rows before it has
+    it: the write ahead of it, moving the queue, would reset them away."""
+    ledger = await _ledger(tmp_path / "l.db")
+    try:
+        gate = threading.Event()
+        blocked = in_thread(ledger.connection, gate.wait)
+        ledger._search_queued = SEARCH_BATCH  # the next write moves the queue
+        first = asyncio.ensure_future(ledger.write_batch(ME, Actor.TICK))
+        await asyncio.sleep(0)
+        assert ledger._lock.locked()
+        moved = Transition("k0", Status.RESERVING, Status.SUBMITTED, "created", {"handle": "h"})
+        second = asyncio.ensure_future(ledger.write_batch(ME, Actor.TICK, transitions=[moved]))
+        await asyncio.sleep(0)  # the second waits for the lock
+        gate.set()
+        await first
+        await second
+        assert await blocked is True
+        assert ledger._search_queued == 1  # the second's row, counted after the move
+    finally:
+        await ledger.close()

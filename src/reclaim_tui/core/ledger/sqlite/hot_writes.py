@@ -47,6 +47,9 @@ from reclaim_tui.errors import LedgerReadOnlyError
 __all__ = ["HotWrites"]
 
 T = TypeVar("T")
+#: what a group commit's call returns: the marked rows (id first), the keys
+#: whose transition applied, the claimed rows
+_Out = tuple[list[tuple[Any, ...]], list[str], list[tuple[Any, ...]]]
 
 
 class HotWrites:
@@ -137,10 +140,15 @@ class HotWrites:
         """A group commit's writes (and a claim after them) in one call."""
         batch = thread_writes.prepare(owner, actor, sending, transitions, self.clock.now())
         batch.claim = claim
-        self._search_queued += sum("handle" in t.changes for t in transitions)
-        marked, applied, claimed = await self._in_thread(
-            lambda conn: thread_writes.run(conn, batch), owner, _held_by_batch
-        )
+        queued = sum("handle" in t.changes for t in transitions)
+
+        def body(conn: sqlite3.Connection) -> _Out:
+            # counted in the thread, under the write lock: another write's
+            # transaction may be resetting the count there right now
+            self._search_queued += queued
+            return thread_writes.run(conn, batch)
+
+        marked, applied, claimed = await self._in_thread(body, owner, _held_by_batch)
         rows = {}
         for r in marked:
             row = row_from_tuple(r[1:])
@@ -243,9 +251,7 @@ def _held_by_claim(rows: list[tuple[Any, ...]]) -> list[str]:
     return [r[0] for r in rows]
 
 
-def _held_by_batch(
-    out: tuple[list[tuple[Any, ...]], list[str], list[tuple[Any, ...]]],
-) -> list[str]:
+def _held_by_batch(out: _Out) -> list[str]:
     """The keys a group commit left leased to its owner: the rows it marked
     as sent (id, then the key) and the rows its claim took."""
     marked, _, claimed = out
