@@ -88,6 +88,7 @@ async def run_ours(
     connection = getattr(ledger, "connection", None)
     if count_commits and not db and connection is not None:
         await connection.set_trace_callback(_count_commit)
+        _count_calls(connection)
     if prepare is not None:
         await prepare(ledger)
     fake = FakeBackend(clock=clock, latency=0.0)
@@ -119,6 +120,24 @@ _COMMITS = [0]
 _STATEMENTS: collections.Counter[str] = collections.Counter()
 #: CPU seconds the measured run took in this process (every thread)
 _CPU = [0.0]
+
+
+#: calls handed to aiosqlite's thread (each a future, a queue put and two
+#: wake-ups), in the counting run
+_CALLS = [0]
+
+
+def _count_calls(connection: Any) -> None:
+    """Count every call the ledger hands to `connection`'s thread (aiosqlite
+    runs each public method, and the ledger's whole transactions, through
+    `_execute`)."""
+    real = connection._execute
+
+    async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+        _CALLS[0] += 1
+        return await real(fn, *args, **kw)
+
+    connection._execute = counted
 
 
 def _count_commit(sql: str) -> None:
@@ -203,6 +222,7 @@ def _child(which: str, n: int, batch: int, db: str = "") -> None:
         else:
             rate, rss = run_baseline(n, Path(d))
     figures = {"rate": rate, "rss": rss, "commits": _COMMITS[0] / n, "cpu": _CPU[0]}
+    figures["calls"] = _CALLS[0] / n
     print(json.dumps({**figures, "statements": {k: v / n for k, v in _STATEMENTS.items()}}))
 
 
@@ -325,6 +345,10 @@ def main() -> None:
     for name, each in ratios.items():
         rounds = ", ".join(f"{r:.2f}" for r in each)
         print(f"ratio {name}: median {median(each):.2f}x (rounds: {rounds})")
+    print(
+        f"SQLite: {counted['calls']:.4f} calls to aiosqlite's thread per job"
+        " (the untimed counting run)"
+    )
     if a.statements:
         print(_statements_table(counted["statements"]))
     if a.results:

@@ -13,6 +13,7 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
 from reclaim_tui.core.models import Actor, Status, Transition
 from reclaim_tui.errors import LedgerError
 
@@ -82,7 +83,15 @@ async def test_a_refused_write_takes_the_claim_back_with_it(
         async def refused(*args: object, **kw: object) -> object:
             raise LedgerError("the write was refused")
 
-        monkeypatch.setattr(ledger, "_write_in", refused)
+        if isinstance(ledger, SqliteLedger):
+            # the whole transaction is one call to SQLite's thread: refused
+            # there, after the claim's statement ran, right before COMMIT
+            def refused_now(conn: object) -> None:
+                raise LedgerError("the write was refused")
+
+            monkeypatch.setattr(ledger, "_bump_generation_now", refused_now)
+        else:
+            monkeypatch.setattr(ledger, "_write_in", refused)
         with pytest.raises(LedgerError):
             await ledger.apply_and_claim_pollable(
                 ME, Actor.TICK, [_polled(first.rows[0].idem)], limit=5, lease_seconds=30

@@ -43,7 +43,7 @@ from reclaim_tui.core.ledger.schema import (
 from reclaim_tui.core.models import Actor, Row, Status, Transition
 from reclaim_tui.core.row_notes import PENDING_SQL
 
-__all__ = ["LIVE_LEASES_SQL", "LedgerBase"]
+__all__ = ["LIVE_LEASES_SQL", "RELEASE_SQL", "LedgerBase"]
 
 # (me, now): the owners of a lease live at `now`, other than `me`, found by
 # a skip over the lease owner's index (jobs_leased): each step seeks the next
@@ -70,7 +70,8 @@ _RENEW_SQL = Sql(
         f" AND idem IN (SELECT value FROM {d.each()}) RETURNING idem"
     )
 )
-_RELEASE_SQL = Sql(
+# (owner, keys as a JSON array): give up `owner`'s leases on those rows.
+RELEASE_SQL = Sql(
     lambda d: (
         "UPDATE jobs SET lease_owner = NULL, lease_until = 0"
         f" WHERE lease_owner = {d.p} AND idem IN (SELECT value FROM {d.each()})"
@@ -246,7 +247,7 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
             return 0
         async with self.write() as db:
             cur = await db.execute(
-                _RELEASE_SQL,
+                RELEASE_SQL,
                 (owner, json.dumps(keys)),
             )
             return int(cur.rowcount)

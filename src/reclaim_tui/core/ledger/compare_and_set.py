@@ -200,13 +200,18 @@ def transition_columns(t: Transition, now: float) -> dict[str, Any]:
     return cols
 
 
+#: `json.dumps(usage, sort_keys=True)`'s encoder, made once: `dumps` with
+#: any option builds a new encoder at every call, once per stored result.
+_USAGE = json.JSONEncoder(sort_keys=True)
+
+
 def result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[Any, ...]:
     """A result's values (idem, interaction_id, output_text, usage, raw_json, stored_at)."""
     return (
         idem,
         result.id,
         result.output_text or "",
-        json.dumps(dict(result.usage), sort_keys=True) if result.usage is not None else None,
+        _USAGE.encode(dict(result.usage)) if result.usage is not None else None,
         result.raw_json(),
         now,
     )

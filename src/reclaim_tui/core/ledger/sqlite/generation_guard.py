@@ -85,6 +85,19 @@ class GenerationGuard:
             self._lost = generation.describe(committed, str(row[0]) if row else None)
             raise LedgerReplacedError(f"{self.path}: {self._lost}; nothing of this write was kept")
 
+    def _bump_generation_now(self, conn: sqlite3.Connection) -> None:
+        """`_bump_generation` in the connection's own thread, on its
+        `sqlite3.Connection` (a transaction run there in one call:
+        core/ledger/sqlite/hot_writes.py)."""
+        if self._generation is None:
+            return
+        key, committed = self._generation
+        cur = conn.execute(generation.BUMP_SQL, (str(committed + 1), key, str(committed)))
+        if cur.rowcount != 1:
+            row = conn.execute(generation.READ_SQL, (key,)).fetchone()
+            self._lost = generation.describe(committed, str(row[0]) if row else None)
+            raise LedgerReplacedError(f"{self.path}: {self._lost}; nothing of this write was kept")
+
     async def _generation_settle(self) -> None:
         """After a write that failed or was cancelled, its ROLLBACK queued:
         its COMMIT may have gone through anyway (a statement handed to

@@ -15,9 +15,8 @@ are `LedgerBase`'s (core/ledger/base.py); `open_ledger`
 from __future__ import annotations
 
 import asyncio
-import functools
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -30,6 +29,7 @@ from reclaim_tui.core.ledger.identity import refuse_replaced
 from reclaim_tui.core.ledger.sqlite import holders
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
 from reclaim_tui.core.ledger.sqlite.generation_guard import GenerationGuard
+from reclaim_tui.core.ledger.sqlite.hot_writes import HotWrites
 from reclaim_tui.core.ledger.sqlite.open_file import (
     close_quietly,
     configure,
@@ -47,16 +47,16 @@ from reclaim_tui.core.ledger.sqlite.schema import (
     migration_statements,
     repair_edited,
 )
-from reclaim_tui.core.models import Actor, Row, Transition
 from reclaim_tui.errors import LedgerError, LedgerReadOnlyError
 
 __all__ = ["SqliteLedger"]
 
 
-class SqliteLedger(GenerationGuard, LedgerBase):
+class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
     """A ledger in one SQLite file: opening, migrating, `BEGIN IMMEDIATE`
     write transactions and locked reads over one connection; writes are
-    serialised by an asyncio lock."""
+    serialised by an asyncio lock. The hot writes run each transaction in
+    one call to the connection's thread (core/ledger/sqlite/hot_writes.py)."""
 
     dialect = "sqlite"
 
@@ -251,26 +251,6 @@ class SqliteLedger(GenerationGuard, LedgerBase):
         (core/ledger/sqlite/holders.py): no read before it."""
         return holders.free_probed(owner, now)
 
-    async def _returned(self, db: Any, sql: str, args: Sequence[Any]) -> list[Any]:
-        """One call to the connection's thread (execute, fetch, close: three
-        hand-offs and wake-ups of the event loop otherwise)."""
-        return list(await db.execute_fetchall(sql, args))
-
-    async def _write_in(
-        self,
-        db: Any,
-        owner: str,
-        actor: Actor,
-        sending: Sequence[str],
-        transitions: Sequence[Transition],
-        now: float,
-    ) -> Callable[[], Awaitable[tuple[dict[str, Row], list[str]]]]:
-        """`LedgerBase.write_batch`'s writes in statements that do not grow
-        with the batch (core/ledger/sqlite/writes.py)."""
-        done = await sqlite_writes.write_batch(db, owner, actor, sending, transitions, now)
-        self.queued_for_search(sum("handle" in t.changes for t in transitions))
-        return functools.partial(_written, done)
-
     # -- inserting jobs --------------------------------------------------------------
     async def insert_jobs(
         self, jobs: Sequence[tuple[str, str, str]], actor: str
@@ -303,9 +283,3 @@ class SqliteLedger(GenerationGuard, LedgerBase):
     async def sequences_behind(self) -> list[str]:
         """Id counters whose next id a row already has (SQLite: none)."""
         return []
-
-
-async def _written(
-    done: tuple[dict[str, Row], list[str]],
-) -> tuple[dict[str, Row], list[str]]:
-    return done
