@@ -81,3 +81,31 @@ async def test_a_clean_close_removes_the_row_and_vacuum_keeps_it(tmp_path: Path)
     finally:
         await ledger.close()
     assert f"generation:{OWNER}" not in _meta(db)
+
+
+async def test_a_claim_that_finds_nothing_writes_nothing(tmp_path: Path) -> None:
+    """An idle service claims every pass and finds nothing: no WAL frame,
+    no sync, and its generation stays where it was. A claim that takes a row
+    bumps it as any other write."""
+    db = tmp_path / "ledger.db"
+    wal = tmp_path / "ledger.db-wal"
+    ledger = await open_ledger(str(db))
+    try:
+        await ledger.guard_generation(OWNER)
+        await ledger.insert_jobs([("k", '{"input": "x", "model": "m"}', "m")], "t")
+        taken = await ledger.claim_sendable(OWNER, limit=10, lease_seconds=60)
+        assert [r.idem for r in taken.rows] == ["k"]
+        assert _meta(db)[f"generation:{OWNER}"] == "2"
+        size = wal.stat().st_size
+        for _ in range(5):
+            nothing = await ledger.claim_sendable(OWNER, limit=10, lease_seconds=60)
+            assert not nothing.rows
+            assert not (await ledger.claim_pollable(OWNER, limit=10, lease_seconds=60)).rows
+        assert wal.stat().st_size == size
+        assert _meta(db)[f"generation:{OWNER}"] == "2"
+        assert await ledger.generation_change() is None
+        await ledger.insert_jobs([("k2", '{"input": "x", "model": "m"}', "m")], "t")
+        assert _meta(db)[f"generation:{OWNER}"] == "3"
+        assert await ledger.generation_change() is None
+    finally:
+        await ledger.close()

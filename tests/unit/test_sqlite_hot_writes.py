@@ -93,6 +93,7 @@ async def test_a_caller_cancelled_before_its_turn_leaves_nothing(tmp_path: Path)
         assert [r.idem for r in again.rows] == ["k0", "k1", "k2"]
         assert await ledger.generation_change() is None
     finally:
+        gate.set()  # a failed assert must not leave the thread blocked
         await ledger.close()
 
 
@@ -113,19 +114,26 @@ class _SlowCommit:
     def in_transaction(self) -> bool:
         return self._real.in_transaction
 
+    @property
+    def total_changes(self) -> int:
+        return self._real.total_changes
+
 
 async def test_a_caller_cancelled_while_it_commits_gives_its_leases_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "l.db"
     ledger = await _ledger(db)
+    at, go = threading.Event(), threading.Event()
     try:
         await ledger.guard_generation(ME)
-        at, go = threading.Event(), threading.Event()
         real_raw = hot_writes.raw
         monkeypatch.setattr(hot_writes, "raw", lambda c: _SlowCommit(real_raw(c), at, go))
         claim = asyncio.ensure_future(ledger.claim_sendable(ME, limit=3, lease_seconds=60))
-        await asyncio.to_thread(at.wait)  # the claim ran; its COMMIT is under way
+        # the claim ran; its COMMIT is under way (or the claim failed first)
+        await asyncio.wait({claim, asyncio.ensure_future(asyncio.to_thread(at.wait, 60))},
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        assert at.is_set(), claim.exception() if claim.done() else "no COMMIT in 60 s"
         claim.cancel()
         check = asyncio.ensure_future(ledger.generation_change())
         for _ in range(5):
@@ -143,6 +151,8 @@ async def test_a_caller_cancelled_while_it_commits_gives_its_leases_back(
         assert [r.idem for r in again.rows] == ["k0", "k1", "k2"]
         assert await ledger.generation_change() is None
     finally:
+        at.set()  # a failed assert must not leave a thread blocked
+        go.set()
         await ledger.close()
 
 
@@ -308,4 +318,5 @@ async def test_rows_queued_for_the_text_index_are_counted_under_the_lock(
         assert await blocked is True
         assert ledger._search_queued == 1  # the second's row, counted after the move
     finally:
+        gate.set()  # a failed assert must not leave the thread blocked
         await ledger.close()

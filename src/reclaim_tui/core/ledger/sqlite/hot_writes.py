@@ -112,12 +112,20 @@ class HotWrites:
         conn = raw(self._db)
         conn.execute("BEGIN IMMEDIATE")
         try:
+            unchanged = conn.total_changes
             out = body(conn)
             if self._search_queued >= SEARCH_BATCH:
                 for statement in SEARCH_MOVES:
                     conn.execute(statement)
                 self._search_queued = 0
-            self._bump_generation_now(conn)  # a service's (core/ledger/sqlite/generation.py)
+            # A claim that found nothing changed no row: its COMMIT writes no
+            # WAL frame and syncs nothing, unless the generation is bumped —
+            # and nothing written needs the bump's check (the next pass's
+            # generation check still sees a replaced ledger). The body's
+            # statements only insert, update and delete: each is counted.
+            wrote = conn.total_changes != unchanged
+            if wrote:
+                self._bump_generation_now(conn)  # a service's (core/ledger/sqlite/generation.py)
             if stop[0]:
                 raise _Abandoned
             conn.execute("COMMIT")
@@ -126,7 +134,8 @@ class HotWrites:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             raise
-        self._generation_committed()
+        if wrote:
+            self._generation_committed()
         return out
 
     async def _batch(
