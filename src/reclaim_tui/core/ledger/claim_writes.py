@@ -31,6 +31,9 @@ class ClaimWrites(ABC):
 
     clock: Clock
     claim_lock: str
+    #: A claim scoped to keys is driven from the key list (`_keyed_claim_sql`)
+    #: rather than filtered by it (PgLedger).
+    keyed_claims = False
 
     @abstractmethod
     def write(self) -> AbstractAsyncContextManager[Any]: ...
@@ -43,6 +46,12 @@ class ClaimWrites(ABC):
         gone are read now, before the claim's transaction (SqliteLedger finds
         them inside the claim's statement)."""
         return lease_free_sql(now, await self.dead_holders(owner))
+
+    def _keyed_claim_sql(self, where: str, free: str) -> str:
+        """A claim of up to `LIMIT` rows among a JSON array of keys (the first
+        parameter) matching `where` and `free`; the other parameters as
+        `claim_sql`'s. Only where `keyed_claims`."""
+        raise NotImplementedError
 
     async def _returned(self, db: Any, sql: str, args: Sequence[Any]) -> list[Any]:
         """The rows one statement returns, inside the open transaction `db`
@@ -95,7 +104,8 @@ class ClaimWrites(ABC):
     ) -> tuple[dict[str, Row], list[str], Claim]:
         """`write_batch(…)`, then `claim_sendable(…)`, in ONE transaction: the
         send pass's last group commit of a batch takes the next batch."""
-        where, params = sendable(self.clock.now(), idems)
+        keys = idems if self.keyed_claims else None
+        where, params = sendable(self.clock.now(), None if keys is not None else idems)
         return await _write_and_claim(
             self,
             owner,
@@ -106,6 +116,7 @@ class ClaimWrites(ABC):
             params,
             limit,
             lease_seconds,
+            keys,
         )
 
 
@@ -158,12 +169,13 @@ async def _write_and_claim(
     params: Sequence[Any],
     limit: int,
     lease_seconds: float,
+    keys: Sequence[str] | None = None,
 ) -> tuple[dict[str, Row], list[str], Claim]:
     """A group commit's writes, then a claim of up to `limit` rows matching
     `where`, in ONE transaction: the claim is what the ledger holds once the
     writes applied. (marked rows, idems applied, claim)."""
     now = ledger.clock.now()
-    sql, args = await claim_statement(ledger, owner, where, params, limit, lease_seconds)
+    sql, args = await claim_statement(ledger, owner, where, params, limit, lease_seconds, keys)
     async with ledger.write() as db:
         collect = await ledger._write_in(db, owner, actor, sending, transitions, now)
         rows = []
@@ -180,13 +192,17 @@ async def claim_statement(
     params: Sequence[Any],
     limit: int,
     lease_seconds: float,
+    keys: Sequence[str] | None = None,
 ) -> tuple[str, list[Any]]:
     """A claim's statement and its parameters (its lease-free rule:
-    `_lease_free`)."""
+    `_lease_free`); among `keys` only, when given, by `_keyed_claim_sql`
+    (`where` then names no keys)."""
     now = ledger.clock.now()
     free, free_params = await ledger._lease_free(owner, now)
     # updated_at is left alone: a claim is not a state change, and not
     # touching its index keeps a claim cheap (the console shows leases
     # from lease_owner, refreshed with the row's next transition).
     args = [owner, now + lease_seconds, *params, *free_params, limit]
+    if keys is not None:
+        return ledger._keyed_claim_sql(where, free), [json.dumps(list(keys)), *args]
     return claim_sql(where, free, ledger.claim_lock), args
