@@ -34,6 +34,9 @@ class ClaimWrites(ABC):
     #: A claim scoped to keys is driven from the key list (`_keyed_claim_sql`)
     #: rather than filtered by it (PgLedger).
     keyed_claims = False
+    #: The holders provably gone are read inside the claim's transaction
+    #: (`_lease_free_in`), not in one of their own before it (PgLedger).
+    holders_in_claim = False
 
     @abstractmethod
     def write(self) -> AbstractAsyncContextManager[Any]: ...
@@ -46,6 +49,11 @@ class ClaimWrites(ABC):
         gone are read now, before the claim's transaction (SqliteLedger finds
         them inside the claim's statement)."""
         return lease_free_sql(now, await self.dead_holders(owner))
+
+    async def _lease_free_in(self, db: Any, owner: str, now: float) -> tuple[str, list[Any]]:
+        """`_lease_free`, its holders read inside the open transaction `db`.
+        Only where `holders_in_claim`."""
+        raise NotImplementedError
 
     def _keyed_claim_sql(self, where: str, free: str) -> str:
         """A claim of up to `LIMIT` rows among a JSON array of keys (the first
@@ -175,12 +183,18 @@ async def _write_and_claim(
     `where`, in ONE transaction: the claim is what the ledger holds once the
     writes applied. (marked rows, idems applied, claim)."""
     now = ledger.clock.now()
-    sql, args = await claim_statement(ledger, owner, where, params, limit, lease_seconds, keys)
+    made = None
+    if not ledger.holders_in_claim:
+        made = await claim_statement(ledger, owner, where, params, limit, lease_seconds, keys)
     async with ledger.write() as db:
         collect = await ledger._write_in(db, owner, actor, sending, transitions, now)
         rows = []
         if limit > 0:
-            rows = [row_from_tuple(r) for r in await ledger._returned(db, sql, args)]
+            if made is None:
+                made = await claim_statement(
+                    ledger, owner, where, params, limit, lease_seconds, keys, db
+                )
+            rows = [row_from_tuple(r) for r in await ledger._returned(db, *made)]
     marked, applied = await collect()
     return marked, applied, Claim(owner, rows)
 
@@ -193,12 +207,17 @@ async def claim_statement(
     limit: int,
     lease_seconds: float,
     keys: Sequence[str] | None = None,
+    db: Any = None,
 ) -> tuple[str, list[Any]]:
     """A claim's statement and its parameters (its lease-free rule:
-    `_lease_free`); among `keys` only, when given, by `_keyed_claim_sql`
-    (`where` then names no keys)."""
+    `_lease_free`, or `_lease_free_in` the open transaction `db`); among
+    `keys` only, when given, by `_keyed_claim_sql` (`where` then names no
+    keys)."""
     now = ledger.clock.now()
-    free, free_params = await ledger._lease_free(owner, now)
+    if db is None:
+        free, free_params = await ledger._lease_free(owner, now)
+    else:
+        free, free_params = await ledger._lease_free_in(db, owner, now)
     # updated_at is left alone: a claim is not a state change, and not
     # touching its index keeps a claim cheap (the console shows leases
     # from lease_owner, refreshed with the row's next transition).

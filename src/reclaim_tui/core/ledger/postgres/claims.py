@@ -1,4 +1,5 @@
-"""A PostgreSQL claim among named keys, driven from the keys.
+"""PostgreSQL's claims: among named keys, driven from the keys; and the
+lease holders provably gone found inside the claim's transaction.
 
 The send pass right after a submit claims among the keys it just reserved.
 The shared claim (core/ledger/schema.py `claim_sql`) finds its rows through
@@ -19,17 +20,26 @@ leaves it no such choice:
   row as locked; the LIMIT stops the loop once enough rows were locked, so
   no more rows are locked than are claimed, and a row another transaction
   holds is skipped, as by the shared claim.
+
+Every claim's lease-free rule names the holders provably gone
+(core/ledger/owner.py: only this host's processes can be judged, by the
+client, never by the server). Their owners are read by the claim's own
+transaction, sent in the same round trip as the writes before it, instead
+of by a transaction of their own before it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.claim_writes import claim_statement, sendable
 from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
+from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.port import Claim
-from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
+from reclaim_tui.core.ledger.postgres.holders import LIVE_HOLDERS
+from reclaim_tui.core.ledger.schema import COLUMNS, lease_free_sql, row_from_tuple
 
 __all__ = ["KeyedClaims", "keyed_claim_sql"]
 
@@ -54,6 +64,7 @@ class KeyedClaims(LedgerBase):
     """PgLedger's claims among named keys (a part of it)."""
 
     keyed_claims = True
+    holders_in_claim = True
 
     def _keyed_claim_sql(self, where: str, free: str) -> str:
         return keyed_claim_sql(where, free)
@@ -70,7 +81,41 @@ class KeyedClaims(LedgerBase):
         if idems is None:
             return await super().claim_sendable(owner, limit=limit, lease_seconds=lease_seconds)
         where, params = sendable(self.clock.now(), None)
-        sql, args = await claim_statement(self, owner, where, params, limit, lease_seconds, idems)
+        return await self._claim_among(owner, where, params, limit, lease_seconds, idems)
+
+    async def _claim(
+        self,
+        owner: str,
+        where: str,
+        params: Sequence[Any],
+        *,
+        limit: int,
+        lease_seconds: float,
+    ) -> Claim:
+        """As LedgerBase's, with its holders read inside its transaction."""
+        return await self._claim_among(owner, where, params, limit, lease_seconds, None)
+
+    async def _claim_among(
+        self,
+        owner: str,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        lease_seconds: float,
+        keys: Sequence[str] | None,
+    ) -> Claim:
         async with self.write() as db:
+            sql, args = await claim_statement(
+                self, owner, where, params, limit, lease_seconds, keys, db
+            )
             rows = [row_from_tuple(r) for r in await self._returned(db, sql, args)]
         return Claim(owner, rows)
+
+    async def _lease_free_in(self, db: Any, owner: str, now: float) -> tuple[str, list[Any]]:
+        """The holders of live leases other than `owner` (one probe per owner,
+        core/ledger/postgres/holders.py), read in the claim's transaction and
+        judged here by owner.py's rule: a holder is gone only when provably
+        so. Sent with the statements before it: no round trip of its own."""
+        async with db.execute(LIVE_HOLDERS, (owner, now)) as cur:
+            owners = await cur.fetchall()
+        return lease_free_sql(now, [o[0] for o in owners if holder_alive(o[0]) is False])
