@@ -2,7 +2,9 @@
 transaction: one transaction per claim, where a read of the holders in a
 transaction of its own came before each (320 of 813 transactions per
 10,000 jobs in benchmarks/ledger_only.py). Counted: the BEGINs the ledger
-sends. And the rule kept (core/ledger/owner.py): a row whose holder is
+sends; and the round trips (pipeline syncs): two, the holders' read with
+the statements before it and the claim with the COMMIT, where there were
+three. And the rule kept (core/ledger/owner.py): a row whose holder is
 provably gone is free, one held by a holder that cannot be judged (another
 host) is not, until its lease runs out by the clock."""
 
@@ -83,12 +85,27 @@ async def test_a_claim_judges_the_holders_inside_its_one_transaction(
                 begins.append(str(query))
             return await execute(conn, query, *args, **kw)
 
+        trips: list[str] = []
+        sync, leave = psycopg.AsyncPipeline.sync, psycopg.AsyncPipeline.__aexit__
+
+        async def syncing(pipeline: Any) -> None:
+            trips.append("sync")
+            await sync(pipeline)
+
+        async def leaving(pipeline: Any, *exc: Any) -> None:
+            trips.append("exit")
+            await leave(pipeline, *exc)
+
         monkeypatch.setattr(psycopg.AsyncConnection, "execute", counting)
+        monkeypatch.setattr(psycopg.AsyncPipeline, "sync", syncing)
+        monkeypatch.setattr(psycopg.AsyncPipeline, "__aexit__", leaving)
         claimed = await _claimed(ledger, how, str(me), keys)
-        monkeypatch.setattr(psycopg.AsyncConnection, "execute", execute)
+        monkeypatch.undo()
     finally:
         await ledger.close()
     # The gone holder's row and the free one; not the other host's, not
     # the one this process holds itself (a claim takes rows nobody holds).
     assert claimed == {keys[0], keys[2]}, how
     assert len(begins) == 1, f"{how}: {len(begins)} transactions for one claim"
+    # The holders read with what came before them; the claim with the COMMIT.
+    assert trips == ["sync", "exit"], f"{how}: round trips {trips}"

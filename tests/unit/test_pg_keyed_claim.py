@@ -66,9 +66,15 @@ async def test_a_claim_among_keys_reads_rows_in_proportion_to_the_keys(
     sent: list[tuple[str, Sequence[Any]]] = []
     run = PgSession.run
 
+    send = PgSession.send
+
     async def recording(session: PgSession, sql: str, params: Sequence[Any], *, wait: bool) -> Any:
         sent.append((str(getattr(sql, "postgres", sql)), params))
         return await run(session, sql, params, wait=wait)
+
+    async def sending(session: PgSession, text: str, params: Any) -> Any:
+        sent.append((text, params))
+        return await send(session, text, params)
 
     try:
         specs = [JobSpec(input=f"job number {i}", model="m") for i in range(JOBS)]
@@ -92,8 +98,9 @@ async def test_a_claim_among_keys_reads_rows_in_proportion_to_the_keys(
             await other.execute(f"SET search_path TO {cast(Any, ledger)._search_path}")
             await other.execute("SELECT 1 FROM jobs WHERE idem = %s FOR UPDATE", (ranked[0],))
             monkeypatch.setattr(PgSession, "run", recording)
+            monkeypatch.setattr(PgSession, "send", sending)
             claimed = await _claim(ledger, how, keys)
-            monkeypatch.setattr(PgSession, "run", run)
+            monkeypatch.undo()
         assert claimed and set(claimed) <= set(keys)
         assert sorted(claimed, key=ranked.index) == ranked[1 : LIMIT + 1]
         (sql, args), *_ = [(s, a) for s, a in sent if "lease_until" in s and "RETURNING" in s]

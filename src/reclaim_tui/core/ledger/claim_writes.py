@@ -6,6 +6,7 @@ of every claim."""
 
 from __future__ import annotations
 
+import functools
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -66,6 +67,15 @@ class ClaimWrites(ABC):
         (SqliteLedger reads them in one call to its connection's thread)."""
         async with db.execute(sql, args) as cur:
             return list(await cur.fetchall())
+
+    async def _claimed(
+        self, db: Any, sql: str, args: Sequence[Any]
+    ) -> Callable[[], Awaitable[list[Any]]]:
+        """The rows a claim returns inside the open transaction `db`, read by
+        awaiting the callable once it committed (PgLedger sends the claim
+        with the COMMIT: one round trip); here read at once."""
+        rows = await self._returned(db, sql, args)
+        return functools.partial(_rows, rows)
 
     @abstractmethod
     async def _write_in(
@@ -167,6 +177,10 @@ def sendable(now: float, idems: Sequence[str] | None) -> tuple[str, list[Any]]:
     return scoped(now, where, False, idems, (), DUE)
 
 
+async def _rows(rows: list[Any]) -> list[Any]:
+    return rows
+
+
 async def _write_and_claim(
     ledger: ClaimWrites,
     owner: str,
@@ -186,16 +200,17 @@ async def _write_and_claim(
     made = None
     if not ledger.holders_in_claim:
         made = await claim_statement(ledger, owner, where, params, limit, lease_seconds, keys)
+    claimed = None
     async with ledger.write() as db:
         collect = await ledger._write_in(db, owner, actor, sending, transitions, now)
-        rows = []
         if limit > 0:
             if made is None:
                 made = await claim_statement(
                     ledger, owner, where, params, limit, lease_seconds, keys, db
                 )
-            rows = [row_from_tuple(r) for r in await ledger._returned(db, *made)]
+            claimed = await ledger._claimed(db, *made)
     marked, applied = await collect()
+    rows = [] if claimed is None else [row_from_tuple(r) for r in await claimed()]
     return marked, applied, Claim(owner, rows)
 
 

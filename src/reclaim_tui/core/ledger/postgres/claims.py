@@ -30,8 +30,8 @@ of by a transaction of their own before it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
 
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.claim_writes import claim_statement, sendable
@@ -108,8 +108,17 @@ class KeyedClaims(LedgerBase):
             sql, args = await claim_statement(
                 self, owner, where, params, limit, lease_seconds, keys, db
             )
-            rows = [row_from_tuple(r) for r in await self._returned(db, sql, args)]
-        return Claim(owner, rows)
+            claimed = await self._claimed(db, sql, args)
+        return Claim(owner, [row_from_tuple(r) for r in await claimed()])
+
+    async def _claimed(
+        self, db: Any, sql: str, args: Sequence[Any]
+    ) -> Callable[[], Awaitable[list[Any]]]:
+        """The claim sent, its rows read after the COMMIT: the claim and the
+        COMMIT share one round trip. An error of the claim fails the COMMIT,
+        which rolls the whole transaction back."""
+        cur = await db.send(text_for(sql, POSTGRES), args)
+        return cast("Callable[[], Awaitable[list[Any]]]", cur.fetchall)
 
     async def _lease_free_in(self, db: Any, owner: str, now: float) -> tuple[str, list[Any]]:
         """The holders of live leases other than `owner` (one probe per owner,
