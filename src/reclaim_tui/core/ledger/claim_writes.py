@@ -6,6 +6,7 @@ of every claim."""
 
 from __future__ import annotations
 
+import functools
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -31,6 +32,12 @@ class ClaimWrites(ABC):
 
     clock: Clock
     claim_lock: str
+    #: A claim scoped to keys is driven from the key list (`_keyed_claim_sql`)
+    #: rather than filtered by it (PgLedger).
+    keyed_claims = False
+    #: The holders provably gone are read inside the claim's transaction
+    #: (`_lease_free_in`), not in one of their own before it (PgLedger).
+    holders_in_claim = False
 
     @abstractmethod
     def write(self) -> AbstractAsyncContextManager[Any]: ...
@@ -44,11 +51,31 @@ class ClaimWrites(ABC):
         them inside the claim's statement)."""
         return lease_free_sql(now, await self.dead_holders(owner))
 
+    async def _lease_free_in(self, db: Any, owner: str, now: float) -> tuple[str, list[Any]]:
+        """`_lease_free`, its holders read inside the open transaction `db`.
+        Only where `holders_in_claim`."""
+        raise NotImplementedError
+
+    def _keyed_claim_sql(self, where: str, free: str) -> str:
+        """A claim of up to `LIMIT` rows among a JSON array of keys (the first
+        parameter) matching `where` and `free`; the other parameters as
+        `claim_sql`'s. Only where `keyed_claims`."""
+        raise NotImplementedError
+
     async def _returned(self, db: Any, sql: str, args: Sequence[Any]) -> list[Any]:
         """The rows one statement returns, inside the open transaction `db`
         (SqliteLedger reads them in one call to its connection's thread)."""
         async with db.execute(sql, args) as cur:
             return list(await cur.fetchall())
+
+    async def _claimed(
+        self, db: Any, sql: str, args: Sequence[Any]
+    ) -> Callable[[], Awaitable[list[Any]]]:
+        """The rows a claim returns inside the open transaction `db`, read by
+        awaiting the callable once it committed (PgLedger sends the claim
+        with the COMMIT: one round trip); here read at once."""
+        rows = await self._returned(db, sql, args)
+        return functools.partial(_rows, rows)
 
     @abstractmethod
     async def _write_in(
@@ -95,7 +122,8 @@ class ClaimWrites(ABC):
     ) -> tuple[dict[str, Row], list[str], Claim]:
         """`write_batch(…)`, then `claim_sendable(…)`, in ONE transaction: the
         send pass's last group commit of a batch takes the next batch."""
-        where, params = sendable(self.clock.now(), idems)
+        keys = idems if self.keyed_claims else None
+        where, params = sendable(self.clock.now(), None if keys is not None else idems)
         return await _write_and_claim(
             self,
             owner,
@@ -106,6 +134,7 @@ class ClaimWrites(ABC):
             params,
             limit,
             lease_seconds,
+            keys,
         )
 
 
@@ -148,6 +177,10 @@ def sendable(now: float, idems: Sequence[str] | None) -> tuple[str, list[Any]]:
     return scoped(now, where, False, idems, (), DUE)
 
 
+async def _rows(rows: list[Any]) -> list[Any]:
+    return rows
+
+
 async def _write_and_claim(
     ledger: ClaimWrites,
     owner: str,
@@ -158,18 +191,26 @@ async def _write_and_claim(
     params: Sequence[Any],
     limit: int,
     lease_seconds: float,
+    keys: Sequence[str] | None = None,
 ) -> tuple[dict[str, Row], list[str], Claim]:
     """A group commit's writes, then a claim of up to `limit` rows matching
     `where`, in ONE transaction: the claim is what the ledger holds once the
     writes applied. (marked rows, idems applied, claim)."""
     now = ledger.clock.now()
-    sql, args = await claim_statement(ledger, owner, where, params, limit, lease_seconds)
+    made = None
+    if not ledger.holders_in_claim:
+        made = await claim_statement(ledger, owner, where, params, limit, lease_seconds, keys)
+    claimed = None
     async with ledger.write() as db:
         collect = await ledger._write_in(db, owner, actor, sending, transitions, now)
-        rows = []
         if limit > 0:
-            rows = [row_from_tuple(r) for r in await ledger._returned(db, sql, args)]
+            if made is None:
+                made = await claim_statement(
+                    ledger, owner, where, params, limit, lease_seconds, keys, db
+                )
+            claimed = await ledger._claimed(db, *made)
     marked, applied = await collect()
+    rows = [] if claimed is None else [row_from_tuple(r) for r in await claimed()]
     return marked, applied, Claim(owner, rows)
 
 
@@ -180,13 +221,22 @@ async def claim_statement(
     params: Sequence[Any],
     limit: int,
     lease_seconds: float,
+    keys: Sequence[str] | None = None,
+    db: Any = None,
 ) -> tuple[str, list[Any]]:
     """A claim's statement and its parameters (its lease-free rule:
-    `_lease_free`)."""
+    `_lease_free`, or `_lease_free_in` the open transaction `db`); among
+    `keys` only, when given, by `_keyed_claim_sql` (`where` then names no
+    keys)."""
     now = ledger.clock.now()
-    free, free_params = await ledger._lease_free(owner, now)
+    if db is None:
+        free, free_params = await ledger._lease_free(owner, now)
+    else:
+        free, free_params = await ledger._lease_free_in(db, owner, now)
     # updated_at is left alone: a claim is not a state change, and not
     # touching its index keeps a claim cheap (the console shows leases
     # from lease_owner, refreshed with the row's next transition).
     args = [owner, now + lease_seconds, *params, *free_params, limit]
+    if keys is not None:
+        return ledger._keyed_claim_sql(where, free), [json.dumps(list(keys)), *args]
     return claim_sql(where, free, ledger.claim_lock), args

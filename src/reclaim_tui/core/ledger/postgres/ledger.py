@@ -63,10 +63,10 @@ from typing import Any, Self
 import psycopg
 
 from reclaim_tui.core.clock import Clock
-from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
 from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.postgres import writes as pg_write
+from reclaim_tui.core.ledger.postgres.claims import KeyedClaims
 from reclaim_tui.core.ledger.postgres.clock import ServerClock
 from reclaim_tui.core.ledger.postgres.connect import dial, map_pg_error
 from reclaim_tui.core.ledger.postgres.copying import SequenceCopies
@@ -105,7 +105,7 @@ _RESERVED_SQL = (
 )
 
 
-class PgLedger(SequenceCopies, LedgerBase):
+class PgLedger(SequenceCopies, KeyedClaims):
     """A ledger in a PostgreSQL database (see the module's text)."""
 
     dialect = "postgres"

@@ -10,7 +10,7 @@ set-based statements sent together in one pipeline with BEGIN and COMMIT
            appended in the same statement (a data-modifying `WITH`);
   lock     the transitions' rows `FOR UPDATE`, in key order: the one order
            every writer of several rows takes (no lock cycle);
-  apply    per shape of changed columns, one `UPDATE … FROM unnest(…)`
+  apply    per shape of changed columns, one `UPDATE … FROM json_to_recordset(…)`
            where the row is held in the expected status, with its results
            upserted and its events appended in the same statement.
 
@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reclaim_tui.core.ledger.compare_and_set import transition_columns
+from reclaim_tui.core.ledger.postgres.json_rows import json_rows
 from reclaim_tui.core.ledger.postgres.session import PgSession
 from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
 from reclaim_tui.core.models import Actor, RemoteInteraction, Row, Transition
@@ -58,15 +59,20 @@ _RETURNING = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
 # through COALESCE, which no index of theirs can answer, so a batch of keys
 # joined to jobs was planned as a scan of the whole table, once per
 # statement. Sequential and bitmap scans are off for the transaction
-# (`PLAN`): the keys are probed one by one, and no GIN index (bitmap scans
-# only) is taken for `idem = …`: with its pending list unmerged a probe
+# (`PLAN`), and so are hash and merge joins (a batch read from its JSON
+# parameter is guessed at a hundred rows, for which a pass over the whole
+# key index looked cheaper): the keys are probed one by one, and no GIN
+# index (bitmap scans only) is taken for `idem = …`: with its pending list unmerged a probe
 # through one is orders of magnitude slower than through the unique index.
 PLAN = (
-    "SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)"
+    "SELECT set_config('enable_bitmapscan', 'off', true),"
+    " set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),"
+    " set_config('enable_mergejoin', 'off', true)"
 )
 _MARK = (
     "WITH m AS (UPDATE jobs AS j SET attempts = j.attempts + 1, inflight = 1, sent_at = %(now)s"
-    " FROM (SELECT DISTINCT unnest(%(idems)s::text[]) AS idem) AS k WHERE j.idem = k.idem"
+    " FROM (SELECT DISTINCT value AS idem FROM json_array_elements_text(%(idems)s::json)) AS k"
+    " WHERE j.idem = k.idem"
     " AND COALESCE(j.lease_owner, '') = %(owner)s AND COALESCE(j.status, '') = 'reserving'"
     " AND j.inflight = 0"
     f" RETURNING j.id, {', '.join('j.' + c.strip() for c in COLUMNS.split(','))}),"
@@ -76,7 +82,8 @@ _MARK = (
     f" SELECT {_RETURNING} FROM m"
 )
 _LOCK = (
-    "SELECT 1 FROM unnest(%(idems)s::text[]) AS k(idem) JOIN jobs AS j ON j.idem = k.idem"
+    "SELECT 1 FROM json_array_elements_text(%(idems)s::json) AS k(idem)"
+    " JOIN jobs AS j ON j.idem = k.idem"
     " WHERE COALESCE(j.lease_owner, '') = %(owner)s ORDER BY j.idem COLLATE \"C\" FOR UPDATE OF j"
 )
 # The result and the event of each row `u` updated, from `u` alone: joined
@@ -126,15 +133,12 @@ def _value(column: str, value: Any) -> Any:
 
 
 def _apply_sql(names: tuple[str, ...]) -> str:
-    arrays = ", ".join(f"%(c_{c})s::{_TYPES[c]}[]" for c in names)
-    fields = ", ".join(f"c_{c}" for c in names)
+    fields = ", ".join(f"c_{c} {_TYPES[c]}" for c in names)
     assign = ", ".join(f"{c} = t.c_{c}" for c in names)
     return (
-        "WITH t AS (SELECT * FROM unnest(%(n)s::int[], %(idem)s::text[], %(expect)s::text[],"
-        " %(to)s::text[], %(note)s::text[], %(ev)s::int[], %(r_id)s::text[],"
-        f" %(r_text)s::text[], %(r_usage)s::text[], %(r_raw)s::text[], {arrays})"
-        " AS t(n, idem, expect, to_status, note, ev, r_id, r_text, r_usage, r_raw,"
-        f" {fields})),"
+        "WITH t AS (SELECT * FROM json_to_recordset(%(rows)s::json)"
+        " AS t(n int, idem text, expect text, to_status text, note text, ev int, r_id text,"
+        f" r_text text, r_usage text, r_raw text, {fields})),"
         f" u AS (UPDATE jobs AS j SET {assign} FROM t WHERE j.idem = t.idem"
         " AND COALESCE(j.lease_owner, '') = %(owner)s AND COALESCE(j.status, '') = t.expect"
         " RETURNING j.id, t.n, t.idem, t.expect, t.to_status, t.note, t.ev, t.r_id, t.r_text,"
@@ -157,21 +161,26 @@ def _apply_params(
     group: list[tuple[int, Transition, dict[str, Any]]],
     base: dict[str, Any],
 ) -> dict[str, Any]:
-    results = [_result(t.result) for _, t, _ in group]
-    params = {
-        **base,
-        "n": [n for n, _, _ in group],
-        "idem": [t.idem for _, t, _ in group],
-        "expect": [t.expect.value for _, t, _ in group],
-        "to": [t.to.value for _, t, _ in group],
-        "note": [t.note for _, t, _ in group],
-        "ev": [int(bool(t.note or t.expect != t.to)) for _, t, _ in group],
-    }
-    for at, key in enumerate(("r_id", "r_text", "r_usage", "r_raw")):
-        params[key] = [r[at] for r in results]
-    for c in names:
-        params[f"c_{c}"] = [_value(c, cols[c]) for _, _, cols in group]
-    return params
+    """The group's rows as one JSON parameter (core/ledger/postgres/json_rows.py)."""
+    rows = []
+    for n, t, cols in group:
+        r_id, r_text, r_usage, r_raw = _result(t.result)
+        row = {
+            "n": n,
+            "idem": t.idem,
+            "expect": t.expect.value,
+            "to_status": t.to.value,
+            "note": t.note,
+            "ev": int(bool(t.note or t.expect != t.to)),
+            "r_id": r_id,
+            "r_text": r_text,
+            "r_usage": r_usage,
+            "r_raw": r_raw,
+        }
+        for c in names:
+            row[f"c_{c}"] = _value(c, cols[c])
+        rows.append(row)
+    return {**base, "rows": json_rows(rows)}
 
 
 Sent = tuple[Any, list[Any]]
@@ -191,11 +200,11 @@ async def send(
     await db.send(PLAN, None)
     marked = None
     if sending:
-        marked = await db.send(_MARK, {**base, "idems": list(sending)})
+        marked = await db.send(_MARK, {**base, "idems": json_rows(list(sending))})
     applied = []
     if groups:
         idems = sorted(t.idem for group in groups.values() for _, t, _ in group)
-        await db.send(_LOCK, {**base, "idems": idems})
+        await db.send(_LOCK, {**base, "idems": json_rows(idems)})
         for names, group in groups.items():
             applied.append(await db.send(_apply_sql(names), _apply_params(names, group, base)))
     return marked, applied
