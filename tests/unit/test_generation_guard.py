@@ -109,3 +109,58 @@ async def test_a_claim_that_finds_nothing_writes_nothing(tmp_path: Path) -> None
         assert await ledger.generation_change() is None
     finally:
         await ledger.close()
+
+
+async def test_a_write_cancelled_twice_while_it_commits_keeps_its_generation_known(
+    tmp_path: Path,
+) -> None:
+    """A write cancelled while its COMMIT waits in aiosqlite's queue, then
+    cancelled again while it rolls back: the COMMIT went through, and the
+    lock is not let go before the generation it moved to is read back, or
+    the next write would take the ledger for a replaced one."""
+    import asyncio
+    import threading
+
+    from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread
+    from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
+
+    ledger = await open_ledger(str(tmp_path / "ledger.db"))
+    assert isinstance(ledger, SqliteLedger)
+    gate = threading.Event()
+    try:
+        await ledger.guard_generation(OWNER)
+        real = ledger._bump_generation
+        blocked: list[asyncio.Task[bool]] = []
+        at_commit = asyncio.Event()
+
+        async def bump_then_block() -> None:
+            await real()
+            blocked.append(in_thread(ledger.connection, gate.wait))
+            at_commit.set()
+            await asyncio.sleep(0)  # the gate is queued: the COMMIT waits behind it
+
+        ledger._bump_generation = bump_then_block  # type: ignore[method-assign]
+        write = asyncio.ensure_future(
+            ledger.insert_jobs([("k0", '{"input": "x", "model": "m"}', "m")], "t")
+        )
+        await asyncio.wait_for(at_commit.wait(), 30)
+        ledger._bump_generation = real  # type: ignore[method-assign]
+        for _ in range(3):
+            await asyncio.sleep(0)  # the write awaits its COMMIT
+        write.cancel()
+        for _ in range(3):
+            await asyncio.sleep(0)  # it queued its ROLLBACK and waits for it
+        write.cancel()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await write
+        assert await blocked[0] is True
+        assert _meta(tmp_path / "ledger.db")[f"generation:{OWNER}"] == "1"  # it committed
+        assert await ledger.generation_change() is None
+        claimed = await ledger.claim_sendable(OWNER, limit=3, lease_seconds=60)
+        assert [r.idem for r in claimed.rows] == ["k0"]
+    finally:
+        gate.set()
+        await ledger.close()

@@ -115,8 +115,11 @@ class GenerationGuard:
             self._generation = (key, committed + 1)
 
     def _generation_committed(self) -> None:
-        if self._generation is not None:
-            self._generation = (self._generation[0], self._generation[1] + 1)
+        # Read once: called in the connection's thread after a hot write's
+        # COMMIT, while a close on the event loop may drop the generation.
+        held = self._generation
+        if held is not None:
+            self._generation = (held[0], held[1] + 1)
 
     async def _drop_generation(self) -> None:
         """On a clean close: the row goes (left behind by a crash, it is harmless)."""

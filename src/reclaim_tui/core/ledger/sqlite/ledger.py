@@ -28,6 +28,7 @@ from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.identity import refuse_replaced
 from reclaim_tui.core.ledger.sqlite import holders
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
+from reclaim_tui.core.ledger.sqlite.aiosqlite_private import settled
 from reclaim_tui.core.ledger.sqlite.generation_guard import GenerationGuard
 from reclaim_tui.core.ledger.sqlite.hot_writes import HotWrites
 from reclaim_tui.core.ledger.sqlite.open_file import (
@@ -219,10 +220,11 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
                 # Also on cancellation: a statement already handed to
                 # aiosqlite's thread runs anyway (a BEGIN cancelled while it
                 # waited for the lock still opens the transaction), so queue a
-                # ROLLBACK behind it — shielded, so a second cancel cannot
-                # skip it — instead of trusting in_transaction right now.
-                await asyncio.shield(self._abandon())
-                await asyncio.shield(self._generation_settle())
+                # ROLLBACK behind it instead of trusting in_transaction right
+                # now, then read back whether the COMMIT went through. Both
+                # are waited for whatever cancels this caller meanwhile: the
+                # lock is not let go before the generation is known.
+                await settled(asyncio.ensure_future(self._abandon_and_settle()))
                 if isinstance(exc, sqlite3.Error):
                     raise map_sqlite_error(exc, self.path) from exc
                 raise
@@ -232,6 +234,10 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
         write transaction that brings the count to SEARCH_BATCH moves the
         whole queue into the index, the rows other writers queued with it."""
         self._search_queued += rows
+
+    async def _abandon_and_settle(self) -> None:
+        await self._abandon()
+        await self._generation_settle()
 
     async def _abandon(self) -> None:
         try:
