@@ -296,3 +296,33 @@ async def test_a_cancelled_read_keeps_its_connection(
         assert "closing connection" not in caplog.text
     finally:
         await reader.close()
+
+
+async def test_claims_run_read_committed_whatever_the_database_default(pg_dsn: str) -> None:
+    """An administrator may make SERIALIZABLE the database's default. The
+    claims' SKIP LOCKED and compare-and-set are written for READ COMMITTED
+    (a row another host moved is skipped, not a serialization failure): the
+    ledger's transactions say their level themselves."""
+    db = pg_dsn.rsplit("/", 1)[1]
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute(f"ALTER DATABASE {db} SET default_transaction_isolation = serializable")
+    clock = ManualClock()
+    ledgers = [await open_ledger(pg_dsn, clock=clock) for _ in range(4)]
+    try:
+        async with ledgers[0].write() as session:
+            cur = await session.execute("SHOW transaction_isolation")
+            assert (await cur.fetchone())[0] == "read committed"
+        await ledgers[0].insert_jobs([(f"k{i:04d}", "{}", "m") for i in range(400)], "cli")
+        for _ in range(5):
+            claims = await asyncio.gather(
+                *(
+                    led.claim_sendable(f"host-{n}|1|1|", limit=50, lease_seconds=30)
+                    for n, led in enumerate(ledgers)
+                )
+            )
+            taken = [r.idem for c in claims for r in c.rows]
+            assert len(taken) == len(set(taken)) == 200
+            clock.advance(31)  # every lease runs out: the next round takes them again
+    finally:
+        for led in ledgers:
+            await led.close()

@@ -58,12 +58,20 @@ async def read_once(
     return await cur.fetchall() if cur.description else []
 
 
+#: The level is said, not left to the database's default, which an
+#: administrator may have made SERIALIZABLE: the claims' SKIP LOCKED and the
+#: compare-and-set writes are made for READ COMMITTED, where a row another
+#: host moved meanwhile is skipped or re-checked, not a serialization failure.
+BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
+BEGIN_READ_ONLY = "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY"
+
+
 @asynccontextmanager
 async def pipelined(
     conn: psycopg.AsyncConnection[Any], settings: Sequence[str]
 ) -> AsyncIterator[psycopg.AsyncPipeline]:
-    """One transaction in one pipeline (psycopg's pipeline mode): BEGIN
-    (READ ONLY on a read-only connection), `settings`, the block's
+    """One transaction in one pipeline (psycopg's pipeline mode): BEGIN at
+    READ COMMITTED (READ ONLY on a read-only connection), `settings`, the block's
     statements and COMMIT are sent as they come and waited for once, by the
     Sync that leaves the pipeline; a statement whose result the block reads
     waits earlier (core/ledger/postgres/session.py). Not psycopg's
@@ -72,7 +80,7 @@ async def pipelined(
     failed pipeline left is rolled back (`settle`)."""
     try:
         async with conn.pipeline() as pipeline:
-            await conn.execute("BEGIN READ ONLY" if conn.read_only else "BEGIN")
+            await conn.execute(BEGIN_READ_ONLY if conn.read_only else BEGIN)
             for setting in settings:
                 await conn.execute(setting)
             yield pipeline
