@@ -14,11 +14,13 @@ leaves it no such choice:
 - `keyed` (materialized: planned and run once, on its own): each distinct
   key, looked up by the unique key index (a LATERAL subquery with a LIMIT is
   a lookup per key, never a join the planner may turn around), in the
-  claim's order, the first due first;
+  claim's order: the first due first, and of those due at the same moment
+  the list's order (the submit's: a chain's first job before its
+  follow-up); the rows the UPDATE returns are put back in that order;
 - the rows taken: each candidate in that order is locked by its own LATERAL
   `FOR UPDATE SKIP LOCKED` lookup, which re-checks the claim's rule on the
   row as locked; the LIMIT stops the loop once enough rows were locked, so
-  no more rows are locked than are claimed, and a row another transaction
+  a candidate that fails the re-check is not claimed, and a row another transaction
   holds is skipped, as by the shared claim.
 
 Every claim's lease-free rule names the holders provably gone
@@ -47,16 +49,24 @@ __all__ = ["KeyedClaims", "keyed_claim_sql"]
 def keyed_claim_sql(where: str, free: str) -> str:
     """(keys as a JSON array, owner, lease end, `where`'s and `free`'s
     parameters, limit): the claim among the keys (see the module's text)."""
+    # An UPDATE returns its rows in the order it met them (by key, through
+    # the key index), not the claim's: they are put back in the claim's order
+    # (a claim does not move next_at; of rows due at once, the list's order,
+    # which is the submit's: a chain's first job before its follow-up).
+    taken = ", ".join(f"taken.{column.strip()}" for column in COLUMNS.split(","))
     return (
-        "WITH keyed AS MATERIALIZED (SELECT j.idem FROM (SELECT DISTINCT value"
-        " FROM json_array_elements_text(%s::json) AS _each(value)) AS k"
-        " CROSS JOIN LATERAL (SELECT idem, next_at FROM jobs WHERE idem = k.value LIMIT 1) AS j"
-        " ORDER BY j.next_at)"
-        " UPDATE jobs SET prev_owner = lease_owner, lease_owner = %s, lease_until = %s"
+        "WITH keyed AS MATERIALIZED (SELECT j.idem, k.n FROM (SELECT value, min(n) AS n"
+        " FROM json_array_elements_text(%s::json) WITH ORDINALITY AS _each(value, n)"
+        " GROUP BY value) AS k"
+        " CROSS JOIN LATERAL (SELECT idem, next_at FROM jobs WHERE idem = k.value LIMIT 1)"
+        " AS j ORDER BY j.next_at, k.n),"
+        " taken AS (UPDATE jobs SET prev_owner = lease_owner, lease_owner = %s, lease_until = %s"
         " WHERE idem = ANY(ARRAY(SELECT t.idem FROM keyed CROSS JOIN LATERAL (SELECT idem"
         f" FROM jobs WHERE idem = keyed.idem AND {text_for(where, POSTGRES)}"
         f" AND {text_for(free, POSTGRES)} FOR UPDATE SKIP LOCKED) AS t LIMIT %s))"
-        f" RETURNING {COLUMNS}"
+        f" RETURNING {COLUMNS})"
+        f" SELECT {taken} FROM taken JOIN keyed ON keyed.idem = taken.idem"
+        " ORDER BY taken.next_at, keyed.n"
     )
 
 
