@@ -157,7 +157,14 @@ class HotWrites:
             self._search_queued += queued
             return thread_writes.run(conn, batch)
 
-        marked, applied, claimed = await self._in_thread(body, owner, _held_by_batch)
+        try:
+            marked, applied, claimed = await self._in_thread(body, owner, _held_by_batch)
+        finally:
+            # aiosqlite's thread keeps the last call it ran until it is handed
+            # the next, and with it `body` and the batch: its results' texts
+            # would outlive the write, beside the next group's (the pass's
+            # result budget counts one group at a time).
+            batch.moves.clear()
         rows = {}
         for r in marked:
             row = row_from_tuple(r[1:])
