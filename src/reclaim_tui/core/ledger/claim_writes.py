@@ -104,8 +104,8 @@ class ClaimWrites(ABC):
         claim's "due" rule reads (the clock's by default), the one `exclude`
         was chosen for. (idems applied, claim)."""
         where, params = pollable(self.clock.now() if now is None else now, exclude)
-        _, applied, claim = await _write_and_claim(
-            self, owner, actor, (), transitions, where, params, limit, lease_seconds
+        _, applied, claim = await self._and_claim(
+            owner, actor, (), transitions, where, params, limit, lease_seconds
         )
         return applied, claim
 
@@ -124,18 +124,42 @@ class ClaimWrites(ABC):
         send pass's last group commit of a batch takes the next batch."""
         keys = idems if self.keyed_claims else None
         where, params = sendable(self.clock.now(), None if keys is not None else idems)
-        return await _write_and_claim(
-            self,
-            owner,
-            actor,
-            sending,
-            transitions,
-            where,
-            params,
-            limit,
-            lease_seconds,
-            keys,
+        return await self._and_claim(
+            owner, actor, sending, transitions, where, params, limit, lease_seconds, keys
         )
+
+    async def _and_claim(
+        self,
+        owner: str,
+        actor: Actor,
+        sending: Sequence[str],
+        transitions: Sequence[Transition],
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        lease_seconds: float,
+        keys: Sequence[str] | None = None,
+    ) -> tuple[dict[str, Row], list[str], Claim]:
+        """A group commit's writes, then a claim of up to `limit` rows matching
+        `where`, in ONE transaction: the claim is what the ledger holds once the
+        writes applied. (marked rows, idems applied, claim). SqliteLedger runs
+        the whole transaction in one call to its connection's thread."""
+        now = self.clock.now()
+        made = None
+        if not self.holders_in_claim:
+            made = await claim_statement(self, owner, where, params, limit, lease_seconds, keys)
+        claimed = None
+        async with self.write() as db:
+            collect = await self._write_in(db, owner, actor, sending, transitions, now)
+            if limit > 0:
+                if made is None:
+                    made = await claim_statement(
+                        self, owner, where, params, limit, lease_seconds, keys, db
+                    )
+                claimed = await self._claimed(db, *made)
+        marked, applied = await collect()
+        rows = [] if claimed is None else [row_from_tuple(r) for r in await claimed()]
+        return marked, applied, Claim(owner, rows)
 
 
 def scoped(
@@ -179,39 +203,6 @@ def sendable(now: float, idems: Sequence[str] | None) -> tuple[str, list[Any]]:
 
 async def _rows(rows: list[Any]) -> list[Any]:
     return rows
-
-
-async def _write_and_claim(
-    ledger: ClaimWrites,
-    owner: str,
-    actor: Actor,
-    sending: Sequence[str],
-    transitions: Sequence[Transition],
-    where: str,
-    params: Sequence[Any],
-    limit: int,
-    lease_seconds: float,
-    keys: Sequence[str] | None = None,
-) -> tuple[dict[str, Row], list[str], Claim]:
-    """A group commit's writes, then a claim of up to `limit` rows matching
-    `where`, in ONE transaction: the claim is what the ledger holds once the
-    writes applied. (marked rows, idems applied, claim)."""
-    now = ledger.clock.now()
-    made = None
-    if not ledger.holders_in_claim:
-        made = await claim_statement(ledger, owner, where, params, limit, lease_seconds, keys)
-    claimed = None
-    async with ledger.write() as db:
-        collect = await ledger._write_in(db, owner, actor, sending, transitions, now)
-        if limit > 0:
-            if made is None:
-                made = await claim_statement(
-                    ledger, owner, where, params, limit, lease_seconds, keys, db
-                )
-            claimed = await ledger._claimed(db, *made)
-    marked, applied = await collect()
-    rows = [] if claimed is None else [row_from_tuple(r) for r in await claimed()]
-    return marked, applied, Claim(owner, rows)
 
 
 async def claim_statement(

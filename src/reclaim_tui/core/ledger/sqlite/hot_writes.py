@@ -28,13 +28,13 @@ import contextlib
 import functools
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
 from reclaim_tui.core.ledger.base import RELEASE_SQL
-from reclaim_tui.core.ledger.claim_writes import claim_statement, pollable, sendable
+from reclaim_tui.core.ledger.claim_writes import claim_statement
 from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.ledger.schema import row_from_tuple
 from reclaim_tui.core.ledger.sqlite import thread_writes
@@ -199,41 +199,6 @@ class HotWrites:
         )
         return Claim(owner, [row_from_tuple(r) for r in rows])
 
-    async def apply_and_claim_pollable(
-        self,
-        owner: str,
-        actor: Actor,
-        transitions: Sequence[Transition],
-        *,
-        limit: int,
-        lease_seconds: float,
-        exclude: Collection[str] = (),
-        now: float | None = None,
-    ) -> tuple[list[str], Claim]:
-        """`ClaimWrites.apply_and_claim_pollable` in one call to the thread."""
-        where, params = pollable(self.clock.now() if now is None else now, exclude)
-        _, applied, claim = await self._and_claim(
-            owner, actor, (), transitions, where, params, limit, lease_seconds
-        )
-        return applied, claim
-
-    async def write_and_claim_sendable(
-        self,
-        owner: str,
-        actor: Actor,
-        *,
-        sending: Sequence[str] = (),
-        transitions: Sequence[Transition] = (),
-        limit: int,
-        lease_seconds: float,
-        idems: Sequence[str] | None = None,
-    ) -> tuple[dict[str, Row], list[str], Claim]:
-        """`ClaimWrites.write_and_claim_sendable` in one call to the thread."""
-        where, params = sendable(self.clock.now(), idems)
-        return await self._and_claim(
-            owner, actor, sending, transitions, where, params, limit, lease_seconds
-        )
-
     async def _and_claim(
         self,
         owner: str,
@@ -244,9 +209,10 @@ class HotWrites:
         params: Sequence[Any],
         limit: int,
         lease_seconds: float,
+        keys: Sequence[str] | None = None,
     ) -> tuple[dict[str, Row], list[str], Claim]:
-        """A group commit's writes, then a claim of up to `limit` rows
-        matching `where`: what the ledger holds once the writes applied."""
+        """`ClaimWrites._and_claim` in one call to the connection's thread
+        (SQLite's claims are never keyed: `keys` is always None here)."""
         claim = None
         if limit > 0:
             claim = await claim_statement(self, owner, where, params, limit, lease_seconds)  # type: ignore[arg-type]
