@@ -22,6 +22,7 @@ from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.postgres.session import PgSession
+from reclaim_tui.core.ledger.postgres.writes import PLAN
 from reclaim_tui.core.models import Actor, JobSpec
 from reclaim_tui.core.sinks import CallableSink
 
@@ -41,6 +42,27 @@ def _read(node: dict[str, Any]) -> int:
     """Rows a node produced or filtered out, over all its loops."""
     per_loop = int(node.get("Actual Rows", 0)) + int(node.get("Rows Removed by Filter", 0))
     return per_loop * int(node.get("Actual Loops", 1))
+
+
+async def _compared(dsn: str, search_path: str, sql: str, args: Sequence[Any]) -> dict[str, int]:
+    """Pairs of rows a join compared and dropped (`Rows Removed by Join
+    Filter`) in the claim's plan: alone, and in a group commit's transaction
+    (its plan settings, writes.PLAN); each run rolled back."""
+    compared = {}
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        for name, settings in (("default", ""), ("group commit", PLAN)):
+            async with conn.transaction(force_rollback=True):
+                await conn.execute(f"SET LOCAL search_path TO {search_path}")
+                if settings:
+                    await conn.execute(settings)
+                cur = await conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, args)
+                (plan,) = (await cur.fetchall())[0]
+            nodes = _nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
+            compared[name] = sum(
+                int(n.get("Rows Removed by Join Filter", 0)) * int(n.get("Actual Loops", 1))
+                for n in nodes
+            )
+    return compared
 
 
 async def _nowhere(idem: str, result: object) -> None:
@@ -105,6 +127,7 @@ async def test_a_claim_among_keys_reads_rows_in_proportion_to_the_keys(
         assert sorted(claimed, key=ranked.index) == ranked[1 : LIMIT + 1]
         (sql, args), *_ = [(s, a) for s, a in sent if "lease_until" in s and "RETURNING" in s]
         assert await ledger.release(OWNER, claimed) == LIMIT
+        compared = await _compared(pg_dsn, cast(Any, ledger)._search_path, sql, args)
         async with ledger.write() as db:
             async with db.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, args) as cur:
                 (plan,) = (await cur.fetchall())[0]
@@ -120,3 +143,7 @@ async def test_a_claim_among_keys_reads_rows_in_proportion_to_the_keys(
     assert read <= 4 * KEYS, f"the claim read {read} rows of jobs for {KEYS} keys of {JOBS} due"
     locked = sum(_read(n) for n in nodes if n["Node Type"] == "LockRows")
     assert locked == LIMIT, f"the claim locked {locked} rows to take {LIMIT}"
+    # The rows taken put back in the claim's order by their place among the
+    # keys taken, not by a join to the whole window: under a group commit's
+    # plan settings (hash joins off) that join compared every pair.
+    assert compared == {"default": 0, "group commit": 0}, f"pairs compared: {compared}"
