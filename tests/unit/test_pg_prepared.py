@@ -21,6 +21,7 @@ from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.engine.policy import EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.postgres.holders import LIVE_HOLDERS
 from reclaim_tui.core.ledger.postgres.writes import PLAN
 from reclaim_tui.core.models import JobSpec, Status
 from reclaim_tui.core.sinks import CallableSink
@@ -75,6 +76,10 @@ async def test_the_hot_statements_are_prepared_once_on_a_direct_connection(pg_ds
     assert plan_settings[0] >= JOBS // FLIGHT, plan_settings
     claims = [runs for text, runs in prepared if "lease_until" in text and "RETURNING" in text]
     assert claims and max(claims) >= JOBS // FLIGHT, prepared
+    # psycopg sends %s as $n
+    probe = LIVE_HOLDERS.replace("%s", "$1", 1).replace("%s", "$2", 1)
+    holders = [runs for text, runs in prepared if text == probe]
+    assert holders and holders[0] >= JOBS // FLIGHT, f"the holders probe: {holders}"
 
 
 async def test_nothing_is_prepared_behind_a_pooler(pg_bouncer: PgBouncer, bouncer_dsn: str) -> None:

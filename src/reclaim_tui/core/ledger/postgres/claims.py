@@ -141,6 +141,8 @@ class KeyedClaims(LedgerBase):
         core/ledger/postgres/holders.py), read in the claim's transaction and
         judged here by owner.py's rule: a holder is gone only when provably
         so. Sent with the statements before it: no round trip of its own."""
-        async with db.execute(LIVE_HOLDERS, (owner, now)) as cur:
-            owners = await cur.fetchall()
+        # Sent as the hot path's statements are: prepared where the
+        # connection allows it (its recursive plan costs more to make than
+        # to run).
+        owners = await (await db.send(LIVE_HOLDERS, (owner, now))).fetchall()
         return lease_free_sql(now, [o[0] for o in owners if holder_alive(o[0]) is False])
