@@ -139,6 +139,20 @@ def cpu_by_process(pg: PgDatabases) -> dict[str, float]:
     return seen
 
 
+def _wal_and_commits(base: str, url: str) -> tuple[int, int]:
+    """The server's WAL position (bytes) and the run's database's commits."""
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn, (SELECT xact_commit"
+            " FROM pg_stat_database WHERE datname = %s)",
+            (url.rsplit("/", 1)[-1],),
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1] or 0)
+
+
 def _variant(sql: str) -> Any:
     if not sql:
         return None
@@ -173,6 +187,7 @@ def main() -> None:
         url = pg.create()
         with psycopg.connect(pg.base, autocommit=True) as conn:
             conn.execute("SELECT pg_stat_statements_reset()")
+        wal_before, commits_before = _wal_and_commits(pg.base, url)
         before = pg.cpu_seconds()
         by_process = cpu_by_process(pg)
         with tempfile.TemporaryDirectory() as d:
@@ -180,6 +195,7 @@ def main() -> None:
                 run_ours(a.jobs, Path(d), a.batch, url, prepare=_variant(a.variant))
             )
         cpu = pg.cpu_seconds() - before
+        wal_after, commits_after = _wal_and_commits(pg.base, url)
         for title, seconds in sorted(cpu_by_process(pg).items(), key=lambda kv: -kv[1]):
             spent = seconds - by_process.get(title, 0.0)
             if spent > 0:
@@ -194,6 +210,10 @@ def main() -> None:
             after = pg.cpu_seconds() - mark
             print(f"--after's statements: server CPU ms/job {after * 1000 / a.jobs:.3f}")
         print(f"{a.jobs} jobs: {rate:.0f} jobs/s, server CPU ms/job {cpu * 1000 / a.jobs:.3f}")
+        print(
+            f"WAL bytes/job {(wal_after - wal_before) / a.jobs:.0f}"
+            f"  commits/job {(commits_after - commits_before) / a.jobs:.3f}"
+        )
         report(pg.base, url, a.jobs, a.top)
         if EXPLAIN_MS >= 0:
             print(pg.server.log_file.read_text())

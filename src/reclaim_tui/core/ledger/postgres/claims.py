@@ -52,21 +52,27 @@ def keyed_claim_sql(where: str, free: str) -> str:
     # An UPDATE returns its rows in the order it met them (by key, through
     # the key index), not the claim's: they are put back in the claim's order
     # (a claim does not move next_at; of rows due at once, the list's order,
-    # which is the submit's: a chain's first job before its follow-up).
-    taken = ", ".join(f"taken.{column.strip()}" for column in COLUMNS.split(","))
+    # which is the submit's: a chain's first job before its follow-up). The
+    # keys taken are collected in that order, so a row's place among them
+    # is its rank: found in that short array, not by joining the rows taken
+    # to the whole window (with hash joins off, as a group commit's
+    # transaction has them, every pair of the two would be compared). The
+    # parameters come in the shared claim's order (`lease` first).
     return (
         "WITH keyed AS MATERIALIZED (SELECT j.idem, k.n FROM (SELECT value, min(n) AS n"
         " FROM json_array_elements_text(%s::json) WITH ORDINALITY AS _each(value, n)"
         " GROUP BY value) AS k"
         " CROSS JOIN LATERAL (SELECT idem, next_at FROM jobs WHERE idem = k.value LIMIT 1)"
         " AS j ORDER BY j.next_at, k.n),"
-        " taken AS (UPDATE jobs SET prev_owner = lease_owner, lease_owner = %s, lease_until = %s"
-        " WHERE idem = ANY(ARRAY(SELECT t.idem FROM keyed CROSS JOIN LATERAL (SELECT idem"
-        f" FROM jobs WHERE idem = keyed.idem AND {text_for(where, POSTGRES)}"
-        f" AND {text_for(free, POSTGRES)} FOR UPDATE SKIP LOCKED) AS t LIMIT %s))"
-        f" RETURNING {COLUMNS})"
-        f" SELECT {taken} FROM taken JOIN keyed ON keyed.idem = taken.idem"
-        " ORDER BY taken.next_at, keyed.n"
+        " lease AS (SELECT %s::text AS owner, %s::float8 AS until),"
+        " picked AS MATERIALIZED (SELECT ARRAY(SELECT t.idem FROM keyed CROSS JOIN LATERAL"
+        f" (SELECT idem FROM jobs WHERE idem = keyed.idem AND {text_for(where, POSTGRES)}"
+        f" AND {text_for(free, POSTGRES)} FOR UPDATE SKIP LOCKED) AS t LIMIT %s) AS idems),"
+        " taken AS (UPDATE jobs SET prev_owner = lease_owner,"
+        " lease_owner = (SELECT owner FROM lease), lease_until = (SELECT until FROM lease)"
+        f" WHERE idem = ANY((SELECT idems FROM picked)::text[]) RETURNING {COLUMNS})"
+        f" SELECT {COLUMNS} FROM taken"
+        " ORDER BY next_at, array_position((SELECT idems FROM picked), idem)"
     )
 
 
@@ -135,6 +141,8 @@ class KeyedClaims(LedgerBase):
         core/ledger/postgres/holders.py), read in the claim's transaction and
         judged here by owner.py's rule: a holder is gone only when provably
         so. Sent with the statements before it: no round trip of its own."""
-        async with db.execute(LIVE_HOLDERS, (owner, now)) as cur:
-            owners = await cur.fetchall()
+        # Sent as the hot path's statements are: prepared where the
+        # connection allows it (its recursive plan costs more to make than
+        # to run).
+        owners = await (await db.send(LIVE_HOLDERS, (owner, now))).fetchall()
         return lease_free_sql(now, [o[0] for o in owners if holder_alive(o[0]) is False])

@@ -191,6 +191,26 @@ def _refused_for_good(exc: psycopg.Error, where: str) -> LedgerAccessError | Non
     return None
 
 
+#: A prepare threshold no statement reaches by being run again: on a direct
+#: connection only the statements asked for (PgSession.send) are prepared.
+ASKED_ONLY = 1 << 30
+
+
+async def _direct(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether `conn` is the server's own session, not a pooler's client.
+
+    A pooler hands a client a process id and cancel key of its own (it may
+    run the client's transactions on any of its server connections), so the
+    server's `pg_backend_pid()` is not the one the connection was given.
+    Server-side prepared statements are only safe on the server's own
+    session: behind a transaction pooler the next transaction may run on a
+    server connection that never saw the statement, or holds another of
+    its name (`prepared statement "_pg3_0" already exists`)."""
+    cur = await conn.execute("SELECT pg_backend_pid()")
+    row = await cur.fetchone()
+    return row is not None and int(row[0]) == conn.info.backend_pid
+
+
 async def dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncConnection[Any]:
     """One connection to the server `url` names, set up for the ledger."""
     where = redact(url)
@@ -203,11 +223,9 @@ async def dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncCo
             autocommit=True,
             connect_timeout=max(2, int(busy_timeout)),
             application_name="reclaim-tui",
-            # No server-side prepared statements: behind a transaction
-            # pooler (PgBouncer, the endpoint of most managed services)
-            # the next transaction may run on another server connection,
-            # one that already holds a statement of that name
-            # (`prepared statement "_pg3_0" already exists`).
+            # No server-side prepared statements until the connection is
+            # known to be the server's own (`_direct`): behind a pooler they
+            # fail.
             prepare_threshold=None,
         )
     except psycopg.Error as exc:
@@ -215,6 +233,13 @@ async def dial(url: str, busy_timeout: float, readonly: bool) -> psycopg.AsyncCo
         raise type(mapped)(scrub(str(mapped), url)) from None
     conn.adapters.register_dumper(bool, _IntFromBool)
     pg_text.register(conn.adapters)  # a NUL stays in its row (core/ledger/postgres/text.py)
+    try:
+        if await _direct(conn):
+            conn.prepare_threshold = ASKED_ONLY
+    except psycopg.Error as exc:
+        await conn.close()
+        mapped = map_pg_error(exc, where)
+        raise type(mapped)(scrub(str(mapped), url)) from None
     if readonly:
         # `BEGIN READ ONLY` for every transaction (reads run in one too):
         # nothing is set on the server's session, which a pooler would

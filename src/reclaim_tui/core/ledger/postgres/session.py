@@ -104,9 +104,13 @@ class PgSession:
 
     async def send(self, text: str, params: Any) -> _Cursor:
         """Send a statement written for PostgreSQL only (psycopg's
-        placeholders); its result is read by a fetch, or after the COMMIT."""
+        placeholders); its result is read by a fetch, or after the COMMIT.
+        These are the hot path's (claims, group commits), one statement
+        each: prepared on the server where the connection allows it
+        (connect.dial), so each is parsed once per connection rather than
+        at every run; psycopg ignores the request where it does not."""
         cur = self._conn.cursor()
-        await self._send(cur, text, cur.execute(text, params))
+        await self._send(cur, text, cur.execute(text, params, prepare=True))
         return _Cursor(self, cur)
 
     async def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> _Cursor:
