@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
-from reclaim_tui.core.ledger.console.queries import ConsoleReader
-from reclaim_tui.core.ledger.console.views import View
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["walk", "walk_back"]
+from reclaim_tui.core.ledger.console.page_sql import tie_column
+from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import Key, View
+from reclaim_tui.core.models import Row
+
+__all__ = ["display_key", "walk", "walk_back"]
+
+
+async def display_key(reader: ConsoleReader, view: View) -> Callable[[Row], Key]:
+    """A row's place in the view's order as the reader's engine sorts it:
+    its sort values, then its id where that engine breaks the sort's ties by
+    id (SQLite's time sorts), else its key."""
+    key_of = view.key_of
+    if tie_column(view.sort, reader._fast.dialect) != "id":
+        return key_of
+    connection: Any = reader._fast.connection
+    async with connection.execute("SELECT idem, id FROM jobs") as cur:
+        ids = {str(k): int(i) for k, i in await cur.fetchall()}
+    return lambda row: (*key_of(row)[:-1], ids[row.idem])
 
 
 async def walk(reader: ConsoleReader, view: View, size: int) -> list[str]:

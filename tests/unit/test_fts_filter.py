@@ -40,7 +40,7 @@ from reclaim_tui.core.ledger.sqlite.schema import (
     SEARCH_FLUSH_SQL,
 )
 from reclaim_tui.core.models import JobSpec, Status
-from tests.helpers.pages import walk, walk_back
+from tests.helpers.pages import display_key, walk, walk_back
 
 NOW = 1_800_000_000.0
 
@@ -229,7 +229,7 @@ async def test_filtered_windows_walk_in_order_both_ways(
         and (not flt.statuses or r.status in flt.statuses)
         and all(m.lower() in r.model.lower() for m in flt.models)
     ]
-    chosen.sort(key=view.key_of, reverse=sort.descending)
+    chosen.sort(key=await display_key(reader, view), reverse=sort.descending)
     want = [r.idem for r in chosen]
     assert want
     for size in (2, 9):

@@ -153,7 +153,7 @@ async def test_a_ledger_of_schema_9_is_upgraded(tmp_path: Path) -> None:
         keys = [r[0] for r in con.execute("SELECT idem FROM jobs ORDER BY id")]
     ledger = await open_ledger(db, clock=ManualClock(NOW))
     try:
-        assert await ledger.schema_version() == SCHEMA_VERSION == 10
+        assert await ledger.schema_version() == SCHEMA_VERSION == 11
         assert _state(db) == (0, 5, 0)  # what was queued is in the index
         await ledger.insert_jobs([("k-cafe-new", _spec("un café noir"), "m")], "t")
         assert _state(db) == (0, 5, 1)

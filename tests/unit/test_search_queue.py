@@ -121,7 +121,7 @@ async def test_a_ledger_of_the_old_schema_is_upgraded(tmp_path: Path) -> None:
     assert "jobs_fts_move" in _triggers(db)
     ledger = await open_ledger(db, clock=ManualClock(NOW))
     try:
-        assert await ledger.schema_version() == SCHEMA_VERSION == 10
+        assert await ledger.schema_version() == SCHEMA_VERSION == 11
     finally:
         await ledger.close()
     assert _triggers(db) == TRIGGERS

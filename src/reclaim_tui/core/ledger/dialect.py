@@ -61,6 +61,10 @@ class Dialect:
     cross_join: str
     #: scan the table without an index (SQLite: rowid order)
     not_indexed: str
+    #: the column that breaks ties in an order by the age and updated
+    #: indexes: SQLite's hold the rowid (jobs.id) after the time,
+    #: PostgreSQL's the key (core/ledger/sqlite/schema.py's migration 11)
+    tie: str
     _indexed_by: str
     _each: str
     _filter_in: str
@@ -113,6 +117,7 @@ SQLITE = Dialect(
     like="LIKE",
     cross_join="CROSS JOIN",
     not_indexed=" NOT INDEXED",
+    tie="id",
     _indexed_by=" INDEXED BY {index}",
     _each="json_each({p}) AS {alias}",
     _filter_in="{column} IN (SELECT value FROM json_each({p}))",
@@ -126,6 +131,7 @@ POSTGRES = Dialect(
     like="ILIKE",
     cross_join="JOIN",
     not_indexed="",
+    tie="idem",
     _indexed_by="",
     _each="json_array_elements_text({p}::json) AS {alias}(value)",
     _filter_in="NOT ({column} NOT IN (SELECT value FROM json_array_elements_text({p}::json)))",

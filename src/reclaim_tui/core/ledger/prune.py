@@ -8,8 +8,8 @@ deletes *terminal* rows — `consumed`, and on request `failed` and
 - **`state_since`, not `updated_at`**: it is "in this status since", the
   clock a retention rule means (a consumed row's age is how long it has been
   consumed), and it is what the console's age sort shows. `jobs_status_age`
-  (status, state_since, idem) serves the batches as an index range, oldest
-  first, with no sort.
+  (status, state_since, then id on SQLite, the key on PostgreSQL) serves
+  the batches as an index range, oldest first, with no sort.
 - **Never `reserving`, `submitted` or `done`**: their work (a create whose
   outcome may be unknown, an interaction to collect, a result not yet
   delivered) is not finished; asking for them is a ConfigError.
@@ -262,7 +262,7 @@ async def _prune_batch(
             Sql(
                 lambda d: (
                     f"SELECT id, {COLUMNS} FROM jobs WHERE status = {d.p} AND state_since < {d.p}"
-                    f" ORDER BY state_since, idem LIMIT {d.p}{lock}"
+                    f" ORDER BY state_since, {d.tie} LIMIT {d.p}{lock}"
                 )
             ),
             (status.value, report.cutoff, batch),

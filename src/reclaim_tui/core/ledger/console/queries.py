@@ -3,9 +3,10 @@
 The console never loads the ledger: it shows one keyset page at a time,
 ordered by an index (DESIGN.md §5 — the ledger may hold millions of rows):
 
-    sort by age in state   jobs(status, state_since, idem), one range per status,
+    sort by age in state   jobs(status, state_since), ties by id (SQLite; by idem
+                           on PostgreSQL), one range per status,
                            merged by a UNION ALL of per-status LIMITed scans
-    sort by updated time   jobs(updated_at, idem); a single small status is
+    sort by updated time   jobs(updated_at), ties likewise; a single small status is
                            read through its status range and sorted instead
     free text (3+ chars)   the trigram indexes (core/ledger/sqlite/schema.py) name the rows
                            that may hold it: read by id and sorted; for shorter
@@ -115,7 +116,7 @@ class ConsoleReader:
         sql, params = _page_sql(
             view, now, self._dead, self.sizes, start, direction, limit + 1, hits, dialect, prices
         )
-        rows = [row_from_tuple(r) for r in await _fetch(self._fast, sql, params)]
+        rows = [row_from_tuple(r[:-1]) for r in await _fetch(self._fast, sql, params)]
         more = len(rows) > limit
         rows = rows[:limit]
         if direction in ("before", "last"):
@@ -142,7 +143,7 @@ class ConsoleReader:
             sql, params = _page_sql(
                 view, now, self._dead, self.sizes, start, direction, batch, hits, dialect, prices
             )
-            rows = [row_from_tuple(r) for r in await _fetch(self._slow, sql, params)]
+            rows = [row_from_tuple(r[:-1]) for r in await _fetch(self._slow, sql, params)]
             if not rows:
                 return
             yield rows

@@ -30,7 +30,9 @@ __all__ = [
     "sort_sql",
 ]
 
-#: A row's place in a sort: its sort values, then its idem.
+#: A row's place in a sort: its sort values, then its idem. Ties are in
+#: key order on PostgreSQL, in id order on SQLite: there the key names the
+#: row whose id the page query looks up (core/ledger/console/page_sql.py).
 Key = tuple[Any, ...]
 Direction = Literal["from", "after", "before", "last"]
 
@@ -38,13 +40,14 @@ Direction = Literal["from", "after", "before", "last"]
 @dataclass(frozen=True, slots=True)
 class Sort:
     """A display order: `column` (then `then`) ascending or descending, ties
-    broken by idem. `column` names a jobs column and the Row attribute of
-    the same name; the nullable ones sort as '' (NULL breaks a keyset)."""
+    broken by idem (the time sorts' by id on SQLite: page_sql.tie_column).
+    `column` names a jobs column and the Row attribute of the same name; the
+    nullable ones sort as '' (NULL breaks a keyset)."""
 
     column: str
     descending: bool
     label: str
-    #: A second column before idem: status sorts by age in state within it.
+    #: A second column before the tie: status sorts by age in state within it.
     then: str | None = None
 
     @property

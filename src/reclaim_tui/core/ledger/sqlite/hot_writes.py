@@ -17,8 +17,11 @@ or rolls it back instead of committing. Only a cancel that comes while it
 commits finds it committed; then the leases it took (its claim's rows, the
 rows it marked as sent) are given back, since the caller will never act on
 them. Either way the write lock is kept until the thread is done, and what
-it did (its commit, the generation it moved to) is recorded by the thread
-itself, so the next write and the next generation check see it.
+it did (its commit, what the commit returned, the generation it moved to,
+the text index's queue moved) is recorded by the thread itself, so the next
+write and the next generation check see it, and the leases are given back
+even when the call's task itself was cancelled (asyncio.run's clean-up at
+shutdown cancels every task at once) while the thread went on to commit.
 """
 
 from __future__ import annotations
@@ -89,24 +92,42 @@ class HotWrites:
             raise LedgerReadOnlyError(f"{self.path}: opened read-only")
         async with self._lock:
             stop = [False]
-            task = in_thread(self._db, self._whole, body, stop)
+            committed: list[T] = []
+            task = in_thread(self._db, self._whole, body, stop, committed)
             try:
                 return await asyncio.shield(task)
             except asyncio.CancelledError:
                 stop[0] = True  # not begun, or not at COMMIT yet: rolled back there
                 await settled(task)  # the lock is the thread's until it is done
-                keys = held(task.result()) if held and _committed(task) else []
+                if task.cancelled():
+                    # The task itself was cancelled, not only its caller (asyncio.run's
+                    # clean-up cancels every task at once): the thread may still be
+                    # in the transaction. A call queued behind it returns once it is over.
+                    await self._thread_idle()
+                keys = held(committed[0]) if held and committed else []
                 if keys:
                     give_back = functools.partial(_release, owner=owner, keys=keys)
-                    await settled(in_thread(self._db, self._whole, give_back, [False]))
+                    await settled(in_thread(self._db, self._whole, give_back, [False], []))
                 raise
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
 
-    def _whole(self, body: Callable[[sqlite3.Connection], T], stop: list[bool]) -> T:
+    async def _thread_idle(self) -> None:
+        """Wait until every call already handed to the connection's thread has
+        run (it runs them in order: a call queued behind them returns after)."""
+        while True:
+            marker = in_thread(self._db, _nothing)
+            await settled(marker)
+            if not marker.cancelled():
+                return
+
+    def _whole(
+        self, body: Callable[[sqlite3.Connection], T], stop: list[bool], committed: list[T]
+    ) -> T:
         """In the connection's thread: the transaction around `body`. Once
         `stop` is set (its caller was cancelled) it is not begun, or rolled
-        back rather than committed."""
+        back rather than committed. What a committed `body` returned is put
+        in `committed`, for a caller whose task was cancelled meanwhile."""
         if stop[0]:
             raise _Abandoned
         conn = raw(self._db)
@@ -114,10 +135,10 @@ class HotWrites:
         try:
             unchanged = conn.total_changes
             out = body(conn)
-            if self._search_queued >= SEARCH_BATCH:
+            moved = self._search_queued >= SEARCH_BATCH
+            if moved:
                 for statement in SEARCH_MOVES:
                     conn.execute(statement)
-                self._search_queued = 0
             # A claim that found nothing changed no row: its COMMIT writes no
             # WAL frame and syncs nothing, unless the generation is bumped —
             # and nothing written needs the bump's check (the next pass's
@@ -134,6 +155,9 @@ class HotWrites:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             raise
+        if moved:  # only once committed: a failed COMMIT moved nothing
+            self._search_queued = 0
+        committed.append(out)
         if wrote:
             self._generation_committed()
         return out
@@ -224,8 +248,8 @@ class _Abandoned(Exception):
     """A transaction whose caller was cancelled before it committed."""
 
 
-def _committed(task: asyncio.Task[Any]) -> bool:
-    return not task.cancelled() and task.exception() is None
+def _nothing() -> None:
+    return None
 
 
 def _held_by_claim(rows: list[tuple[Any, ...]]) -> list[str]:

@@ -210,11 +210,13 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
-                if self._search_queued >= SEARCH_BATCH:
+                moved = self._search_queued >= SEARCH_BATCH
+                if moved:
                     await sqlite_writes.move_search_queue(self._db)
-                    self._search_queued = 0
                 await self._bump_generation()  # a service's (core/ledger/sqlite/generation.py)
                 await self._db.execute("COMMIT")
+                if moved:  # only once committed: a failed COMMIT moved nothing
+                    self._search_queued = 0
                 self._generation_committed()
             except BaseException as exc:
                 # Also on cancellation: a statement already handed to
