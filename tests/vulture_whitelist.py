@@ -88,3 +88,6 @@ _._content
 _.show_highlight
 _.highlight_start
 _.highlight_end
+# psycopg's connection setting, read by psycopg when it decides what to
+# prepare (core/ledger/postgres/connect.py).
+_.prepare_threshold
