@@ -29,8 +29,8 @@ T = TypeVar("T")
 
 
 def maker(cls: type[T]) -> Callable[..., T]:
-    """A function making a `cls` from every field's value, in field order
-    (positional, no defaults), as `cls(*values)` would."""
+    """A function making a `cls` from the same arguments, with the same
+    defaults, as `cls(...)` itself."""
     fields = dataclasses.fields(cast(Any, cls))
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in vars(cls):
@@ -39,7 +39,14 @@ def maker(cls: type[T]) -> Callable[..., T]:
         raise TypeError(f"{cls.__name__} does more at init than store its fields")
     twin = dataclasses.make_dataclass(
         f"_{cls.__name__}Twin",
-        [(f.name, f.type) for f in fields],
+        [
+            (
+                f.name,
+                f.type,
+                dataclasses.field(default=f.default, default_factory=f.default_factory),
+            )
+            for f in fields
+        ],
         slots=True,
         eq=False,
         repr=False,
@@ -48,10 +55,10 @@ def maker(cls: type[T]) -> Callable[..., T]:
     if vars(twin)["__slots__"] != vars(cls)["__slots__"]:
         raise TypeError(f"{cls.__name__}'s slots are not its fields")
 
-    def make(*values: Any) -> T:
-        made = twin(*values)
+    def make(*values: Any, **named: Any) -> T:
+        made = twin(*values, **named)
         made.__class__ = cls
         return cast(T, made)
 
-    make.__doc__ = f"A {cls.__name__} from every field's value, in field order."
+    make.__doc__ = f"A {cls.__name__}, as `{cls.__name__}(...)` makes one."
     return make

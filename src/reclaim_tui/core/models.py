@@ -31,6 +31,8 @@ __all__ = [
     "Transition",
     "attempt_tag",
     "labelled_attempt",
+    "make_stored_result",
+    "make_transition",
 ]
 
 #: The label (and, with a webhook, the `user_metadata` field `reclaim_attempt`)
@@ -384,3 +386,11 @@ class Transition:
     tally: str | None = None
     #: an error to report for this row (recorded whether or not it applied).
     error: str | None = None
+
+
+#: `Transition(...)`, the same arguments, without a call per field
+#: (core/frozen_make.py): for the transitions every job takes (sent,
+#: completed, delivered).
+make_transition = maker(Transition)
+#: `StoredResult(...)` without a call per field: one for every result delivered.
+make_stored_result = maker(StoredResult)

@@ -123,8 +123,7 @@ _make_row = maker(Row)
 
 
 def row_from_tuple(values: Sequence[Any]) -> Row:
-    """The one place a SELECT tuple becomes a Row (column order = COLUMNS,
-    every column)."""
+    """The one place a SELECT tuple becomes a Row (column order = COLUMNS)."""
     v = list(values)
     status = _STATUS.get(v[3])
     v[3] = Status(v[3]) if status is None else status  # an unknown text raises
