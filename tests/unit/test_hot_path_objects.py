@@ -22,6 +22,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.frozen_make import maker
+from reclaim_tui.core.gemini.backend import interaction_from_json
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
 from reclaim_tui.core.models import (
@@ -65,6 +66,7 @@ SPEC_INIT = JobSpec.__init__.__code__
 ENCODER_INIT = json.JSONEncoder.__init__.__code__
 TRANSITION_INIT = Transition.__init__.__code__
 RESULT_INIT = StoredResult.__init__.__code__
+INTERACTION_INIT = RemoteInteraction.__init__.__code__
 
 
 async def test_a_job_makes_no_row_spec_or_encoder_through_a_call_per_field(
@@ -81,7 +83,8 @@ async def test_a_job_makes_no_row_spec_or_encoder_through_a_call_per_field(
     )
     jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
     try:
-        with _inits(ROW_INIT, SPEC_INIT, ENCODER_INIT, TRANSITION_INIT, RESULT_INIT) as seen:
+        codes = (ROW_INIT, SPEC_INIT, ENCODER_INIT, TRANSITION_INIT, RESULT_INIT, INTERACTION_INIT)
+        with _inits(*codes) as seen:
             submitted = await engine.submit(jobs)
             clock.advance(5)
             report = await engine.tick()
@@ -98,6 +101,9 @@ async def test_a_job_makes_no_row_spec_or_encoder_through_a_call_per_field(
         # result it delivers.
         assert seen[TRANSITION_INIT] == 0, f"Transition.__init__ ran {seen[TRANSITION_INIT]} times"
         assert seen[RESULT_INIT] == 0, f"StoredResult.__init__ ran {seen[RESULT_INIT]} times"
+        # A create's and a poll's answer (the fake makes them as the real
+        # backend does: core/gemini/backend.py's interaction_from_json).
+        assert seen[INTERACTION_INIT] == 0, f"RemoteInteraction ran {seen[INTERACTION_INIT]} times"
     finally:
         await ledger.close()
 
@@ -167,7 +173,12 @@ def test_only_a_frozen_slots_dataclass_that_only_stores_gets_a_twin() -> None:
             if self.a < 0:
                 raise ValueError("negative")
 
-    for cls in (Plain, NoSlots, Checked, RemoteInteraction):
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Unset:
+        a: int
+        b: list[int] = dataclasses.field(init=False)
+
+    for cls in (Plain, NoSlots, Checked, Unset):
         with pytest.raises(TypeError):
             maker(cls)
 
@@ -193,3 +204,13 @@ def test_a_transition_made_by_its_twin_takes_the_same_arguments_and_defaults() -
         make_transition("k", Status.DONE)  # the same required arguments
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.note = "x"  # type: ignore[misc]
+
+
+def test_an_interaction_from_json_is_an_ordinary_interaction() -> None:
+    raw = {"id": "i1", "status": "completed", "usage": {"total_input_tokens": 3}}
+    made = interaction_from_json(raw)
+    assert type(made) is RemoteInteraction
+    assert made == RemoteInteraction(
+        "i1", RemoteState.COMPLETED, "completed", None, {"total_input_tokens": 3}, None, raw
+    )
+    assert made.raw_json() == json.dumps(raw, sort_keys=True, ensure_ascii=False)

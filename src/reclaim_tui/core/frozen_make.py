@@ -12,9 +12,9 @@ which CPython allows between classes of the same layout (and checks, with a
 TypeError, when they are not). What comes out is an ordinary instance of
 `cls`: the same type, equal, hashed and refusing assignment like any other.
 
-Only for frozen slots dataclasses whose fields are all set by `__init__`
-and that run nothing after it (`__post_init__`): the twin skips nothing
-else because there is nothing else.
+Only for frozen slots dataclasses whose `__init__` does nothing but store
+its fields (each an argument or a default; no `__post_init__`): the twin
+skips nothing else because there is nothing else.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def maker(cls: type[T]) -> Callable[..., T]:
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in vars(cls):
         raise TypeError(f"{cls.__name__} is not a frozen slots dataclass")
-    if hasattr(cls, "__post_init__") or not all(f.init for f in fields):
+    unset = [f for f in fields if not f.init and f.default is f.default_factory]
+    if hasattr(cls, "__post_init__") or unset:
         raise TypeError(f"{cls.__name__} does more at init than store its fields")
     twin = dataclasses.make_dataclass(
         f"_{cls.__name__}Twin",
@@ -43,7 +44,9 @@ def maker(cls: type[T]) -> Callable[..., T]:
             (
                 f.name,
                 f.type,
-                dataclasses.field(default=f.default, default_factory=f.default_factory),
+                dataclasses.field(
+                    default=f.default, default_factory=f.default_factory, init=f.init
+                ),
             )
             for f in fields
         ],

@@ -31,6 +31,7 @@ __all__ = [
     "Transition",
     "attempt_tag",
     "labelled_attempt",
+    "make_interaction",
     "make_stored_result",
     "make_transition",
 ]
@@ -242,6 +243,11 @@ class RemoteInteraction:
             # a cache, not a field's change: frozen says nothing of it
             object.__setattr__(self, "_json", text)
         return text
+
+
+#: `RemoteInteraction(...)` without a call per field (core/frozen_make.py):
+#: a backend makes one for every create and every poll answered.
+make_interaction = maker(RemoteInteraction)
 
 
 @dataclass(frozen=True, slots=True)
