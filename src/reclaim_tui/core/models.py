@@ -190,18 +190,17 @@ class JobSpec:
     def from_json(cls, text: str) -> JobSpec:
         data = json.loads(text)
         return _make_spec(
-            data["input"],
-            data.get("model") or "",
-            data.get("config") or {},
-            None,
-            data.get("agent"),
-            data.get("labels") or {},
-            data.get("deadline"),
-            data.get("previous"),
+            input=data["input"],
+            model=data.get("model") or "",
+            config=data.get("config") or {},
+            agent=data.get("agent"),
+            labels=data.get("labels") or {},
+            deadline=data.get("deadline"),
+            previous=data.get("previous"),
         )
 
 
-#: `JobSpec(*every field)` without a call per field (core/frozen_make.py):
+#: `JobSpec(...)` without a call per field (core/frozen_make.py):
 #: a spec is read back for every row sent, and labelled for every create.
 _make_spec = maker(JobSpec)
 #: The encoders of `json.dumps(..., sort_keys=True, ensure_ascii=False)`,
