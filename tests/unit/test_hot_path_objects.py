@@ -4,6 +4,7 @@ JSON encoders made once rather than once a call."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import gc
 import json
@@ -131,6 +132,8 @@ def test_a_row_made_by_its_twin_is_an_ordinary_row() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         row.idem = "other"  # type: ignore[misc]
     assert pickle.loads(pickle.dumps(row)) == row
+    assert copy.copy(row) == row and copy.deepcopy(row) == row
+    assert dataclasses.asdict(row) == dataclasses.asdict(expected)
     assert dataclasses.replace(row, attempts=9).attempts == 9
     assert repr(row) == repr(expected)
 
@@ -177,6 +180,16 @@ def test_only_a_frozen_slots_dataclass_that_only_stores_gets_a_twin() -> None:
     class Unset:
         a: int
         b: list[int] = dataclasses.field(init=False)
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Named:
+        a: int
+        b: int = dataclasses.field(default=2, kw_only=True)
+
+    make_named = maker(Named)
+    assert make_named(1, b=3) == Named(1, b=3) and make_named(1) == Named(1)
+    with pytest.raises(TypeError):
+        make_named(1, 3)  # keyword-only, as Named's own
 
     for cls in (Plain, NoSlots, Checked, Unset):
         with pytest.raises(TypeError):

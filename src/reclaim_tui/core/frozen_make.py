@@ -45,7 +45,10 @@ def maker(cls: type[T]) -> Callable[..., T]:
                 f.name,
                 f.type,
                 dataclasses.field(
-                    default=f.default, default_factory=f.default_factory, init=f.init
+                    default=f.default,
+                    default_factory=f.default_factory,
+                    init=f.init,
+                    kw_only=f.kw_only,
                 ),
             )
             for f in fields
