@@ -15,7 +15,7 @@ from typing import Any
 
 from reclaim_tui.core.backend import map_api_status
 from reclaim_tui.core.clock import Clock, SystemClock
-from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, RemoteInteraction
+from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, RemoteInteraction, make_interaction
 from reclaim_tui.errors import (
     BackendError,
     InteractionGoneError,
@@ -173,7 +173,7 @@ class FakeBackend:
             ]
             usage = {"total_input_tokens": 7, "total_output_tokens": len(remote.output.split())}
             raw["usage"] = usage
-        return RemoteInteraction(
+        return make_interaction(
             id=remote.id,
             state=map_api_status(remote.status),
             api_status=remote.status,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from reclaim_tui.core.frozen_make import maker
 from reclaim_tui.core.result_json import LONG, sorted_json
 
 __all__ = [
@@ -30,6 +31,9 @@ __all__ = [
     "Transition",
     "attempt_tag",
     "labelled_attempt",
+    "make_interaction",
+    "make_stored_result",
+    "make_transition",
 ]
 
 #: The label (and, with a webhook, the `user_metadata` field `reclaim_attempt`)
@@ -166,12 +170,12 @@ class JobSpec:
             body["deadline"] = self.deadline
         if self.previous is not None:
             body["previous"] = self.previous
-        return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return _CANONICAL.encode(body)
 
     def with_labels(self, labels: Mapping[str, str]) -> JobSpec:
         """The same job with `labels` (as `dataclasses.replace`, which finds
         the fields anew each call: this is made for every create sent)."""
-        return JobSpec(
+        return _make_spec(
             self.input,
             self.model,
             self.config,
@@ -185,7 +189,7 @@ class JobSpec:
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
         data = json.loads(text)
-        return cls(
+        return _make_spec(
             input=data["input"],
             model=data.get("model") or "",
             config=data.get("config") or {},
@@ -194,6 +198,16 @@ class JobSpec:
             deadline=data.get("deadline"),
             previous=data.get("previous"),
         )
+
+
+#: `JobSpec(...)` without a call per field (core/frozen_make.py):
+#: a spec is read back for every row sent, and labelled for every create.
+_make_spec = maker(JobSpec)
+#: The encoders of `json.dumps(..., sort_keys=True, ensure_ascii=False)`,
+#: made once: `dumps` with any option builds a new encoder at every call, and
+#: these run for every job submitted and every result stored.
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+_SORTED = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
 
 #: The SDK's output helpers that repeat a media block of a step.
@@ -213,18 +227,26 @@ class RemoteInteraction:
     raw: Mapping[str, Any] = field(default_factory=dict)
     #: `raw_json()` once made: the ledger's write and the delivery after it
     #: share one text (a large result is not encoded twice)
-    _json: list[str] = field(default_factory=list, init=False, compare=False, repr=False)
+    _json: str | None = field(default=None, init=False, compare=False, repr=False)
 
     def raw_json(self) -> str:
-        if not self._json:
+        text = self._json
+        if text is None:
             # json.dumps(raw, sort_keys=True, ensure_ascii=False); where a long
             # text appears twice (the output helpers repeat a step's), its
             # strings are spliced in rather than copied by the encoder
             if len(self.output_text or "") >= LONG or _MEDIA_HELPERS & self.raw.keys():
-                self._json.append(sorted_json(self.raw))
+                text = sorted_json(self.raw)
             else:
-                self._json.append(json.dumps(self.raw, sort_keys=True, ensure_ascii=False))
-        return self._json[0]
+                text = _SORTED.encode(self.raw)
+            # a cache, not a field's change: frozen says nothing of it
+            object.__setattr__(self, "_json", text)
+        return text
+
+
+#: `RemoteInteraction(...)` without a call per field (core/frozen_make.py):
+#: a backend makes one for every create and every poll answered.
+make_interaction = maker(RemoteInteraction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,3 +391,11 @@ class Transition:
     tally: str | None = None
     #: an error to report for this row (recorded whether or not it applied).
     error: str | None = None
+
+
+#: `Transition(...)`, the same arguments, without a call per field
+#: (core/frozen_make.py): for the transitions every job takes (sent,
+#: completed, delivered).
+make_transition = maker(Transition)
+#: `StoredResult(...)` without a call per field: one for every result delivered.
+make_stored_result = maker(StoredResult)

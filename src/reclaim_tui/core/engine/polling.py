@@ -12,7 +12,14 @@ from typing import Any
 from reclaim_tui.core.engine.planning import is_plan
 from reclaim_tui.core.engine.policy import EngineConfig
 from reclaim_tui.core.engine.transitions import Transition, describe
-from reclaim_tui.core.models import GonePolicy, RemoteInteraction, RemoteState, Row, Status
+from reclaim_tui.core.models import (
+    GonePolicy,
+    RemoteInteraction,
+    RemoteState,
+    Row,
+    Status,
+    make_transition,
+)
 from reclaim_tui.core.outputs import action_summary
 from reclaim_tui.core.row_notes import ASKS, NOT_FOUND, PLAN_READY, UNKNOWN_STATUS
 from reclaim_tui.errors import BackendError, InteractionGoneError
@@ -229,7 +236,7 @@ def _after_state(row: Row, out: RemoteInteraction, config: EngineConfig, now: fl
     if out.state == RemoteState.COMPLETED and is_plan(out.raw):
         return _plan_ready(row, out, config, now)
     if out.state == RemoteState.COMPLETED:
-        return Transition(
+        return make_transition(  # every job completed takes this edge
             row.idem,
             Status.SUBMITTED,
             Status.DONE,

@@ -24,6 +24,7 @@ from reclaim_tui.core.models import (
     Status,
     StoredResult,
     Transition,
+    make_stored_result,
 )
 
 __all__ = ["RESULT_BUDGET", "by_budget", "reclaim", "result_size"]
@@ -219,6 +220,6 @@ async def _get_one(
 
 
 def _stored(idem: str, result: RemoteInteraction, now: float) -> StoredResult:
-    return StoredResult(
+    return make_stored_result(
         idem, result.id, result.output_text or "", result.usage, result.raw_json(), now
     )

@@ -22,6 +22,7 @@ from reclaim_tui.core.models import (
     Row,
     Status,
     Transition,
+    make_transition,
 )
 from reclaim_tui.errors import BackendError, NotCreatedError
 
@@ -67,7 +68,7 @@ def after_create(
 
 
 def _created(row: Row, out: RemoteInteraction, config: EngineConfig, now: float) -> Transition:
-    return Transition(
+    return make_transition(  # every job sent takes this edge
         row.idem,
         Status.RESERVING,
         Status.SUBMITTED,
@@ -176,7 +177,7 @@ def before_chain(
 # -- done → … (after the sink) -----------------------------------------------------------
 def delivered(idem: str, now: float) -> Transition:
     """The sink ran to the end: the side effect is done."""
-    return Transition(
+    return make_transition(  # every job delivered takes this edge
         idem,
         Status.DONE,
         Status.CONSUMED,

@@ -34,6 +34,7 @@ from reclaim_tui.core.models import (
     JobSpec,
     RemoteInteraction,
     RemoteState,
+    make_interaction,
 )
 from reclaim_tui.core.outputs import output_text
 from reclaim_tui.errors import BackendError, ConfigError, TransientReadError
@@ -70,7 +71,7 @@ def interaction_from_json(raw: Mapping[str, Any]) -> RemoteInteraction:
     api_status = status if isinstance(status, str) else ""
     state = map_api_status(api_status)
     usage = raw.get("usage")
-    return RemoteInteraction(
+    return make_interaction(
         id=str(raw.get("id") or ""),
         state=state,
         api_status=api_status,

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from reclaim_tui.core.frozen_make import maker
 from reclaim_tui.core.ledger.dialect import SQLITE, Sql, text_for
 from reclaim_tui.core.models import Row, Status
 
@@ -116,6 +117,9 @@ def orphan_sql(now: float, dead: Sequence[str]) -> tuple[Sql, list[Any]]:
 #: A status as stored → its member: a dict lookup, where `Status(text)`
 #: runs the enum's lookup machinery for every row read.
 _STATUS = {s.value: s for s in Status}
+#: `Row(*values)` without a call per field (core/frozen_make.py): a claim
+#: reads a Row for every row it takes.
+_make_row = maker(Row)
 
 
 def row_from_tuple(values: Sequence[Any]) -> Row:
@@ -125,7 +129,7 @@ def row_from_tuple(values: Sequence[Any]) -> Row:
     v[3] = Status(v[3]) if status is None else status  # an unknown text raises
     v[7] = bool(v[7])
     v[8] = bool(v[8])
-    return Row(*v)
+    return _make_row(*v)
 
 
 def chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
