@@ -91,3 +91,7 @@ _.highlight_end
 # psycopg's connection setting, read by psycopg when it decides what to
 # prepare (core/ledger/postgres/connect.py).
 _.prepare_threshold
+# An instance's class and a made function's docstring, set for Python to
+# read (core/frozen_make.py).
+_.__class__
+_.__doc__
