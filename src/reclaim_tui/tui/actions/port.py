@@ -11,6 +11,7 @@ from textual.app import App
 from textual.css.query import DOMQuery
 from textual.message import Message
 from textual.notifications import SeverityLevel
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.worker import Worker
 
@@ -71,6 +72,8 @@ class MainPort(Protocol):
     def post_message(self, message: Message) -> bool: ...
 
     def set_class(self, add: bool, *class_names: str) -> Any: ...
+
+    def set_timer(self, delay: float, callback: Callable[[], None]) -> Timer: ...
 
     def maximize(self, widget: Widget, container: bool = True) -> bool: ...
 

@@ -30,6 +30,7 @@ __all__ = [
     "counts_changed",
     "detail_loaded",
     "highlighted",
+    "mark_tab",
     "rerender",
     "rows_changed",
     "show_bar",
@@ -55,6 +56,7 @@ def rows_changed(screen: MainPort, event: RowsChanged) -> None:
         follow.reload()  # the ledger changed: the followed job may have
     if event.view != screen.state.view():
         return  # the operator moved on before this page arrived
+    mark_tab(screen)  # a tab key's tab, with its window
     table = screen.table
     before = table.current_row()
     screen.state.window = Window(event.page, event.view, event.offset)
@@ -79,6 +81,11 @@ def rows_changed(screen: MainPort, event: RowsChanged) -> None:
     elif after is None:
         note = (left, "the tab is empty now") if left else None
         pane.show(None, now, True, note)
+
+
+def mark_tab(screen: MainPort) -> None:
+    """Highlight the state's tab (no-op when it is)."""
+    screen.query_one(StatusTabs).active = screen.state.tab
 
 
 def highlighted(screen: MainPort, idem: str | None) -> None:
