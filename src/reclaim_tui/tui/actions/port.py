@@ -5,7 +5,7 @@ them (screens/main.py) and the dependency runs one way, screens → actions."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 from textual.app import App
 from textual.css.query import DOMQuery
@@ -53,7 +53,11 @@ class MainPort(Protocol):
     @property
     def maximized(self) -> Widget | None: ...
 
+    @overload
     def query_one(self, selector: type[W]) -> W: ...
+
+    @overload
+    def query_one(self, selector: str, expect_type: type[W]) -> W: ...
 
     def query(self, selector: type[W]) -> DOMQuery[W]: ...
 

@@ -5,6 +5,8 @@ its message changed."""
 
 from __future__ import annotations
 
+from textual.css.query import NoMatches
+
 from reclaim_tui.core.ledger.console.views import SORT_COLUMNS
 from reclaim_tui.core.models import PassReport
 from reclaim_tui.tui.actions.port import MainPort
@@ -126,9 +128,14 @@ def show_bar(screen: MainPort) -> None:
     bar.sort, bar.filter = s.sort.label, s.filter_text
     bar.window = s.window_text()
     # The app's loop may report a pass while the screen is being torn
-    # down (quit during a pass): there is no bar left to show it on.
-    for widget in screen.query(LoopBar):
-        widget.show(bar)
+    # down (quit during a pass): there is no bar left to show it on. Found
+    # by its id, which Textual looks up without a search: a query by type
+    # matched every widget of the screen, at every window and every count.
+    try:
+        widget = screen.query_one("#loop-bar", LoopBar)
+    except NoMatches:
+        return
+    widget.show(bar)
 
 
 def counts_changed(screen: MainPort, event: CountsChanged) -> None:
