@@ -97,3 +97,31 @@ async def test_a_tab_whose_window_does_not_come_is_highlighted_all_the_same(
         assert await until(pilot, lambda: tabs.active == tab)
         assert _window_tab(app) == before  # the old window is still shown
         assert app.main.state.tab == tab
+
+
+async def test_a_tab_key_s_highlight_is_not_announced_a_click_still_switches(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = seeded.app()
+    app.config.watch_every = 3600.0
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        tabs = app.main.query_one(StatusTabs)
+        announced: list[str | None] = []
+        real = StatusTabs.post_message
+
+        def post_message(self: StatusTabs, message: object) -> bool:
+            if isinstance(message, StatusTabs.TabActivated):
+                announced.append(message.tab.id)
+            return real(self, message)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(StatusTabs, "post_message", post_message)
+        key, tab = _other_tab(app)
+        await press(pilot, str(key))
+        assert tabs.active == tab and _window_tab(app) == tab
+        assert announced == []  # the screen switched: nothing to tell it
+        await pilot.click("#all")
+        await settle(pilot)
+        assert announced == ["all"]  # a click is the operator's switch
+        assert await until(pilot, lambda: _window_tab(app) == "all")
+        assert app.main.state.tab == "all" and tabs.active == "all"

@@ -87,7 +87,7 @@ def rows_changed(screen: MainPort, event: RowsChanged) -> None:
 
 def mark_tab(screen: MainPort) -> None:
     """Highlight the state's tab (no-op when it is)."""
-    screen.query_one(StatusTabs).active = screen.state.tab
+    screen.query_one(StatusTabs).highlight(screen.state.tab)
 
 
 def highlighted(screen: MainPort, idem: str | None) -> None:
