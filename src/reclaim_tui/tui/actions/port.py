@@ -5,12 +5,13 @@ them (screens/main.py) and the dependency runs one way, screens → actions."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 from textual.app import App
 from textual.css.query import DOMQuery
 from textual.message import Message
 from textual.notifications import SeverityLevel
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.worker import Worker
 
@@ -52,7 +53,11 @@ class MainPort(Protocol):
     @property
     def maximized(self) -> Widget | None: ...
 
+    @overload
     def query_one(self, selector: type[W]) -> W: ...
+
+    @overload
+    def query_one(self, selector: str, expect_type: type[W]) -> W: ...
 
     def query(self, selector: type[W]) -> DOMQuery[W]: ...
 
@@ -71,6 +76,8 @@ class MainPort(Protocol):
     def post_message(self, message: Message) -> bool: ...
 
     def set_class(self, add: bool, *class_names: str) -> Any: ...
+
+    def set_timer(self, delay: float, callback: Callable[[], None]) -> Timer: ...
 
     def maximize(self, widget: Widget, container: bool = True) -> bool: ...
 

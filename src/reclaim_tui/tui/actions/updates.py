@@ -5,6 +5,8 @@ its message changed."""
 
 from __future__ import annotations
 
+from textual.css.query import NoMatches
+
 from reclaim_tui.core.ledger.console.views import SORT_COLUMNS
 from reclaim_tui.core.models import PassReport
 from reclaim_tui.tui.actions.port import MainPort
@@ -30,6 +32,7 @@ __all__ = [
     "counts_changed",
     "detail_loaded",
     "highlighted",
+    "mark_tab",
     "rerender",
     "rows_changed",
     "show_bar",
@@ -55,6 +58,7 @@ def rows_changed(screen: MainPort, event: RowsChanged) -> None:
         follow.reload()  # the ledger changed: the followed job may have
     if event.view != screen.state.view():
         return  # the operator moved on before this page arrived
+    mark_tab(screen)  # a tab key's tab, with its window
     table = screen.table
     before = table.current_row()
     screen.state.window = Window(event.page, event.view, event.offset)
@@ -79,6 +83,11 @@ def rows_changed(screen: MainPort, event: RowsChanged) -> None:
     elif after is None:
         note = (left, "the tab is empty now") if left else None
         pane.show(None, now, True, note)
+
+
+def mark_tab(screen: MainPort) -> None:
+    """Highlight the state's tab (no-op when it is)."""
+    screen.query_one(StatusTabs).highlight(screen.state.tab)
 
 
 def highlighted(screen: MainPort, idem: str | None) -> None:
@@ -119,9 +128,14 @@ def show_bar(screen: MainPort) -> None:
     bar.sort, bar.filter = s.sort.label, s.filter_text
     bar.window = s.window_text()
     # The app's loop may report a pass while the screen is being torn
-    # down (quit during a pass): there is no bar left to show it on.
-    for widget in screen.query(LoopBar):
-        widget.show(bar)
+    # down (quit during a pass): there is no bar left to show it on. Found
+    # by its id, which Textual looks up without a search: a query by type
+    # matched every widget of the screen, at every window and every count.
+    try:
+        widget = screen.query_one("#loop-bar", LoopBar)
+    except NoMatches:
+        return
+    widget.show(bar)
 
 
 def counts_changed(screen: MainPort, event: CountsChanged) -> None:

@@ -4,6 +4,8 @@ screen's state, then asks its feed for a new window."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from textual.widgets import Input
 
 from reclaim_tui.config import console_settings_path
@@ -20,7 +22,6 @@ from reclaim_tui.tui.widgets.command_line import (
 )
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
 from reclaim_tui.tui.widgets.filter_bar import FilterBar
-from reclaim_tui.tui.widgets.status_tabs import StatusTabs
 
 __all__ = [
     "clear",
@@ -44,10 +45,20 @@ def first_window(screen: MainPort) -> None:
     screen.feed.load_page("first", cursor="top")
 
 
+#: Seconds a tab's window may take before the tab is highlighted without it.
+TAB_ALONE_AFTER = 0.1
+
+
 def show_tab(screen: MainPort, tab: str) -> None:
+    """The tab's first window; the tab is highlighted when its window is
+    shown, in the same frame (updates.rows_changed): highlighted at once,
+    it took a frame of its own while the window was read, and for that
+    moment the tabs named rows the table did not show. A read slower than a
+    glance (a filter's scan) highlights the tab alone first, and so does
+    one that fails."""
     screen.state.tab = tab
-    screen.query_one(StatusTabs).active = tab
     first_window(screen)
+    screen.set_timer(TAB_ALONE_AFTER, partial(updates.mark_tab, screen))
 
 
 def cycle_sort(screen: MainPort) -> None:

@@ -76,6 +76,9 @@ class StillTabs(Tabs):
         self.tabs_by_id: dict[str, Tab] = {tab.id: tab for tab in tabs if tab.id}
         self._underline: Underline | None = None
         self._scroller: Widget | None = None
+        #: Whether a switch is announced (TabActivated): not when it follows
+        #: the caller's own state (`highlight`).
+        self._announce = True
 
     def on_mount(self) -> None:
         self._underline = self.query_one(Underline)
@@ -106,6 +109,16 @@ class StillTabs(Tabs):
                 tab.styles.gutter
             ).column_span
 
+    def highlight(self, active: str) -> None:
+        """Make `active` the active tab without announcing it: the caller
+        switched to it already, and the announcement went through the
+        screen and the app to say so for nothing. A click announces."""
+        self._announce = False
+        try:
+            self.active = active
+        finally:
+            self._announce = True
+
     def validate_active(self, active: str) -> str:
         if active in self.tabs_by_id:
             return active
@@ -124,4 +137,5 @@ class StillTabs(Tabs):
         # and only those relabel): the underline goes under the new tab now.
         underline.show_highlight = True
         self._place_underline()
-        self.post_message(self.TabActivated(self, tab))
+        if self._announce:
+            self.post_message(self.TabActivated(self, tab))
