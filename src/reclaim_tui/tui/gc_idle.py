@@ -8,15 +8,7 @@ automatic full collections are turned off while the console runs, and a
 timer runs one once it is due and no key came for a moment (or when it has
 been due for long: a key held down for minutes does not grow the heap
 unchecked). The younger generations are collected as before. Turned back
-at unmount (tests run many consoles in one process).
-
-Each full collection freezes its survivors, as the start-up freeze does, so
-the next one scans only what was made after it: the one a long stream of
-keys cannot avoid stays short. A cycle among frozen objects outlives its
-use (the collector no longer looks at them: a closed screen's widgets refer
-to each other), so every `WHOLE_EVERY` collections one is due that thaws
-everything first and scans it all: it waits for a longer quiet moment
-(`WHOLE_QUIET`), or for `WHOLE_LONGEST` at most, and freezes again after."""
+at unmount (tests run many consoles in one process)."""
 
 from __future__ import annotations
 
@@ -29,13 +21,6 @@ __all__ = ["IdleCollector"]
 QUIET = 0.5
 #: Seconds a due full collection waits for a quiet moment at most.
 LONGEST = 30.0
-#: Full collections of the objects made since the last one, before a whole
-#: collection (the frozen objects too) is due.
-WHOLE_EVERY = 20
-#: Seconds without a key before a due whole collection runs.
-WHOLE_QUIET = 2.0
-#: Seconds a due whole collection waits for its quiet moment at most.
-WHOLE_LONGEST = 600.0
 #: A gen2 threshold CPython never reaches: no automatic full collection.
 NEVER = 1 << 30
 
@@ -52,12 +37,8 @@ class IdleCollector:
         self._last_key = float("-inf")
         self._due_since: float | None = None
         self._ticking = False
-        #: Full collections run here so far (the whole ones among them).
+        #: Full collections run here so far.
         self.collections = 0
-        #: Whole collections (the frozen objects thawed first) run so far.
-        self.whole = 0
-        self._since_whole = 0
-        self._whole_due_since: float | None = None
 
     @property
     def running(self) -> bool:
@@ -65,8 +46,7 @@ class IdleCollector:
 
     def start(self, every: Callable[[float, Callable[[], bool]], object]) -> bool:
         """Turn CPython's automatic full collections off and have `every`
-        (`App.set_interval`) call `tick` each second; once. True when this did.
-        The objects alive now are expected frozen (gc_freeze.py)."""
+        (`App.set_interval`) call `tick` each second; once. True when this did."""
         if self._thresholds is not None or not self.enabled():
             return False
         self._thresholds = gc.get_threshold()
@@ -83,47 +63,24 @@ class IdleCollector:
 
     def tick(self) -> bool:
         """Run a full collection if one is due and the keys are quiet (or it
-        has waited `LONGEST`), a whole one likewise; True when one ran.
-        Called by a timer."""
+        has waited `LONGEST`); True when it ran. Called by a timer."""
         if self._thresholds is None:
             return False
-        now = self._now()
-        if self._whole_due_since is not None:
-            quiet = now - self._last_key >= WHOLE_QUIET
-            if quiet or now - self._whole_due_since >= WHOLE_LONGEST:
-                self._collect_whole()
-                return True
         # CPython's own rule: a full collection after this many of the middle one.
         if gc.get_count()[2] < self._thresholds[2]:
             return False
+        now = self._now()
         if self._due_since is None:
             self._due_since = now
         if now - self._last_key < QUIET and now - self._due_since < LONGEST:
             return False
         gc.collect(2)
-        gc.freeze()  # the survivors: the next collection scans only what comes after
         self._due_since = None
         self.collections += 1
-        self._since_whole += 1
-        if self._since_whole >= WHOLE_EVERY and self._whole_due_since is None:
-            self._whole_due_since = now
         return True
 
-    def _collect_whole(self) -> None:
-        """Thaw everything, collect it all, freeze the survivors again."""
-        gc.unfreeze()
-        gc.collect(2)
-        gc.freeze()
-        self._due_since = self._whole_due_since = None
-        self._since_whole = 0
-        self.collections += 1
-        self.whole += 1
-
     def stop(self) -> None:
-        """CPython's thresholds back as they were, and what the collections
-        froze (with the start-up objects) in the collector's sight again."""
+        """CPython's thresholds back as they were."""
         if self._thresholds is not None:
             gc.set_threshold(*self._thresholds)
             self._thresholds = None
-            if self.collections:
-                gc.unfreeze()
