@@ -46,6 +46,8 @@ container
 exc_type
 tb
 animate
+expect_type
+delay
 # aiohttp reads a response's content type when it is prepared (emulator/app.py).
 _.content_type
 # A column of the jobs table: rows are built from it positionally (core/models.py).
