@@ -3,8 +3,10 @@
 The run of ledger_only.py (N jobs through every state, the fake backend, a
 no-op sink, `synchronous=FULL`) with automatic checkpoints off, then the WAL
 read frame by frame: each frame's header names the page it holds and whether
-it ends a commit; the `dbstat` virtual table names the b-tree (table or
-index) each page belongs to at the end of the run. Prints, per b-tree, the
+it ends a commit, and the page as written names its b-tree (its kind and its
+first cell's record: `classify`). The `dbstat` virtual table's owner at the
+end of the run only decides between b-trees of one shape: pages freed by one
+b-tree are reused by another during the run. Prints, per b-tree, the
 frames the whole run wrote (and KB a job), and the frames of the median
 commit by size.
 
