@@ -59,6 +59,7 @@ from reclaim_tui.tui.settings_keeper import apply_saved, merge_changes, settings
 from reclaim_tui.tui.state import ConsoleState
 from reclaim_tui.tui.widgets.command_line import CommandLine, pace_argument
 from reclaim_tui.tui.widgets.ledger_table import LedgerTable
+from reclaim_tui.tui.widgets.textual_private import divide_whole_uncached
 from reclaim_tui.tui.worker_wait import finished, painted
 
 __all__ = ["ReclaimApp"]
@@ -71,6 +72,7 @@ class ReclaimApp(KeyRouting):
 
     def __init__(self, config: ConsoleConfig) -> None:
         super().__init__()
+        divide_whole_uncached()  # a line drawn whole is no garbage (widgets/textual_private.py)
         self.config = config
         #: Where the engine runs; None: a read-only console (no loop, no operator actions).
         self.host = config.host

@@ -28,18 +28,53 @@ release changes any of them.
   focused widget as Textual hands it keys (`forward_key`): marked as
   forwarded, or it would bubble back to the app and be taken for a new key.
   Nothing public marks an event forwarded.
+- A strip divided at its own end (`Strip.divide`, `divide_whole_uncached`):
+  Textual's compositor divides every line it draws at the widgets' edges,
+  and a line drawn whole is "divided" at its own end. Textual caches that
+  answer, `[self]`, inside the strip itself, so every such strip is a
+  reference cycle (the strip, its cache, the list, the strip) that only the
+  garbage collector frees, with its caches and segments: nearly all of the
+  garbage a key made, and a full collection's work when one lands between
+  keys. The same answer is given uncached; any other division is Textual's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from textual import events
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Tab, Tabs
 from textual.widgets._footer import FooterKey
 from textual.widgets._tabs import Underline
 
-__all__ = ["FooterKey", "StillTabs", "bindings_ready", "forward_key", "retitle"]
+__all__ = [
+    "FooterKey",
+    "StillTabs",
+    "bindings_ready",
+    "divide_whole_uncached",
+    "forward_key",
+    "retitle",
+]
+
+#: Textual's own `Strip.divide`, for every division but the whole strip's.
+_TEXTUAL_DIVIDE = Strip.divide
+
+
+def _divide(strip: Strip, cuts: Iterable[int]) -> Sequence[Strip]:
+    length = strip.cell_length
+    kept = [cut for cut in cuts if cut <= length]  # as Textual's divide keeps them
+    if kept == [length]:
+        return [strip]  # Textual's answer, not cached in the strip itself
+    return _TEXTUAL_DIVIDE(strip, kept)
+
+
+def divide_whole_uncached() -> None:
+    """Have `Strip.divide` answer a division at the strip's own end without
+    caching it in the strip (module docstring); once per process."""
+    Strip.divide = _divide  # type: ignore[method-assign,assignment]
 
 
 def bindings_ready(footer: Footer) -> bool:
