@@ -272,6 +272,10 @@ class PgBouncer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc is not None:
+            # Why the pooler ended a connection ("closing because: …") is in
+            # its log only, which cleanup deletes: on the test's stdout first.
+            print(self._log_tail(80))
         self.cleanup()
 
     def _log_tail(self, lines: int = 20) -> str:

@@ -223,8 +223,7 @@ async def test_two_hosts_pipelining_through_one_pooled_server_connection(
     hosts' group commits and reads, pipelined and at once, take turns on it
     (a pipeline is one transaction, its Syncs inside it; no prepared
     statement is left on the connection for the other host to meet)."""
-    bouncer = started_bouncer(PgBouncer(pg_server, pool_mode="transaction", pool_size=1))
-    try:
+    with started_bouncer(PgBouncer(pg_server, pool_mode="transaction", pool_size=1)) as bouncer:
         url = bouncer.via(pg_dsn)
         hosts = [await open_ledger(url, clock=ManualClock()) for _ in range(2)]
         await hosts[0].insert_jobs([(f"k{i:02d}", "{}", "m") for i in range(40)], "test")
@@ -263,5 +262,3 @@ async def test_two_hosts_pipelining_through_one_pooled_server_connection(
         assert events == [3, 3, 2, 2] * 10
         for ledger in hosts:
             await ledger.close()
-    finally:
-        bouncer.cleanup()
