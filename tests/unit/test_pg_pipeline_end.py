@@ -18,11 +18,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
+import psycopg
 import pytest
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.postgres.pipeline import pipelined
 from reclaim_tui.core.models import Status, Transition
 from reclaim_tui.errors import LedgerConflictError
 from tests.helpers.pgbouncer import PgBouncer, started_bouncer
@@ -149,3 +151,25 @@ async def test_a_host_done_with_its_transactions_holds_no_pooled_server_connecti
             await host_a.close()
             await host_b.close()
             await proxy.close()
+
+
+async def test_an_exit_whose_wait_was_given_up_is_finalized_quietly(pg_dsn: str) -> None:
+    """A wait cancelled twice while the pipeline exits (psycopg then closes
+    the connection) leaves the exit's generator suspended; the garbage
+    collector closes it later, after the connection is gone. It reads and
+    sends nothing then (psycopg's own exit flushed the closed connection:
+    "connection pointer is NULL", an unraisable exception at collection)."""
+    ledger = await open_ledger(pg_dsn, clock=ManualClock())
+    conn = cast(Any, ledger).connection
+    late: list[BaseException] = []
+    with pytest.raises(psycopg.OperationalError):  # the exit itself: the connection is closed
+        async with pipelined(conn, []) as pipeline:
+            await conn.execute("SELECT 1")
+            exiting = pipeline._exit_gen()  # what __aexit__ waits on
+            next(exiting)  # its Sync queued; waiting to send
+            await conn.close()
+            try:
+                exiting.close()  # as the garbage collector finalizes it
+            except psycopg.Error as exc:
+                late.append(exc)
+    assert late == []

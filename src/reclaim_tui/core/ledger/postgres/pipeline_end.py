@@ -17,7 +17,9 @@ on a loaded machine the client is often descheduled between the two.
 The Sync alone is enough: the server sends everything before it, its
 ReadyForQuery included, as it answers it. `ending_at_sync` is psycopg's
 `AsyncConnection.pipeline()` with that exit: the Sync, everything queued
-on its way, then the results read as they come.
+on its way, then the results read as they come. An exit whose wait was
+given up (a task cancelled twice: psycopg closes the connection) reads
+nothing more when the garbage collector finalizes it.
 """
 
 from __future__ import annotations
@@ -37,15 +39,25 @@ class _EndsAtSync(psycopg.AsyncPipeline):
     """psycopg's pipeline, left without a Flush after its last Sync."""
 
     def _exit_gen(self) -> PQGen[None]:
+        self._enqueue_sync()
         try:
-            self._enqueue_sync()
             yield from self._communicate_gen()
-        finally:
-            if self.result_queue:
-                # What libpq could not write at once goes out now; the
-                # Sync makes the server send every result, nothing is asked.
-                yield from send(self.pgconn)
-                yield from self._fetch_gen(flush=False)
+        except GeneratorExit:
+            # Closed unfinished (its wait was given up: a cancelled task,
+            # and psycopg closed the connection): nothing more to read.
+            raise
+        except BaseException:
+            yield from self._rest()
+            raise
+        yield from self._rest()
+
+    def _rest(self) -> PQGen[None]:
+        """The results still on their way: what libpq could not write at
+        once goes out, then they are read as the server sends them (the
+        Sync makes it send every one: no Flush is asked for)."""
+        if self.result_queue:
+            yield from send(self.pgconn)
+            yield from self._fetch_gen(flush=False)
 
 
 @asynccontextmanager
