@@ -22,6 +22,7 @@ import psycopg
 from psycopg.pq import PipelineStatus, TransactionStatus
 
 from reclaim_tui.core.ledger.postgres.connect import noting
+from reclaim_tui.core.ledger.postgres.pipeline_end import ending_at_sync
 
 __all__ = ["SLOW_WAIT", "pipelined", "read_once", "said_if_slow", "settle", "stop_read"]
 
@@ -77,9 +78,11 @@ async def pipelined(
     waits earlier (core/ledger/postgres/session.py). Not psycopg's
     `transaction()`, which syncs on entering and before COMMIT (3 round
     trips for one statement). A block that raised sends no COMMIT: what the
-    failed pipeline left is rolled back (`settle`)."""
+    failed pipeline left is rolled back (`settle`). Nothing is sent after
+    that Sync (core/ledger/postgres/pipeline_end.py): behind a transaction
+    pooler it ends this client's turn on the server connection."""
     try:
-        async with conn.pipeline() as pipeline:
+        async with ending_at_sync(conn) as pipeline:
             await conn.execute(BEGIN_READ_ONLY if conn.read_only else BEGIN)
             for setting in settings:
                 await conn.execute(setting)
