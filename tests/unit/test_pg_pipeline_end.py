@@ -24,7 +24,9 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.postgres import pipeline_end
 from reclaim_tui.core.ledger.postgres.pipeline import pipelined
+from reclaim_tui.core.ledger.postgres.pipeline_end import FITS
 from reclaim_tui.core.models import Status, Transition
 from reclaim_tui.errors import LedgerConflictError
 from tests.helpers.pgbouncer import PgBouncer, started_bouncer
@@ -173,3 +175,27 @@ async def test_an_exit_whose_wait_was_given_up_is_finalized_quietly(pg_dsn: str)
             except psycopg.Error as exc:
                 late.append(exc)
     assert late == []
+
+
+def test_this_psycopg_has_the_pipeline_steps_the_exit_is_written_on() -> None:
+    """The exit without a Flush is made of psycopg's own pipeline steps, which
+    are not its public API: a release that moves them turns the ledger back to
+    the stock exit (with its Flush). This fails on such a release, before it
+    is pinned."""
+    assert FITS, f"psycopg {psycopg.__version__}: the pipeline's steps moved"
+
+
+async def test_a_psycopg_without_those_steps_keeps_its_stock_exit(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the steps are missing, every transaction still runs, on the stock
+    pipeline."""
+    monkeypatch.setattr(pipeline_end, "FITS", False)
+    conn = await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True)
+    try:
+        async with pipelined(conn, []) as pipeline:
+            assert type(pipeline) is psycopg.AsyncPipeline
+            cur = await conn.execute("SELECT 41 + 1")
+        assert await cur.fetchone() == (42,)
+    finally:
+        await conn.close()
