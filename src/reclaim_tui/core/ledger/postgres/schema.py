@@ -45,6 +45,34 @@ _REAL = "DOUBLE PRECISION"
 # locale. reclaim_input(spec) takes the collation of spec.
 _TEXT = 'TEXT COLLATE "C"'
 
+#: An update that is not HOT (one that changes an indexed column: nearly
+#: every transition changes the status and the update time, and every claim
+#: the lease owner) writes a new entry into every index of `jobs`, except a
+#: partial index whose predicate the new row version fails. Two indexes are
+#: searched for some rows only, and now hold only those:
+#:
+#: - the handle's: looked up by a handle, never for a row without one (a
+#:   `reserving` row: its insert and its send claim wrote an entry each).
+#:   NULLs were never compared by the UNIQUE constraint, so the unique
+#:   partial index refuses exactly what it refused; `handle = …` implies
+#:   `handle IS NOT NULL`, so every lookup by a handle may use it;
+#: - the due index: read by the claims (`reserving`, `submitted`, `done`, a
+#:   `cancelled` row's pending cancel) and the service's next wake-up (those
+#:   statuses), never for a `consumed` or `failed` row, whose last version
+#:   wrote an entry there. The console's "next poll" order of those two
+#:   statuses reads them through the status index and sorts them (that
+#:   order is capped as an unindexed sort: core/ledger/console/views.py).
+#:
+#: The other indexes are searched for rows of every status (the console's
+#: pages, prune, the counts) and keep every version.
+INDEX_ENTRIES = """
+    CREATE UNIQUE INDEX jobs_handle ON jobs(handle) WHERE handle IS NOT NULL;
+    ALTER TABLE jobs DROP CONSTRAINT jobs_handle_key;
+    DROP INDEX jobs_due;
+    CREATE INDEX jobs_due ON jobs(status, next_at)
+        WHERE status IN ('reserving', 'submitted', 'done', 'cancelled');
+"""
+
 # Numbered migrations of the PostgreSQL schema. Migration 1 is the SQLite
 # schema as of its migration 5 (core/ledger/schema.py) in PostgreSQL's types; the
 # text index is pg_trgm (PG_TEXT_INDEX), created apart because the extension
@@ -175,6 +203,9 @@ PG_MIGRATIONS: tuple[str, ...] = (
     REENCODE_MARKED,
     # 5: the console filter's text in a table of its own (core/ledger/postgres/job_text.py).
     JOB_TEXT,
+    # 6: INDEX_ENTRIES (below): two indexes of jobs hold only the rows they
+    # are searched for.
+    INDEX_ENTRIES,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 #: The console filter's index (any substring of 3+ characters, `ILIKE`);
