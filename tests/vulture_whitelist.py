@@ -93,6 +93,9 @@ _.highlight_end
 # psycopg's connection setting, read by psycopg when it decides what to
 # prepare (core/ledger/postgres/connect.py).
 _.prepare_threshold
+# psycopg's pipeline step, overridden: psycopg calls it as the pipeline
+# exits (core/ledger/postgres/pipeline_end.py).
+_._exit_gen
 # An instance's class and a made function's docstring, set for Python to
 # read (core/frozen_make.py).
 _.__class__
