@@ -1,9 +1,10 @@
 """Small steps every console test takes: wait for the console to be quiet, pick a row,
 wait for an effect.
 
-Nothing here waits on time. `settle` waits until no worker (but the loop) runs
-and every message queue of the screen is drained, twice in a row: a message
-may start a worker, a worker may post a message. `until` waits for the effect
+Nothing here waits on time. `settle` waits until no worker (but the loop) runs,
+no key waits for its burst to end and every message queue of the screen is
+drained, twice in a row: a message may start a worker, a worker may post a
+message. `until` waits for the effect
 a test asserts — a widget's state or a ledger row — with a generous limit
 that only matters when the effect never comes (a CI box under load is slow,
 not wrong).
@@ -62,7 +63,7 @@ async def settle(pilot: Pilot[None], limit: float = EFFECT_LIMIT) -> None:
         await app.settle()
         await pilot._wait_for_screen()
         await asyncio.sleep(0)
-        quiet = 0 if _busy(app) or _queued(app) else quiet + 1
+        quiet = 0 if _busy(app) or _queued(app) or app.keys_held else quiet + 1
 
 
 async def select(pilot: Pilot[None], idem: str) -> None:

@@ -354,14 +354,14 @@ class ReclaimApp(KeyRouting):
         return self.main.table
 
     async def settle(self, rounds: int = 20) -> None:
-        """Wait until no worker but the loop is running."""
+        """Wait until no worker but the loop runs and no key is held (key_routing.py)."""
         for _ in range(rounds):
             busy = [
                 w
                 for w in self.workers
                 if w.group != "loop" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
             ]
-            if not busy:
+            if not busy and not self.keys_held:
                 return
             await asyncio.gather(*(w.wait() for w in busy), return_exceptions=True)
             await asyncio.sleep(0.01)

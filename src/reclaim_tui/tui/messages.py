@@ -1,4 +1,8 @@
-"""Past-tense messages: workers post them, the screens and widgets react."""
+"""Past-tense messages: workers post them, the screens and widgets react.
+
+The main screen's reads (tui/feed.py) post theirs to the screen, which
+handles them: they do not bubble on to the app, which has nothing to do
+with them."""
 
 from __future__ import annotations
 
@@ -52,7 +56,7 @@ def while_shown(handler: Callable[[N, M], None]) -> Callable[[N, M], None]:
 
 
 @dataclass
-class CountsChanged(Message):
+class CountsChanged(Message, bubble=False):
     counts: dict[str, int]
     orphans: int
     #: the rows an operator should look at, as last counted (every 30 s)
@@ -62,7 +66,7 @@ class CountsChanged(Message):
 
 
 @dataclass
-class RowsChanged(Message):
+class RowsChanged(Message, bubble=False):
     """A window of the view was read from the ledger."""
 
     page: Page
@@ -77,7 +81,7 @@ class RowsChanged(Message):
 
 
 @dataclass
-class DetailLoaded(Message):
+class DetailLoaded(Message, bubble=False):
     idem: str
     detail: Detail | None
     #: The row the detail showed before, when it left the tab: (key, "now cancelled").
@@ -98,7 +102,7 @@ class TickFailed(Message):
 
 
 @dataclass
-class CompletionsRecorded(Message):
+class CompletionsRecorded(Message, bubble=False):
     times: list[float]
 
 

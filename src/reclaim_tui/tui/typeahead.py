@@ -106,6 +106,10 @@ class PasteGuard:
     def hold(self, event: events.Key) -> None:
         self._held.append(event)
 
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)
+
     def due_in(self) -> float:
         """Seconds until the burst held is over (0: judge it now)."""
         if not self._held:

@@ -4,6 +4,7 @@ them (screens/main.py) and the dependency runs one way, screens → actions."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar, overload
 
@@ -11,7 +12,6 @@ from textual.app import App
 from textual.css.query import DOMQuery
 from textual.message import Message
 from textual.notifications import SeverityLevel
-from textual.timer import Timer
 from textual.widget import Widget
 from textual.worker import Worker
 
@@ -43,6 +43,8 @@ class MainPort(Protocol):
     readonly: bool
     #: The row whose detail was asked for last (shown, or on its way).
     detail_for: str | None
+    #: A tab key's highlight due without its window (actions/view.py).
+    tab_alone: asyncio.TimerHandle | None
 
     @property
     def app(self) -> App[Any]: ...
@@ -77,7 +79,7 @@ class MainPort(Protocol):
 
     def set_class(self, add: bool, *class_names: str) -> Any: ...
 
-    def set_timer(self, delay: float, callback: Callable[[], None]) -> Timer: ...
+    def call_later(self, callback: Callable[[], object]) -> bool: ...
 
     def maximize(self, widget: Widget, container: bool = True) -> bool: ...
 

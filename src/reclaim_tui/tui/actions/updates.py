@@ -59,6 +59,9 @@ def rows_changed(screen: MainPort, event: RowsChanged) -> None:
     if event.view != screen.state.view():
         return  # the operator moved on before this page arrived
     mark_tab(screen)  # a tab key's tab, with its window
+    if screen.tab_alone is not None:  # and not alone (actions/view.py)
+        screen.tab_alone.cancel()
+        screen.tab_alone = None
     table = screen.table
     before = table.current_row()
     screen.state.window = Window(event.page, event.view, event.offset)

@@ -4,6 +4,7 @@ screen's state, then asks its feed for a new window."""
 
 from __future__ import annotations
 
+import asyncio
 from functools import partial
 
 from textual.widgets import Input
@@ -58,7 +59,14 @@ def show_tab(screen: MainPort, tab: str) -> None:
     one that fails."""
     screen.state.tab = tab
     first_window(screen)
-    screen.set_timer(TAB_ALONE_AFTER, partial(updates.mark_tab, screen))
+    # The event loop's own timer, cancelled when the window lands
+    # (updates.rows_changed): a Textual timer is a task a key, woken later
+    # for nothing in nearly every case.
+    if screen.tab_alone is not None:
+        screen.tab_alone.cancel()
+    loop = asyncio.get_running_loop()
+    mark = partial(updates.mark_tab, screen)
+    screen.tab_alone = loop.call_later(TAB_ALONE_AFTER, screen.call_later, mark)
 
 
 def cycle_sort(screen: MainPort) -> None:

@@ -17,6 +17,7 @@ only through actions/port.py's `MainPort`):
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
@@ -103,6 +104,11 @@ class MainScreen(JobScreen):
         self._prices: PriceTable | None = None
         #: The row whose detail was asked for last (shown, or on its way).
         self.detail_for: str | None = None
+        #: A tab key's highlight due without its window (actions/view.py).
+        self.tab_alone: asyncio.TimerHandle | None = None
+        # Each read is a worker here, and a worker tells its node of each
+        # state it enters (three messages a read); nothing here listens.
+        self.disable_messages(Worker.StateChanged)
 
     # -- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -218,6 +224,7 @@ class MainScreen(JobScreen):
 
     @on(LedgerTable.RowHighlighted, "#table")
     def _highlighted(self, event: LedgerTable.RowHighlighted) -> None:
+        event.stop()  # handled: the app has nothing to do with it
         updates.highlighted(self, event.row_key)
 
     @on(LedgerTable.RowSelected, "#table")

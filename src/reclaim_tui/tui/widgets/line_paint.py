@@ -25,11 +25,14 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from reclaim_tui.tui.widgets.kept import Kept
+
 __all__ = ["LINES_KEPT", "STYLES_KEPT", "CellPart", "Look", "Styles", "cell_part", "draw_line"]
 
-#: Lines kept (then drawn afresh): five 48-row screens.
+#: Lines kept (the oldest dropped first): five 48-row screens.
 LINES_KEPT = 256
-#: Styles kept by place and by text style: a 100-row window's, cursor and hover included.
+#: Styles kept by place and by text style (the oldest dropped first): a
+#: 100-row window's, cursor and hover included.
 STYLES_KEPT = 4096
 
 #: One cell as drawn: its text, the text's style, its justification, its width with padding.
@@ -80,8 +83,8 @@ class Styles:
     new look (the table drops it with the look)."""
 
     def __init__(self) -> None:
-        self.places: dict[tuple[object, ...], tuple[Style, Style]] = {}
-        self.texts: dict[tuple[Style, Style, Style], Style] = {}
+        self.places: Kept[tuple[object, ...], tuple[Style, Style]] = Kept(STYLES_KEPT)
+        self.texts: Kept[tuple[Style, Style, Style], Style] = Kept(STYLES_KEPT)
 
     def place(
         self, row: int, column: int, row_style: Style, cursor: bool, hover: bool, look: Look
@@ -90,8 +93,6 @@ class Styles:
         key = (row, column, row_style, cursor, hover)
         styles = self.places.get(key)
         if styles is None:
-            if len(self.places) >= STYLES_KEPT:
-                self.places.clear()
             component = _component(look, row < 0, cursor, hover)
             if column < 0:
                 meta = {"row": row, "column": 0, "out_of_bounds": True}
@@ -103,16 +104,14 @@ class Styles:
                 )
                 pre = row_style + Style.from_meta({"row": row, "column": column}) + component
                 styles = (pre, post)
-            self.places[key] = styles
+            self.places.keep(key, styles)
         return styles
 
     def text(self, pre: Style, text_style: Style, post: Style) -> Style:
         key = (pre, text_style, post)
         style = self.texts.get(key)
         if style is None:
-            if len(self.texts) >= STYLES_KEPT:
-                self.texts.clear()
-            style = self.texts[key] = pre + text_style + post
+            style = self.texts.keep(key, pre + text_style + post)
         return style
 
 

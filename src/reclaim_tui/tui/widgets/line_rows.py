@@ -19,6 +19,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from reclaim_tui.tui.widgets.kept import Kept
 from reclaim_tui.tui.widgets.line_paint import (
     LINES_KEPT,
     CellPart,
@@ -101,7 +102,7 @@ class LineRows(ScrollView, can_focus=True):
         self._cursor = 0
         #: The row under the mouse (-1: the header), and whether it is shown.
         self._hover: int | None = None
-        self._lines: dict[tuple[object, ...], Strip] = {}
+        self._lines: Kept[tuple[object, ...], Strip] = Kept(LINES_KEPT)
         self._look: Look | None = None
         self._styles = Styles()
         self._paint_base: Style | None = None
@@ -302,8 +303,6 @@ class LineRows(ScrollView, can_focus=True):
         key = (row, tuple(parts), cursor, hover, base_style, x, width, look)
         strip = self._lines.get(key)
         if strip is None:
-            if len(self._lines) >= LINES_KEPT:
-                self._lines.clear()
             strip = draw_line(look, self._styles, row, parts, cursor, hover, base_style, x, width)
-            self._lines[key] = strip
+            self._lines.keep(key, strip)
         return strip

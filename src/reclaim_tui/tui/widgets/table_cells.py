@@ -22,6 +22,7 @@ from rich.text import Text
 from reclaim_tui.core.models import Row, Status
 from reclaim_tui.core.row_notes import PLAN_READY
 from reclaim_tui.tui.format import age, next_poll, short, shorten_error
+from reclaim_tui.tui.widgets.kept import Kept
 
 __all__ = [
     "CELLS_KEPT",
@@ -67,9 +68,9 @@ def _parsed(colours: tuple[str, ...]) -> tuple[tuple[Status, Style], ...]:
     return tuple((s, Style.parse(c)) for s, c in zip(STATUS_COLOURS, colours, strict=True))
 
 
-#: Cells kept (then made afresh): ~ten windows' worth of distinct cells.
+#: Cells kept (the oldest dropped first): ~ten windows' worth of distinct cells.
 CELLS_KEPT = 8192
-_cells: dict[tuple[str, Style | str, str | None], Text] = {}
+_cells: Kept[tuple[str, Style | str, str | None], Text] = Kept(CELLS_KEPT)
 
 
 def _cell(plain: str, style: Style | str = "", justify: JustifyMethod | None = None) -> Text:
@@ -77,9 +78,7 @@ def _cell(plain: str, style: Style | str = "", justify: JustifyMethod | None = N
     key = (plain, style, justify)
     text = _cells.get(key)
     if text is None:
-        if len(_cells) >= CELLS_KEPT:
-            _cells.clear()
-        text = _cells[key] = Text(plain, style=style, justify=justify)
+        text = _cells.keep(key, Text(plain, style=style, justify=justify))
     return text
 
 
