@@ -22,7 +22,7 @@ import psycopg
 from psycopg.pq import PipelineStatus, TransactionStatus
 
 from reclaim_tui.core.ledger.postgres.connect import noting
-from reclaim_tui.core.ledger.postgres.pipeline_end import ending_at_sync
+from reclaim_tui.core.ledger.postgres.pipeline_end import end_at_sync
 
 __all__ = ["SLOW_WAIT", "pipelined", "read_once", "said_if_slow", "settle", "stop_read"]
 
@@ -82,7 +82,8 @@ async def pipelined(
     that Sync (core/ledger/postgres/pipeline_end.py): behind a transaction
     pooler it ends this client's turn on the server connection."""
     try:
-        async with ending_at_sync(conn) as pipeline:
+        async with conn.pipeline() as pipeline:
+            end_at_sync(pipeline)
             await conn.execute(BEGIN_READ_ONLY if conn.read_only else BEGIN)
             for setting in settings:
                 await conn.execute(setting)

@@ -15,7 +15,7 @@ Flush arrives before or after the release is a race the pooler decides:
 on a loaded machine the client is often descheduled between the two.
 
 The Sync alone is enough: the server sends everything before it, its
-ReadyForQuery included, as it answers it. `ending_at_sync` is psycopg's
+ReadyForQuery included, as it answers it. `end_at_sync` gives the pipeline of
 `AsyncConnection.pipeline()` with that exit: the Sync, everything queued
 on its way, then the results read as they come. An exit whose wait was
 given up (a task cancelled twice: psycopg closes the connection) reads
@@ -30,16 +30,13 @@ a release, so it is seen before it is shipped.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from inspect import Parameter, signature
-from typing import Any
 
 import psycopg
 from psycopg.abc import PQGen
 from psycopg.generators import send
 
-__all__ = ["FITS", "ending_at_sync"]
+__all__ = ["FITS", "end_at_sync"]
 
 
 def _fits() -> bool:
@@ -81,12 +78,7 @@ class _EndsAtSync(psycopg.AsyncPipeline):
             yield from self._fetch_gen(flush=False)
 
 
-@asynccontextmanager
-async def ending_at_sync(
-    conn: psycopg.AsyncConnection[Any],
-) -> AsyncIterator[psycopg.AsyncPipeline]:
-    """`conn.pipeline()`, whose exit sends nothing after its Sync."""
-    async with conn.pipeline() as pipeline:
-        if FITS and type(pipeline) is psycopg.AsyncPipeline:
-            pipeline.__class__ = _EndsAtSync
-        yield pipeline
+def end_at_sync(pipeline: psycopg.AsyncPipeline) -> None:
+    """Have `pipeline` (just entered) send nothing after its Sync as it exits."""
+    if FITS and type(pipeline) is psycopg.AsyncPipeline:
+        pipeline.__class__ = _EndsAtSync
