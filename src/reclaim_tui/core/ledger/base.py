@@ -86,6 +86,10 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
     dialect = "sqlite"
     #: appended to a claim's row selection (PostgreSQL: FOR UPDATE SKIP LOCKED)
     claim_lock = ""
+    #: (lease end, owner, keys as a JSON array): the renewal, returning the
+    #: keys still held (PostgreSQL's also raises the owner's lease horizon)
+    renew_sql: str = _RENEW_SQL
+    prune_before_sql: str | None = None
 
     def __init__(self, path: str, clock: Clock, *, readonly: bool) -> None:
         self.path = path
@@ -234,7 +238,7 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
         async with self.write() as db:
             for chunk in chunks(keys, 5000):
                 async with db.execute(
-                    _RENEW_SQL,
+                    self.renew_sql,
                     (now + lease_seconds, owner, json.dumps(list(chunk))),
                 ) as cur:
                     held.update(r[0] for r in await cur.fetchall())
