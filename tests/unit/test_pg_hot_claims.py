@@ -43,6 +43,7 @@ pytestmark = pytest.mark.postgres
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "ledgers"
 ROWS = 10  # one heap page, with room
 APP = f"hot_app_{os.getpid()}"
+READER = f"hot_reader_{os.getpid()}"
 
 
 def as_role(dsn: str, role: str) -> str:
@@ -170,6 +171,10 @@ def test_a_ledger_the_previous_code_made_keeps_its_holders(
             conn.execute(
                 f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {PG_SCHEMA} TO {APP}"
             )
+            # And a role that only reads (`status`, a monitor).
+            conn.execute(f"CREATE ROLE {READER} LOGIN")
+            conn.execute(f"GRANT USAGE ON SCHEMA {PG_SCHEMA} TO {READER}")
+            conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {PG_SCHEMA} TO {READER}")
 
         async def upgraded_and_claimed(dsn: str) -> list[Any]:
             ledger = await open_ledger(dsn, clock=clock)  # the owner's: it upgrades
@@ -194,6 +199,15 @@ def test_a_ledger_the_previous_code_made_keeps_its_holders(
         )
         # Every row but the live other host's: the gone holder's two at once.
         assert claimed == ["k-broken", "k-cafe-1", "k-cafe-3", "k-tea"]
+        with psycopg.connect(old, autocommit=True) as conn:
+            rights = conn.execute(
+                "SELECT r, p, has_table_privilege(r, %s, p) FROM unnest(%s::text[]) AS r,"
+                " unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p ORDER BY 1, 2",
+                (f"{PG_SCHEMA}.lease_horizons", [APP, READER]),
+            ).fetchall()
+        assert {(r, p) for r, p, granted in rights if granted} == {
+            (APP, "DELETE"), (APP, "INSERT"), (APP, "SELECT"), (APP, "UPDATE"), (READER, "SELECT")
+        }  # fmt: skip
         asyncio.run(_fresh(pg_dsn))
         assert _indexes(old) == _indexes(pg_dsn)
         assert "jobs_leased" not in dict(_indexes(old))
@@ -201,6 +215,7 @@ def test_a_ledger_the_previous_code_made_keeps_its_holders(
         pg_server.drop_database(urlsplit(old).path[1:])
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f"DROP ROLE IF EXISTS {APP}")
+            conn.execute(f"DROP ROLE IF EXISTS {READER}")
 
 
 async def _fresh(dsn: str) -> None:

@@ -50,8 +50,8 @@ __all__ = ["LIVE_LEASES_SQL", "RELEASE_SQL", "LedgerBase"]
 # owner after the last, the asking process's rows are never read, and another
 # owner's lease is tested by the first live one found. Reading every leased row
 # instead (SELECT DISTINCT) made each claim cost as many rows as the asking
-# process holds. PostgreSQL plans the EXISTS as a join: it has its own
-# (core/ledger/postgres/holders.py).
+# process holds. PostgreSQL has no index on the owner: it reads its lease
+# horizons (core/ledger/postgres/holders.py).
 LIVE_LEASES_SQL = Sql(
     lambda d: (
         "WITH RECURSIVE owners(owner) AS ("

@@ -45,11 +45,11 @@ __all__ = [
 ]
 
 #: Migration 7: the horizons, one per owner named on a row now (the latest
-#: end of its leases there), and the owner's index dropped. Every role that
-#: may update `jobs` (claim) gets the rights on the new table that it has
-#: on `jobs`: a role granted table by table keeps claiming after the owner's
-#: upgrade, without an administrator (a grant with default privileges,
-#: `reclaim-tui grants`, covers it already).
+#: end of its leases there), and the owner's index dropped. Every role
+#: granted rights on `jobs` gets the same rights on the new table (a claim
+#: writes it, `status` reads it): a role granted table by table keeps
+#: working after the owner's upgrade, without an administrator (a grant
+#: with default privileges, `reclaim-tui grants`, covers it already).
 LEASE_HORIZONS = """
     CREATE TABLE lease_horizons (
         owner TEXT COLLATE "C" PRIMARY KEY,
@@ -68,7 +68,6 @@ LEASE_HORIZONS = """
                  WHERE c.oid = 'jobs'::regclass AND a.grantee <> c.relowner
                    AND a.privilege_type IN ('SELECT', 'INSERT', 'UPDATE', 'DELETE')
                  GROUP BY a.grantee
-                 HAVING bool_or(a.privilege_type = 'UPDATE')
         LOOP
             EXECUTE 'GRANT ' || r.rights || ' ON lease_horizons TO ' || r.role;
         END LOOP;
