@@ -247,3 +247,31 @@ def test_the_registry_prunes_the_horizons_long_run_out(pg_dsn: str) -> None:
             await ledger.close()
 
     assert [r[0] for r in asyncio.run(pruned())] == ["live|3|c", "recent|2|b"]
+
+
+def test_leases_copied_from_another_ledger_get_their_horizons(pg_dsn: str) -> None:
+    clock = ManualClock()
+    now = clock.now()
+
+    async def copied() -> list[Any]:
+        ledger = await open_ledger(pg_dsn, clock=clock)
+        try:
+            spec = JobSpec(input="a job", model="m").to_json()
+            await ledger.insert_jobs([(k, spec, "m") for k in ("k1", "k2", "k3")], "test")
+            # Rows as a copy writes them (core/ledger/transfer.py): leases
+            # and all, with no claim made here.
+            async with ledger.write() as db:
+                for idem, owner, until in (("k1", "x|1|a", now + 50), ("k2", "x|1|a", now + 90)):
+                    await db.execute(
+                        "UPDATE jobs SET lease_owner = %s, lease_until = %s WHERE idem = %s",
+                        (owner, until, idem),
+                    )
+            await cast(Any, ledger).after_copy()
+            return cast(
+                list[Any],
+                await cast(Any, ledger)._fetchall("SELECT owner, until FROM lease_horizons"),
+            )
+        finally:
+            await ledger.close()
+
+    assert [tuple(r) for r in asyncio.run(copied())] == [("x|1|a", now + 90)]

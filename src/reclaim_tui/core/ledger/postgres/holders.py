@@ -36,6 +36,7 @@ from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
 from reclaim_tui.core.ledger.schema import COLUMNS
 
 __all__ = [
+    "HORIZONS_OF_ROWS",
     "LEASE_HORIZONS",
     "LIVE_HOLDERS",
     "PRUNE_HORIZONS",
@@ -113,6 +114,14 @@ RENEW_SQL = (
     " AND idem IN (SELECT value FROM json_array_elements_text(%s::json)) RETURNING idem),"
     + raise_horizon("renewed", "(SELECT owner FROM lease)", "(SELECT until FROM lease)")
     + " SELECT idem FROM renewed"
+)
+
+#: The horizons of the leases on rows written without a claim (a copied
+#: ledger's, core/ledger/transfer.py), raised as a claim raises them.
+HORIZONS_OF_ROWS = (
+    "INSERT INTO lease_horizons(owner, until) SELECT lease_owner, max(lease_until) FROM jobs"
+    " WHERE lease_owner IS NOT NULL GROUP BY lease_owner ON CONFLICT (owner) DO UPDATE"
+    " SET until = excluded.until WHERE lease_horizons.until < excluded.until"
 )
 
 #: (before): drop the horizons that ran out before `before`, but none another
