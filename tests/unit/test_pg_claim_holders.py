@@ -69,13 +69,16 @@ async def test_a_claim_judges_the_holders_inside_its_one_transaction(
         )
         rows = await ledger._fetchall("SELECT idem FROM jobs ORDER BY idem")  # type: ignore[attr-defined]
         keys = [r[0] for r in rows]
-        async with ledger.write() as db:
-            for key, holder in zip(keys, (gone, elsewhere, None, str(me)), strict=True):
-                await db.execute(
-                    "UPDATE jobs SET lease_owner = %s, lease_until = %s,"
-                    " inflight = %s WHERE idem = %s",
-                    (holder and str(holder), clock.now() + 600, int(how == "orphans"), key),
+        # Each lease taken by its holder's own claim (which also raises the
+        # holder's lease horizon, read by the next claim's probe).
+        for key, holder in zip(keys, (gone, elsewhere, None, str(me)), strict=True):
+            if holder is not None:
+                taken = await ledger.claim_sendable(
+                    str(holder), limit=1, lease_seconds=600, idems=[key]
                 )
+                assert [r.idem for r in taken.rows] == [key]
+        async with ledger.write() as db:
+            await db.execute("UPDATE jobs SET inflight = %s", (int(how == "orphans"),))
         clock.advance(1)
         begins: list[str] = []
         execute = psycopg.AsyncConnection.execute

@@ -1,9 +1,17 @@
 """Other processes' live leases on PostgreSQL (`dead_holders`, asked at
-every claim) are found by a probe per owner (core/ledger/postgres/holders.py),
-not by reading every leased row: a large submit leased by the asking process
-made each claim read all of its reserved rows again. Counted from EXPLAIN
-ANALYZE of the statement `dead_holders` runs: the rows every plan node
-produced or filtered out. And the same owners as the shared statement, case by case."""
+every claim) are found from the lease horizons (core/ledger/postgres/holders.py),
+not by reading leased rows: a large submit leased by the asking process
+made each claim read all of its reserved rows again, and `jobs` has no index
+on the owner any more.
+
+Every lease here is taken by its holder's own claim (or renewed by its own
+renewal), so its horizon is what the product writes. The probe's owners are
+every owner of a live lease (the shared statement's answer) and, beside
+them, only owners whose horizon is live but whose leases were given back
+early: a superset, which frees no more rows (only the rows of a holder
+provably gone are freed, and such an owner holds none). Counted from
+EXPLAIN ANALYZE of the statement `dead_holders` runs: with hundreds of
+owners whose horizons ran out, the probe reads the live ones only."""
 
 from __future__ import annotations
 
@@ -22,8 +30,10 @@ from reclaim_tui.core.models import JobSpec
 pytestmark = pytest.mark.postgres
 
 NOW = 1_800_000_000.0
+START = NOW - 1000  # the clock when the leases are taken
 ME = "host-a|100|me"
 JOBS = 2000
+STALE = 300  # owners whose every lease ended long before NOW
 
 # The shared statement (core/ledger/base.py), the rule the probe keeps.
 _SHARED = (
@@ -40,6 +50,8 @@ _OTHERS = [
     ("host-0|4|before-me", NOW + 1),
     ("host-z|5|after-me", NOW + 1),
     ("host-e|6|ends-now", NOW),
+    ("host-r|7|released", NOW + 60),  # given back below: its horizon stays
+    ("host-n|8|renewed", NOW - 10),  # renewed below to NOW + 20
 ]
 
 
@@ -50,23 +62,36 @@ def _rows_handled(node: dict[str, Any]) -> int:
     return own + sum(_rows_handled(child) for child in node.get("Plans", []))
 
 
-async def test_live_holders_are_probed_per_owner_with_the_shared_answer(pg_dsn: str) -> None:
-    ledger = await open_ledger(pg_dsn, clock=ManualClock(NOW))
+async def test_live_holders_are_the_live_horizons_a_superset_of_the_shared_answer(
+    pg_dsn: str,
+) -> None:
+    clock = ManualClock(START)
+    ledger = await open_ledger(pg_dsn, clock=clock)
     ran: list[tuple[str, Sequence[Any]]] = []
     try:
         spec = JobSpec(input="a job", model="m").to_json()
-        keys = [f"key-{i:05}" for i in range(JOBS + len(_OTHERS))]
+        keys = [f"key-{i:05}" for i in range(JOBS + len(_OTHERS) + STALE)]
         await ledger.insert_jobs([(key, spec, "m") for key in keys], "test")
-        async with ledger.write() as db:
-            await db.execute(
-                "UPDATE jobs SET lease_owner = %s, lease_until = %s WHERE id <= %s",
-                (ME, NOW + 30, JOBS),
+        mine = await ledger.claim_sendable(
+            ME, limit=JOBS, lease_seconds=NOW + 30 - START, idems=keys[:JOBS]
+        )
+        assert len(mine.rows) == JOBS
+        for n, (owner, until) in enumerate(_OTHERS):
+            key = keys[JOBS + n]
+            taken = await ledger.claim_sendable(
+                owner, limit=1, lease_seconds=until - START, idems=[key]
             )
-            for n, (owner, until) in enumerate(_OTHERS):
-                await db.execute(
-                    "UPDATE jobs SET lease_owner = %s, lease_until = %s WHERE id = %s",
-                    (owner, until, JOBS + 1 + n),
-                )
+            assert [r.idem for r in taken.rows] == [key]
+        for n in range(STALE):  # each took one row for a second, long ago
+            key = keys[JOBS + len(_OTHERS) + n]
+            taken = await ledger.claim_sendable(
+                f"host-s|{n}|stale", limit=1, lease_seconds=1.0, idems=[key]
+            )
+            assert [r.idem for r in taken.rows] == [key]
+        released, renewed = keys[JOBS + 7], keys[JOBS + 8]
+        assert await ledger.release("host-r|7|released", [released]) == 1
+        assert await ledger.renew("host-n|8|renewed", [renewed], NOW + 20 - START) == {renewed}
+        clock.advance(NOW - START)
         fetch = cast(Any, ledger)._fetchall
 
         async def recording(sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -83,18 +108,25 @@ async def test_live_holders_are_probed_per_owner_with_the_shared_answer(pg_dsn: 
         conn.execute("SET search_path TO reclaim_tui")
         found = {r[0] for r in conn.execute(sql, params).fetchall()}
         want = {r[0] for r in conn.execute(_SHARED, (NOW, ME)).fetchall()}
-        assert found == want == {"host-b|1|live", "host-d|3|one-of-two", "host-0|4|before-me",
-                                 "host-z|5|after-me"}  # fmt: skip
+        assert want == {"host-b|1|live", "host-d|3|one-of-two", "host-0|4|before-me",
+                        "host-z|5|after-me", "host-n|8|renewed"}  # fmt: skip
+        assert found == want | {"host-r|7|released"}
         for other in ("host-b|1|live", "nobody"):  # asked by another process
             shared = {r[0] for r in conn.execute(_SHARED, (NOW, other)).fetchall()}
             swapped = [other if p == ME else p for p in params]
-            assert {r[0] for r in conn.execute(sql, swapped).fetchall()} == shared
+            got = {r[0] for r in conn.execute(sql, swapped).fetchall()}
+            assert got == shared | {"host-r|7|released"}
         plans = []
-        for _ in ("a table without statistics", "analyzed"):
+        for setting in ("a table without statistics", "analyzed", "sequential scans off"):
+            if setting == "sequential scans off":  # as in a group commit's transaction
+                conn.execute("SET enable_seqscan = off")
             (plan,) = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params).fetchone()  # type: ignore[misc]
             plans.append(plan if isinstance(plan, list) else json.loads(plan))
-            conn.execute("ANALYZE jobs")
+            conn.execute("ANALYZE lease_horizons")
     handled = [_rows_handled(plan[0]["Plan"]) for plan in plans]
-    # A probe or two per distinct owner (7 of them) and a live lease each:
-    # tens of rows. Reading every leased row is more than JOBS.
+    # The live horizons (8 of them) and ME's: tens of rows. Reading every
+    # horizon is more than STALE; reading every leased row more than JOBS.
     assert max(handled) <= 100, f"finding the live holders handled {handled} rows"
+    # No plan so dear it is compiled (a transaction with sequential scans off
+    # prices a sequential scan of the horizons in the billions).
+    assert all("JIT" not in plan[0] for plan in plans), plans

@@ -50,8 +50,8 @@ __all__ = ["LIVE_LEASES_SQL", "RELEASE_SQL", "LedgerBase"]
 # owner after the last, the asking process's rows are never read, and another
 # owner's lease is tested by the first live one found. Reading every leased row
 # instead (SELECT DISTINCT) made each claim cost as many rows as the asking
-# process holds. PostgreSQL plans the EXISTS as a join: it has its own
-# (core/ledger/postgres/holders.py).
+# process holds. PostgreSQL has no index on the owner: it reads its lease
+# horizons (core/ledger/postgres/holders.py).
 LIVE_LEASES_SQL = Sql(
     lambda d: (
         "WITH RECURSIVE owners(owner) AS ("
@@ -86,6 +86,10 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
     dialect = "sqlite"
     #: appended to a claim's row selection (PostgreSQL: FOR UPDATE SKIP LOCKED)
     claim_lock = ""
+    #: (lease end, owner, keys as a JSON array): the renewal, returning the
+    #: keys still held (PostgreSQL's also raises the owner's lease horizon)
+    renew_sql: str = _RENEW_SQL
+    prune_before_sql: str | None = None
 
     def __init__(self, path: str, clock: Clock, *, readonly: bool) -> None:
         self.path = path
@@ -234,7 +238,7 @@ class LedgerBase(PublicReads, ClaimWrites, ABC):
         async with self.write() as db:
             for chunk in chunks(keys, 5000):
                 async with db.execute(
-                    _RENEW_SQL,
+                    self.renew_sql,
                     (now + lease_seconds, owner, json.dumps(list(chunk))),
                 ) as cur:
                     held.update(r[0] for r in await cur.fetchall())

@@ -62,6 +62,11 @@ class ClaimWrites(ABC):
         `claim_sql`'s. Only where `keyed_claims`."""
         raise NotImplementedError
 
+    def _claim_sql(self, where: str, free: str) -> str:
+        """`claim_sql` of `where` and `free` (PgLedger's raises the owner's
+        lease horizon in the same statement)."""
+        return claim_sql(where, free, self.claim_lock)
+
     async def _returned(self, db: Any, sql: str, args: Sequence[Any]) -> list[Any]:
         """The rows one statement returns, inside the open transaction `db`
         (SqliteLedger reads them in one call to its connection's thread)."""
@@ -230,4 +235,4 @@ async def claim_statement(
     args = [owner, now + lease_seconds, *params, *free_params, limit]
     if keys is not None:
         return ledger._keyed_claim_sql(where, free), [json.dumps(list(keys)), *args]
-    return claim_sql(where, free, ledger.claim_lock), args
+    return ledger._claim_sql(where, free), args

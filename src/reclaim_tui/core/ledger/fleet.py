@@ -2,8 +2,9 @@
 to it recently — services, ticks, consoles, inboxes, on one host or (on
 PostgreSQL) several.
 
-    holders   every lease owner named on a row (jobs_leased, a partial
-              index: only rows with an owner are read), with the rows it
+    holders   every lease owner named on a row (SQLite: jobs_leased, a
+              partial index, reads only rows with an owner; PostgreSQL
+              has no index on the owner and reads every row), with the rows it
               holds now, the rows whose lease it let run out, its latest
               lease and whether it is provably alive (core/ledger/owner.py)
     writers   the actors of the last events (the newest EVENTS_READ at

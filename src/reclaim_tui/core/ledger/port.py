@@ -48,6 +48,9 @@ class Ledger(Protocol):
     dialect: str
     #: why the console's text filter has no index (None: it has one)
     text_index_note: str | None
+    #: (before,): deletes the engine's own bookkeeping that ran out before
+    #: then, run by the process registry's prune (None: it has none)
+    prune_before_sql: str | None
 
     @property
     def connection(self) -> Any:

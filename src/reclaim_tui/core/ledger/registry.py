@@ -197,6 +197,8 @@ class Beacon:
                         Sql(lambda d: f"DELETE FROM processes WHERE seen_at < {d.p}"),
                         (now - RETENTION,),
                     )
+                    if self.ledger.prune_before_sql is not None:
+                        await db.execute(self.ledger.prune_before_sql, (now - RETENTION,))
                 if drop_stopped:
                     await db.execute(DROP_STOPPED_SQL, (self.host, self.kind, self.owner))
         except Exception as exc:  # the registry never fails a pass

@@ -40,7 +40,7 @@ from reclaim_tui.core.ledger.claim_writes import claim_statement, sendable
 from reclaim_tui.core.ledger.dialect import POSTGRES, text_for
 from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.port import Claim
-from reclaim_tui.core.ledger.postgres.holders import LIVE_HOLDERS
+from reclaim_tui.core.ledger.postgres.holders import LIVE_HOLDERS, horizon_claim_sql, raise_horizon
 from reclaim_tui.core.ledger.schema import COLUMNS, lease_free_sql, row_from_tuple
 
 __all__ = ["KeyedClaims", "keyed_claim_sql"]
@@ -57,7 +57,9 @@ def keyed_claim_sql(where: str, free: str) -> str:
     # is its rank: found in that short array, not by joining the rows taken
     # to the whole window (with hash joins off, as a group commit's
     # transaction has them, every pair of the two would be compared). The
-    # parameters come in the shared claim's order (`lease` first).
+    # parameters come in the shared claim's order (`lease` first). The
+    # owner's lease horizon is raised by the same statement
+    # (core/ledger/postgres/holders.py).
     return (
         "WITH keyed AS MATERIALIZED (SELECT j.idem, k.n FROM (SELECT value, min(n) AS n"
         " FROM json_array_elements_text(%s::json) WITH ORDINALITY AS _each(value, n)"
@@ -70,8 +72,9 @@ def keyed_claim_sql(where: str, free: str) -> str:
         f" AND {text_for(free, POSTGRES)} FOR UPDATE SKIP LOCKED) AS t LIMIT %s) AS idems),"
         " taken AS (UPDATE jobs SET prev_owner = lease_owner,"
         " lease_owner = (SELECT owner FROM lease), lease_until = (SELECT until FROM lease)"
-        f" WHERE idem = ANY((SELECT idems FROM picked)::text[]) RETURNING {COLUMNS})"
-        f" SELECT {COLUMNS} FROM taken"
+        f" WHERE idem = ANY((SELECT idems FROM picked)::text[]) RETURNING {COLUMNS}),"
+        + raise_horizon("taken", "(SELECT owner FROM lease)", "(SELECT until FROM lease)")
+        + f" SELECT {COLUMNS} FROM taken"
         " ORDER BY next_at, array_position((SELECT idems FROM picked), idem)"
     )
 
@@ -84,6 +87,9 @@ class KeyedClaims(LedgerBase):
 
     def _keyed_claim_sql(self, where: str, free: str) -> str:
         return keyed_claim_sql(where, free)
+
+    def _claim_sql(self, where: str, free: str) -> str:
+        return horizon_claim_sql(where, free)
 
     async def claim_sendable(
         self,
@@ -137,7 +143,7 @@ class KeyedClaims(LedgerBase):
         return cast("Callable[[], Awaitable[list[Any]]]", cur.fetchall)
 
     async def _lease_free_in(self, db: Any, owner: str, now: float) -> tuple[str, list[Any]]:
-        """The holders of live leases other than `owner` (one probe per owner,
+        """The holders of live leases other than `owner` (their horizons,
         core/ledger/postgres/holders.py), read in the claim's transaction and
         judged here by owner.py's rule: a holder is gone only when provably
         so. Sent with the statements before it: no round trip of its own."""

@@ -15,6 +15,7 @@ import psycopg
 from psycopg import sql
 
 from reclaim_tui.core.ledger.postgres.connect import quote_ident
+from reclaim_tui.core.ledger.postgres.holders import HORIZONS_OF_ROWS
 from reclaim_tui.errors import LedgerPermissionError
 
 __all__ = ["SequenceCopies"]
@@ -58,7 +59,9 @@ class SequenceCopies:
     async def after_copy(self) -> None:
         """Rows copied with their ids (core/ledger/transfer.py) leave the identity
         sequences behind: move them past the largest id, or the next insert
-        would reuse a copied id."""
+        would reuse a copied id. And the leases copied with the rows get
+        their owners' horizons (core/ledger/postgres/holders.py), as if
+        their claims had been made here."""
         async with self.write() as db:
             for table in ("jobs", "events"):
                 qualified = sql.Identifier(self.schema, table).as_string()
@@ -67,6 +70,7 @@ class SequenceCopies:
                     f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {qualified}), false)",
                     (qualified,),
                 )
+            await db.execute(HORIZONS_OF_ROWS)
 
     async def sequences_behind(self) -> list[str]:
         """The identity sequences whose next id is one a row already has

@@ -70,7 +70,7 @@ from reclaim_tui.core.ledger.postgres.claims import KeyedClaims
 from reclaim_tui.core.ledger.postgres.clock import ServerClock
 from reclaim_tui.core.ledger.postgres.connect import dial, map_pg_error
 from reclaim_tui.core.ledger.postgres.copying import SequenceCopies
-from reclaim_tui.core.ledger.postgres.holders import LIVE_HOLDERS
+from reclaim_tui.core.ledger.postgres.holders import LIVE_HOLDERS, PRUNE_HORIZONS, RENEW_SQL
 from reclaim_tui.core.ledger.postgres.pipeline import (
     pipelined,
     read_once,
@@ -110,6 +110,8 @@ class PgLedger(SequenceCopies, KeyedClaims):
 
     dialect = "postgres"
     claim_lock = " FOR UPDATE SKIP LOCKED"
+    renew_sql = RENEW_SQL
+    prune_before_sql: str | None = PRUNE_HORIZONS
 
     def __init__(
         self,
@@ -292,7 +294,7 @@ class PgLedger(SequenceCopies, KeyedClaims):
 
     async def dead_holders(self, me: str) -> list[str]:
         """Owners of live-by-clock leases whose process is provably gone
-        (core/ledger/postgres/holders.py: one index probe per owner)."""
+        (core/ledger/postgres/holders.py: their lease horizons)."""
         rows = await self._fetchall(LIVE_HOLDERS, (me, self.clock.now()))
         return [r[0] for r in rows if holder_alive(r[0]) is False]
 

@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from reclaim_tui.core.ledger.postgres.connect import noting, quote_ident
+from reclaim_tui.core.ledger.postgres.holders import LEASE_HORIZONS
 from reclaim_tui.core.ledger.postgres.job_text import JOB_TEXT, JOB_TEXT_INDEX, JOB_TEXT_INDEX_NAMES
 from reclaim_tui.core.ledger.postgres.marked import REENCODE_MARKED
 from reclaim_tui.core.ledger.postgres.search_path import PG_SCHEMA, SCHEMA_ENV, schema_for
@@ -46,10 +47,10 @@ _REAL = "DOUBLE PRECISION"
 _TEXT = 'TEXT COLLATE "C"'
 
 #: An update that is not HOT (one that changes an indexed column: nearly
-#: every transition changes the status and the update time, and every claim
-#: the lease owner) writes a new entry into every index of `jobs`, except a
-#: partial index whose predicate the new row version fails. Two indexes are
-#: searched for some rows only, and now hold only those:
+#: every transition changes the status and the update time) writes a new
+#: entry into every index of `jobs`, except a partial index whose predicate
+#: the new row version fails. Two indexes are searched for some rows only,
+#: and now hold only those:
 #:
 #: - the handle's: looked up by a handle, never for a row without one (a
 #:   `reserving` row: its insert and its send claim wrote an entry each).
@@ -206,6 +207,9 @@ PG_MIGRATIONS: tuple[str, ...] = (
     # 6: INDEX_ENTRIES (below): two indexes of jobs hold only the rows they
     # are searched for.
     INDEX_ENTRIES,
+    # 7: the lease horizons (core/ledger/postgres/holders.py); no index of
+    # jobs on the lease owner, so a claim or a renewal can be a HOT update.
+    LEASE_HORIZONS,
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 #: The console filter's index (any substring of 3+ characters, `ILIKE`);
