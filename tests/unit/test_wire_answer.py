@@ -201,3 +201,26 @@ async def test_a_200_not_of_the_plain_shape_goes_to_the_sdk_parser(
     assert all(isinstance(r, RemoteInteraction) for r in results), results
     assert results[:2] == results[2:]
     assert results[0].id == "x1" and results[0].raw.get("note") == read
+
+
+async def test_the_answer_budget_counts_a_straight_answer_before_reading_it(
+    responses: list[int],
+) -> None:
+    from reclaim_tui.core.answer_budget import AnswerBudget, AnswerDeferred, polling_under
+
+    body = b'{"id": "x1", "status": "completed", "note": "' + b"n" * 200 + b'"}'
+    async with _OneAnswer(_http("200 OK", body)) as url:
+        backend = GeminiBackend("k", url, transport="aiohttp")
+        try:
+            budget = AnswerBudget(len(body) + 50)
+            budget.take("other", 100)
+            with polling_under(budget, "mine"), pytest.raises(AnswerDeferred):
+                await backend.get("x1")  # its declared length does not fit beside the other
+            assert budget.held == 100
+            budget.release(["other"])
+            with polling_under(budget, "mine"):
+                got = await backend.get("x1")
+            assert got.id == "x1" and budget.held == len(body)
+        finally:
+            await backend.aclose()
+    assert responses == []  # both read off the wire
