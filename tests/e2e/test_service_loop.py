@@ -52,11 +52,14 @@ def _wait(predicate, limit: float = 120.0) -> bool:  # type: ignore[no-untyped-d
 
 
 @needs_uvloop
+@pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_the_service_on_uvloop_consumes_every_job_and_drains_on_sigterm(
-    tmp_path: Path,
+    tmp_path: Path, engine: str, request: pytest.FixtureRequest
 ) -> None:
+    # On PostgreSQL too: psycopg's async connections wait on the loop's readers.
+    db_url = request.getfixturevalue("pg_dsn") if engine == "postgres" else None
     with EmulatorProcess(tmp_path, latency=0.05) as emu:
-        ws = Workspace(tmp_path / "svc-uv", emulator=emu)
+        ws = Workspace(tmp_path / "svc-uv", emulator=emu, db_url=db_url)
         jobs = write_jobs(ws.root / "jobs.jsonl", [{"input": f"uv {i}"} for i in range(JOBS)])
         log = ws.root / "run.log"
         args = ["run", "--db", str(ws.db), "--out", str(ws.out), "--log", str(log)]
