@@ -20,12 +20,14 @@ same emulator process (latency 0, reset between runs):
               .venv-dbos/bin/pip install "dbos>=3.4,<4" "google-genai>=3.3,<4"`)
 
     python benchmarks/service.py [--jobs 1000] [--runs 3] [--first-poll 0]
-        [--transports aiohttp,httpx] [--service-only]
+        [--transports aiohttp,httpx] [--service-only] [--loop asyncio|uvloop]
 
 `--transports`: the warm service once per HTTP transport (`run --transport`; the
 first row, "service (warm)", is the default transport, aiohttp; the others are
 named by theirs);
-`--service-only`: the warm service rows alone (no submit, tick loop, baseline, DBOS).
+`--service-only`: the warm service rows alone (no submit, tick loop, baseline, DBOS);
+`--loop`: the event loop of the service rows (`run --loop`; uvloop needs the
+`fast` extra); the tick loop and the baseline keep asyncio's.
 
 "of it kernel": the part of the warm service's own CPU a job that is the
 kernel's (/proc's system time): on a disk, the result files' creation, the
@@ -149,7 +151,7 @@ def service_run(
     write_jobs(jobs, a.jobs, tag=f"svc-r{run}-")
     cmd = [sys.executable, "-m", "reclaim_tui", "run", "--db", str(db), "--out", str(out)]
     cmd += ["--base-url", emu.base_url, "--idle-sleep", "0.05", "--log", str(log)]
-    cmd += ["--first-poll", str(a.first_poll), "--transport", transport]
+    cmd += ["--first-poll", str(a.first_poll), "--transport", transport, "--loop", a.loop]
     proc = subprocess.Popen(cmd, env=_env(), stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
@@ -157,6 +159,8 @@ def service_run(
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the service did not start: {proc.stderr.read()!r}")  # type: ignore[union-attr]
             time.sleep(0.02)
+        ready = json.loads(log.read_text().splitlines()[0])
+        assert ready.get("loop", "asyncio") == a.loop, ready  # the loop asked for
         time.sleep(0.5)  # warm: a few idle passes
         user_before, kernel_before = _cpu_times(proc.pid)
         start = time.perf_counter()
@@ -235,9 +239,11 @@ def main() -> None:
     ap.add_argument("--dbos-python", default=str(ROOT / ".venv-dbos" / "bin" / "python"))
     ap.add_argument("--transports", default="aiohttp")
     ap.add_argument("--service-only", action="store_true")
+    ap.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     a = ap.parse_args()
     transports = [t for t in a.transports.split(",") if t]
     more = {f"service (warm, {t})": t for t in transports if t != "aiohttp"}
+    print(f"service event loop: {a.loop} (run --loop {a.loop})", flush=True)
     print(f"load average before: {os.getloadavg()}", flush=True)
     dbos = None if a.service_only else dbos_python(a.dbos_python)
     designs: tuple[str, ...] = ("service (warm)", *more)

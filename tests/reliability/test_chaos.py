@@ -12,6 +12,8 @@ requests with 500 and drops 5% of creates after accepting them.
                            recorded instead)
     RECLAIM_SOAK_SEED      seed of the kill schedule and the emulator (default 7)
     RECLAIM_SOAK_TRANSPORT the workers' `--transport` (default httpx)
+    RECLAIM_SOAK_LOOP      the workers' `--loop` (default asyncio; uvloop needs
+                           the `fast` extra)
 
 After the chaos phase the faults are switched off and clean ticks run until
 every row is terminal. Then: every job consumed exactly once; creates ≤ jobs +
@@ -54,6 +56,7 @@ WORKERS = int(os.environ.get("RECLAIM_SOAK_WORKERS", "4"))
 LOOKUP = os.environ.get("RECLAIM_SOAK_LOOKUP", "1") != "0"
 SEED = int(os.environ.get("RECLAIM_SOAK_SEED", "7"))
 TRANSPORT = ("--transport", os.environ.get("RECLAIM_SOAK_TRANSPORT", "httpx"))
+LOOP = ("--loop", os.environ.get("RECLAIM_SOAK_LOOP", "asyncio"))
 #: Four workers ticking back to back, each re-reading the 1,000-job file, on a
 #: loaded 2-core machine: the 1 s busy timeout of the other tests (FAST_FLAGS)
 #: is shorter than a queue of fsync'd commits can take there, and a tick that
@@ -152,7 +155,7 @@ def soak(
             tmp_path / "chaos",
             emulator=emu,
             lookup=LOOKUP,
-            extra_flags=(*BUSY_FLAGS, *TRANSPORT),
+            extra_flags=(*BUSY_FLAGS, *TRANSPORT, *LOOP),
             db_url=db_url,
         )
         texts = [f"chaos job {i} of {jobs_count}" for i in range(jobs_count)]

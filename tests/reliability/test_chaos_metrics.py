@@ -26,6 +26,7 @@ after the kill, so no instant separates the generations' calls there.
 
     RECLAIM_SOAK_METRICS_JOBS   jobs (default 120)
     RECLAIM_SOAK_SEED           as in test_chaos.py
+    RECLAIM_SOAK_LOOP           the service's `--loop` (default asyncio)
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from tests.reliability.test_chaos import SEED
 pytestmark = pytest.mark.slow
 
 JOBS = int(os.environ.get("RECLAIM_SOAK_METRICS_JOBS", "120"))
+LOOP = os.environ.get("RECLAIM_SOAK_LOOP", "asyncio")
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 FAULTS = (
     "--rate-429", "0.05", "--rate-503", "0.05", "--drop-rate", "0.05", "--fail-rate", "0.05",
@@ -141,7 +143,7 @@ def test_a_scraped_service_under_chaos_agrees_with_its_ledger(tmp_path: Path) ->
         args += ["--webhook-grace", "3"]
         args += ["--inbox-listen", f"127.0.0.1:{inbox_port}"]
         args += ["--inbox-jwks-url", f"{emu.base_url}/.well-known/jwks.json"]
-        args += ["--metrics-listen", f"127.0.0.1:{metrics_port}"]
+        args += ["--metrics-listen", f"127.0.0.1:{metrics_port}", "--loop", LOOP]
         metrics = Scraper(metrics_port)
         view = ws.view()
 

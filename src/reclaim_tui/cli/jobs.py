@@ -24,6 +24,7 @@ from reclaim_tui.cli.common import (
     run,
     settings_from,
 )
+from reclaim_tui.cli.event_loop import loop_option, run_on_loop
 from reclaim_tui.cli.options import (
     API,
     CREATE,
@@ -51,9 +52,10 @@ __all__ = ["run_command", "submit", "tick"]
     "--jobs", "jobs_path", default=None, help="JSON Lines jobs file to submit first ('-' = stdin)."
 )
 @click.option("--fail-on-errors", is_flag=True, help="Exit 1 when any row recorded an error.")
+@loop_option
 @json_option
 @guarded
-def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw: Any) -> None:
+def tick(jobs_path: str | None, fail_on_errors: bool, loop: str, as_json: bool, **kw: Any) -> None:
     """One headless pass for cron: recover, submit, send, reclaim, replay."""
     verbose = bool(kw.get("verbose"))
     settings = settings_from(kw)
@@ -68,7 +70,7 @@ def tick(jobs_path: str | None, fail_on_errors: bool, as_json: bool, **kw: Any) 
             times = {"started_at": iso_time(started), "finished_at": iso_time(finished)}
         print_report(PassReport(), fail_on_errors, settings, as_json=as_json, extra=times)
         return
-    run(_tick)(settings, jobs_path, fail_on_errors, as_json)
+    run_on_loop(_tick)(settings, jobs_path, fail_on_errors, as_json, loop=loop)
 
 
 def _nothing_due(settings: Settings, now: float) -> bool:
@@ -185,7 +187,8 @@ def _report_failed(report: PassReport, *, as_json: bool, extra: dict[str, Any]) 
     help="Serve Prometheus metrics (/metrics) and a health check (/healthz) here,"
     " e.g. 127.0.0.1:9464.",
 )
-@run
+@loop_option
+@run_on_loop
 async def run_command(
     jobs_path: str | None,
     once: bool,

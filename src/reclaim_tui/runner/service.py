@@ -51,6 +51,7 @@ from reclaim_tui.runner.service_start import (
     control_socket,
     engine_when_reachable,
     inbox_server,
+    loop_name,
     metrics_endpoint,
     warm,
 )
@@ -410,7 +411,7 @@ async def run_service(
             await beacon.start()
             loop.say(
                 "ready", db=shown_db(settings.db), inbox=url, webhooks=bool(settings.webhook_url),
-                control=control, metrics=metrics_url, sdk=sdk,
+                control=control, metrics=metrics_url, sdk=sdk, loop=loop_name(),
             )  # fmt: skip
             return await (drive or _until_signalled)(loop, jobs, once)
 

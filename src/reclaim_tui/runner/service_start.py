@@ -31,6 +31,7 @@ __all__ = [
     "control_socket",
     "engine_when_reachable",
     "inbox_server",
+    "loop_name",
     "metrics_endpoint",
     "warm",
 ]
@@ -80,6 +81,12 @@ async def warm(engine: Engine) -> str | None:
     from importlib.metadata import version
 
     return f"google-genai {version('google-genai')}"
+
+
+def loop_name() -> str:
+    """The running event loop's maker, as `run --loop` names it ("asyncio",
+    "uvloop"): read off the loop itself, so `ready` says the loop it runs on."""
+    return type(asyncio.get_running_loop()).__module__.partition(".")[0]
 
 
 @contextlib.asynccontextmanager

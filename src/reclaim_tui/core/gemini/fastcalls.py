@@ -18,6 +18,7 @@ from typing import Any
 from reclaim_tui.core.gemini.answers import plain_answer
 from reclaim_tui.core.gemini.fastpath import _FastCall
 from reclaim_tui.core.gemini.fastsend import utf8_text
+from reclaim_tui.core.gemini.wireanswer import WireAnswer
 
 # Even memoized, the stock `interactions.get` and `create` spend most of their CPU on
 # work that is the same for every call: speakeasy rebuilds the URL, query and headers from
@@ -127,6 +128,11 @@ class _FastGet(_FastCall):
         # answer becomes the `APIError` subclass `APIError.generate` picks from the
         # status and the body (its message is built from those two alone).
         p = self._p
+        if isinstance(response, WireAnswer):  # a 200 of UTF-8 JSON, read off the wire
+            plain = response.plain()
+            if plain is not None:
+                return plain
+            response = response.as_httpx()
         if p["match_response"](response, "200", "application/json"):
             plain = _plain(response)
             if plain is not None:  # the SDK's dump of it, without its models
@@ -248,6 +254,11 @@ class _FastCreate(_FastCall):
     async def create(self, body: Any) -> Any:
         """Send one POST (never repeated) and parse the answer the stock way."""
         response = await self._send("POST", self._url, body)
+        if isinstance(response, WireAnswer):  # a 200 of UTF-8 JSON, read off the wire
+            plain = response.plain()
+            if plain is not None:
+                return plain
+            response = response.as_httpx()
         if self._p["match_response"](response, "200", "application/json"):
             plain = _plain(response)
             if plain is not None:  # the SDK's dump of it, without its models

@@ -274,7 +274,7 @@ class _FastCall:
         self._timeout: Any = None
         self._hook_context: Any = None
         self._requests = RequestMaker({}, None)  # replaced by the template's
-        self._wire = WireSend()
+        self._wire = WireSend(parts["match_response"])
         self._auth_per_call = True
         self._state: bool | None = None  # None: not prepared yet; False: unusable
         self._preparing = asyncio.Lock()

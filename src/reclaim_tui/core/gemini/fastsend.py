@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RequestMaker", "utf8_text"]
+__all__ = ["RequestMaker", "utf8_json", "utf8_text"]
 
 # Content types whose text is UTF-8 for certain; with no charset, the client's
 # default encoding decides (httpx's own rule), checked where this is used.
@@ -92,12 +92,17 @@ def _same(one: Any, other: Any) -> bool:
     )
 
 
+def utf8_json(content_type: str, default_encoding: Any) -> bool:
+    """Whether an answer of this content type (with the client's default
+    encoding) is UTF-8 JSON for certain."""
+    kind = content_type.replace(" ", "").lower()
+    return kind in _UTF8_TYPES or (kind == "application/json" and default_encoding == "utf-8")
+
+
 def utf8_text(response: Any) -> str | None:
     """`response.text` when the answer is UTF-8 JSON for certain; None otherwise."""
-    kind = response.headers.get("content-type", "").replace(" ", "").lower()
-    if kind not in _UTF8_TYPES and not (
-        kind == "application/json" and getattr(response, "default_encoding", None) == "utf-8"
-    ):
+    kind = response.headers.get("content-type", "")
+    if not utf8_json(kind, getattr(response, "default_encoding", None)):
         return None
     try:
         return str(response.content.decode("utf-8"))

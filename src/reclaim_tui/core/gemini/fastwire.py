@@ -23,8 +23,12 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Callable
 from importlib import metadata
 from typing import Any
+
+from reclaim_tui.core.gemini.fastsend import utf8_json
+from reclaim_tui.core.gemini.wireanswer import JsonKinds, WireAnswer
 
 __all__ = ["WIRE_TRANSPORT_VERSIONS", "WireSend"]
 
@@ -48,7 +52,11 @@ def _transport_module() -> Any:
 class WireSend:
     """Sends of one fast call straight through the aiohttp session (see the module)."""
 
-    def __init__(self) -> None:
+    def __init__(self, match: Callable[..., bool] | None = None) -> None:
+        #: the SDK's `match_response`: with it, a 200 answer of UTF-8 JSON is
+        #: read straight from aiohttp (wireanswer.py); without, httpx's response
+        self._match = match
+        self._kinds: JsonKinds | None = None
         self._client: Any = None
         self._ok = False
         self._wire: Any = None  # the transport module
@@ -101,6 +109,10 @@ class WireSend:
                 connect=timeout.get("pool"),
             )
             self._ok = _stock_arguments(stock, timeout) == self._arguments(method, url, content)
+            encoding = self._encoding
+            self._kinds = None
+            if self._match is not None:
+                self._kinds = JsonKinds(lambda kind: utf8_json(kind, encoding), self._match)
         except Exception:  # an unexpected client or transport: the stock send
             self._ok = False
 
@@ -117,7 +129,8 @@ class WireSend:
     async def send(
         self, client: Any, maker: Any, method: str, url: str, content: str | None, stream: bool
     ) -> Any:
-        """One request, as the stock send makes it; its answer (body read unless `stream`)."""
+        """One request, as the stock send makes it; its answer (body read unless
+        `stream`): a `WireAnswer` where one may be read straight, else httpx's."""
         wire, transport = self._wire, self._transport
         _, _, headers, data, _, _ = self._arguments(method, url, content)
         if not isinstance(transport.client, wire.ClientSession):
@@ -137,6 +150,15 @@ class WireSend:
                 proxy_auth=None,
                 proxy_headers=None,
             ).__aenter__()
+        if self._kinds is not None and self._kinds.straight(answer):
+            straight = WireAnswer(wire, answer, self._encoding)
+            if not stream:
+                try:
+                    await straight.read()
+                except BaseException:
+                    await straight.aclose()
+                    raise
+            return straight
         extensions = dict(_EXTENSIONS)
         if answer.reason:
             extensions["reason_phrase"] = answer.reason.encode()
