@@ -13,8 +13,9 @@ release changes any of them.
   UI thread from the new tab's window. The only public switch is the whole
   app's animation level, which would also still the console's other
   animations (the loading indicators among them). A switch of the active
-  tab sets the two tabs' classes and the underline (`Underline`, not
-  exported) itself: Textual's own searches the tabs' widgets with CSS
+  tab gives the two tabs their look (`_show_active`: the classes, unless a
+  subclass draws it) and moves the underline (`Underline`, not exported)
+  itself: Textual's own searches the tabs' widgets with CSS
   queries at every switch, a tab key's UI time. So do its moves of the
   underline after a relabel or a resize (`_highlight_active`), and its
   scroll to the active tab (`_scroll_active_tab`): both are overridden to
@@ -154,6 +155,13 @@ class StillTabs(Tabs):
         finally:
             self._announce = True
 
+    def _show_active(self, old: Tab | None, new: Tab) -> None:
+        """Give `new` the active tab's look and take it from `old`: Textual's
+        way, the `-active` class (a subclass may draw the look itself)."""
+        if old is not None:
+            old.remove_class("-active")
+        new.add_class("-active")
+
     def validate_active(self, active: str) -> str:
         if active in self.tabs_by_id:
             return active
@@ -164,10 +172,7 @@ class StillTabs(Tabs):
         if tab is None or underline is None:
             super().watch_active(previously_active, active)  # none, or before the mount
             return
-        old = self.tabs_by_id.get(previously_active)
-        if old is not None:
-            old.remove_class("-active")
-        tab.add_class("-active")
+        self._show_active(self.tabs_by_id.get(previously_active), tab)
         # A switch changes no tab's width (the labels carry the counts,
         # and only those relabel): the underline goes under the new tab now.
         underline.show_highlight = True
