@@ -42,6 +42,24 @@ async def test_the_drawn_active_look_is_textual_s_active_look(
         assert app.export_screenshot() != drawn
 
 
+async def test_the_drawn_look_follows_a_new_theme(seeded: Seeded) -> None:
+    app = seeded.app()
+    app.config.watch_every = 3600.0
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await press(pilot, "2")
+        app.theme = "textual-light"
+        await settle(pilot)
+        tabs = app.main.query_one(StatusTabs)
+        tab = tabs.tabs_by_id[tabs.active]
+        assert isinstance(tab, StatusTab) and tab.lit
+        drawn = app.export_screenshot()
+        tab.light(False)
+        tab.add_class("-active")
+        await settle(pilot)
+        assert app.export_screenshot() == drawn
+
+
 async def test_a_click_switches_with_the_same_look(seeded: Seeded) -> None:
     app = seeded.app()
     app.config.watch_every = 3600.0

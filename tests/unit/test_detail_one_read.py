@@ -4,7 +4,8 @@ when its interaction's event came, whether the inbox is used), not one a
 read: each call costs the console's event loop a hand-off and a wake-up on
 the key's path (issue 39, item 5). A row that follows another one up reads
 that one after. The detail is the same as the port's own reads give, on
-both engines."""
+both engines. A window read again from its first row (the console's look
+every second) reads whether a row comes before it in the same call."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger import inbox
 from reclaim_tui.core.ledger.console.queries import ConsoleReader
+from reclaim_tui.core.ledger.console.views import Page, View
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec
@@ -84,6 +86,37 @@ async def test_a_rows_detail_is_one_call_to_sqlites_thread(
         assert sum(calls.values()) == 2, calls
         calls.clear()
         assert await reader.detail("no-such-row") is None
+        assert sum(calls.values()) == 1, calls
+    finally:
+        await reader.close()
+
+
+async def test_a_window_read_again_from_its_first_row_is_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The once-a-second look at the window (from its first row) reads the
+    rows and whether one comes before them together."""
+    db = str(tmp_path / "ledger.db")
+    clock = await _world(tmp_path, db)
+    reader = await ConsoleReader.open(db, clock=clock)
+    try:
+        view = View()
+        top = await reader.page(view)
+        assert len(top.rows) == 2 and not top.has_before
+        conn = reader._fast.connection
+        calls: Counter[str] = Counter()
+        real = conn._execute
+
+        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+            calls[getattr(fn, "__name__", "?")] += 1
+            return await real(fn, *args, **kw)
+
+        monkeypatch.setattr(conn, "_execute", counted)
+        again = await reader.page(view, view.key_of(top.rows[1]), "from")
+        assert sum(calls.values()) == 1, calls
+        assert again == Page(top.rows[1:], has_before=True, has_after=False)
+        calls.clear()
+        assert await reader.page(view, view.key_of(top.rows[0]), "from") == top
         assert sum(calls.values()) == 1, calls
     finally:
         await reader.close()

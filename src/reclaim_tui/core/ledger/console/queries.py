@@ -114,10 +114,17 @@ class ConsoleReader:
         hits = await text_hits(self._fast, view.filter.text)
         await self._priced(self._fast, view)
         dialect, prices = self._fast.dialect, self.prices
-        sql, params = _page_sql(
-            view, now, self._dead, self.sizes, start, direction, limit + 1, hits, dialect, prices
-        )
-        rows = [row_from_tuple(r[:-1]) for r in await _fetch(self._fast, sql, params)]
+
+        def read(towards: Direction, rows: int) -> tuple[str, list[Any]]:
+            return _page_sql(
+                view, now, self._dead, self.sizes, start, towards, rows, hits, dialect, prices
+            )
+
+        reads = [read(direction, limit + 1)]
+        if direction == "from" and start is not None:
+            reads.append(read("before", 1))  # whether a row comes before: with the window
+        found, *before = await self._fast.select_each(reads)
+        rows = [row_from_tuple(r[:-1]) for r in found]
         more = len(rows) > limit
         rows = rows[:limit]
         if direction in ("before", "last"):
@@ -127,11 +134,7 @@ class ConsoleReader:
             return Page(rows, has_before=False, has_after=more)
         if direction == "after":
             return Page(rows, has_before=True, has_after=more)
-        sql, params = _page_sql(
-            view, now, self._dead, self.sizes, start, "before", 1, hits, dialect, prices
-        )
-        before = bool(await _fetch(self._fast, sql, params))
-        return Page(rows, has_before=before, has_after=more)
+        return Page(rows, has_before=bool(before[0]), has_after=more)
 
     async def iter_view(self, view: View, batch: int = 2000) -> AsyncIterator[list[Row]]:
         """Every row of the view in display order, a page at a time (exports)."""
