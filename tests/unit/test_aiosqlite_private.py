@@ -18,7 +18,12 @@ from pathlib import Path
 import aiosqlite
 
 from reclaim_tui.core.ledger.sqlite import aiosqlite_private
-from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread, raw, settled
+from reclaim_tui.core.ledger.sqlite.aiosqlite_private import (
+    awaited_in_thread,
+    in_thread,
+    raw,
+    settled,
+)
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PRIVATE_MODULE = Path(aiosqlite_private.__file__).resolve()
@@ -102,3 +107,20 @@ def test_the_module_uses_only_the_names_it_keeps() -> None:
         if isinstance(node, ast.Attribute) and node.attr.startswith("_")
     }
     assert private == KEPT
+
+
+async def test_an_awaited_call_runs_in_the_connections_thread_without_a_task(
+    tmp_path: Path,
+) -> None:
+    db = await aiosqlite.connect(tmp_path / "x.db", isolation_level=None)
+    try:
+
+        def read(value: int) -> tuple[int, int]:
+            row = raw(db).execute("SELECT ?", (value,)).fetchone()
+            return row[0], threading.get_ident()
+
+        call = awaited_in_thread(db, read, 7)
+        assert asyncio.iscoroutine(call)  # awaited by the caller: no task of its own
+        assert await call == (7, db._thread.ident)
+    finally:
+        await db.close()

@@ -36,7 +36,6 @@ __all__ = [
     "event_from_payload",
     "held_named",
     "named",
-    "received_for",
     "record",
     "stats",
     "wake",
@@ -213,14 +212,6 @@ async def held_named(ledger: Ledger, limit: int = 500) -> list[str]:
         (limit,),
     )
     return [r[0] for r in rows]
-
-
-async def received_for(ledger: Ledger, handle: str) -> float | None:
-    """When the first event for the interaction `handle` arrived, if one did."""
-    rows = await ledger.select(
-        Sql(lambda d: f"SELECT MIN(received_at) FROM inbox WHERE interaction = {d.p}"), (handle,)
-    )
-    return rows[0][0] if rows else None
 
 
 async def wake(ledger: Ledger, handles: Sequence[str], now: float) -> int:

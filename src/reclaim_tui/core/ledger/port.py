@@ -65,6 +65,10 @@ class Ledger(Protocol):
 
     async def select(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
+    async def select_each(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[Any]]: ...
+
     # -- inserting and claiming ------------------------------------------------------
     async def insert_jobs(
         self, jobs: Sequence[tuple[str, str, str]], actor: str

@@ -32,6 +32,12 @@ class PublicReads(ABC):
         in the SELECT's column order."""
         return await self._fetchall(sql, params)
 
+    async def select_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
+        """Several reads that depend on no answer of another: each
+        statement's tuples, in the statements' order (SQLite runs them in one
+        call to its connection's thread)."""
+        return [await self._fetchall(sql, params) for sql, params in statements]
+
     async def get(self, idem: str) -> Row | None:
         return await reads.get(self._fetchall, idem)
 

@@ -17,6 +17,9 @@ from reclaim_tui.core.ledger.schema import COLUMNS, chunks, orphan_sql, row_from
 from reclaim_tui.core.models import Event, Row, StoredResult
 
 __all__ = [
+    "EVENTS_SQL",
+    "GET_SQL",
+    "RESULT_SQL",
     "Fetch",
     "counts",
     "events",
@@ -27,6 +30,7 @@ __all__ = [
     "orphan_count",
     "result",
     "results",
+    "stored_result",
     "stored_usage",
 ]
 
@@ -36,8 +40,26 @@ Fetch = Callable[[str, Sequence[Any]], Awaitable[list[Any]]]
 _RESULT_COLUMNS = "idem, interaction_id, output_text, usage, raw_json, stored_at"
 
 
+#: one row by its key
+GET_SQL = Sql(lambda d: f"SELECT {COLUMNS} FROM jobs WHERE idem = {d.p}")
+#: a row's stored result, by the row's key
+RESULT_SQL = Sql(
+    lambda d: (
+        f"SELECT {_RESULT_COLUMNS} FROM results"
+        f" WHERE job = (SELECT id FROM jobs WHERE idem = {d.p})"
+    )
+)
+#: a row's events in order, by the row's key and a limit
+EVENTS_SQL = Sql(
+    lambda d: (
+        "SELECT id, at, idem, actor, from_status, to_status, note FROM events"
+        f" WHERE job = (SELECT id FROM jobs WHERE idem = {d.p}) ORDER BY id LIMIT {d.p}"
+    )
+)
+
+
 async def get(fetch: Fetch, idem: str) -> Row | None:
-    rows = await fetch(Sql(lambda d: f"SELECT {COLUMNS} FROM jobs WHERE idem = {d.p}"), (idem,))
+    rows = await fetch(GET_SQL, (idem,))
     return row_from_tuple(rows[0]) if rows else None
 
 
@@ -86,15 +108,11 @@ async def iter_rows(fetch: Fetch, batch: int = 2000) -> AsyncIterator[Row]:
 
 
 async def result(fetch: Fetch, idem: str) -> StoredResult | None:
-    rows = await fetch(
-        Sql(
-            lambda d: (
-                f"SELECT {_RESULT_COLUMNS} FROM results"
-                f" WHERE job = (SELECT id FROM jobs WHERE idem = {d.p})"
-            )
-        ),
-        (idem,),
-    )
+    return stored_result(await fetch(RESULT_SQL, (idem,)))
+
+
+def stored_result(rows: Sequence[Any]) -> StoredResult | None:
+    """What `RESULT_SQL` read, as a stored result (None: no row)."""
     if not rows:
         return None
     r = rows[0]
@@ -119,16 +137,7 @@ async def results(fetch: Fetch, idems: Sequence[str]) -> dict[str, StoredResult]
 
 
 async def events(fetch: Fetch, idem: str, limit: int = 10_000) -> list[Event]:
-    rows = await fetch(
-        Sql(
-            lambda d: (
-                "SELECT id, at, idem, actor, from_status, to_status, note FROM events"
-                f" WHERE job = (SELECT id FROM jobs WHERE idem = {d.p}) ORDER BY id LIMIT {d.p}"
-            )
-        ),
-        (idem, limit),
-    )
-    return [Event(*r) for r in rows]
+    return [Event(*r) for r in await fetch(EVENTS_SQL, (idem, limit))]
 
 
 async def counts(fetch: Fetch) -> dict[str, tuple[int, float | None]]:

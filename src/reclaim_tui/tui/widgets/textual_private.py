@@ -13,9 +13,12 @@ release changes any of them.
   UI thread from the new tab's window. The only public switch is the whole
   app's animation level, which would also still the console's other
   animations (the loading indicators among them). A switch of the active
-  tab sets the two tabs' classes and the underline (`Underline`, not
-  exported) itself: Textual's own searches the tabs' widgets with CSS
-  queries at every switch, a tab key's UI time. So do its moves of the
+  tab gives the two tabs their look (`_show_active`: the classes, unless a
+  subclass draws it) and moves the underline (`Underline`, not exported,
+  given in Textual's own layout of the tabs with its drawn lines kept,
+  `KeptUnderline`: Textual draws it anew at every move through Rich)
+  itself: Textual's own searches the tabs' widgets with CSS queries at
+  every switch, a tab key's UI time. So do its moves of the
   underline after a relabel or a resize (`_highlight_active`), and its
   scroll to the active tab (`_scroll_active_tab`): both are overridden to
   use the tabs as given, since new counts relabel them every second.
@@ -43,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from textual import events
+from textual.app import ComposeResult
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -50,8 +54,11 @@ from textual.widgets import Footer, Tab, Tabs
 from textual.widgets._footer import FooterKey
 from textual.widgets._tabs import Underline
 
+from reclaim_tui.tui.widgets.kept import Kept
+
 __all__ = [
     "FooterKey",
+    "KeptUnderline",
     "StillTabs",
     "bindings_ready",
     "divide_whole_uncached",
@@ -100,6 +107,27 @@ def retitle(widget: Widget, title: str) -> None:
     widget.refresh(Region(-offset.x, -offset.y, width, 1))
 
 
+class KeptUnderline(Underline):
+    """The tabs' underline, its line kept by what it shows (module
+    docstring): a tab key moves it, and Textual draws it anew each time
+    through Rich's `Bar`, a tab key's UI time for one line that takes one
+    of a few shapes (a place per tab, per width)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: The lines drawn, by what they show.
+        self.kept: Kept[tuple[object, ...], Strip] = Kept(64)
+
+    def render_line(self, y: int) -> Strip:
+        span = (self.highlight_start, self.highlight_end) if self.show_highlight else (0, 0)
+        bar = self.get_component_rich_style("underline--bar")
+        key = (y, self.size, span, bar, self.rich_style)
+        line = self.kept.get(key)
+        if line is None:
+            line = self.kept.keep(key, super().render_line(y))
+        return line
+
+
 class StillTabs(Tabs):
     """Tabs whose underline moves to the new tab at once, and whose switch
     searches no widgets (module docstring). The tabs are the ones given:
@@ -114,6 +142,11 @@ class StillTabs(Tabs):
         #: Whether a switch is announced (TabActivated): not when it follows
         #: the caller's own state (`highlight`).
         self._announce = True
+
+    def compose(self) -> ComposeResult:
+        # Textual's own tabs, with the underline that keeps its lines.
+        for widget in super().compose():
+            yield KeptUnderline() if type(widget) is Underline else widget
 
     def on_mount(self) -> None:
         self._underline = self.query_one(Underline)
@@ -154,6 +187,13 @@ class StillTabs(Tabs):
         finally:
             self._announce = True
 
+    def _show_active(self, old: Tab | None, new: Tab) -> None:
+        """Give `new` the active tab's look and take it from `old`: Textual's
+        way, the `-active` class (a subclass may draw the look itself)."""
+        if old is not None:
+            old.remove_class("-active")
+        new.add_class("-active")
+
     def validate_active(self, active: str) -> str:
         if active in self.tabs_by_id:
             return active
@@ -164,10 +204,7 @@ class StillTabs(Tabs):
         if tab is None or underline is None:
             super().watch_active(previously_active, active)  # none, or before the mount
             return
-        old = self.tabs_by_id.get(previously_active)
-        if old is not None:
-            old.remove_class("-active")
-        tab.add_class("-active")
+        self._show_active(self.tabs_by_id.get(previously_active), tab)
         # A switch changes no tab's width (the labels carry the counts,
         # and only those relabel): the underline goes under the new tab now.
         underline.show_highlight = True

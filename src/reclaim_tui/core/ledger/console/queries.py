@@ -37,14 +37,15 @@ from reclaim_tui.core.ledger.console.page_sql import predicates
 from reclaim_tui.core.ledger.console.text_search import text_hits
 from reclaim_tui.core.ledger.console.views import Detail, Direction, Key, Page, View
 from reclaim_tui.core.ledger.dialect import DIALECTS, Sql
-from reclaim_tui.core.ledger.inbox import InboxStats, received_for
+from reclaim_tui.core.ledger.inbox import InboxStats
 from reclaim_tui.core.ledger.inbox import stats as inbox_stats
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import holder_alive
 from reclaim_tui.core.ledger.port import Ledger
+from reclaim_tui.core.ledger.reads import EVENTS_SQL, GET_SQL, RESULT_SQL, stored_result
 from reclaim_tui.core.ledger.retention import Attention, attention
 from reclaim_tui.core.ledger.schema import row_from_tuple
-from reclaim_tui.core.models import Row
+from reclaim_tui.core.models import Event, Row
 
 if TYPE_CHECKING:
     from reclaim_tui.core.costs import PriceTable
@@ -113,10 +114,17 @@ class ConsoleReader:
         hits = await text_hits(self._fast, view.filter.text)
         await self._priced(self._fast, view)
         dialect, prices = self._fast.dialect, self.prices
-        sql, params = _page_sql(
-            view, now, self._dead, self.sizes, start, direction, limit + 1, hits, dialect, prices
-        )
-        rows = [row_from_tuple(r[:-1]) for r in await _fetch(self._fast, sql, params)]
+
+        def read(towards: Direction, rows: int) -> tuple[str, list[Any]]:
+            return _page_sql(
+                view, now, self._dead, self.sizes, start, towards, rows, hits, dialect, prices
+            )
+
+        reads = [read(direction, limit + 1)]
+        if direction == "from" and start is not None:
+            reads.append(read("before", 1))  # whether a row comes before: with the window
+        found, *before = await self._fast.select_each(reads)
+        rows = [row_from_tuple(r[:-1]) for r in found]
         more = len(rows) > limit
         rows = rows[:limit]
         if direction in ("before", "last"):
@@ -126,11 +134,7 @@ class ConsoleReader:
             return Page(rows, has_before=False, has_after=more)
         if direction == "after":
             return Page(rows, has_before=True, has_after=more)
-        sql, params = _page_sql(
-            view, now, self._dead, self.sizes, start, "before", 1, hits, dialect, prices
-        )
-        before = bool(await _fetch(self._fast, sql, params))
-        return Page(rows, has_before=before, has_after=more)
+        return Page(rows, has_before=bool(before[0]), has_after=more)
 
     async def iter_view(self, view: View, batch: int = 2000) -> AsyncIterator[list[Row]]:
         """Every row of the view in display order, a page at a time (exports)."""
@@ -231,17 +235,29 @@ class ConsoleReader:
 
     # -- one row ----------------------------------------------------------------------
     async def detail(self, idem: str) -> Detail | None:
-        row = await self._fast.get(idem)
-        if row is None:
+        """The row, its result, its events, when its interaction's first
+        event came and whether the inbox is used: read together, in one
+        call to the ledger (SQLite: one hand-off to its connection's thread
+        on a key's path, not one a read); the row it follows up, if any,
+        after."""
+        found, stored, timeline, received, inbox = await self._fast.select_each(
+            (
+                (GET_SQL, (idem,)),
+                (RESULT_SQL, (idem,)),
+                (EVENTS_SQL, (idem, 10_000)),
+                (_RECEIVED_SQL, (idem,)),
+                ("SELECT 1 FROM inbox LIMIT 1", ()),
+            )
+        )
+        if not found:
             return None
-        result = await self._fast.result(idem)
-        events = await self._fast.events(idem)
+        row = row_from_tuple(found[0])
+        events = [Event(*r) for r in timeline]
         alive = holder_alive(row.lease_owner) if row.lease_owner else None
         key = row.job.previous
         previous = await self._fast.get(key) if key else None
-        event_at = await received_for(self._fast, row.handle) if row.handle else None
-        used = bool(await self._fast.select("SELECT 1 FROM inbox LIMIT 1"))
-        return Detail(row, result, events, alive, previous, event_at, used)
+        event_at = received[0][0] if row.handle and received else None
+        return Detail(row, stored_result(stored), events, alive, previous, event_at, bool(inbox))
 
     async def rows_by_idem(self, idems: Sequence[str]) -> dict[str, Row]:
         return await self._fast.get_many(idems)
@@ -251,6 +267,13 @@ _CHANGED_SQL = Sql(
     lambda d: (
         "SELECT COUNT(*), MAX(updated_at) FROM (SELECT updated_at FROM"
         f" jobs{d.indexed_by('jobs_updated')} WHERE updated_at > {d.p} LIMIT 10000) AS recent"
+    )
+)
+#: when the first event for the row's interaction arrived (NULL: none, or no handle)
+_RECEIVED_SQL = Sql(
+    lambda d: (
+        "SELECT MIN(received_at) FROM inbox"
+        f" WHERE interaction = (SELECT handle FROM jobs WHERE idem = {d.p})"
     )
 )
 _COMPLETIONS_SQL = Sql(

@@ -8,6 +8,8 @@ aiosqlite release changes them.
   thread's wake-up and the event loop's; `Connection._execute(fn, *args)`
   is the method every one of them goes through, and it runs any plain
   function of the thread's choosing there, in the order calls were made.
+  Several reads in one such call (`awaited_in_thread`), awaited as the
+  public methods are, without a task of their own.
 - The `sqlite3.Connection` behind it (`raw`), for that function to run its
   statements on; only ever read inside the connection's own thread.
 """
@@ -21,7 +23,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-__all__ = ["in_thread", "raw", "settled"]
+__all__ = ["awaited_in_thread", "in_thread", "raw", "settled"]
 
 T = TypeVar("T")
 
@@ -33,6 +35,15 @@ def in_thread(db: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> asy
     call: Any = db._execute(fn, *args)  # type: ignore[no-untyped-call]
     task: asyncio.Task[T] = asyncio.ensure_future(call)
     return task
+
+
+async def awaited_in_thread(db: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` run in `db`'s thread, after every call already handed to
+    it, awaited by the caller itself (no task of its own, as aiosqlite's
+    public methods): a caller cancelled meanwhile stops waiting, and the
+    thread still runs `fn`."""
+    result: T = await db._execute(fn, *args)  # type: ignore[no-untyped-call]
+    return result
 
 
 def raw(db: aiosqlite.Connection) -> sqlite3.Connection:

@@ -28,7 +28,7 @@ from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.identity import refuse_replaced
 from reclaim_tui.core.ledger.sqlite import holders
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
-from reclaim_tui.core.ledger.sqlite.aiosqlite_private import settled
+from reclaim_tui.core.ledger.sqlite.aiosqlite_private import awaited_in_thread, raw, settled
 from reclaim_tui.core.ledger.sqlite.generation_guard import GenerationGuard
 from reclaim_tui.core.ledger.sqlite.hot_writes import HotWrites
 from reclaim_tui.core.ledger.sqlite.open_file import (
@@ -254,6 +254,16 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
 
+    async def select_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
+        """The reads in ONE call to the connection's thread: each statement
+        handed over on its own costs the event loop a hand-off and a wake-up
+        (core/ledger/sqlite/aiosqlite_private.py)."""
+        async with self._lock:
+            try:
+                return await awaited_in_thread(self._db, _select_each, self._db, statements)
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, self.path) from exc
+
     async def _lease_free(self, owner: str, now: float) -> tuple[str, list[Any]]:
         """The holders provably gone are found by the claim's own statement
         (core/ledger/sqlite/holders.py): no read before it."""
@@ -291,3 +301,12 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
     async def sequences_behind(self) -> list[str]:
         """Id counters whose next id a row already has (SQLite: none)."""
         return []
+
+
+def _select_each(
+    db: aiosqlite.Connection, statements: Sequence[tuple[str, Sequence[Any]]]
+) -> list[list[Any]]:
+    """In the connection's thread: each statement's tuples, as aiosqlite's
+    `execute_fetchall` reads one statement's."""
+    conn = raw(db)
+    return [conn.execute(sql, params).fetchall() for sql, params in statements]
