@@ -122,7 +122,9 @@ async def test_serve_runs_the_service_that_run_runs(tmp_path: Path) -> None:
         "control",
         "metrics",
         "sdk",
+        "loop",
     }
+    assert ready["loop"] == "asyncio"  # serve() runs on the caller's loop
     assert ready["metrics"] == f"http://127.0.0.1:{port}"
     assert status == 200 and json.loads(body)["state"] == "passing"
     assert json.loads(body)["passes"] >= 1
