@@ -17,6 +17,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable
 
+from textual.message_pump import MessagePump
 from textual.pilot import Pilot
 from textual.worker import WorkerState
 
@@ -46,10 +47,25 @@ def _busy(app: ReclaimApp) -> list[object]:
     ]
 
 
+def _pumps(app: ReclaimApp) -> list[MessagePump]:
+    """Every message pump of the screen: the app, the screen, its widgets and
+    their scrollbars. Textual starts a widget's scrollbar as a pump of its own
+    when the widget first needs one, and the DOM's walk never meets it: its
+    first messages (and the layout they ask of the screen) may come after
+    every widget's queue is empty."""
+    pumps: list[MessagePump] = [app]
+    for node in app.screen.walk_children(with_self=True):
+        pumps.append(node)
+        for name in ("_vertical_scrollbar", "_horizontal_scrollbar", "_scrollbar_corner"):
+            bar = getattr(node, name, None)
+            if bar is not None:
+                pumps.append(bar)
+    return pumps
+
+
 def _queued(app: ReclaimApp) -> bool:
-    """Any message still waiting in the app's, the screen's or a widget's queue."""
-    nodes = [app, *app.screen.walk_children(with_self=True)]
-    return any(not node._message_queue.empty() for node in nodes)
+    """Any message still waiting in the queue of a pump of the screen."""
+    return any(not pump._message_queue.empty() for pump in _pumps(app))
 
 
 async def settle(pilot: Pilot[None], limit: float = EFFECT_LIMIT) -> None:
