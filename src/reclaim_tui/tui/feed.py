@@ -24,8 +24,6 @@ from textual.widget import Widget
 from textual.worker import Worker
 
 from reclaim_tui.core.ledger.console.queries import ConsoleReader
-from reclaim_tui.core.ledger.console.views import Detail
-from reclaim_tui.core.models import Row
 from reclaim_tui.errors import LedgerError
 from reclaim_tui.tui.context import ConsoleConfig
 from reclaim_tui.tui.ledger_health import LedgerHealth, LedgerReach
@@ -140,7 +138,8 @@ class LedgerFeed:
         view, start, direction = self._state.page_query(move)
         for attempt in range(2):
             try:
-                page = await reader.page(view, start, direction, self._config.page_size)
+                size = self._config.page_size
+                page = await reader.page(view, start, direction, size, landing=_landing(cursor))
                 break
             except asyncio.CancelledError:
                 self._post_counts(counts)  # the page that replaced this one has none
@@ -153,34 +152,13 @@ class LedgerFeed:
                     self._post_counts(counts)
                     return
         at = self._state.page_offset(window, move, len(page.rows))
-        try:
-            landing = await self._landing(reader, page.rows, cursor)
-        except asyncio.CancelledError:
-            self._post_counts(counts)  # as for the page: the one replacing it has none
-            raise
+        # The detail of the row a move's cursor lands on is read with its
+        # window: shown with the window, the two are drawn in one frame
+        # instead of the detail a frame later (after a worker of its own).
+        landing = page.landing if cursor != "keep" else None
         self._screen.post_message(RowsChanged(page, view, at, cursor, counts, landing))
         if cursor != "keep":  # a move ends when its cursor is on screen (key_order.py)
             await painted(self._screen.app, self._screen)
-
-    async def _landing(
-        self, reader: ConsoleReader, rows: list[Row], cursor: Cursor
-    ) -> tuple[str, Detail | None] | None:
-        """The detail of the row a move's cursor lands on (the top, the
-        bottom, a row index), read with its window: shown with the window,
-        the two are drawn in one frame instead of the detail a frame later
-        (after a worker of its own). None for "keep", or when it cannot be
-        read now (the screen then reads it as for any highlighted row)."""
-        if cursor == "keep" or not rows:
-            return None
-        if isinstance(cursor, int):
-            index = max(0, min(cursor if cursor >= 0 else len(rows) + cursor, len(rows) - 1))
-        else:
-            index = 0 if cursor == "top" else len(rows) - 1
-        idem = rows[index].idem
-        try:
-            return idem, await reader.detail(idem)
-        except (LedgerError, ValueError):
-            return None
 
     def _post_counts(self, counts: CountsChanged | None) -> None:
         if counts is not None:
@@ -273,3 +251,14 @@ class LedgerFeed:
 
     def _paging(self) -> bool:
         return any(w.group == "page" and not w.is_finished for w in self._screen.workers)
+
+
+def _landing(cursor: Cursor) -> int | None:
+    """The window's row a move's cursor lands on (negative: from its end),
+    whose detail is read with the window; None for "keep" (the screen reads
+    a highlighted row's detail when it needs it)."""
+    if cursor == "keep":
+        return None
+    if cursor == "top":
+        return 0
+    return -1 if cursor == "bottom" else cursor

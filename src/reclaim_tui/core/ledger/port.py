@@ -12,7 +12,7 @@ below with a compatible signature, and the suite runs on both (`db_url`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -68,6 +68,12 @@ class Ledger(Protocol):
     async def select_each(
         self, statements: Sequence[tuple[str, Sequence[Any]]]
     ) -> list[list[Any]]: ...
+
+    async def select_then(
+        self,
+        statements: Sequence[tuple[str, Sequence[Any]]],
+        then: Callable[[list[list[Any]]], Sequence[tuple[str, Sequence[Any]]]],
+    ) -> tuple[list[list[Any]], list[list[Any]] | None]: ...
 
     # -- inserting and claiming ------------------------------------------------------
     async def insert_jobs(

@@ -5,12 +5,13 @@ timeline, pages of rows, counts (core/ledger/reads.py's SQL). A part of
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.ledger import reads
 from reclaim_tui.core.models import Event, Row, StoredResult
+from reclaim_tui.errors import LedgerError
 
 __all__ = ["PublicReads"]
 
@@ -37,6 +38,21 @@ class PublicReads(ABC):
         statement's tuples, in the statements' order (SQLite runs them in one
         call to its connection's thread)."""
         return [await self._fetchall(sql, params) for sql, params in statements]
+
+    async def select_then(
+        self,
+        statements: Sequence[tuple[str, Sequence[Any]]],
+        then: Callable[[list[list[Any]]], Sequence[tuple[str, Sequence[Any]]]],
+    ) -> tuple[list[list[Any]], list[list[Any]] | None]:
+        """Reads, then the reads `then` (a plain function) makes of their
+        answers: SQLite runs both in one call to its connection's thread.
+        The second reads' answers are None when one of them fails: the
+        caller reads what they are for its own way."""
+        first = await self.select_each(statements)
+        try:
+            return first, await self.select_each(then(first))
+        except LedgerError:
+            return first, None
 
     async def get(self, idem: str) -> Row | None:
         return await reads.get(self._fetchall, idem)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ from reclaim_tui.core.ledger.reads import EVENTS_SQL, GET_SQL, RESULT_SQL, store
 from reclaim_tui.core.ledger.retention import Attention, attention
 from reclaim_tui.core.ledger.schema import row_from_tuple
 from reclaim_tui.core.models import Event, Row
+from reclaim_tui.errors import LedgerError
 
 if TYPE_CHECKING:
     from reclaim_tui.core.costs import PriceTable
@@ -103,12 +105,20 @@ class ConsoleReader:
 
     # -- pages -------------------------------------------------------------------------
     async def page(
-        self, view: View, start: Key | None = None, direction: Direction = "from", limit: int = 100
+        self,
+        view: View,
+        start: Key | None = None,
+        direction: Direction = "from",
+        limit: int = 100,
+        landing: int | None = None,
     ) -> Page:
         """A window of `limit` rows in display order, starting at `start`.
 
         "from": at or after start (a refresh keeps its place); "after"/"before":
-        the next/previous window; "last": the final window.
+        the next/previous window; "last": the final window. `landing`: the
+        window's row a cursor lands on (negative: from its end), whose detail
+        is read in the same call to the ledger (`Page.landing`; None when it
+        could not be read: the caller reads it as any other row's).
         """
         now = self.clock.now()
         hits = await text_hits(self._fast, view.filter.text)
@@ -123,18 +133,30 @@ class ConsoleReader:
         reads = [read(direction, limit + 1)]
         if direction == "from" and start is not None:
             reads.append(read("before", 1))  # whether a row comes before: with the window
-        found, *before = await self._fast.select_each(reads)
-        rows = [row_from_tuple(r[:-1]) for r in found]
-        more = len(rows) > limit
-        rows = rows[:limit]
-        if direction in ("before", "last"):
-            rows.reverse()
-            return Page(rows, has_before=more, has_after=direction == "before")
-        if start is None:
-            return Page(rows, has_before=False, has_after=more)
-        if direction == "after":
-            return Page(rows, has_before=True, has_after=more)
-        return Page(rows, has_before=bool(before[0]), has_after=more)
+        if landing is None:
+            found, *before = await self._fast.select_each(reads)
+            return _paged(found, before, direction, start, limit)
+        landed: list[str] = []
+
+        def detail_reads(answers: list[list[Any]]) -> Sequence[tuple[str, Sequence[Any]]]:
+            # Run in the ledger's thread (SQLite): the landing row's key, off its tuple.
+            shown = answers[0][:limit]
+            if not shown or landing is None:
+                return ()
+            index = max(0, min(landing if landing >= 0 else len(shown) + landing, len(shown) - 1))
+            if direction in ("before", "last"):
+                index = len(shown) - 1 - index  # read in reverse display order
+            landed.append(row_from_tuple(shown[index][:-1]).idem)
+            return _detail_reads(landed[0])
+
+        (found, *before), details = await self._fast.select_then(reads, detail_reads)
+        page = _paged(found, before, direction, start, limit)
+        if not landed or details is None:
+            return page
+        try:
+            return replace(page, landing=(landed[0], await self._detail_of(details)))
+        except (LedgerError, ValueError):  # the row followed up: read as any row's
+            return page
 
     async def iter_view(self, view: View, batch: int = 2000) -> AsyncIterator[list[Row]]:
         """Every row of the view in display order, a page at a time (exports)."""
@@ -240,15 +262,11 @@ class ConsoleReader:
         call to the ledger (SQLite: one hand-off to its connection's thread
         on a key's path, not one a read); the row it follows up, if any,
         after."""
-        found, stored, timeline, received, inbox = await self._fast.select_each(
-            (
-                (GET_SQL, (idem,)),
-                (RESULT_SQL, (idem,)),
-                (EVENTS_SQL, (idem, 10_000)),
-                (_RECEIVED_SQL, (idem,)),
-                ("SELECT 1 FROM inbox LIMIT 1", ()),
-            )
-        )
+        return await self._detail_of(await self._fast.select_each(_detail_reads(idem)))
+
+    async def _detail_of(self, answers: list[list[Any]]) -> Detail | None:
+        """The detail from `_detail_reads`' answers (and the row followed up, read now)."""
+        found, stored, timeline, received, inbox = answers
         if not found:
             return None
         row = row_from_tuple(found[0])
@@ -286,3 +304,31 @@ _COMPLETIONS_SQL = Sql(
 
 async def _fetch(ledger: Ledger, sql: str, params: Sequence[Any]) -> list[Any]:
     return await ledger.select(sql, params)
+
+
+def _detail_reads(idem: str) -> tuple[tuple[str, Sequence[Any]], ...]:
+    """A row's detail's reads (`ConsoleReader._detail_of` reads their answers)."""
+    return (
+        (GET_SQL, (idem,)),
+        (RESULT_SQL, (idem,)),
+        (EVENTS_SQL, (idem, 10_000)),
+        (_RECEIVED_SQL, (idem,)),
+        ("SELECT 1 FROM inbox LIMIT 1", ()),
+    )
+
+
+def _paged(
+    found: list[Any], before: list[list[Any]], direction: Direction, start: Key | None, limit: int
+) -> Page:
+    """The page from its reads' answers (`ConsoleReader.page`)."""
+    rows = [row_from_tuple(r[:-1]) for r in found]
+    more = len(rows) > limit
+    rows = rows[:limit]
+    if direction in ("before", "last"):
+        rows.reverse()
+        return Page(rows, has_before=more, has_after=direction == "before")
+    if start is None:
+        return Page(rows, has_before=False, has_after=more)
+    if direction == "after":
+        return Page(rows, has_before=True, has_after=more)
+    return Page(rows, has_before=bool(before[0]), has_after=more)

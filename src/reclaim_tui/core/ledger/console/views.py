@@ -192,11 +192,13 @@ class View:
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One window of rows and whether more lie before or after it."""
+    """One window of rows and whether more lie before or after it; when
+    asked for, the key and detail of the row a cursor lands on, read with it."""
 
     rows: list[Row]
     has_before: bool
     has_after: bool
+    landing: tuple[str, Detail | None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -264,6 +264,20 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
 
+    async def select_then(
+        self,
+        statements: Sequence[tuple[str, Sequence[Any]]],
+        then: Callable[[list[list[Any]]], Sequence[tuple[str, Sequence[Any]]]],
+    ) -> tuple[list[list[Any]], list[list[Any]] | None]:
+        """Reads, then the reads `then` makes of their answers, in ONE call
+        to the connection's thread (`then` runs there: a plain function);
+        the second reads' answers are None when one of them fails."""
+        async with self._lock:
+            try:
+                return await awaited_in_thread(self._db, _select_then, self._db, statements, then)
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, self.path) from exc
+
     async def _lease_free(self, owner: str, now: float) -> tuple[str, list[Any]]:
         """The holders provably gone are found by the claim's own statement
         (core/ledger/sqlite/holders.py): no read before it."""
@@ -310,3 +324,17 @@ def _select_each(
     `execute_fetchall` reads one statement's."""
     conn = raw(db)
     return [conn.execute(sql, params).fetchall() for sql, params in statements]
+
+
+def _select_then(
+    db: aiosqlite.Connection,
+    statements: Sequence[tuple[str, Sequence[Any]]],
+    then: Callable[[list[list[Any]]], Sequence[tuple[str, Sequence[Any]]]],
+) -> tuple[list[list[Any]], list[list[Any]] | None]:
+    """In the connection's thread: the first reads' tuples, then those of
+    the reads `then` makes of them (None when one of those fails)."""
+    first = _select_each(db, statements)
+    try:
+        return first, _select_each(db, then(first))
+    except sqlite3.Error:
+        return first, None
