@@ -6,12 +6,10 @@ detail shown is the landing row's. Counted, nothing here is timed."""
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
-
 import pytest
 
 from reclaim_tui.tui.widgets.detail_pane import DetailPane
+from tests.helpers.thread_calls import count_thread_calls
 
 from .conftest import Seeded
 from .pilot_helpers import SIZE, press, settle
@@ -29,14 +27,7 @@ async def test_a_key_to_another_window_is_one_call_to_sqlites_thread(
             await press(pilot, "1")  # the tab of every row: more than a window's rows
         reader = app.main.feed.opened()
         conn = reader._fast.connection
-        calls: Counter[str] = Counter()
-        real = conn._execute
-
-        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
-            calls[getattr(fn, "__name__", "?")] += 1
-            return await real(fn, *args, **kw)
-
-        monkeypatch.setattr(conn, "_execute", counted)
+        calls = count_thread_calls(conn, monkeypatch)
         for key in keys:
             calls.clear()
             await press(pilot, key)

@@ -9,9 +9,7 @@ every second) reads whether a row comes before it in the same call."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,6 +24,7 @@ from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
+from tests.helpers.thread_calls import count_thread_calls
 
 JOB = JobSpec(input="the first", model="m")
 FOLLOW_UP = JobSpec(input="the second", model="m", previous=idempotency_key(JOB))
@@ -67,14 +66,7 @@ async def test_a_rows_detail_is_one_call_to_sqlites_thread(
     reader = await ConsoleReader.open(db, clock=clock)
     try:
         conn = reader._fast.connection
-        calls: Counter[str] = Counter()
-        real = conn._execute
-
-        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
-            calls[getattr(fn, "__name__", "?")] += 1
-            return await real(fn, *args, **kw)
-
-        monkeypatch.setattr(conn, "_execute", counted)
+        calls = count_thread_calls(conn, monkeypatch)
         detail = await reader.detail(idempotency_key(JOB))
         assert detail is not None and detail.result is not None and detail.events
         assert detail.event_at is not None and detail.inbox_used
@@ -104,14 +96,7 @@ async def test_a_window_read_again_from_its_first_row_is_one_call(
         top = await reader.page(view)
         assert len(top.rows) == 2 and not top.has_before
         conn = reader._fast.connection
-        calls: Counter[str] = Counter()
-        real = conn._execute
-
-        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
-            calls[getattr(fn, "__name__", "?")] += 1
-            return await real(fn, *args, **kw)
-
-        monkeypatch.setattr(conn, "_execute", counted)
+        calls = count_thread_calls(conn, monkeypatch)
         again = await reader.page(view, view.key_of(top.rows[1]), "from")
         assert sum(calls.values()) == 1, calls
         assert again == Page(top.rows[1:], has_before=True, has_after=False)

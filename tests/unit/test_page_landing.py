@@ -18,22 +18,14 @@ from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.ledger.console.views import View
 from reclaim_tui.core.models import Status
+from tests.helpers.thread_calls import count_thread_calls
 
 from .test_detail_one_read import FOLLOW_UP, _world
 
 
 def _count_calls(reader: ConsoleReader, monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """The calls handed to the interactive connection's thread, by function."""
-    conn = reader._fast.connection
-    calls: Counter[str] = Counter()
-    real = conn._execute
-
-    async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
-        calls[getattr(fn, "__name__", "?")] += 1
-        return await real(fn, *args, **kw)
-
-    monkeypatch.setattr(conn, "_execute", counted)
-    return calls
+    return count_thread_calls(reader._fast.connection, monkeypatch)
 
 
 @pytest.mark.parametrize(

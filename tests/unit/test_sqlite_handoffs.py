@@ -8,9 +8,7 @@ that takes the next batch. Counted: the calls each makes."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +16,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
 from reclaim_tui.core.models import Actor, JobSpec, Status, Transition
+from tests.helpers.thread_calls import count_thread_calls
 
 NOW = 1_800_000_000.0
 ME = "host-a|100|me"
@@ -32,14 +31,7 @@ async def test_a_hot_transaction_is_one_call_to_the_connection_thread(
         spec = JobSpec(input="a job", model="m").to_json()
         await ledger.insert_jobs([(f"k{n}", spec, "m") for n in range(20)], "test")
         conn = ledger.connection
-        calls: Counter[str] = Counter()
-        real = conn._execute
-
-        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
-            calls[getattr(fn, "__name__", "?")] += 1
-            return await real(fn, *args, **kw)
-
-        monkeypatch.setattr(conn, "_execute", counted)
+        calls = count_thread_calls(conn, monkeypatch)
         claim = await ledger.claim_sendable(ME, limit=10, lease_seconds=60)
         assert len(claim.rows) == 10
         # BEGIN, the claim (other holders probed inside it), COMMIT: one call.
