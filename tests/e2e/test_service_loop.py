@@ -7,18 +7,18 @@ imported is a usage error (exit 2) that opens nothing."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import EmulatorProcess, Workspace
 from tests.helpers.procs import clean_env, write_jobs
+
+from .test_attach_service_state import _lines
+from .test_service import _wait
 
 JOBS = 40
 
@@ -28,27 +28,8 @@ needs_uvloop = pytest.mark.skipif(
 )
 
 
-def _lines(log: Path) -> list[dict[str, object]]:
-    if not log.exists():
-        return []
-    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-
-
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "reclaim_tui", *args]
-
-
-def _wait(predicate, limit: float = 120.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + limit
-    while True:
-        try:
-            if predicate():
-                return True
-        except sqlite3.Error:  # the service has not created the ledger yet
-            pass
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
 
 
 @needs_uvloop
