@@ -16,9 +16,8 @@ from typing import Any
 
 import httpx2
 import pytest
-from google import genai
 
-from reclaim_tui.core.gemini import GeminiBackend, fastpath
+from reclaim_tui.core.gemini import GeminiBackend
 from reclaim_tui.core.gemini.fastsend import RequestMaker, utf8_text
 from reclaim_tui.core.models import TRANSPORTS, JobSpec, RemoteState
 from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
@@ -27,12 +26,7 @@ SPEC = JobSpec(input="Tell me about lighthouses.", model="gemini-3-flash")
 CALLS = 5
 
 
-@pytest.fixture(autouse=True)
-def _fast_path_on_the_installed_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
-    installed = str(genai.__version__)
-    if installed not in fastpath.FAST_PATH_SDK_VERSIONS:
-        verified = (*fastpath.FAST_PATH_SDK_VERSIONS, installed)
-        monkeypatch.setattr(fastpath, "FAST_PATH_SDK_VERSIONS", verified)
+pytestmark = pytest.mark.usefixtures("fast_path_trusted")
 
 
 @pytest.fixture

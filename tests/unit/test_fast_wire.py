@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
 import pytest
-from google import genai
 from multidict import CIMultiDict
 
-from reclaim_tui.core.gemini import GeminiBackend, fastpath, fastwire
+from reclaim_tui.core.gemini import GeminiBackend, fastwire
 from reclaim_tui.core.models import JobSpec, RemoteInteraction
-from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
+from reclaim_tui.emulator import EmulatorServer
 from reclaim_tui.errors import BackendError, NotCreatedError
 
 SPEC = JobSpec(
@@ -32,21 +31,7 @@ SPEC = JobSpec(
 IDEM = "a" * 32
 
 
-@pytest.fixture(autouse=True)
-def _fast_path_on_the_installed_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
-    installed = str(genai.__version__)
-    if installed not in fastpath.FAST_PATH_SDK_VERSIONS:
-        monkeypatch.setattr(
-            fastpath, "FAST_PATH_SDK_VERSIONS", (*fastpath.FAST_PATH_SDK_VERSIONS, installed)
-        )
-    monkeypatch.setattr(fastpath, "_warned", [])
-
-
-@pytest.fixture
-async def emu() -> AsyncIterator[EmulatorServer]:
-    config = EmulatorConfig(latency=None, clock=lambda: 1_800_000_000.0)
-    async with EmulatorServer(config) as server:
-        yield server
+pytestmark = pytest.mark.usefixtures("fast_path_trusted")
 
 
 class Wire:

@@ -1,8 +1,8 @@
 """The memoized SDK fast path gives the stock path's results, and steps aside when unsure.
 
 These tests are how a google-genai version gets verified: they switch the fast path on
-for whatever SDK is installed (see `_fast_path_on_the_installed_sdk`); once they and
-tests/contract pass on it, the version is listed in `FAST_PATH_SDK_VERSIONS`. An
+for whatever SDK is installed (the fixture `fast_path_trusted`, tests/helpers/fast_path.py);
+once they and tests/contract pass on it, the version is listed in `FAST_PATH_SDK_VERSIONS`. An
 unverified version is no failure: the fast path steps aside for it (the stock path,
 tested below), and `./dev test` says so; the lock (constraints.txt) names a verified
 one (tests/e2e/test_dev_script.py checks it).
@@ -27,28 +27,15 @@ from hypothesis import strategies as st
 from reclaim_tui.core.gemini import GeminiBackend, fastcalls, fastpath
 from reclaim_tui.core.gemini.fastpath import install_fast_path
 from reclaim_tui.core.models import TRANSPORTS, JobSpec, RemoteInteraction, RemoteState
-from reclaim_tui.emulator import EmulatorConfig, EmulatorServer, FaultConfig
+from reclaim_tui.emulator import EmulatorServer, FaultConfig
 from reclaim_tui.errors import BackendError
 
 SPEC = JobSpec(input="Tell me about lighthouses.", model="gemini-3-flash")
 INSTALLED_SDK = str(genai.__version__)
-VERIFIED_SDKS = fastpath.FAST_PATH_SDK_VERSIONS  # as shipped, before the fixture below
+VERIFIED_SDKS = fastpath.FAST_PATH_SDK_VERSIONS  # as shipped, before `fast_path_trusted` adds one
 
 
-@pytest.fixture(autouse=True)
-def _fast_path_on_the_installed_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The installed SDK counts as verified here, so every comparison runs the fast path."""
-    if INSTALLED_SDK not in VERIFIED_SDKS:
-        monkeypatch.setattr(fastpath, "FAST_PATH_SDK_VERSIONS", (*VERIFIED_SDKS, INSTALLED_SDK))
-    monkeypatch.setattr(fastpath, "_warned", [])  # each test gets its own first warning
-
-
-@pytest.fixture
-async def emu() -> AsyncIterator[EmulatorServer]:
-    # A frozen clock: two creates differ only in their id.
-    config = EmulatorConfig(latency=None, clock=lambda: 1_800_000_000.0)
-    async with EmulatorServer(config) as server:
-        yield server
+pytestmark = pytest.mark.usefixtures("fast_path_trusted")
 
 
 def _dump(interaction: Any) -> dict[str, Any]:

@@ -13,40 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx2
 import pytest
-from google import genai
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from reclaim_tui.core.gemini import GeminiBackend, fastpath, fastwire
+from reclaim_tui.core.gemini import GeminiBackend, fastwire
 from reclaim_tui.core.gemini.fastsend import utf8_json
 from reclaim_tui.core.gemini.wireanswer import JsonKinds
 from reclaim_tui.core.models import JobSpec, RemoteInteraction
-from reclaim_tui.emulator import EmulatorConfig, EmulatorServer
+from reclaim_tui.emulator import EmulatorServer
 from reclaim_tui.errors import BackendError, MaybeCreatedError
 
 SPEC = JobSpec(input="Tell me about lighthouses.", model="gemini-3-flash", labels={"t": "a"})
 IDEM = "c" * 32
 
 
-@pytest.fixture(autouse=True)
-def _fast_path_on_the_installed_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
-    installed = str(genai.__version__)
-    if installed not in fastpath.FAST_PATH_SDK_VERSIONS:
-        monkeypatch.setattr(
-            fastpath, "FAST_PATH_SDK_VERSIONS", (*fastpath.FAST_PATH_SDK_VERSIONS, installed)
-        )
-    monkeypatch.setattr(fastpath, "_warned", [])
-
-
-@pytest.fixture
-async def emu() -> AsyncIterator[EmulatorServer]:
-    config = EmulatorConfig(latency=None, clock=lambda: 1_800_000_000.0)
-    async with EmulatorServer(config) as server:
-        yield server
+pytestmark = pytest.mark.usefixtures("fast_path_trusted")
 
 
 @pytest.fixture
