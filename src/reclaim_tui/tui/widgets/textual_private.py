@@ -193,10 +193,20 @@ class StillTabs(Tabs):
     def highlight(self, active: str) -> None:
         """Make `active` the active tab without announcing it: the caller
         switched to it already, and the announcement went through the
-        screen and the app to say so for nothing. A click announces."""
+        screen and the app to say so for nothing. A click announces.
+
+        Nor is the bar itself repainted: Textual's `active` repaints the
+        whole bar, its own lines and every tab, where a switch changes the
+        two tabs' looks and the underline, which repaint themselves."""
+        previous = self.active
+        active = self.validate_active(active)
         self._announce = False
         try:
-            self.active = active
+            if self._underline is None or active == previous:
+                self.active = active  # before the mount: Textual's own way
+                return
+            self.set_reactive(Tabs.active, active)
+            self.watch_active(previous, active)
         finally:
             self._announce = True
 
