@@ -22,6 +22,7 @@ import pytest
 from textual import events
 from textual.app import App, ComposeResult
 from textual.message import Message
+from textual.scroll_view import ScrollView
 from textual.widget import Widget
 from textual.widgets import Footer, Tab, Tabs
 
@@ -38,6 +39,7 @@ KEPT = {
     "_scroll_active_tab",
     "_footer",
     "_forward_event",
+    "_scroll_update",
 }
 
 
@@ -195,6 +197,15 @@ async def test_the_tabs_underline_still_moves_without_sliding() -> None:
         two = tabs.query_one("#two")
         start = two.virtual_region.shrink(two.styles.gutter).column_span[0]
         assert underline.highlight_start == start  # type: ignore[attr-defined]
+
+
+def test_a_scroll_view_still_updates_its_scrollbars_through_scroll_update() -> None:
+    """Textual's scroll view hands every new size to `_scroll_update`, which
+    is what draws the scrollbars again: `SteadyScrollbars` skips it."""
+    assert "virtual_size" in inspect.signature(ScrollView._scroll_update).parameters
+    assert "self._scroll_update(" in inspect.getsource(ScrollView._size_updated)
+    assert "vertical_scrollbar.refresh()" in inspect.getsource(ScrollView._scroll_update)
+    assert issubclass(textual_private.SteadyScrollbars, ScrollView)
 
 
 @pytest.mark.parametrize("_round", range(3))

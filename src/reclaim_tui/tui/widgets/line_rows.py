@@ -1,9 +1,11 @@
 """The rows of a line table (line_table.py) and their drawing, on Textual's
 Line API: a `ScrollView` whose `render_line` draws only the lines on screen
-(line_paint.py draws them). It looks as Textual's `DataTable` with a row
-cursor and zebra stripes does (the same CSS), and knows only Textual's
-public API: rows are held here as lists of `Text`, columns as `Column`s,
-and what a line depends on is in the line itself.
+(line_paint.py draws them), its scrollbars drawn only when they change
+(textual_private.py's `SteadyScrollbars`). It looks as Textual's
+`DataTable` with a row cursor and zebra stripes does (the same CSS), and
+knows only Textual's public API besides: rows are held here as lists of
+`Text`, columns as `Column`s, and what a line depends on is in the line
+itself.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from reclaim_tui.tui.widgets.kept import Kept
@@ -28,6 +29,7 @@ from reclaim_tui.tui.widgets.line_paint import (
     cell_part,
     draw_line,
 )
+from reclaim_tui.tui.widgets.textual_private import SteadyScrollbars
 
 __all__ = ["Column", "LineRows"]
 
@@ -46,7 +48,7 @@ class Column:
         return 2 * padding + (self.content_width if self.auto_width else self.width)
 
 
-class LineRows(ScrollView, can_focus=True):
+class LineRows(SteadyScrollbars, can_focus=True):
     """The rows, the columns and their drawing (module docstring)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {

@@ -9,18 +9,18 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Size
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from reclaim_tui.core.engine.engine import PassReport
 from reclaim_tui.tui.format import clock_time, shorten_error
+from reclaim_tui.tui.widgets.textual_private import SteadyScrollbars
 
 __all__ = ["LoopLog"]
 
 MAX_LINES = 500
 
 
-class LoopLog(ScrollView):
+class LoopLog(SteadyScrollbars):
     """The newest lines at the bottom, scrolled to while the log is at its end.
 
     A line is wrapped at the log's width when written (while the log has no
@@ -28,7 +28,9 @@ class LoopLog(ScrollView):
     again when the width changes. A new line changes the scrollable height
     only: the scrollbar and the lines are redrawn, and the screen is laid
     out again only when the scrollbar comes or goes (a layout of the whole
-    screen at every line was most of a busy loop's cost to the keys)."""
+    screen at every line was most of a busy loop's cost to the keys); a
+    layout of the screen for anything else leaves the scrollbar as it is
+    (textual_private.py's `SteadyScrollbars`)."""
 
     DEFAULT_CSS = """
     LoopLog { border: round $panel-lighten-2; height: 1fr; background: $surface;

@@ -39,6 +39,17 @@ release changes any of them.
   garbage collector frees, with its caches and segments: nearly all of the
   garbage a key made, and a full collection's work when one lands between
   keys. The same answer is given uncached; any other division is Textual's.
+- A scroll view's scrollbars (`SteadyScrollbars`): at every layout of the
+  screen, Textual tells each scroll view its size (`_size_updated`), which
+  compares the size of its content area with the view's own virtual size:
+  they differ for every view that scrolls, so each layout updates the
+  view's scrollbars (`_scroll_update`) and draws them anew, every line,
+  although nothing they show changed. A tab key lays the screen out (new
+  counts relabel the tabs, a new detail changes its height), and the
+  table's scrollbar was drawn again with its thumb where it was. The
+  update is skipped when what it is made of (the virtual size, the content
+  area, the scrollbars shown) is what the last one was made of; a new
+  style (a theme) updates them again.
 """
 
 from __future__ import annotations
@@ -47,7 +58,8 @@ from collections.abc import Iterable, Sequence
 
 from textual import events
 from textual.app import ComposeResult
-from textual.geometry import Region
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Tab, Tabs
@@ -59,6 +71,7 @@ from reclaim_tui.tui.widgets.kept import Kept
 __all__ = [
     "FooterKey",
     "KeptUnderline",
+    "SteadyScrollbars",
     "StillTabs",
     "bindings_ready",
     "divide_whole_uncached",
@@ -180,10 +193,20 @@ class StillTabs(Tabs):
     def highlight(self, active: str) -> None:
         """Make `active` the active tab without announcing it: the caller
         switched to it already, and the announcement went through the
-        screen and the app to say so for nothing. A click announces."""
+        screen and the app to say so for nothing. A click announces.
+
+        Nor is the bar itself repainted: Textual's `active` repaints the
+        whole bar, its own lines and every tab, where a switch changes the
+        two tabs' looks and the underline, which repaint themselves."""
+        previous = self.active
+        active = self.validate_active(active)
         self._announce = False
         try:
-            self.active = active
+            if self._underline is None or active == previous:
+                self.active = active  # before the mount: Textual's own way
+                return
+            self.set_reactive(Tabs.active, active)
+            self.watch_active(previous, active)
         finally:
             self._announce = True
 
@@ -211,3 +234,27 @@ class StillTabs(Tabs):
         self._place_underline()
         if self._announce:
             self.post_message(self.TabActivated(self, tab))
+
+
+class SteadyScrollbars(ScrollView):
+    """A scroll view whose scrollbars are updated and drawn again only when
+    what they show may have changed (module docstring)."""
+
+    #: What the last update of the scrollbars was made of (None: update them).
+    _bars_made_of: tuple[object, ...] | None = None
+
+    def _scroll_update(self, virtual_size: Size) -> None:
+        made_of = (
+            virtual_size,
+            self.container_size,
+            self.show_vertical_scrollbar,
+            self.show_horizontal_scrollbar,
+        )
+        if made_of == self._bars_made_of:
+            return
+        self._bars_made_of = made_of
+        super()._scroll_update(virtual_size)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._bars_made_of = None  # a new style may size or colour them anew
