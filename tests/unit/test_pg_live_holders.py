@@ -67,6 +67,14 @@ async def test_live_holders_are_the_live_horizons_a_superset_of_the_shared_answe
 ) -> None:
     clock = ManualClock(START)
     ledger = await open_ledger(pg_dsn, clock=clock)
+    # The first plan below is the one of a table no VACUUM or ANALYZE has
+    # seen. The server's autovacuum visits this database whenever the rest
+    # of the suite's load lets it, and one visit midway makes that plan
+    # another: after a VACUUM without ANALYZE, for one, the planner knows
+    # the table's size and nothing of its values, and a sequential scan of
+    # its few pages (every horizon, live or not) is then the cheaper plan.
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("ALTER TABLE reclaim_tui.lease_horizons SET (autovacuum_enabled = off)")
     ran: list[tuple[str, Sequence[Any]]] = []
     try:
         spec = JobSpec(input="a job", model="m").to_json()
