@@ -135,13 +135,15 @@ _SEARCH_MIGRATION = f"""
 # update of key or spec, a delete), with the values the index holds for them.
 # A move sets the mark to the largest id left in jobs, not past it: SQLite
 # may give a deleted largest id to the next row, which must then count as new.
+# The queue drives each join (CROSS JOIN keeps the tables' order): a lookup of
+# jobs by id a queued row, not a read of all of jobs for the order of its ids.
 _TEXT_MOVE = f"""
     INSERT INTO jobs_fts(jobs_fts, rowid, idem, input)
         SELECT 'delete', id, idem, input FROM jobs_fts_pending WHERE idem IS NOT NULL;
     INSERT INTO jobs_fts(rowid, idem, input)
         SELECT jobs.id, jobs.idem, {input_text_sql("jobs.spec")}
-        FROM jobs_fts_pending JOIN jobs ON jobs.id = jobs_fts_pending.id
-        WHERE jobs.id <= (SELECT top FROM jobs_fts_top) ORDER BY jobs.id;
+        FROM jobs_fts_pending CROSS JOIN jobs ON jobs.id = jobs_fts_pending.id
+        WHERE jobs.id <= (SELECT top FROM jobs_fts_top) ORDER BY jobs_fts_pending.id;
     INSERT INTO jobs_fts(rowid, idem, input)
         SELECT id, idem, {input_text_sql("spec")} FROM jobs
         WHERE id > (SELECT top FROM jobs_fts_top) ORDER BY id;
@@ -173,7 +175,10 @@ _NEW_BY_ID_MIGRATION = f"""
 """
 #: Move every queued row, and every row above the mark, into the indexes now
 #: (the writer, once it queued SEARCH_BATCH rows; tests; before an integrity-check).
-SEARCH_FLUSH_SQL = _TEXT_MOVE + _HANDLE_FLUSH
+_HANDLE_MOVE = _HANDLE_FLUSH.replace("pending JOIN", "pending CROSS JOIN").replace(
+    "BY jobs.id", "BY handles_fts_pending.id"
+)
+SEARCH_FLUSH_SQL = _TEXT_MOVE + _HANDLE_MOVE
 
 
 # Numbered migrations; PRAGMA user_version records how many have run.

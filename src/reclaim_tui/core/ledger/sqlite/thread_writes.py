@@ -45,10 +45,15 @@ __all__ = ["ROWS_PER_STATEMENT", "Batch", "prepare", "run"]
 #: below SQLite's 32,766 host parameters.
 ROWS_PER_STATEMENT = 500
 
+# The keys drive the statement (the key's unique index, a lookup a key):
+# the unary `+` keeps the status and lease indexes out of the planner's
+# choice, which without statistics searches every `reserving` row by its
+# status and checks each against the keys, a cost that grows with the
+# rows still to send rather than with the batch.
 _MARK_SQL = (
     "UPDATE jobs SET attempts = attempts + 1, inflight = 1, sent_at = ?"
-    " WHERE idem IN (SELECT value FROM json_each(?)) AND lease_owner = ?"
-    f" AND status = 'reserving' AND inflight = 0 RETURNING id, {COLUMNS}"
+    " WHERE idem IN (SELECT value FROM json_each(?)) AND +lease_owner = ?"
+    f" AND +status = 'reserving' AND inflight = 0 RETURNING id, {COLUMNS}"
 )
 #: where a marked row's attempts are in what `_MARK_SQL` returns
 _ATTEMPTS = 1 + [c.strip() for c in COLUMNS.split(",")].index("attempts")
