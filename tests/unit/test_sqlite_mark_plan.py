@@ -15,6 +15,7 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.sqlite import thread_writes
 from reclaim_tui.core.models import JobSpec
+from tests.helpers.vm_steps import counted_steps
 
 NOW = 1_800_000_000.0
 ME = "host-a|100|me"
@@ -38,18 +39,11 @@ async def _ledger_of(path: Path, rows: int) -> None:
 def _steps_to_mark_one(path: Path) -> int:
     """The virtual machine instructions of marking one leased row."""
     db = sqlite3.connect(path, isolation_level=None)
-    steps = [0]
-
-    def step() -> int:
-        steps[0] += 1
-        return 0
-
     try:
         db.execute("BEGIN IMMEDIATE")
         batch = thread_writes.prepare(ME, "tick", ["k000000"], (), NOW)
-        db.set_progress_handler(step, 1)
-        marked, _, _ = thread_writes.run(db, batch)
-        db.set_progress_handler(None, 1)
+        with counted_steps(db) as steps:
+            marked, _, _ = thread_writes.run(db, batch)
         db.execute("ROLLBACK")
     finally:
         db.close()

@@ -17,6 +17,7 @@ from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.sqlite.schema import SEARCH_FLUSH_SQL
 from reclaim_tui.core.ledger.sqlite.writes import SEARCH_MOVES
 from reclaim_tui.core.models import JobSpec
+from tests.helpers.vm_steps import counted_steps
 
 NOW = 1_800_000_000.0
 
@@ -44,18 +45,11 @@ _QUEUES = ("jobs_fts_pending", "handles_fts_pending")
 def _steps_to_move(path: Path) -> int:
     """The virtual machine instructions of one move of the queues."""
     db = sqlite3.connect(path, isolation_level=None)
-    steps = [0]
-
-    def step() -> int:
-        steps[0] += 1
-        return 0
-
     try:
         db.execute("BEGIN IMMEDIATE")
-        db.set_progress_handler(step, 1)
-        for statement in SEARCH_MOVES:
-            db.execute(statement)
-        db.set_progress_handler(None, 1)
+        with counted_steps(db) as steps:
+            for statement in SEARCH_MOVES:
+                db.execute(statement)
         found = db.execute("SELECT rowid FROM handles_fts WHERE handles_fts MATCH '\"h-1\"'")
         assert [r[0] for r in found] == [1]
         db.execute("ROLLBACK")
