@@ -12,6 +12,7 @@ private Textual name read off any other object (`footer._bindings_ready`).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import re
@@ -68,14 +69,17 @@ def test_no_private_textual_module_is_imported() -> None:
     assert found == []
 
 
-def _private_names_of(cls: type) -> set[str]:
-    """The private names Textual's class `cls` defines or sets on itself."""
+@functools.cache
+def _private_names_of(cls: type) -> frozenset[str]:
+    """The private names Textual's class `cls` defines or sets on itself (cached:
+    inspect.getsource parses the class's whole module, and each Textual base is
+    the ancestor of dozens of our classes)."""
     names = {n for n in vars(cls) if n.startswith("_") and not n.endswith("__")}
     try:
         source = inspect.getsource(cls)
     except (OSError, TypeError):
-        return names
-    return names | set(re.findall(r"self\.(_[A-Za-z]\w*)", source))
+        return frozenset(names)
+    return frozenset(names | set(re.findall(r"self\.(_[A-Za-z]\w*)", source)))
 
 
 def _textual_private_names(cls: type) -> set[str]:
