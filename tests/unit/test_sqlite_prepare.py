@@ -1,10 +1,11 @@
 """What the SQLite group commit's preparation on the event loop costs a
-transition, counted (never timed): no dict of columns per transition, with
-the same columns and values as the shared statements
-(core/ledger/compare_and_set.py)."""
+transition, counted (never timed): no dict of columns per transition, and
+no Python-level JSON encoder per stored result, with the same columns,
+values and texts as the shared statements (core/ledger/compare_and_set.py)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -85,6 +86,14 @@ async def test_a_group_commit_builds_no_dict_of_columns_per_transition(tmp_path:
     assert seen[("compare_and_set.py", "transition_columns")] == 0
 
 
+async def test_a_stored_result_is_encoded_without_a_python_encoder(tmp_path: Path) -> None:
+    seen = await _tick_calls(tmp_path)
+    # Each result's JSON and its usage's: one C encoder made once, not
+    # json's Python `encode` and `iterencode` (a new C encoder) per text;
+    # what is left is a few a batch (its lists of keys), none a row.
+    assert seen[("encoder.py", "iterencode")] < JOBS // 4
+
+
 def _result() -> RemoteInteraction:
     raw = {"id": "i-1", "status": "completed", "usage": {"b": 2, "a": "é"}}
     return RemoteInteraction(
@@ -120,3 +129,10 @@ def test_a_key_twice_and_shapes_apart_make_their_own_statements() -> None:
     keys = [[idem for idem, _, _ in moving] for _, _, moving in batch.moves]
     # k3 and the second k1 write the same columns, k1 once per statement.
     assert sorted(map(sorted, keys)) == [["k1"], ["k1", "k3"], ["k2"], ["k4"], ["k5"]]
+
+
+def test_a_stored_results_texts_are_json_dumps_texts() -> None:
+    result = _result()
+    _, _, _, usage, raw, _ = result_params("k", result, 1.0)
+    assert usage == json.dumps(result.usage, sort_keys=True)
+    assert raw == json.dumps(result.raw, sort_keys=True, ensure_ascii=False)
