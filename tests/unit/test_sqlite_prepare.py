@@ -1,10 +1,12 @@
 """What the SQLite group commit's preparation on the event loop costs a
-transition, counted (never timed): no dict of columns per transition, and
-no Python-level JSON encoder per stored result, with the same columns,
-values and texts as the shared statements (core/ledger/compare_and_set.py)."""
+transition, counted (never timed): no dict of columns per transition, no
+Python-level JSON encoder per stored result (with the same columns, values
+and texts as the shared statements, core/ledger/compare_and_set.py), and
+few coroutine frames per row sent."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from collections import Counter
@@ -136,3 +138,40 @@ def test_a_stored_results_texts_are_json_dumps_texts() -> None:
     _, _, _, usage, raw, _ = result_params("k", result, 1.0)
     assert usage == json.dumps(result.usage, sort_keys=True)
     assert raw == json.dumps(result.raw, sort_keys=True, ensure_ascii=False)
+
+
+async def test_a_row_sent_runs_in_few_coroutine_frames(tmp_path: Path) -> None:
+    clock = ManualClock()
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
+    engine = Engine(
+        ledger,
+        FakeBackend(clock=clock, latency=0.0),
+        CallableSink(_noop),
+        owner="test|1|a",
+        config=EngineConfig(concurrency=16),
+    )
+    entered: Counter[str] = Counter()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        code = frame.f_code
+        if event == "call" and code.co_flags & inspect.CO_COROUTINE:
+            if Path(code.co_filename).name in ("sending.py", "batching.py"):
+                entered[code.co_name] += 1
+
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
+        sys.setprofile(profile)
+        try:
+            report = await engine.submit(jobs)
+        finally:
+            sys.setprofile(None)
+        assert report.counts["sent"] == JOBS
+        # A coroutine frame entered (started or resumed) is a frame object
+        # and a resumption through every frame below it. A row's send: its
+        # own coroutine and the one that commits its handle (5 entries a
+        # row), each resumed when its write is durable; its two writes are
+        # futures it awaits, not coroutines of their own.
+        assert entered["apply"] == entered["mark_sending"] == entered["_submit"] == 0
+        assert sum(entered.values()) <= 7 * JOBS, entered
+    finally:
+        await ledger.close()
