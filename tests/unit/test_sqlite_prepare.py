@@ -175,3 +175,10 @@ async def test_a_row_sent_runs_in_few_coroutine_frames(tmp_path: Path) -> None:
         assert sum(entered.values()) <= 7 * JOBS, entered
     finally:
         await ledger.close()
+
+
+async def test_a_batch_reads_its_rows_keys_without_a_python_call(tmp_path: Path) -> None:
+    seen = await _tick_calls(tmp_path)
+    # `each` asks every row of every batch for its key: an attrgetter, not
+    # a lambda of batch_pass.py called for every row of every batch.
+    assert seen[("batch_pass.py", "<lambda>")] == 0
