@@ -64,3 +64,13 @@ def test_a_results_stored_json_is_unchanged(raw: dict[str, Any]) -> None:
 
     result = RemoteInteraction("i", RemoteState.COMPLETED, "completed", raw["output_text"], raw=raw)
     assert result.raw_json() == json.dumps(raw, sort_keys=True, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("value", [*CASES, {"u": {"total_tokens": 7, "é": 2.5}}, {3: "x", 1: None}])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_the_acyclic_encoder_writes_json_dumps_text(value: Any, ascii_only: bool) -> None:
+    encode = result_json.acyclic_encoder(ensure_ascii=ascii_only)
+    assert encode(value) == json.dumps(value, sort_keys=True, ensure_ascii=ascii_only)
+    with pytest.raises(TypeError):
+        encode({"a": object()})
+    assert encode(value) == json.dumps(value, sort_keys=True, ensure_ascii=ascii_only)

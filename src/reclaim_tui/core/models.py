@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from reclaim_tui.core.frozen_make import maker
-from reclaim_tui.core.result_json import LONG, sorted_json
+from reclaim_tui.core.result_json import LONG, acyclic_encoder, sorted_json
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -203,11 +203,13 @@ class JobSpec:
 #: `JobSpec(...)` without a call per field (core/frozen_make.py):
 #: a spec is read back for every row sent, and labelled for every create.
 _make_spec = maker(JobSpec)
-#: The encoders of `json.dumps(..., sort_keys=True, ensure_ascii=False)`,
-#: made once: `dumps` with any option builds a new encoder at every call, and
-#: these run for every job submitted and every result stored.
+#: The encoder of `json.dumps(..., sort_keys=True, ensure_ascii=False,
+#: separators=(",", ":"))`, made once: `dumps` with any option builds a new
+#: encoder at every call, and this runs for every job submitted.
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-_SORTED = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+#: `json.dumps(raw, sort_keys=True, ensure_ascii=False)` of an answer parsed
+#: from JSON, for every result stored (core/result_json.py)
+_SORTED = acyclic_encoder(ensure_ascii=False)
 
 
 #: The SDK's output helpers that repeat a media block of a step.
@@ -238,7 +240,7 @@ class RemoteInteraction:
             if len(self.output_text or "") >= LONG or _MEDIA_HELPERS & self.raw.keys():
                 text = sorted_json(self.raw)
             else:
-                text = _SORTED.encode(self.raw)
+                text = _SORTED(self.raw)
             # a cache, not a field's change: frozen says nothing of it
             object.__setattr__(self, "_json", text)
         return text

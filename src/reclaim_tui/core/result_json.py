@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LONG", "sorted_json"]
+__all__ = ["LONG", "acyclic_encoder", "sorted_json"]
 
 #: Strings from this many characters are spliced rather than encoded in place.
 LONG = 1 << 16
@@ -53,6 +54,33 @@ def sorted_json(value: Any) -> str:
             encoded[id(string)] = json.dumps(string, ensure_ascii=False)
         pieces.append(encoded[id(string)])
     return "".join(pieces)
+
+
+def acyclic_encoder(*, ensure_ascii: bool) -> Callable[[Any], str]:
+    """`json.JSONEncoder(sort_keys=True, ensure_ascii=…).encode`, the same
+    text, for values that hold no cycle (an API's answer, parsed from JSON).
+
+    `encode` makes a new C encoder at each call, with a dict of the
+    containers it is inside of to find a cycle (one kept across calls would
+    keep what an encoding that failed left in it). Made once here, without
+    that dict: a value nested too deep, a cycle included, raises
+    RecursionError, as a deep one already does. Where the interpreter has
+    no C encoder, `encode` itself."""
+    python = json.JSONEncoder(sort_keys=True, ensure_ascii=ensure_ascii)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return python.encode
+    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    c_encode = make(
+        None, python.default, quote, None, python.key_separator, python.item_separator,
+        True, False, True,
+    )  # fmt: skip
+    join = "".join
+
+    def encode(value: Any) -> str:
+        return join(c_encode(value, 0))
+
+    return encode
 
 
 def _marker(nonce: str, key: int) -> str:

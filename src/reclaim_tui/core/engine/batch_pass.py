@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -157,14 +158,16 @@ async def each(
     items: Sequence[Any],
     fn: Callable[[Any], Awaitable[Any]],
     batch: HeldBatch,
-    key: Callable[[Any], str] = lambda row: str(row.idem),
+    key: Callable[[Any], str] = operator.attrgetter("idem"),
     *,
     calls_api: bool = True,
 ) -> list[tuple[Any, Any]]:
     """Run fn over items with at most `concurrency` calls in flight (a pool
     of workers, not a task per item: a 2,000-row batch costs 16 tasks);
     an Exception becomes that item's value, nothing else stops the pass.
-    An item whose lease this process lost is not started and not returned.
+    An item whose lease this process lost is not started and not returned
+    (`key`: an item's row key; a row's own by default, read without a
+    Python call an item).
 
     API calls start together (all the pool's workers at once: a send's
     attempts then share one group commit). Other work (a sink) starts a

@@ -15,6 +15,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from reclaim_tui.core.engine.transitions import Transition
 from reclaim_tui.core.ledger.port import Claim, Ledger
@@ -122,7 +123,7 @@ class GroupCommit:
         self._ledger = ledger
         self._owner = owner
         self._actor = actor
-        self._pending: list[tuple[str | Transition, asyncio.Future[object]]] = []
+        self._pending: list[tuple[str | Transition, asyncio.Future[Any]]] = []
         self._task: asyncio.Task[None] | None = None
         #: writes the last write of a batch with the next batch's claim
         self._rider = rider
@@ -130,24 +131,27 @@ class GroupCommit:
         #: the claim taken with the last write (None: none was taken)
         self.next_claim: Claim | None = None
 
-    async def mark_sending(self, idem: str) -> Row | None:
-        """Commit the row's next attempt; None if this process no longer holds it."""
-        row = await self._submit(idem)
-        return row if isinstance(row, Row) else None
+    def mark_sending(self, idem: str) -> asyncio.Future[Row | None]:
+        """Commit the row's next attempt: a future of the row as marked, or
+        None if this process no longer holds it. A future to await, not a
+        coroutine: every row sent asks for two writes, and a coroutine
+        around each future is two more objects and a frame more to resume."""
+        return self._submit(idem)
 
-    async def apply(self, transition: Transition, *, last: bool = False) -> bool:
-        """Commit one transition; False if the compare-and-set did not apply.
-        `last`: the batch's last write, committed with the next batch's claim."""
+    def apply(self, transition: Transition, *, last: bool = False) -> asyncio.Future[bool]:
+        """Commit one transition: a future of whether the compare-and-set
+        applied. `last`: the batch's last write, committed with the next
+        batch's claim."""
         if last:
             self._last = transition
-        return bool(await self._submit(transition))
+        return self._submit(transition)
 
-    async def _submit(self, item: str | Transition) -> object:
-        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    def _submit(self, item: str | Transition) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending.append((item, future))
         if self._task is None:
             self._task = asyncio.create_task(self._drain())
-        return await future
+        return future
 
     async def _drain(self) -> None:
         try:
@@ -159,7 +163,7 @@ class GroupCommit:
             for _, future in self._pending:  # only if cancelled mid-drain
                 future.cancel()
 
-    async def _commit(self, batch: list[tuple[str | Transition, asyncio.Future[object]]]) -> None:
+    async def _commit(self, batch: list[tuple[str | Transition, asyncio.Future[Any]]]) -> None:
         sending = [item for item, _ in batch if isinstance(item, str)]
         todo = [item for item, _ in batch if isinstance(item, Transition)]
         try:

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from reclaim_tui.core.crash import crashpoint
@@ -184,71 +184,61 @@ async def _send_one(
     unfinished: list[int],
     scope: _Scope | None,
 ) -> None:
-    """One row's send; its last write says whether it is the batch's last
-    (`unfinished` counts the batch's rows not finished yet)."""
-    finished = False
-
-    def last() -> bool:
-        nonlocal finished
-        finished = True
-        unfinished[0] -= 1
-        return unfinished[0] == 0
-
+    """One row's send, in one coroutine (a batch runs one a row). Its last
+    write says whether it is the batch's last: `unfinished` counts the
+    batch's rows not finished yet, and a row that ends without that write
+    (its lease lost, a failure) is counted off at its end."""
+    counted = False
     try:
-        await _send_row(parts, row, commit, late, created, report, last, scope)
+        job = row.job
+        if job.previous is not None:
+            # A chain: sent only once the job it continues is done, as a
+            # follow-up of that job's interaction.
+            previous = await parts.ledger.get(job.previous)
+            hold = transitions.before_chain(row, previous, parts.config, parts.clock.now())
+            if hold is not None:
+                counted = True
+                await _committed(commit, hold, report, last=_finishing(unfinished))
+                return
+            assert previous is not None and previous.handle is not None
+            config = {**job.config, "previous_interaction_id": previous.handle}
+            job = dataclasses.replace(job, config=config)
+        sending = await commit.mark_sending(row.idem)
+        if sending is None:
+            report.counts["lease_lost"] += 1
+            return
+        # The create names its attempt too: recovery adopts only an
+        # interaction made for the row's current attempt.
+        labels = {**job.labels, ATTEMPT_LABEL: sending.attempt_tag or ""}
+        job = job.with_labels(labels)
+        crashpoint("before_create")
+        out = await batch_pass.outcome(parts.backend.create(job, sending.idem))
+        parts.circuit.record(out)
+        crashpoint("after_create_before_handle")
+        t = transitions.after_create(sending, out, parts.config, parts.clock.now())
+        handle = t.changes.get("handle")
+        counted = True
+        if not await _committed(commit, t, report, last=_finishing(unfinished)):
+            if handle:
+                late.append((sending, handle))
+        else:
+            if scope is not None:
+                scope.sent(t)
+            if handle:
+                created.append(handle)
+        crashpoint("after_handle_commit")
     finally:
-        if not finished:
+        if not counted:
             unfinished[0] -= 1
 
 
-async def _send_row(
-    parts: EngineParts,
-    row: Row,
-    commit: GroupCommit,
-    late: list[tuple[Row, str]],
-    created: list[str],
-    report: PassReport,
-    last: Callable[[], bool],
-    scope: _Scope | None = None,
-) -> None:
-    job = row.job
-    if job.previous is not None:
-        # A chain: sent only once the job it continues is done, as a
-        # follow-up of that job's interaction.
-        previous = await parts.ledger.get(job.previous)
-        hold = transitions.before_chain(row, previous, parts.config, parts.clock.now())
-        if hold is not None:
-            await _commit_one(commit, hold, report, last=last())
-            return
-        assert previous is not None and previous.handle is not None
-        config = {**job.config, "previous_interaction_id": previous.handle}
-        job = dataclasses.replace(job, config=config)
-    sending = await commit.mark_sending(row.idem)
-    if sending is None:
-        report.counts["lease_lost"] += 1
-        return
-    # The create names its attempt too: recovery adopts only an
-    # interaction made for the row's current attempt.
-    labels = {**job.labels, ATTEMPT_LABEL: sending.attempt_tag or ""}
-    job = job.with_labels(labels)
-    crashpoint("before_create")
-    out = await batch_pass.outcome(parts.backend.create(job, sending.idem))
-    parts.circuit.record(out)
-    crashpoint("after_create_before_handle")
-    t = transitions.after_create(sending, out, parts.config, parts.clock.now())
-    handle = t.changes.get("handle")
-    if not await _commit_one(commit, t, report, last=last()):
-        if handle:
-            late.append((sending, handle))
-    else:
-        if scope is not None:
-            scope.sent(t)
-        if handle:
-            created.append(handle)
-    crashpoint("after_handle_commit")
+def _finishing(unfinished: list[int]) -> bool:
+    """Count a row of the batch finished; True when it was the last."""
+    unfinished[0] -= 1
+    return unfinished[0] == 0
 
 
-async def _commit_one(
+async def _committed(
     commit: GroupCommit, t: Transition, report: PassReport, *, last: bool = False
 ) -> bool:
     if t.error:

@@ -26,6 +26,7 @@ from reclaim_tui.core.ledger.schema import (
     row_from_tuple,
 )
 from reclaim_tui.core.models import Actor, RemoteInteraction, Row, Status, Transition
+from reclaim_tui.core.result_json import acyclic_encoder
 
 __all__ = [
     "apply_transitions",
@@ -200,9 +201,10 @@ def transition_columns(t: Transition, now: float) -> dict[str, Any]:
     return cols
 
 
-#: `json.dumps(usage, sort_keys=True)`'s encoder, made once: `dumps` with
-#: any option builds a new encoder at every call, once per stored result.
-_USAGE = json.JSONEncoder(sort_keys=True)
+#: `json.dumps(usage, sort_keys=True)` of an answer's usage (parsed from
+#: JSON), made once: `dumps` with any option builds a new encoder at every
+#: call, once per stored result (core/result_json.py).
+_USAGE = acyclic_encoder(ensure_ascii=True)
 
 
 def result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[Any, ...]:
@@ -211,10 +213,16 @@ def result_params(idem: str, result: RemoteInteraction, now: float) -> tuple[Any
         idem,
         result.id,
         result.output_text or "",
-        _USAGE.encode(dict(result.usage)) if result.usage is not None else None,
+        _usage_json(result.usage),
         result.raw_json(),
         now,
     )
+
+
+def _usage_json(usage: Mapping[str, Any] | None) -> str | None:
+    if usage is None:
+        return None
+    return _USAGE(usage if type(usage) is dict else dict(usage))
 
 
 async def operator_cas(

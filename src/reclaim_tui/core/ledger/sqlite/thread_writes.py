@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reclaim_tui.core.ledger.compare_and_set import result_params, transition_columns
+from reclaim_tui.core.ledger.compare_and_set import result_params
 from reclaim_tui.core.ledger.schema import COLUMNS, EVENT_BY_ID_SQL, RESULT_BY_ID_SQL
 from reclaim_tui.core.models import Transition
 
@@ -61,7 +62,8 @@ _ATTEMPTS = 1 + [c.strip() for c in COLUMNS.split(",")].index("attempts")
 #: One transition of a move statement: its key, its event's (from, to,
 #: note) or None (a poll that changed nothing), its result's values or None.
 _Moving = tuple[str, tuple[str, str, str] | None, tuple[Any, ...] | None]
-_Group = list[tuple[Transition, dict[str, Any]]]
+#: a move statement's transitions, each with its columns' values
+_Group = list[tuple[Transition, tuple[Any, ...]]]
 
 
 @dataclass(slots=True)
@@ -93,14 +95,15 @@ def prepare(
     for names, group in _statements(transitions, now):
         params: list[Any] = []
         moving: list[_Moving] = []
-        for t, cols in group:
-            params.extend([cols[n] for n in names])
+        for t, values in group:
+            params += values
+            # `_value_`: the member's text without the enum's property lookup
+            expect, to = t.expect._value_, t.to._value_
             params.append(t.idem)
-            expect = t.expect.value
             params.append(expect)
             # A poll that found the job still running changes no state and
             # says nothing: it is counted in `polls`, not written as an event.
-            event = (expect, t.to.value, t.note) if t.note or t.expect != t.to else None
+            event = (expect, to, t.note) if t.note or expect != to else None
             result = None if t.result is None else result_params(t.idem, t.result, now)
             moving.append((t.idem, event, result))
         params.append(owner)
@@ -179,16 +182,44 @@ def _statements(
     first left it)."""
     shapes: dict[tuple[str, ...], list[tuple[set[str], _Group]]] = {}
     for t in transitions:
-        cols = transition_columns(t, now)
-        rounds = shapes.setdefault(tuple(sorted(cols)), [])
+        names, pick = _shape(tuple(t.changes), t.to != t.expect, t.release)
+        # the changes' values in their order, then what `_shape` adds
+        values = pick((*t.changes.values(), t.to._value_, now, None, 0.0))
+        rounds = shapes.get(names)
+        if rounds is None:
+            shapes[names] = [({t.idem}, [(t, values)])]
+            continue
         for keys, group in rounds:
             if t.idem not in keys and len(group) < ROWS_PER_STATEMENT:
                 keys.add(t.idem)
-                group.append((t, cols))
+                group.append((t, values))
                 break
         else:
-            rounds.append(({t.idem}, [(t, cols)]))
+            rounds.append(({t.idem}, [(t, values)]))
     return [(names, group) for names, rounds in shapes.items() for _, group in rounds]
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape(
+    changed: tuple[str, ...], moves: bool, release: bool
+) -> tuple[tuple[str, ...], Callable[[tuple[Any, ...]], tuple[Any, ...]]]:
+    """What a transition changing `changed` (in that order) writes: the
+    columns `transition_columns` gives it (core/ledger/compare_and_set.py),
+    sorted, and a function picking their values, in that order, out of (the
+    changes' values, the new status, now, None, 0.0). Made once a shape, not
+    a dict of columns a transition: the bookkeeping wins over a change of
+    the same name, as there."""
+    n = len(changed)
+    at = {name: i for i, name in enumerate(changed)}
+    at["status"] = n
+    if moves:
+        at["state_since"] = n + 1
+    if release:
+        at["lease_owner"] = n + 2
+        at["lease_until"] = n + 3
+    at["updated_at"] = n + 1
+    names = tuple(sorted(at))
+    return names, operator.itemgetter(*[at[name] for name in names])
 
 
 @functools.lru_cache(maxsize=256)

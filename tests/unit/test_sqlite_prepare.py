@@ -1,0 +1,184 @@
+"""What the SQLite group commit's preparation on the event loop costs a
+transition, counted (never timed): no dict of columns per transition, no
+Python-level JSON encoder per stored result (with the same columns, values
+and texts as the shared statements, core/ledger/compare_and_set.py), and
+few coroutine frames per row sent."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.engine.engine import Engine, EngineConfig
+from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.ledger.compare_and_set import result_params, transition_columns
+from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.sqlite import thread_writes
+from reclaim_tui.core.models import (
+    JobSpec,
+    RemoteInteraction,
+    RemoteState,
+    Status,
+    StoredResult,
+    Transition,
+)
+from reclaim_tui.core.sinks import CallableSink
+
+JOBS = 200
+
+
+async def _noop(idem: str, result: StoredResult) -> None:
+    return None
+
+
+@contextmanager
+def _calls() -> Iterator[Counter[tuple[str, str]]]:
+    """Python calls by (file name, function name) while the block runs."""
+    seen: Counter[tuple[str, str]] = Counter()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            seen[(Path(code.co_filename).name, code.co_name)] += 1
+
+    sys.setprofile(profile)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(None)
+
+
+async def _tick_calls(tmp_path: Path) -> Counter[tuple[str, str]]:
+    """The Python calls of a tick that takes JOBS jobs through every state."""
+    clock = ManualClock()
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
+    engine = Engine(
+        ledger,
+        FakeBackend(clock=clock, latency=0.0),
+        CallableSink(_noop),
+        owner="test|1|a",
+        config=EngineConfig(concurrency=16),
+    )
+    try:
+        await engine.submit([JobSpec(input=f"job {i}", model="m") for i in range(JOBS)])
+        clock.advance(5)
+        with _calls() as seen:
+            report = await engine.tick()
+        assert report.counts["consumed"] == JOBS
+        assert seen[("thread_writes.py", "prepare")] > 0  # the writes went this way
+        return seen
+    finally:
+        await ledger.close()
+
+
+async def test_a_group_commit_builds_no_dict_of_columns_per_transition(tmp_path: Path) -> None:
+    seen = await _tick_calls(tmp_path)
+    # The transitions a job takes (sent, done, consumed): their columns picked
+    # by a function made once per shape, not a dict built per transition.
+    assert seen[("compare_and_set.py", "transition_columns")] == 0
+
+
+async def test_a_stored_result_is_encoded_without_a_python_encoder(tmp_path: Path) -> None:
+    seen = await _tick_calls(tmp_path)
+    # Each result's JSON and its usage's: one C encoder made once, not
+    # json's Python `encode` and `iterencode` (a new C encoder) per text;
+    # what is left is a few a batch (its lists of keys), none a row.
+    assert seen[("encoder.py", "iterencode")] < JOBS // 4
+
+
+def _result() -> RemoteInteraction:
+    raw = {"id": "i-1", "status": "completed", "usage": {"b": 2, "a": "é"}}
+    return RemoteInteraction(
+        "i-1", RemoteState.COMPLETED, "completed", "text", {"b": 2, "a": "é"}, None, raw
+    )
+
+
+TRANSITIONS = [
+    Transition("k1", Status.RESERVING, Status.SUBMITTED, "sent", {"handle": "h", "inflight": 0}),
+    Transition("k2", Status.SUBMITTED, Status.SUBMITTED, "", {"polls": 3}, release=False),
+    Transition("k3", Status.SUBMITTED, Status.DONE, "done", {"polls": 1}, _result(), False),
+    Transition("k4", Status.DONE, Status.CONSUMED, "ok", {"last_error": None, "status": "x"}),
+    Transition("k5", Status.DONE, Status.DONE, "again", {"updated_at": 1.0, "next_at": 9.0}),
+    Transition("k1", Status.SUBMITTED, Status.DONE, "twice", {"polls": 1}, release=False),
+]
+
+
+@pytest.mark.parametrize("t", TRANSITIONS, ids=lambda t: t.idem + t.note)
+def test_a_transition_writes_the_columns_the_shared_statements_write(t: Transition) -> None:
+    batch = thread_writes.prepare("me", "tick", [], [t], 42.0)
+    [(sql, params, moving)] = batch.moves
+    cols = transition_columns(t, 42.0)
+    names = sorted(cols)
+    assert params == [*(cols[n] for n in names), t.idem, t.expect.value, "me"]
+    assert f"SET {', '.join(f'{n} = v.column{i + 1}' for i, n in enumerate(names))} " in sql
+    event = (t.expect.value, t.to.value, t.note) if t.note or t.expect != t.to else None
+    result = None if t.result is None else result_params(t.idem, t.result, 42.0)
+    assert moving == [(t.idem, event, result)]
+
+
+def test_a_key_twice_and_shapes_apart_make_their_own_statements() -> None:
+    batch = thread_writes.prepare("me", "tick", [], TRANSITIONS, 42.0)
+    keys = [[idem for idem, _, _ in moving] for _, _, moving in batch.moves]
+    # k3 and the second k1 write the same columns, k1 once per statement.
+    assert sorted(map(sorted, keys)) == [["k1"], ["k1", "k3"], ["k2"], ["k4"], ["k5"]]
+
+
+def test_a_stored_results_texts_are_json_dumps_texts() -> None:
+    result = _result()
+    _, _, _, usage, raw, _ = result_params("k", result, 1.0)
+    assert usage == json.dumps(result.usage, sort_keys=True)
+    assert raw == json.dumps(result.raw, sort_keys=True, ensure_ascii=False)
+
+
+async def test_a_row_sent_runs_in_few_coroutine_frames(tmp_path: Path) -> None:
+    clock = ManualClock()
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
+    engine = Engine(
+        ledger,
+        FakeBackend(clock=clock, latency=0.0),
+        CallableSink(_noop),
+        owner="test|1|a",
+        config=EngineConfig(concurrency=16),
+    )
+    entered: Counter[str] = Counter()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        code = frame.f_code
+        if event == "call" and code.co_flags & inspect.CO_COROUTINE:
+            if Path(code.co_filename).name in ("sending.py", "batching.py"):
+                entered[code.co_name] += 1
+
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
+        sys.setprofile(profile)
+        try:
+            report = await engine.submit(jobs)
+        finally:
+            sys.setprofile(None)
+        assert report.counts["sent"] == JOBS
+        # A coroutine frame entered (started or resumed) is a frame object
+        # and a resumption through every frame below it. A row's send: its
+        # own coroutine and the one that commits its handle (5 entries a
+        # row), each resumed when its write is durable; its two writes are
+        # futures it awaits, not coroutines of their own.
+        assert entered["apply"] == entered["mark_sending"] == entered["_submit"] == 0
+        assert sum(entered.values()) <= 7 * JOBS, entered
+    finally:
+        await ledger.close()
+
+
+async def test_a_batch_reads_its_rows_keys_without_a_python_call(tmp_path: Path) -> None:
+    seen = await _tick_calls(tmp_path)
+    # `each` asks every row of every batch for its key: an attrgetter, not
+    # a lambda of batch_pass.py called for every row of every batch.
+    assert seen[("batch_pass.py", "<lambda>")] == 0
