@@ -36,6 +36,7 @@ from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive, this_process
 from reclaim_tui.core.ledger.postgres.schema import PG_SCHEMA, PG_SCHEMA_VERSION
 from reclaim_tui.core.ledger.registry import RETENTION, Beacon
 from reclaim_tui.core.models import JobSpec
+from tests.helpers.pg_wal import readable_wal_end
 from tests.helpers.postgres import PostgresServer, find_bin_dir
 
 pytestmark = pytest.mark.postgres
@@ -67,8 +68,8 @@ def _records(conn: psycopg.Connection[Any], start: str) -> Counter[str]:
     found: Counter[str] = Counter()
     for rmgr, kind, block_ref in conn.execute(
         "SELECT resource_manager, record_type, block_ref"
-        " FROM pg_get_wal_records_info(%s::pg_lsn, pg_current_wal_lsn())",
-        (start,),
+        " FROM pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn)",
+        (start, readable_wal_end(conn)),
     ):
         node = re.search(r"rel \d+/\d+/(\d+)", block_ref or "")
         if not node or names.get(node.group(1)) is None:

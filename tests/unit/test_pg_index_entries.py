@@ -45,6 +45,7 @@ from reclaim_tui.core.ledger.schema import lease_free_sql
 from reclaim_tui.core.models import JobSpec, Status, StoredResult
 from reclaim_tui.core.row_notes import PENDING_SQL
 from reclaim_tui.core.sinks import CallableSink
+from tests.helpers.pg_wal import readable_wal_end
 from tests.helpers.postgres import PostgresServer, find_bin_dir
 
 pytestmark = pytest.mark.postgres
@@ -82,9 +83,9 @@ def _leaf_inserts(conn: psycopg.Connection[Any], start: str) -> Counter[str]:
     )
     found: Counter[str] = Counter()
     for (block_ref,) in conn.execute(
-        "SELECT block_ref FROM pg_get_wal_records_info(%s::pg_lsn, pg_current_wal_lsn())"
+        "SELECT block_ref FROM pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn)"
         " WHERE resource_manager = 'Btree' AND record_type IN ('INSERT_LEAF', 'INSERT_POST')",
-        (start,),
+        (start, readable_wal_end(conn)),
     ):
         node = re.search(r"rel \d+/\d+/(\d+)", block_ref or "")
         if node and node.group(1) in names:
