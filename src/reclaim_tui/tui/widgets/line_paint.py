@@ -27,7 +27,16 @@ from textual.strip import Strip
 
 from reclaim_tui.tui.widgets.kept import Kept
 
-__all__ = ["LINES_KEPT", "STYLES_KEPT", "CellPart", "Look", "Styles", "cell_part", "draw_line"]
+__all__ = [
+    "LINES_KEPT",
+    "STYLES_KEPT",
+    "CellPart",
+    "Look",
+    "Styles",
+    "cell_part",
+    "draw_line",
+    "text_width",
+]
 
 #: Lines kept (the oldest dropped first): five 48-row screens.
 LINES_KEPT = 256
@@ -37,6 +46,13 @@ STYLES_KEPT = 4096
 
 #: One cell as drawn: its text, the text's style, its justification, its width with padding.
 CellPart = tuple[str, Style, str, int]
+
+
+def text_width(plain: str) -> int:
+    """The cells `plain` takes on screen: its length when it is printable
+    ASCII (one cell a character, as most of a table's cells are), else as
+    Rich measures it."""
+    return len(plain) if plain.isascii() and plain.isprintable() else cell_len(plain)
 
 
 def cell_part(cell: Text, width: int) -> CellPart:
@@ -124,9 +140,10 @@ def _cell_segments(
     plain, text_style, justify, width = part
     plain_style, styled = styles.text(pre, Style.null(), post), styles.text(pre, text_style, post)
     room = max(0, width - 2 * pad)
-    if cell_len(plain) > room:
-        plain = set_cell_size(plain, room)
-    fill = room - cell_len(plain)
+    plain_width = text_width(plain)
+    if plain_width > room:
+        plain, plain_width = set_cell_size(plain, room), room
+    fill = room - plain_width
     if justify == "right":
         before, after = fill, 0
     elif justify == "center":
@@ -176,4 +193,7 @@ def draw_line(
         segments.append(Segment(" " * (width - table_width), fill))
     # Neighbouring cells differ in style (each says its column, for the
     # mouse): the segments are as few as they can be, with no pass to join them.
-    return Strip(segments).crop(x, x + width).adjust_cell_length(width, base_style)
+    # Each cell is exactly its column's width: the strip's length is known,
+    # and a line as wide as the screen is neither measured nor cut again.
+    strip = Strip(segments, max(width, table_width))
+    return strip.crop(x, x + width).adjust_cell_length(width, base_style)
