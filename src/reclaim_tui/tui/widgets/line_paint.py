@@ -100,7 +100,15 @@ class Styles:
 
     def __init__(self) -> None:
         self.places: Kept[tuple[object, ...], tuple[Style, Style]] = Kept(STYLES_KEPT)
-        self.texts: Kept[tuple[Style, Style, Style], Style] = Kept(STYLES_KEPT)
+        #: (pre, text style, post) by their identities -> the same three, the
+        #: padding's style and the text's. A line draws with the same style
+        #: objects as the lines before it: looking them up by value hashed
+        #: three styles (a Python call each) twice a cell. An entry holds its
+        #: three styles, so no other style can take their identities while
+        #: it is kept.
+        self.texts: Kept[tuple[int, int, int], tuple[Style, Style, Style, Style, Style]] = Kept(
+            STYLES_KEPT
+        )
 
     def place(
         self, row: int, column: int, row_style: Style, cursor: bool, hover: bool, look: Look
@@ -123,12 +131,14 @@ class Styles:
             self.places.keep(key, styles)
         return styles
 
-    def text(self, pre: Style, text_style: Style, post: Style) -> Style:
-        key = (pre, text_style, post)
-        style = self.texts.get(key)
-        if style is None:
-            style = self.texts.keep(key, pre + text_style + post)
-        return style
+    def text(self, pre: Style, text_style: Style, post: Style) -> tuple[Style, Style]:
+        """(padding, text): the styles of a cell's padding and of its text."""
+        key = (id(pre), id(text_style), id(post))
+        kept = self.texts.get(key)
+        if kept is None:
+            padding, text = pre + post, pre + text_style + post
+            kept = self.texts.keep(key, (pre, text_style, post, padding, text))
+        return kept[3], kept[4]
 
 
 def _cell_segments(
@@ -138,7 +148,7 @@ def _cell_segments(
     line needs no pass to join them): its text in the text's style, the
     padding and the fill around it in the cell's."""
     plain, text_style, justify, width = part
-    plain_style, styled = styles.text(pre, Style.null(), post), styles.text(pre, text_style, post)
+    plain_style, styled = styles.text(pre, text_style, post)
     room = max(0, width - 2 * pad)
     plain_width = text_width(plain)
     if plain_width > room:
