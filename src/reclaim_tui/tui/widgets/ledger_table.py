@@ -17,6 +17,7 @@ from textual.message import Message
 from reclaim_tui.core.models import Row
 from reclaim_tui.tui import columns
 from reclaim_tui.tui.state import Cursor
+from reclaim_tui.tui.widgets.line_paint import text_width
 from reclaim_tui.tui.widgets.line_table import LineTable
 from reclaim_tui.tui.widgets.table_cells import COLUMNS, mark_cell, row_cells, status_styles
 from reclaim_tui.tui.widgets.table_window import Asked, crossing, landing_row
@@ -180,7 +181,7 @@ class LedgerTable(LineTable):
         # width and squeezed the error column).
         for column in self.columns.values():
             if column.auto_width:
-                column.content_width = column.label.cell_len
+                column.content_width = text_width(column.label.plain)
         self.replace_rows(
             (row.idem, self._visible(drawn)) for row, drawn in zip(rows, cells, strict=True)
         )

@@ -27,7 +27,16 @@ from textual.strip import Strip
 
 from reclaim_tui.tui.widgets.kept import Kept
 
-__all__ = ["LINES_KEPT", "STYLES_KEPT", "CellPart", "Look", "Styles", "cell_part", "draw_line"]
+__all__ = [
+    "LINES_KEPT",
+    "STYLES_KEPT",
+    "CellPart",
+    "Look",
+    "Styles",
+    "cell_part",
+    "draw_line",
+    "text_width",
+]
 
 #: Lines kept (the oldest dropped first): five 48-row screens.
 LINES_KEPT = 256
@@ -37,6 +46,13 @@ STYLES_KEPT = 4096
 
 #: One cell as drawn: its text, the text's style, its justification, its width with padding.
 CellPart = tuple[str, Style, str, int]
+
+
+def text_width(plain: str) -> int:
+    """The cells `plain` takes on screen: its length when it is printable
+    ASCII (one cell a character, as most of a table's cells are), else as
+    Rich measures it."""
+    return len(plain) if plain.isascii() and plain.isprintable() else cell_len(plain)
 
 
 def cell_part(cell: Text, width: int) -> CellPart:
@@ -84,7 +100,15 @@ class Styles:
 
     def __init__(self) -> None:
         self.places: Kept[tuple[object, ...], tuple[Style, Style]] = Kept(STYLES_KEPT)
-        self.texts: Kept[tuple[Style, Style, Style], Style] = Kept(STYLES_KEPT)
+        #: (pre, text style, post) by their identities -> the same three, the
+        #: padding's style and the text's. A line draws with the same style
+        #: objects as the lines before it: looking them up by value hashed
+        #: three styles (a Python call each) twice a cell. An entry holds its
+        #: three styles, so no other style can take their identities while
+        #: it is kept.
+        self.texts: Kept[tuple[int, int, int], tuple[Style, Style, Style, Style, Style]] = Kept(
+            STYLES_KEPT
+        )
 
     def place(
         self, row: int, column: int, row_style: Style, cursor: bool, hover: bool, look: Look
@@ -107,12 +131,14 @@ class Styles:
             self.places.keep(key, styles)
         return styles
 
-    def text(self, pre: Style, text_style: Style, post: Style) -> Style:
-        key = (pre, text_style, post)
-        style = self.texts.get(key)
-        if style is None:
-            style = self.texts.keep(key, pre + text_style + post)
-        return style
+    def text(self, pre: Style, text_style: Style, post: Style) -> tuple[Style, Style]:
+        """(padding, text): the styles of a cell's padding and of its text."""
+        key = (id(pre), id(text_style), id(post))
+        kept = self.texts.get(key)
+        if kept is None:
+            padding, text = pre + post, pre + text_style + post
+            kept = self.texts.keep(key, (pre, text_style, post, padding, text))
+        return kept[3], kept[4]
 
 
 def _cell_segments(
@@ -122,11 +148,12 @@ def _cell_segments(
     line needs no pass to join them): its text in the text's style, the
     padding and the fill around it in the cell's."""
     plain, text_style, justify, width = part
-    plain_style, styled = styles.text(pre, Style.null(), post), styles.text(pre, text_style, post)
+    plain_style, styled = styles.text(pre, text_style, post)
     room = max(0, width - 2 * pad)
-    if cell_len(plain) > room:
-        plain = set_cell_size(plain, room)
-    fill = room - cell_len(plain)
+    plain_width = text_width(plain)
+    if plain_width > room:
+        plain, plain_width = set_cell_size(plain, room), room
+    fill = room - plain_width
     if justify == "right":
         before, after = fill, 0
     elif justify == "center":
@@ -176,4 +203,7 @@ def draw_line(
         segments.append(Segment(" " * (width - table_width), fill))
     # Neighbouring cells differ in style (each says its column, for the
     # mouse): the segments are as few as they can be, with no pass to join them.
-    return Strip(segments).crop(x, x + width).adjust_cell_length(width, base_style)
+    # Each cell is exactly its column's width: the strip's length is known,
+    # and a line as wide as the screen is neither measured nor cut again.
+    strip = Strip(segments, max(width, table_width))
+    return strip.crop(x, x + width).adjust_cell_length(width, base_style)

@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
@@ -28,6 +27,7 @@ from reclaim_tui.tui.widgets.line_paint import (
     Styles,
     cell_part,
     draw_line,
+    text_width,
 )
 from reclaim_tui.tui.widgets.textual_private import SteadyScrollbars
 
@@ -171,7 +171,8 @@ class LineRows(SteadyScrollbars, can_focus=True):
         autos = [i for i, column in enumerate(columns) if column.auto_width]
         widths = [column.content_width for column in columns]
         # A window's cells are mostly shared texts (table_cells.py): each is
-        # measured once per call (by identity: every cell is held by a row).
+        # measured once per call (by identity: every cell is held by a row),
+        # and a printable ASCII one by its length (`text_width`).
         measured: dict[int, int] = {}
         for key, cells in rows:
             if key in self._where:
@@ -186,7 +187,7 @@ class LineRows(SteadyScrollbars, can_focus=True):
                 cell = cells[i]
                 width = measured.get(id(cell))
                 if width is None:
-                    width = measured[id(cell)] = cell_len(cell.plain)
+                    width = measured[id(cell)] = text_width(cell.plain)
                 if width > widths[i]:
                     widths[i] = width
         for i in autos:
@@ -199,8 +200,9 @@ class LineRows(SteadyScrollbars, can_focus=True):
         index = self._where[row_key]
         column = self.columns[column_key]
         self._cells[index][list(self.columns).index(column_key)] = value
-        if column.auto_width and cell_len(value.plain) > column.content_width:
-            column.content_width = cell_len(value.plain)
+        width = text_width(value.plain)
+        if column.auto_width and width > column.content_width:
+            column.content_width = width
             self._resized()
         else:
             self._refresh_row(index)

@@ -8,6 +8,11 @@ control codes) was most of the UI thread's time in a new window.
 A cell's `Text` is kept by what it is made of and shared: a status, a model,
 an age, an error repeat down the column and across windows. Nothing changes a
 cell's `Text` once made (the table replaces a cell, never edits it).
+
+A row's cells that do not age (its key, status, model, handle, attempts and
+error) are kept by the row's fields they show: a row shown again unchanged
+(a refresh, a tab or window seen before) is not formatted again, its error
+not read again.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from reclaim_tui.tui.widgets.kept import Kept
 __all__ = [
     "CELLS_KEPT",
     "COLUMNS",
+    "ROWS_KEPT",
     "STATUS_COLOURS",
     "mark_cell",
     "row_cells",
@@ -98,20 +104,57 @@ def row_cells(
     """The row's cells, one for each of `COLUMNS` (the table shows those that fit)."""
     orphan = row.is_orphan(now, dead)
     when = "orphan" if orphan and not row.held else next_poll(row, now)
-    failed, status = styles[Status.FAILED], _cell(row.status.value, styles[row.status])
+    failed = styles[Status.FAILED]
+    key, status, model, handle, attempts, error = _lasting_cells(
+        row, styles[row.status], styles[Status.DONE], failed, error_width, key_width
+    )
+    return [
+        mark_cell(row.idem in marks),
+        key,
+        status,
+        model,
+        handle,
+        attempts,
+        _cell(age(now - row.state_since), justify="right"),
+        _cell(when, failed if orphan else ""),
+        _cell(age(now - row.updated_at) + " ago", justify="right"),
+        error,
+    ]
+
+
+#: A row's lasting cells (key, status, model, handle, attempts, error) kept
+#: (the oldest dropped first): ~twenty windows' rows.
+ROWS_KEPT = 2048
+_lasting: Kept[tuple[object, ...], tuple[Text, ...]] = Kept(ROWS_KEPT)
+
+
+def _lasting_cells(
+    row: Row, own: Style, done: Style, failed: Style, error_width: int, key_width: int
+) -> tuple[Text, ...]:
+    """The cells of `row` that do not change with time, kept by what they show."""
+    key = (
+        row.idem, row.status, row.model, row.handle, row.attempts, row.last_error,
+        own, done, failed, error_width, key_width,
+    )  # fmt: skip
+    cells = _lasting.get(key)
+    if cells is None:
+        cells = _lasting.keep(key, _format_lasting(row, own, done, failed, error_width, key_width))
+    return cells
+
+
+def _format_lasting(
+    row: Row, own: Style, done: Style, failed: Style, error_width: int, key_width: int
+) -> tuple[Text, ...]:
+    status = _cell(row.status.value, own)
     error = shorten_error(row.last_error, error_width) if row.last_error else ""
     if row.last_error and row.last_error.startswith(PLAN_READY):
         # A plan the agent answered with is what the row waits on, not an error.
-        error, status = "", _cell("plan ready", styles[Status.DONE])
-    return [
-        mark_cell(row.idem in marks),
+        error, status = "", _cell("plan ready", done)
+    return (
         _cell(short(row.idem, key_width)),
         status,
         _cell(row.model),
         _cell(row.handle or "—"),
         _cell(str(row.attempts), justify="right"),
-        _cell(age(now - row.state_since), justify="right"),
-        _cell(when, failed if orphan else ""),
-        _cell(age(now - row.updated_at) + " ago", justify="right"),
         _cell(error, failed if error else ""),
-    ]
+    )
