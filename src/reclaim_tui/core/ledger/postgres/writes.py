@@ -8,30 +8,20 @@ set-based statements sent together in one pipeline with BEGIN and COMMIT
 
   mark     one `UPDATE … RETURNING` of the rows to send, its events
            appended in the same statement (a data-modifying `WITH`);
-  apply    one `UPDATE … FROM json_to_recordset(…)` of every transition
+  lock     the transitions' rows `FOR UPDATE`, in key order: the one order
+           every writer of several rows takes (no lock cycle);
+  apply    per shape of changed columns, one `UPDATE … FROM json_to_recordset(…)`
            where the row is held in the expected status, with its results
-           upserted and its events appended in the same statement. A column
-           only some transitions write is set through a flag (`s_<column>`):
-           the others keep the row's value.
+           upserted and its events appended in the same statement.
 
 The rules are those of core/ledger/compare_and_set.py, row for row: a transition applies
 only where `owner` holds the row in the `expect` status it had before the
-batch; an event per applied transition that changes the state or says
-something; a result stored with its transition.
-
-The apply takes its rows' locks as it updates them, in key order, with no
-lock statement of its own (a row locked `FOR UPDATE` before its update
-writes a lock record to the WAL besides the update's). The batch is a
-materialized CTE sorted by key, and the transaction's settings (`PLAN`)
-leave two ways to join it to `jobs`, both in key order: the CTE first, each
-key probed in the key's unique index; or, on a small table, that index
-walked whole (the key's collation is "C", as the sort's). Every writer of
-several rows takes them in that one order: no lock cycle.
-
-A batch these statements cannot say the same way (a key twice among the
-transitions, whose second compare must see the state before the first; a
-column not known here) is left to the shared statements (`shapes` returns
-None).
+batch (the rows are locked first, so nothing else moves them in between);
+an event per applied transition that changes the state or says something;
+a result stored with its transition. A batch these statements cannot say
+the same way (a key twice among the transitions, whose second compare must
+see the state before the first; a column not known here) is left to the
+shared statements (`shapes` returns None).
 """
 
 from __future__ import annotations
@@ -91,6 +81,11 @@ _MARK = (
     " 'attempt ' || m.attempts || ': sending create' FROM m ORDER BY m.id)"
     f" SELECT {_RETURNING} FROM m"
 )
+_LOCK = (
+    "SELECT 1 FROM json_array_elements_text(%(idems)s::json) AS k(idem)"
+    " JOIN jobs AS j ON j.idem = k.idem"
+    " WHERE COALESCE(j.lease_owner, '') = %(owner)s ORDER BY j.idem COLLATE \"C\" FOR UPDATE OF j"
+)
 # The result and the event of each row `u` updated, from `u` alone: joined
 # back to `t` the planner saw one row of `u` and compared every pair.
 _RESULT = (
@@ -137,28 +132,13 @@ def _value(column: str, value: Any) -> Any:
     return str(value)
 
 
-def _written(groups: Shapes) -> tuple[tuple[str, ...], frozenset[str]]:
-    """(every column the batch writes, those only some of its transitions write)."""
-    names = tuple(sorted({c for shape in groups for c in shape}))
-    everywhere = set(names).intersection(*map(set, groups))
-    return names, frozenset(names) - everywhere
-
-
-def _assign(column: str, partial: frozenset[str]) -> str:
-    if column in partial:
-        return f"{column} = CASE WHEN t.s_{column} = 1 THEN t.c_{column} ELSE j.{column} END"
-    return f"{column} = t.c_{column}"
-
-
-def _apply_sql(names: tuple[str, ...], partial: frozenset[str] = frozenset()) -> str:
-    fields = ", ".join(
-        [f"c_{c} {_TYPES[c]}" for c in names] + [f"s_{c} int" for c in sorted(partial)]
-    )
-    assign = ", ".join(_assign(c, partial) for c in names)
+def _apply_sql(names: tuple[str, ...]) -> str:
+    fields = ", ".join(f"c_{c} {_TYPES[c]}" for c in names)
+    assign = ", ".join(f"{c} = t.c_{c}" for c in names)
     return (
-        "WITH t AS MATERIALIZED (SELECT * FROM json_to_recordset(%(rows)s::json)"
+        "WITH t AS (SELECT * FROM json_to_recordset(%(rows)s::json)"
         " AS t(n int, idem text, expect text, to_status text, note text, ev int, r_id text,"
-        f' r_text text, r_usage text, r_raw text, {fields}) ORDER BY t.idem COLLATE "C"),'
+        f" r_text text, r_usage text, r_raw text, {fields})),"
         f" u AS (UPDATE jobs AS j SET {assign} FROM t WHERE j.idem = t.idem"
         " AND COALESCE(j.lease_owner, '') = %(owner)s AND COALESCE(j.status, '') = t.expect"
         " RETURNING j.id, t.n, t.idem, t.expect, t.to_status, t.note, t.ev, t.r_id, t.r_text,"
@@ -178,14 +158,12 @@ def _result(result: RemoteInteraction | None) -> tuple[Any, ...]:
 
 def _apply_params(
     names: tuple[str, ...],
-    group: Sequence[tuple[int, Transition, dict[str, Any]]],
+    group: list[tuple[int, Transition, dict[str, Any]]],
     base: dict[str, Any],
-    partial: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """The rows as one JSON parameter (core/ledger/postgres/json_rows.py), in
-    key order; a column in `partial` flagged where the row writes it."""
+    """The group's rows as one JSON parameter (core/ledger/postgres/json_rows.py)."""
     rows = []
-    for n, t, cols in sorted(group, key=lambda item: item[1].idem):
+    for n, t, cols in group:
         r_id, r_text, r_usage, r_raw = _result(t.result)
         row = {
             "n": n,
@@ -200,10 +178,7 @@ def _apply_params(
             "r_raw": r_raw,
         }
         for c in names:
-            if c in cols:
-                row[f"c_{c}"] = _value(c, cols[c])
-                if c in partial:
-                    row[f"s_{c}"] = 1
+            row[f"c_{c}"] = _value(c, cols[c])
         rows.append(row)
     return {**base, "rows": json_rows(rows)}
 
@@ -228,10 +203,10 @@ async def send(
         marked = await db.send(_MARK, {**base, "idems": json_rows(list(sending))})
     applied = []
     if groups:
-        names, partial = _written(groups)
-        rows = [row for group in groups.values() for row in group]
-        params = _apply_params(names, rows, base, partial)
-        applied.append(await db.send(_apply_sql(names, partial), params))
+        idems = sorted(t.idem for group in groups.values() for _, t, _ in group)
+        await db.send(_LOCK, {**base, "idems": json_rows(idems)})
+        for names, group in groups.items():
+            applied.append(await db.send(_apply_sql(names), _apply_params(names, group, base)))
     return marked, applied
 
 
