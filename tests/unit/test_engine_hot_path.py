@@ -10,12 +10,8 @@ import dataclasses
 import gc
 import os
 import signal
-import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -30,6 +26,7 @@ from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec, StoredResult
 from reclaim_tui.core.sinks import CallableSink
+from tests.helpers.python_calls import python_calls
 
 JOBS = 200
 
@@ -53,23 +50,6 @@ async def _engine(tmp_path: Path) -> tuple[Engine, ManualClock]:
     return engine, clock
 
 
-@contextmanager
-def _calls() -> Iterator[Counter[tuple[str, str]]]:
-    """Python calls by (file name, function name) while the block runs."""
-    seen: Counter[tuple[str, str]] = Counter()
-
-    def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            code = frame.f_code
-            seen[(Path(code.co_filename).name, code.co_name)] += 1
-
-    sys.setprofile(profile)
-    try:
-        yield seen
-    finally:
-        sys.setprofile(None)
-
-
 async def test_a_tick_leaves_no_cycles_for_the_collector(tmp_path: Path) -> None:
     engine, _ = await _engine(tmp_path)
     try:
@@ -91,7 +71,7 @@ async def test_a_tick_leaves_no_cycles_for_the_collector(tmp_path: Path) -> None
 async def test_a_job_reads_each_row_and_sizes_each_result_in_one_call(tmp_path: Path) -> None:
     engine, _ = await _engine(tmp_path)
     try:
-        with _calls() as seen:
+        with python_calls() as seen:
             report = await engine.tick()
         assert report.counts["consumed"] == JOBS
         # The result's size: one walk per result, not a call per node.
@@ -195,7 +175,7 @@ async def test_a_submit_encodes_each_spec_once(tmp_path: Path) -> None:
     engine = Engine(ledger, FakeBackend(clock=clock), CallableSink(_noop), owner="test|1|a")
     try:
         jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
-        with _calls() as seen:
+        with python_calls() as seen:
             report = await engine.submit(jobs, send=False)
         assert report.counts["inserted"] == JOBS
         # The stored spec and the key hashed from it: one text, made once.

@@ -10,8 +10,6 @@ import inspect
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -33,29 +31,13 @@ from reclaim_tui.core.models import (
     Transition,
 )
 from reclaim_tui.core.sinks import CallableSink
+from tests.helpers.python_calls import python_calls
 
 JOBS = 200
 
 
 async def _noop(idem: str, result: StoredResult) -> None:
     return None
-
-
-@contextmanager
-def _calls() -> Iterator[Counter[tuple[str, str]]]:
-    """Python calls by (file name, function name) while the block runs."""
-    seen: Counter[tuple[str, str]] = Counter()
-
-    def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            code = frame.f_code
-            seen[(Path(code.co_filename).name, code.co_name)] += 1
-
-    sys.setprofile(profile)
-    try:
-        yield seen
-    finally:
-        sys.setprofile(None)
 
 
 async def _tick_calls(tmp_path: Path) -> Counter[tuple[str, str]]:
@@ -72,7 +54,7 @@ async def _tick_calls(tmp_path: Path) -> Counter[tuple[str, str]]:
     try:
         await engine.submit([JobSpec(input=f"job {i}", model="m") for i in range(JOBS)])
         clock.advance(5)
-        with _calls() as seen:
+        with python_calls() as seen:
             report = await engine.tick()
         assert report.counts["consumed"] == JOBS
         assert seen[("thread_writes.py", "prepare")] > 0  # the writes went this way
