@@ -20,12 +20,13 @@ from reclaim_tui.core import crash
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine import batch_pass
 from reclaim_tui.core.engine.batching import HeldBatch
-from reclaim_tui.core.engine.engine import Engine, EngineConfig
+from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import JobSpec, StoredResult
 from reclaim_tui.core.sinks import CallableSink
+from tests.helpers.fake_engine import engine_on_fakes
 from tests.helpers.python_calls import python_calls
 
 JOBS = 200
@@ -36,15 +37,7 @@ async def _noop(idem: str, result: StoredResult) -> None:
 
 
 async def _engine(tmp_path: Path) -> tuple[Engine, ManualClock]:
-    clock = ManualClock()
-    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
-    engine = Engine(
-        ledger,
-        FakeBackend(clock=clock, latency=0.0),
-        CallableSink(_noop),
-        owner="test|1|a",
-        config=EngineConfig(concurrency=16),
-    )
+    engine, clock = await engine_on_fakes(tmp_path)
     await engine.submit([JobSpec(input=f"job {i}", model="m") for i in range(JOBS)])
     clock.advance(5)
     return engine, clock

@@ -16,41 +16,25 @@ from typing import Any
 
 import pytest
 
-from reclaim_tui.core.clock import ManualClock
-from reclaim_tui.core.engine.engine import Engine, EngineConfig
-from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.ledger.compare_and_set import result_params, transition_columns
-from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.sqlite import thread_writes
 from reclaim_tui.core.models import (
     JobSpec,
     RemoteInteraction,
     RemoteState,
     Status,
-    StoredResult,
     Transition,
 )
-from reclaim_tui.core.sinks import CallableSink
+from tests.helpers.fake_engine import engine_on_fakes
 from tests.helpers.python_calls import python_calls
 
 JOBS = 200
 
 
-async def _noop(idem: str, result: StoredResult) -> None:
-    return None
-
-
 async def _tick_calls(tmp_path: Path) -> Counter[tuple[str, str]]:
     """The Python calls of a tick that takes JOBS jobs through every state."""
-    clock = ManualClock()
-    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
-    engine = Engine(
-        ledger,
-        FakeBackend(clock=clock, latency=0.0),
-        CallableSink(_noop),
-        owner="test|1|a",
-        config=EngineConfig(concurrency=16),
-    )
+    engine, clock = await engine_on_fakes(tmp_path)
+    ledger = engine.ledger
     try:
         await engine.submit([JobSpec(input=f"job {i}", model="m") for i in range(JOBS)])
         clock.advance(5)
@@ -123,15 +107,8 @@ def test_a_stored_results_texts_are_json_dumps_texts() -> None:
 
 
 async def test_a_row_sent_runs_in_few_coroutine_frames(tmp_path: Path) -> None:
-    clock = ManualClock()
-    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
-    engine = Engine(
-        ledger,
-        FakeBackend(clock=clock, latency=0.0),
-        CallableSink(_noop),
-        owner="test|1|a",
-        config=EngineConfig(concurrency=16),
-    )
+    engine, _ = await engine_on_fakes(tmp_path)
+    ledger = engine.ledger
     entered: Counter[str] = Counter()
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
