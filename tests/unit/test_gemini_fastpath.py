@@ -557,8 +557,11 @@ async def test_fast_create_timeout_and_refused_connection_like_stock(
 ) -> None:
     from tests.helpers.ports import free_port
 
-    emu.store.faults = FaultConfig.from_json({"slow_rate": 1.0, "slow_seconds": 0.5})
-    slow = _fast_and_stock(emu.api_key, emu.base_url, request_timeout=0.1, transport=transport)
+    # The client gives up after its request reached the emulator, which answers
+    # later still: the timeout leaves the request time to arrive on a loaded
+    # machine (at 0.1 s a create could time out before the emulator saw it).
+    emu.store.faults = FaultConfig.from_json({"slow_rate": 1.0, "slow_seconds": 3.0})
+    slow = _fast_and_stock(emu.api_key, emu.base_url, request_timeout=1.0, transport=transport)
     closed = f"http://127.0.0.1:{free_port()}"
     refused = _fast_and_stock(None, closed, transport=transport)
     try:
