@@ -205,7 +205,7 @@ def run_forked(
                     argv, timeout, output=_text(out.read()), stderr=_text(err.read())
                 ) from None
         if not line:
-            raise RuntimeError("the fork server's watcher went away")
+            raise RuntimeError("the fork server went away")
         returncode = json.loads(line)["returncode"]
         out.seek(0)
         err.seek(0)
@@ -216,7 +216,7 @@ class ForkedProcess:
     """What the suite uses of `subprocess.Popen` (pid, poll, wait, send_signal, kill,
     terminate, returncode) for a process the fork server started; a thread waits for
     its exit code (the tests poll and kill from other threads than the one waiting).
-    A signal goes to the pid until the exit code has arrived (the watcher reaps at once,
+    A signal goes to the pid until the exit code has arrived (the server reaps at once,
     so a signal sent in between meets no process: ignored, as Popen does)."""
 
     def __init__(self, args: list[str], sock: socket.socket, replies: _Lines, pid: int) -> None:
@@ -231,7 +231,7 @@ class ForkedProcess:
     def _wait_for_exit(self, sock: socket.socket, replies: _Lines) -> None:
         with sock:
             line = replies.next()
-        # No line: the watcher died (never seen); as an unknown failure, not a hang.
+        # No line: the server died (never seen); as an unknown failure, not a hang.
         self.returncode = json.loads(line)["returncode"] if line else -signal.SIGKILL
         self._ended.set()
 
@@ -246,7 +246,7 @@ class ForkedProcess:
 
     def send_signal(self, sig: int) -> None:
         if not self._ended.is_set():
-            # Reaped by the watcher, its exit code not back yet: ended, as Popen
+            # Reaped by the server, its exit code not back yet: ended, as Popen
             # ignores the same race (bpo-40550).
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, sig)

@@ -11,9 +11,14 @@ goes back to the client.
 
 Deliberately imports nothing of `tests` or `reclaim_tui`: run by path, standalone.
 
-Per request two forks: a watcher (forked from the server's loop, so the loop never
-waits on anyone) that forks the CLI process, sends its pid, waits for it and sends its
-exit code (negative: the signal that ended it, as `subprocess` says it).
+Per request one fork: the CLI process, forked from the server's loop. The loop never
+waits on anyone: it reads a request, forks, sends the child's pid, and watches each child
+through a pidfd (Linux's file descriptor of a process, readable once it has ended) among
+the sockets it selects on; an ended child is reaped there and its exit code (negative:
+the signal that ended it, as `subprocess` says it) and CPU time go back to its client.
+Why not a watcher process per request: each fork of a process that has the suite's
+coverage on starts coverage again and writes a data file when it ends (a watcher's
+empty one too), which cost the covered run as much as the watcher saved the loop.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ PRELOAD = (
 )
 
 _LENGTH = struct.Struct("!I")
+_REQUEST_SECONDS = 10.0
 
 Request = tuple[dict[str, Any], list[int]]
 
@@ -97,7 +103,10 @@ def _preload() -> None:
 def _receive(conn: socket.socket) -> Request:
     data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
     while len(data) < _LENGTH.size:
-        data += conn.recv(1 << 16)
+        more = conn.recv(1 << 16)
+        if not more:
+            raise EOFError("the client went away mid-request")
+        data += more
     (size,) = _LENGTH.unpack_from(data)
     data = data[_LENGTH.size :]
     while len(data) < size:
@@ -112,23 +121,56 @@ def _send(conn: socket.socket, message: dict[str, Any]) -> None:
     conn.sendall(json.dumps(message).encode() + b"\n")
 
 
-def _watch(conn: socket.socket) -> Request:
-    """In the watcher: fork the CLI process (which returns the request), send its pid,
-    wait for it, send its exit code, end."""
-    request, fds = _receive(conn)
+def _start_child(
+    conn: socket.socket, children: dict[int, tuple[int, socket.socket]]
+) -> Request | None:
+    """Read a request from `conn` and fork its CLI process. In that process, the request
+    (it then becomes the CLI); in the server, None: it now watches the child through a
+    pidfd in `children` (pidfd: (pid, conn)). A request cut short is dropped with its
+    connection."""
+    # The loop serves every client: one that connects and never sends must not stop it
+    # (the suite's clients send their request at once).
+    conn.settimeout(_REQUEST_SECONDS)
+    try:
+        request, fds = _receive(conn)
+    except (OSError, EOFError, ValueError):
+        conn.close()
+        return None
+    conn.settimeout(None)
+    if threading.active_count() != 1:  # a fork must copy one thread only
+        raise RuntimeError("the fork server started a thread")
+    sys.stdout.flush()
+    sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
+        # The server's other sockets and pidfds are no business of this process.
+        for pidfd, (_, other) in children.items():
+            os.close(pidfd)
+            other.close()
         conn.close()
         return request, fds
     for fd in fds:
         os.close(fd)
+    children[os.pidfd_open(pid)] = (pid, conn)
     try:
         _send(conn, {"pid": pid})
-        _, status, usage = os.wait4(pid, 0)
-        cpu = usage.ru_utime + usage.ru_stime
+    except OSError:
+        pass  # the client went away: the child is still reaped when it ends
+    return None
+
+
+def _finish(pidfd: int, children: dict[int, tuple[int, socket.socket]]) -> None:
+    """Reap the ended child behind `pidfd` and send its client the exit code."""
+    pid, conn = children.pop(pidfd)
+    os.close(pidfd)
+    _, status, usage = os.wait4(pid, 0)
+    cpu = usage.ru_utime + usage.ru_stime
+    try:
         _send(conn, {"returncode": os.waitstatus_to_exitcode(status), "cpu": cpu})
+    except OSError:
+        pass  # the client went away (it timed out, or its test ended)
     finally:
-        os._exit(0)
+        conn.close()
 
 
 def serve(path: str) -> Request:
@@ -139,31 +181,24 @@ def serve(path: str) -> Request:
     listener.listen(64)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
+    stdin = sys.stdin.fileno()
+    children: dict[int, tuple[int, socket.socket]] = {}
     while True:
-        ready, _, _ = select.select([listener, sys.stdin.fileno()], [], [], 1.0)
-        _reap()
-        if sys.stdin.fileno() in ready and not os.read(sys.stdin.fileno(), 1 << 12):
+        poller = select.poll()  # not select.select: a descriptor may be past 1023
+        for fd in (listener.fileno(), stdin, *children):
+            poller.register(fd, select.POLLIN)
+        ready = [fd for fd, _ in poller.poll()]
+        if stdin in ready and not os.read(stdin, 1 << 12):
             os._exit(0)  # the client (a pytest process) is gone
-        if listener in ready:
+        for pidfd in ready:
+            if pidfd in children:
+                _finish(pidfd, children)
+        if listener.fileno() in ready:
             conn, _ = listener.accept()
-            if threading.active_count() != 1:  # a fork must copy one thread only
-                raise RuntimeError("the fork server started a thread")
-            sys.stdout.flush()
-            sys.stderr.flush()
-            if os.fork() == 0:
+            started = _start_child(conn, children)
+            if started is not None:
                 listener.close()
-                return _watch(conn)
-            conn.close()
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+                return started
 
 
 def become(request: dict[str, Any], fds: list[int]) -> None:

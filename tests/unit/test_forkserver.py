@@ -148,7 +148,7 @@ def test_a_background_tick_can_be_polled_killed_and_waited_for(
 def test_a_signal_in_the_moment_between_exit_and_exit_code_is_not_an_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The chaos soak killed a forked tick that had just ended: the watcher had
+    """The chaos soak killed a forked tick that had just ended: the fork server had
     reaped it, its exit code was not back yet, and `os.kill` raised
     ProcessLookupError into the test (CI rehearsal, stop 31). Popen ignores that
     race (bpo-40550); so does ForkedProcess."""
@@ -165,3 +165,46 @@ def test_a_signal_in_the_moment_between_exit_and_exit_code_is_not_an_error(
         os.kill(proc.pid, 0)
     proc.kill()
     proc.terminate()
+
+
+def _parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])  # after "pid (comm) state"
+
+
+def test_the_cli_process_is_the_servers_own_child(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # One fork a request: under the suite's coverage every fork starts coverage again
+    # and writes a data file, so a watcher process between the two cost as much again.
+    from tests.helpers.procs import Workspace
+
+    monkeypatch.delenv("RECLAIM_TEST_EXEC", raising=False)
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(60)\n")
+    ws = Workspace(tmp_path / "ws", emulator=None, use_recording_sink=False)
+    ws.env_extra["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{clean_env()['PYTHONPATH']}"
+    proc = ws.popen_tick("--sink", "slow:x", *OFFLINE)
+    assert isinstance(proc, forkserver.ForkedProcess)
+    try:
+        assert _parent_of(proc.pid) == forkserver._get(clean_env()).proc.pid
+    finally:
+        proc.kill()
+    assert proc.wait(timeout=60) == -9
+
+
+def test_a_client_gone_mid_request_leaves_the_server_serving(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    monkeypatch.delenv("RECLAIM_TEST_EXEC", raising=False)
+    server = forkserver._get(clean_env())
+    for cut in (b"", b"\x00\x00\x01\x00{", b"\x00\x00\x00\x02{]"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(server.path)
+            sock.sendall(cut)
+    run = forkserver.run_forked(
+        ["--version"], env=clean_env(), base_env=clean_env(), input=None, timeout=60, cwd=None
+    )
+    assert run is not None and run.returncode == 0 and "reclaim-tui" in run.stdout
+    assert server.proc.poll() is None
