@@ -12,6 +12,7 @@ the filter's answers the same through either table.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
 
 import psycopg
@@ -163,3 +164,44 @@ async def test_a_role_not_granted_the_text_table_still_writes_and_finds(pg_dsn: 
         finally:
             admin.execute(f"DROP OWNED BY {role}")
             admin.execute(f"DROP ROLE {role}")
+
+
+async def test_the_text_triggers_fire_once_an_insert_and_once_a_send(pg_dsn: str) -> None:
+    """The insert's trigger is a statement's, reading its transition table
+    (one call for a submit's rows); the handle and spec trigger is a row's,
+    named by its columns, and fires only where either changed: once a job,
+    at its send. A trigger with a transition table on UPDATE cannot name
+    columns (PostgreSQL refuses it), so it would capture both versions of
+    every row every update writes (each claim, renewal and transition),
+    for a text that changes once a job."""
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        name = admin.execute("SELECT current_database()").fetchone()
+        assert name is not None
+        admin.execute(f"ALTER DATABASE \"{name[0]}\" SET track_functions = 'pl'")
+    await _run_jobs(pg_dsn, 40)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("SET search_path TO reclaim_tui")
+        triggers = conn.execute(
+            "SELECT tgname, tgtype & 1 = 1, tgtype & 16 = 16, tgnewtable IS NOT NULL,"
+            " tgattr <> ''::int2vector FROM pg_trigger"
+            " WHERE tgrelid = 'jobs'::regclass AND NOT tgisinternal ORDER BY tgname"
+        ).fetchall()
+        # (name, for each row, on update, with a transition table, with columns)
+        assert triggers == [
+            ("job_text_added", False, False, True, False),
+            ("job_text_changed", True, True, False, True),
+            ("job_text_removed", False, False, False, False),
+        ]
+        calls: dict[str, int] = {}
+        for _ in range(100):  # the ledger's backend reports its counts as it exits
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            calls = dict(
+                conn.execute(
+                    "SELECT funcname, calls FROM pg_stat_user_functions"
+                    " WHERE funcname LIKE 'reclaim_text_%'"
+                ).fetchall()
+            )
+            if calls.get("reclaim_text_changed") == 40:
+                break
+            await asyncio.sleep(0.05)
+        assert calls == {"reclaim_text_added": 1, "reclaim_text_changed": 40}
