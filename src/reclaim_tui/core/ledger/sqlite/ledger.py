@@ -25,7 +25,9 @@ import aiosqlite
 
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.ledger.base import LedgerBase
+from reclaim_tui.core.ledger.dialect import SQLITE, text_for
 from reclaim_tui.core.ledger.identity import refuse_replaced
+from reclaim_tui.core.ledger.schema import COLUMNS
 from reclaim_tui.core.ledger.sqlite import holders
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
 from reclaim_tui.core.ledger.sqlite.aiosqlite_private import awaited_in_thread, raw, settled
@@ -51,6 +53,15 @@ from reclaim_tui.core.ledger.sqlite.schema import (
 from reclaim_tui.errors import LedgerError, LedgerReadOnlyError
 
 __all__ = ["SqliteLedger"]
+
+
+#: `claim_sql` (core/ledger/schema.py) on SQLite, its rows taken by id:
+#: (owner, lease's end, `where`'s and `free`'s parameters, limit).
+_CLAIM_BY_ID = (
+    "UPDATE jobs SET prev_owner = lease_owner, lease_owner = ?, lease_until = ?"
+    " WHERE id IN (SELECT id FROM jobs WHERE {where} AND {free} ORDER BY next_at LIMIT ?)"
+    f" RETURNING {COLUMNS}"
+)
 
 
 class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
@@ -277,6 +288,14 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
                 return await awaited_in_thread(self._db, _select_then, self._db, statements, then)
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
+
+    def _claim_sql(self, where: str, free: str) -> str:
+        """A claim that takes the rows it picked by their integer id (the
+        table's own key), not by their key: the shared text's
+        `idem IN (SELECT idem …)` looks every picked row up in the key's
+        index before it reaches the row; by id the row is found directly,
+        and the list the subquery builds holds integers, not keys."""
+        return _CLAIM_BY_ID.format(where=text_for(where, SQLITE), free=text_for(free, SQLITE))
 
     async def _lease_free(self, owner: str, now: float) -> tuple[str, list[Any]]:
         """The holders provably gone are found by the claim's own statement
