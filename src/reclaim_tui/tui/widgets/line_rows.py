@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import ClassVar
 
 from rich.style import Style
@@ -32,6 +33,9 @@ from reclaim_tui.tui.widgets.line_paint import (
 from reclaim_tui.tui.widgets.textual_private import SteadyScrollbars
 
 __all__ = ["Column", "LineRows"]
+
+#: A cell's text (its width is measured on it).
+_PLAIN = attrgetter("plain")
 
 
 @dataclass
@@ -168,33 +172,39 @@ class LineRows(SteadyScrollbars, can_focus=True):
         """Add rows of (key, cells in the columns' order); a row's first
         appearance under the cursor is announced (`RowHighlighted`)."""
         was_empty, columns = not self._keys, self.ordered_columns
-        autos = [i for i, column in enumerate(columns) if column.auto_width]
-        widths = [column.content_width for column in columns]
-        # A window's cells are mostly shared texts (table_cells.py): each is
-        # measured once per call (by identity: every cell is held by a row),
-        # and a printable ASCII one by its length (`text_width`).
-        measured: dict[int, int] = {}
+        count, where, added = len(columns), self._where, len(self._cells)
         for key, cells in rows:
-            if key in self._where:
+            if key in where:
                 raise ValueError(f"The row key {key!r} already exists.")
-            if len(cells) > len(columns):
-                raise ValueError("More values provided than there are columns.")
-            cells = list(cells) + [Text() for _ in range(len(columns) - len(cells))]
-            self._where[key] = len(self._keys)
+            cells = list(cells)
+            if len(cells) != count:
+                if len(cells) > count:
+                    raise ValueError("More values provided than there are columns.")
+                cells += [Text() for _ in range(count - len(cells))]
+            where[key] = len(self._keys)
             self._keys.append(key)
             self._cells.append(cells)
-            for i in autos:
-                cell = cells[i]
-                width = measured.get(id(cell))
-                if width is None:
-                    width = measured[id(cell)] = text_width(cell.plain)
-                if width > widths[i]:
-                    widths[i] = width
-        for i in autos:
-            columns[i].content_width = widths[i]
+        self._fit(columns, self._cells[added:])
         self._resized()
         if was_empty and self._keys:
             self._announce(self._cursor)
+
+    @staticmethod
+    def _fit(columns: list[Column], rows: list[list[Text]]) -> None:
+        """Widen the auto columns to the widest of `rows`' cells.
+
+        A window's cells are mostly shared texts (table_cells.py): a column's
+        are told apart by identity (every cell is held by a row) and each is
+        measured once, a printable ASCII one by its length (`text_width`).
+        The rows are taken a column at a time: no line of Python runs for
+        each cell, only for each distinct one."""
+        if not rows:
+            return
+        for column, cells in zip(columns, zip(*rows, strict=True), strict=True):
+            if column.auto_width:
+                distinct = dict(zip(map(id, cells), cells, strict=True)).values()
+                widest = max(map(text_width, map(_PLAIN, distinct)))
+                column.content_width = max(column.content_width, widest)
 
     def update_cell(self, row_key: str, column_key: str, value: Text) -> None:
         index = self._where[row_key]
