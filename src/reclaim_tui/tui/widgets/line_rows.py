@@ -228,7 +228,13 @@ class LineRows(SteadyScrollbars, can_focus=True):
         room = self.size.width - self.styles.scrollbar_size_vertical
         self.virtual_size = Size(max(width, room), len(self._keys) + self.header_height)
         self.rows_changed = True
-        self.refresh()
+        # Every line is drawn again. Textual's refresh of the whole widget
+        # would also empty its cache of the lines drawn, freeing the old
+        # window's lines at once, in the key that changed the window; a
+        # refresh of the widget's region (as Textual's own scrolling does)
+        # draws every line again, each old line freed as its new one
+        # replaces it, when the frame is drawn.
+        self.refresh(self.size.region)
 
     def on_resize(self) -> None:
         self._resized()  # the width a narrow table takes follows the screen's
