@@ -23,7 +23,6 @@ from textual.strip import Strip
 from reclaim_tui.tui.widgets.kept import Kept
 from reclaim_tui.tui.widgets.line_paint import (
     LINES_KEPT,
-    CellPart,
     Look,
     Styles,
     cell_part,
@@ -33,6 +32,9 @@ from reclaim_tui.tui.widgets.line_paint import (
 from reclaim_tui.tui.widgets.textual_private import SteadyScrollbars
 
 __all__ = ["Column", "LineRows"]
+
+#: A line drawn, with what its key names by identity (`LineRows._line`).
+_Drawn = tuple[Strip, tuple[Text, ...], Look, Style]
 
 #: A cell's text (its width is measured on it).
 _PLAIN = attrgetter("plain")
@@ -108,10 +110,15 @@ class LineRows(SteadyScrollbars, can_focus=True):
         self._cursor = 0
         #: The row under the mouse (-1: the header), and whether it is shown.
         self._hover: int | None = None
-        self._lines: Kept[tuple[object, ...], Strip] = Kept(LINES_KEPT)
+        #: The lines drawn, by what they are made of (`_line`).
+        self._lines: Kept[tuple[object, ...], _Drawn] = Kept(LINES_KEPT)
         self._look: Look | None = None
         self._styles = Styles()
+        #: During a paint: the widget's style and the columns' widths.
         self._paint_base: Style | None = None
+        self._paint_widths: tuple[int, ...] = ()
+        #: The widget's style as last painted with (its equal is painted with this one).
+        self._base_kept: Style | None = None
         #: The rows or columns changed since the cursor last scrolled into view.
         self.rows_changed = False
 
@@ -287,42 +294,62 @@ class LineRows(SteadyScrollbars, can_focus=True):
         )
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # The widget's style is read once a paint, not once a line: it walks the ancestors.
-        self._paint_base = self.rich_style
+        # The widget's style is read once a paint, not once a line: it walks
+        # the ancestors. Textual makes it anew after each refresh: an equal
+        # one is taken for the one kept, so lines keyed by it are found.
+        base = self.rich_style
+        if base != self._base_kept:
+            self._base_kept = base
+        self._paint_base = self._base_kept
+        self._paint_widths = self._widths()
         try:
             return super().render_lines(crop)
         finally:
             self._paint_base = None
 
+    def _widths(self) -> tuple[int, ...]:
+        return tuple(column.render_width(self.cell_padding) for column in self.columns.values())
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        base_style = self.rich_style if self._paint_base is None else self._paint_base
+        base_style = self._paint_base
+        widths = self._paint_widths
+        if base_style is None:  # outside a paint
+            base_style, widths = self.rich_style, self._widths()
         if y >= self.header_height:
             row = y - self.header_height + int(self.scroll_y)
             if row >= len(self._keys):
                 return Strip.blank(width, base_style)
-            cells = self._cells[row]
+            cells = tuple(self._cells[row])
         else:
-            row, cells = -1, [column.label for column in self.columns.values()]
+            row, cells = -1, tuple(column.label for column in self.columns.values())
         look = self._look
         if look is None:
             look = self._look = self._read_look()
             self._styles = Styles()
-        parts = [
-            cell_part(cell, column.render_width(self.cell_padding))
-            for cell, column in zip(cells, self.columns.values(), strict=True)
-        ]
-        return self._line(look, row, parts, base_style, width)
+        return self._line(look, row, cells, widths, base_style, width)
 
     def _line(
-        self, look: Look, row: int, parts: list[CellPart], base_style: Style, width: int
+        self,
+        look: Look,
+        row: int,
+        cells: tuple[Text, ...],
+        widths: tuple[int, ...],
+        base_style: Style,
+        width: int,
     ) -> Strip:
+        """The line of `cells`, kept by what it is made of: the cells, the
+        look and the widget's style by their identities (a cell's `Text` is
+        never changed in place: a changed cell is another `Text`), and the
+        entry holds them, so that no other object takes an identity its key
+        names while it is kept."""
         cursor = row == self._cursor and row >= 0
         hover = row == self._hover
         x = int(self.scroll_x)
-        key = (row, tuple(parts), cursor, hover, base_style, x, width, look)
-        strip = self._lines.get(key)
-        if strip is None:
+        key = (row, cursor, hover, x, width, widths, id(look), id(base_style), *map(id, cells))
+        drawn = self._lines.get(key)
+        if drawn is None:
+            parts = [cell_part(cell, w) for cell, w in zip(cells, widths, strict=True)]
             strip = draw_line(look, self._styles, row, parts, cursor, hover, base_style, x, width)
-            self._lines.keep(key, strip)
-        return strip
+            drawn = self._lines.keep(key, (strip, cells, look, base_style))
+        return drawn[0]
