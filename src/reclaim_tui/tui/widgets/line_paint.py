@@ -109,6 +109,20 @@ class Styles:
         self.texts: Kept[tuple[int, int, int], tuple[Style, Style, Style, Style, Style]] = Kept(
             STYLES_KEPT
         )
+        #: A line's places, (pre, post) of each column and the fill's style,
+        #: by its row, its row style's identity, the cursor, the hover and
+        #: the columns; an entry holds its row style (as `texts` does).
+        self.lines: Kept[tuple[object, ...], tuple[list[tuple[Style, Style]], Style, Style]] = Kept(
+            LINES_KEPT
+        )
+        #: A cell's segments by its text, its text style's identity, its
+        #: justification and width, and its place's styles' identities: a
+        #: cell drawn again where it was drawn before (a line whose age
+        #: moved, a status in the same place in the next window) is not
+        #: built again. An entry holds the styles its key names.
+        self.cells: Kept[tuple[object, ...], tuple[list[Segment], Style, Style, Style]] = Kept(
+            STYLES_KEPT
+        )
 
     def place(
         self, row: int, column: int, row_style: Style, cursor: bool, hover: bool, look: Look
@@ -130,6 +144,28 @@ class Styles:
                 styles = (pre, post)
             self.places.keep(key, styles)
         return styles
+
+    def line(
+        self, row: int, row_style: Style, cursor: bool, hover: bool, look: Look, columns: int
+    ) -> tuple[list[tuple[Style, Style]], Style]:
+        """(pre, post) of each of the row's `columns` cells, and the fill's style."""
+        key = (row, id(row_style), cursor, hover, columns)
+        kept = self.lines.get(key)
+        if kept is None:
+            places = [self.place(row, c, row_style, cursor, hover, look) for c in range(columns)]
+            fill, _ = self.place(row, -1, row_style, cursor, hover, look)
+            kept = self.lines.keep(key, (places, fill, row_style))
+        return kept[0], kept[1]
+
+    def cell(self, part: CellPart, pre: Style, post: Style, pad: int) -> list[Segment]:
+        """The segments of a cell drawn `part` at the place of `pre` and `post`."""
+        plain, text_style, justify, width = part
+        key = (plain, id(text_style), justify, width, id(pre), id(post), pad)
+        kept = self.cells.get(key)
+        if kept is None:
+            segments = _cell_segments(part, pre, post, self, pad)
+            kept = self.cells.keep(key, (segments, text_style, pre, post))
+        return kept[0]
 
     def text(self, pre: Style, text_style: Style, post: Style) -> tuple[Style, Style]:
         """(padding, text): the styles of a cell's padding and of its text."""
@@ -194,11 +230,11 @@ def draw_line(
         row_style = base_style
     segments: list[Segment] = []
     table_width = 0
-    for column, part in enumerate(parts):
-        pre, post = styles.place(row, column, row_style, cursor, hover, look)
-        segments.extend(_cell_segments(part, pre, post, styles, look.padding))
+    places, fill = styles.line(row, row_style, cursor, hover, look, len(parts))
+    cell, pad = styles.cell, look.padding
+    for part, (pre, post) in zip(parts, places, strict=True):
+        segments.extend(cell(part, pre, post, pad))
         table_width += part[3]
-    fill, _ = styles.place(row, -1, row_style, cursor, hover, look)
     if width > table_width:
         segments.append(Segment(" " * (width - table_width), fill))
     # Neighbouring cells differ in style (each says its column, for the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import ClassVar
 
 from rich.style import Style
@@ -22,7 +23,6 @@ from textual.strip import Strip
 from reclaim_tui.tui.widgets.kept import Kept
 from reclaim_tui.tui.widgets.line_paint import (
     LINES_KEPT,
-    CellPart,
     Look,
     Styles,
     cell_part,
@@ -32,6 +32,12 @@ from reclaim_tui.tui.widgets.line_paint import (
 from reclaim_tui.tui.widgets.textual_private import SteadyScrollbars
 
 __all__ = ["Column", "LineRows"]
+
+#: A line drawn, with what its key names by identity (`LineRows._line`).
+_Drawn = tuple[Strip, tuple[Text, ...], Look, Style]
+
+#: A cell's text (its width is measured on it).
+_PLAIN = attrgetter("plain")
 
 
 @dataclass
@@ -104,10 +110,15 @@ class LineRows(SteadyScrollbars, can_focus=True):
         self._cursor = 0
         #: The row under the mouse (-1: the header), and whether it is shown.
         self._hover: int | None = None
-        self._lines: Kept[tuple[object, ...], Strip] = Kept(LINES_KEPT)
+        #: The lines drawn, by what they are made of (`_line`).
+        self._lines: Kept[tuple[object, ...], _Drawn] = Kept(LINES_KEPT)
         self._look: Look | None = None
         self._styles = Styles()
+        #: During a paint: the widget's style and the columns' widths.
         self._paint_base: Style | None = None
+        self._paint_widths: tuple[int, ...] = ()
+        #: The widget's style as last painted with (its equal is painted with this one).
+        self._base_kept: Style | None = None
         #: The rows or columns changed since the cursor last scrolled into view.
         self.rows_changed = False
 
@@ -168,33 +179,39 @@ class LineRows(SteadyScrollbars, can_focus=True):
         """Add rows of (key, cells in the columns' order); a row's first
         appearance under the cursor is announced (`RowHighlighted`)."""
         was_empty, columns = not self._keys, self.ordered_columns
-        autos = [i for i, column in enumerate(columns) if column.auto_width]
-        widths = [column.content_width for column in columns]
-        # A window's cells are mostly shared texts (table_cells.py): each is
-        # measured once per call (by identity: every cell is held by a row),
-        # and a printable ASCII one by its length (`text_width`).
-        measured: dict[int, int] = {}
+        count, where, added = len(columns), self._where, len(self._cells)
         for key, cells in rows:
-            if key in self._where:
+            if key in where:
                 raise ValueError(f"The row key {key!r} already exists.")
-            if len(cells) > len(columns):
-                raise ValueError("More values provided than there are columns.")
-            cells = list(cells) + [Text() for _ in range(len(columns) - len(cells))]
-            self._where[key] = len(self._keys)
+            cells = list(cells)
+            if len(cells) != count:
+                if len(cells) > count:
+                    raise ValueError("More values provided than there are columns.")
+                cells += [Text() for _ in range(count - len(cells))]
+            where[key] = len(self._keys)
             self._keys.append(key)
             self._cells.append(cells)
-            for i in autos:
-                cell = cells[i]
-                width = measured.get(id(cell))
-                if width is None:
-                    width = measured[id(cell)] = text_width(cell.plain)
-                if width > widths[i]:
-                    widths[i] = width
-        for i in autos:
-            columns[i].content_width = widths[i]
+        self._fit(columns, self._cells[added:])
         self._resized()
         if was_empty and self._keys:
             self._announce(self._cursor)
+
+    @staticmethod
+    def _fit(columns: list[Column], rows: list[list[Text]]) -> None:
+        """Widen the auto columns to the widest of `rows`' cells.
+
+        A window's cells are mostly shared texts (table_cells.py): a column's
+        are told apart by identity (every cell is held by a row) and each is
+        measured once, a printable ASCII one by its length (`text_width`).
+        The rows are taken a column at a time: no line of Python runs for
+        each cell, only for each distinct one."""
+        if not rows:
+            return
+        for column, cells in zip(columns, zip(*rows, strict=True), strict=True):
+            if column.auto_width:
+                distinct = dict(zip(map(id, cells), cells, strict=True)).values()
+                widest = max(map(text_width, map(_PLAIN, distinct)))
+                column.content_width = max(column.content_width, widest)
 
     def update_cell(self, row_key: str, column_key: str, value: Text) -> None:
         index = self._where[row_key]
@@ -218,7 +235,13 @@ class LineRows(SteadyScrollbars, can_focus=True):
         room = self.size.width - self.styles.scrollbar_size_vertical
         self.virtual_size = Size(max(width, room), len(self._keys) + self.header_height)
         self.rows_changed = True
-        self.refresh()
+        # Every line is drawn again. Textual's refresh of the whole widget
+        # would also empty its cache of the lines drawn, freeing the old
+        # window's lines at once, in the key that changed the window; a
+        # refresh of the widget's region (as Textual's own scrolling does)
+        # draws every line again, each old line freed as its new one
+        # replaces it, when the frame is drawn.
+        self.refresh(self.size.region)
 
     def on_resize(self) -> None:
         self._resized()  # the width a narrow table takes follows the screen's
@@ -271,42 +294,62 @@ class LineRows(SteadyScrollbars, can_focus=True):
         )
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # The widget's style is read once a paint, not once a line: it walks the ancestors.
-        self._paint_base = self.rich_style
+        # The widget's style is read once a paint, not once a line: it walks
+        # the ancestors. Textual makes it anew after each refresh: an equal
+        # one is taken for the one kept, so lines keyed by it are found.
+        base = self.rich_style
+        if base != self._base_kept:
+            self._base_kept = base
+        self._paint_base = self._base_kept
+        self._paint_widths = self._widths()
         try:
             return super().render_lines(crop)
         finally:
             self._paint_base = None
 
+    def _widths(self) -> tuple[int, ...]:
+        return tuple(column.render_width(self.cell_padding) for column in self.columns.values())
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        base_style = self.rich_style if self._paint_base is None else self._paint_base
+        base_style = self._paint_base
+        widths = self._paint_widths
+        if base_style is None:  # outside a paint
+            base_style, widths = self.rich_style, self._widths()
         if y >= self.header_height:
             row = y - self.header_height + int(self.scroll_y)
             if row >= len(self._keys):
                 return Strip.blank(width, base_style)
-            cells = self._cells[row]
+            cells = tuple(self._cells[row])
         else:
-            row, cells = -1, [column.label for column in self.columns.values()]
+            row, cells = -1, tuple(column.label for column in self.columns.values())
         look = self._look
         if look is None:
             look = self._look = self._read_look()
             self._styles = Styles()
-        parts = [
-            cell_part(cell, column.render_width(self.cell_padding))
-            for cell, column in zip(cells, self.columns.values(), strict=True)
-        ]
-        return self._line(look, row, parts, base_style, width)
+        return self._line(look, row, cells, widths, base_style, width)
 
     def _line(
-        self, look: Look, row: int, parts: list[CellPart], base_style: Style, width: int
+        self,
+        look: Look,
+        row: int,
+        cells: tuple[Text, ...],
+        widths: tuple[int, ...],
+        base_style: Style,
+        width: int,
     ) -> Strip:
+        """The line of `cells`, kept by what it is made of: the cells, the
+        look and the widget's style by their identities (a cell's `Text` is
+        never changed in place: a changed cell is another `Text`), and the
+        entry holds them, so that no other object takes an identity its key
+        names while it is kept."""
         cursor = row == self._cursor and row >= 0
         hover = row == self._hover
         x = int(self.scroll_x)
-        key = (row, tuple(parts), cursor, hover, base_style, x, width, look)
-        strip = self._lines.get(key)
-        if strip is None:
+        key = (row, cursor, hover, x, width, widths, id(look), id(base_style), *map(id, cells))
+        drawn = self._lines.get(key)
+        if drawn is None:
+            parts = [cell_part(cell, w) for cell, w in zip(cells, widths, strict=True)]
             strip = draw_line(look, self._styles, row, parts, cursor, hover, base_style, x, width)
-            self._lines.keep(key, strip)
-        return strip
+            drawn = self._lines.keep(key, (strip, cells, look, base_style))
+        return drawn[0]
