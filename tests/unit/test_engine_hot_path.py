@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import json
 import os
 import signal
 from collections import Counter
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from reclaim_tui.core import crash
+from reclaim_tui.core import crash, models
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine import batch_pass
 from reclaim_tui.core.engine.batching import HeldBatch
@@ -24,7 +25,7 @@ from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.models import JobSpec, StoredResult
+from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, StoredResult
 from reclaim_tui.core.sinks import CallableSink
 from tests.helpers.fake_engine import engine_on_fakes
 from tests.helpers.python_calls import python_calls
@@ -178,19 +179,27 @@ async def test_a_submit_encodes_each_spec_once(tmp_path: Path) -> None:
         await ledger.close()
 
 
-def test_a_spec_with_other_labels_keeps_every_other_field() -> None:
+def test_a_spec_read_with_other_labels_keeps_every_other_field() -> None:
     spec = JobSpec(
         input=[{"type": "text", "text": "x"}],
         model="",
         config={"system_instruction": "be brief"},
         key="own-key",
         agent="deep-research",
-        labels={"team": "a"},
+        labels={"team": "a", "kind": "k"},
         deadline=60.0,
         previous="prev-key",
     )
-    labels = {"team": "b", "attempt": "1"}
-    assert spec.with_labels(labels) == dataclasses.replace(spec, labels=labels)
+    text = spec.to_json()
+    read = JobSpec.from_json(text)
+    assert read == dataclasses.replace(spec, key=None)  # the key is not in the text
+    labels = {"team": "b", ATTEMPT_LABEL: "1"}
+    config = {"previous_interaction_id": "i-1"}
+    made = JobSpec.from_fields(json.loads(text), config=config, labels=labels)
+    merged = {"team": "b", "kind": "k", ATTEMPT_LABEL: "1"}
+    assert made == dataclasses.replace(read, labels=merged, config=config)
+    assert list(made.labels) == ["kind", "team", ATTEMPT_LABEL]  # the order the create sends
+    assert JobSpec.from_fields(json.loads(text)) == read
     assert {f.name for f in dataclasses.fields(JobSpec)} == {
         "input",
         "model",
@@ -200,4 +209,33 @@ def test_a_spec_with_other_labels_keeps_every_other_field() -> None:
         "labels",
         "deadline",
         "previous",
-    }  # a new field: with_labels must carry it too
+    }  # a new field: from_fields must carry it too
+
+
+async def test_a_row_sent_makes_its_spec_once(tmp_path: Path) -> None:
+    engine, _ = await engine_on_fakes(tmp_path)
+    made = [0]
+    real = models._make_spec
+
+    def counted(*args: Any, **kw: Any) -> JobSpec:
+        made[0] += 1
+        return real(*args, **kw)
+
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m", labels={"team": "a"}) for i in range(JOBS)]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(models, "_make_spec", counted)
+            report = await engine.submit(jobs)
+        assert report.counts["sent"] == JOBS
+        # Read from its row with the attempt's label, once: not read, then
+        # copied with its labels.
+        assert made[0] == JOBS
+        backend = engine.parts.backend
+        assert isinstance(backend, FakeBackend)
+        sent = [remote.spec for remote in backend.remotes.values()]
+        assert sorted(s.input for s in sent) == sorted(j.input for j in jobs)
+        # Its own labels, then the attempt's, as the create sends them.
+        assert all(list(s.labels) == ["team", ATTEMPT_LABEL] for s in sent), sent[0]
+        assert all(s.labels["team"] == "a" and s.labels[ATTEMPT_LABEL] for s in sent)
+    finally:
+        await engine.ledger.close()

@@ -9,9 +9,9 @@ an orphan, else cancelled only when provably a duplicate.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +23,14 @@ from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.engine.transitions import describe
 from reclaim_tui.core.ledger import inbox
 from reclaim_tui.core.ledger.port import Claim
-from reclaim_tui.core.models import ATTEMPT_LABEL, PassReport, Row, Status, Transition
+from reclaim_tui.core.models import (
+    ATTEMPT_LABEL,
+    JobSpec,
+    PassReport,
+    Row,
+    Status,
+    Transition,
+)
 from reclaim_tui.errors import BackendError, LedgerError
 
 __all__ = ["send_reserved"]
@@ -190,27 +197,29 @@ async def _send_one(
     (its lease lost, a failure) is counted off at its end."""
     counted = False
     try:
-        job = row.job
-        if job.previous is not None:
+        # The spec's fields: its JobSpec is made once, with the attempt's
+        # label, when the attempt is known.
+        fields = json.loads(row.spec)
+        config = None
+        if (key := fields.get("previous")) is not None:
             # A chain: sent only once the job it continues is done, as a
             # follow-up of that job's interaction.
-            previous = await parts.ledger.get(job.previous)
+            previous = await parts.ledger.get(key)
             hold = transitions.before_chain(row, previous, parts.config, parts.clock.now())
             if hold is not None:
                 counted = True
                 await _committed(commit, hold, report, last=_finishing(unfinished))
                 return
             assert previous is not None and previous.handle is not None
-            config = {**job.config, "previous_interaction_id": previous.handle}
-            job = dataclasses.replace(job, config=config)
+            config = {**(fields.get("config") or {}), "previous_interaction_id": previous.handle}
         sending = await commit.mark_sending(row.idem)
         if sending is None:
             report.counts["lease_lost"] += 1
             return
         # The create names its attempt too: recovery adopts only an
         # interaction made for the row's current attempt.
-        labels = {**job.labels, ATTEMPT_LABEL: sending.attempt_tag or ""}
-        job = job.with_labels(labels)
+        labels = {ATTEMPT_LABEL: sending.attempt_tag or ""}
+        job = JobSpec.from_fields(fields, config=config, labels=labels)
         crashpoint("before_create")
         out = await batch_pass.outcome(parts.backend.create(job, sending.idem))
         parts.circuit.record(out)
