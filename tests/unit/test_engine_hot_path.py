@@ -163,6 +163,78 @@ async def test_work_that_waits_still_fills_the_pool(tmp_path: Path) -> None:
     assert tasks <= 17
 
 
+async def test_a_worker_carries_no_callback_of_the_pool(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+    callbacks: list[int] = []
+
+    async def work(item: str) -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        callbacks.append(len(task._callbacks or ()))  # type: ignore[attr-defined]
+        await asyncio.sleep(0)
+        return item
+
+    items = [f"k{i}" for i in range(40)]
+    try:
+        found = await batch_pass.each(
+            engine.parts, items, work, HeldBatch(set(items)), key=lambda k: k
+        )
+    finally:
+        await engine.ledger.close()
+    assert found == [(k, k) for k in items]
+    # The pool is waited for as a whole: no callback on each worker (a
+    # gather's, each with a copy of the context).
+    assert set(callbacks) == {0}, callbacks
+
+
+async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+    started, ended = [0], [0]
+
+    async def work(item: str) -> str:
+        started[0] += 1
+        try:
+            await asyncio.sleep(60)
+        finally:
+            await asyncio.sleep(0)  # a worker that takes a step to wind down
+            ended[0] += 1
+        return item
+
+    items = [f"k{i}" for i in range(40)]
+    try:
+        run = asyncio.create_task(
+            batch_pass.each(engine.parts, items, work, HeldBatch(set(items)), key=lambda k: k)
+        )
+        while started[0] < engine.parts.config.concurrency:
+            await asyncio.sleep(0)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert ended[0] == started[0] == engine.parts.config.concurrency
+    finally:
+        await engine.ledger.close()
+
+
+async def test_a_workers_failure_is_the_pools(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+
+    def broken(item: str) -> str:
+        raise LookupError(item)  # outside `fn`: the pool's own step failing
+
+    items = [f"k{i}" for i in range(40)]
+    try:
+        with pytest.raises(LookupError):
+            await batch_pass.each(
+                engine.parts, items, _noop_item, HeldBatch(set(items)), key=broken
+            )
+    finally:
+        await engine.ledger.close()
+
+
+async def _noop_item(item: str) -> str:
+    return item
+
+
 async def test_a_submit_encodes_each_spec_once(tmp_path: Path) -> None:
     clock = ManualClock()
     ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)

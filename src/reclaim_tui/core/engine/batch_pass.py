@@ -196,42 +196,68 @@ async def each(
     # the outcomes until the collector next ran. Emptied at the end, it
     # breaks, and all of it goes as soon as the caller drops the outcomes.
     spawner: list[Callable[[], None]] = []
+    # Set when the last worker ends (or one fails): awaited in place of a
+    # gather, which would add a callback, with a copy of the context, to
+    # every worker (a batch of calls in flight is a worker a row).
+    finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    running = [0]  # workers started and not ended; only a running one spawns more
 
     async def worker(n: int) -> None:
         ready[0] -= 1
-        if n > 0:
-            await go.wait()
         try:
-            for index, item in queue:
-                idem = key(item)
-                if not batch.holds(idem) or (calls_api and circuit.open):
-                    continue
-                batch.started.add(idem)
-                if not calls_api and index < last and not ready[0] and len(tasks) < first:
-                    spawner[0]()  # to take the next item if this one waits
-                started = time.perf_counter()
-                try:
-                    outs[index] = await fn(item)
-                except Exception as exc:
-                    outs[index] = exc
-                if circuit.warm or circuit.open:
-                    go.set()
-                if limit is not None and _paced(limit, outs[index], started, n, tasks, spawner[0]):
-                    return  # the limit shrank below this worker
+            if n > 0:
+                await go.wait()
+            try:
+                for index, item in queue:
+                    idem = key(item)
+                    if not batch.holds(idem) or (calls_api and circuit.open):
+                        continue
+                    batch.started.add(idem)
+                    if not calls_api and index < last and not ready[0] and len(tasks) < first:
+                        spawner[0]()  # to take the next item if this one waits
+                    started = time.perf_counter()
+                    try:
+                        outs[index] = await fn(item)
+                    except Exception as exc:
+                        outs[index] = exc
+                    if circuit.warm or circuit.open:
+                        go.set()
+                    if limit is not None and _paced(
+                        limit, outs[index], started, n, tasks, spawner[0]
+                    ):
+                        return  # the limit shrank below this worker
+            finally:
+                go.set()
+        except asyncio.CancelledError:
+            finished.cancel()
+            raise
+        except Exception as exc:  # the pass's failure, raised as gather raised it
+            if not finished.done():
+                finished.set_exception(exc)
         finally:
-            go.set()
+            running[0] -= 1
+            if not running[0] and not finished.done():
+                finished.set_result(None)
 
     def spawn() -> None:
         ready[0] += 1
+        running[0] += 1
         tasks.append(asyncio.create_task(worker(len(tasks))))
 
     spawner.append(spawn)
     for _ in range(min(first if calls_api else 1, len(items))):
         spawn()
-    # Workers may start more while they run: gather them all.
-    while pending := [t for t in tasks if not t.done()]:
-        await asyncio.gather(*pending)
-    spawner.clear()
+    try:
+        if tasks:
+            await finished
+    except asyncio.CancelledError:
+        # As a cancelled gather: the workers are cancelled, and waited for.
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        raise
+    finally:
+        spawner.clear()
     return [(items[i], outs[i]) for i in sorted(outs)]
 
 
