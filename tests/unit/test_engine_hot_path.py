@@ -170,7 +170,7 @@ async def test_a_worker_carries_no_callback_of_the_pool(tmp_path: Path) -> None:
     async def work(item: str) -> str:
         task = asyncio.current_task()
         assert task is not None
-        callbacks.append(len(task._callbacks or ()))  # type: ignore[attr-defined]
+        callbacks.append(len(task._callbacks or ()))
         await asyncio.sleep(0)
         return item
 

@@ -212,7 +212,7 @@ async def _send_one(
                 return
             assert previous is not None and previous.handle is not None
             config = {**(fields.get("config") or {}), "previous_interaction_id": previous.handle}
-        sending = await commit.mark_sending(row.idem)
+        sending = (await commit.mark_sending(row.idem)).marked.get(row.idem)
         if sending is None:
             report.counts["lease_lost"] += 1
             return
@@ -252,7 +252,7 @@ async def _committed(
 ) -> bool:
     if t.error:
         report.error(t.idem, t.error)
-    applied = await commit.apply(t, last=last)
+    applied = t.idem in (await commit.apply(t, last=last)).applied
     if not applied:
         report.counts["lease_lost"] += 1
     elif t.tally:
