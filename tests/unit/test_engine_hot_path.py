@@ -77,6 +77,23 @@ async def test_a_job_reads_each_row_and_sizes_each_result_in_one_call(tmp_path: 
         await engine.ledger.close()
 
 
+async def test_a_job_calls_the_api_without_a_coroutine_around_each_call(tmp_path: Path) -> None:
+    engine, clock = await engine_on_fakes(tmp_path)
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
+        with python_calls() as seen:
+            sent = await engine.submit(jobs)
+            clock.advance(5)
+            report = await engine.tick()
+        assert sent.counts["sent"] == report.counts["consumed"] == JOBS
+        assert seen[("fakes.py", "create")] == seen[("fakes.py", "get")] == JOBS
+        # A create's or a poll's error is taken as the row's outcome where
+        # the call is awaited: not in a coroutine of its own per call.
+        assert seen[("batch_pass.py", "outcome")] == 0
+    finally:
+        await engine.ledger.close()
+
+
 class _CountingEnviron(dict[str, str]):
     reads = 0
 

@@ -203,8 +203,14 @@ async def _get_one(
     parts: EngineParts, budget: AnswerBudget, row: Row
 ) -> RemoteInteraction | polling.Overdue | Exception:
     assert row.handle is not None, "submitted rows always have a handle"
+    out: RemoteInteraction | Exception
     with polling_under(budget, row.idem):
-        out = await batch_pass.outcome(parts.backend.get(row.handle))
+        # The answer or its error: the row's outcome (rule 7), taken here
+        # rather than through batch_pass.outcome, a coroutine more a poll.
+        try:
+            out = await parts.backend.get(row.handle)
+        except Exception as exc:
+            out = exc
     if isinstance(out, AnswerDeferred):
         return out  # no answer read: nothing for the circuit to learn
     parts.circuit.record(out)

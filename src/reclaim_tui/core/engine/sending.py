@@ -27,6 +27,7 @@ from reclaim_tui.core.models import (
     ATTEMPT_LABEL,
     JobSpec,
     PassReport,
+    RemoteInteraction,
     Row,
     Status,
     Transition,
@@ -221,7 +222,13 @@ async def _send_one(
         labels = {ATTEMPT_LABEL: sending.attempt_tag or ""}
         job = JobSpec.from_fields(fields, config=config, labels=labels)
         crashpoint("before_create")
-        out = await batch_pass.outcome(parts.backend.create(job, sending.idem))
+        # The call's answer or its error: the row's outcome (rule 7), taken
+        # here rather than through batch_pass.outcome, a coroutine more a row.
+        out: RemoteInteraction | Exception
+        try:
+            out = await parts.backend.create(job, sending.idem)
+        except Exception as exc:
+            out = exc
         parts.circuit.record(out)
         crashpoint("after_create_before_handle")
         t = transitions.after_create(sending, out, parts.config, parts.clock.now())
