@@ -129,8 +129,11 @@ def test_a_forked_child_reads_its_own_crash_target(monkeypatch: pytest.MonkeyPat
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
-async def _pool_run(tmp_path: Path, wait: bool) -> tuple[int, int, list[tuple[Any, Any]]]:
-    """`each` over 100 items with `calls_api=False` (a sink's work): the
+async def _pool_run(
+    tmp_path: Path, wait: bool, polls: bool = False
+) -> tuple[int, int, list[tuple[Any, Any]]]:
+    """`each` over 100 items with `calls_api=False` (a sink's work), or
+    with `polls` as API calls that need not start together (a poll's): the
     tasks it started, the most items in progress at once, the outcomes."""
     engine, _ = await _engine(tmp_path)
     running, most, release = [0], [0], asyncio.Event()
@@ -157,9 +160,15 @@ async def _pool_run(tmp_path: Path, wait: bool) -> tuple[int, int, list[tuple[An
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(asyncio, "create_task", counted)
-            found = await batch_pass.each(
-                engine.parts, items, work, batch, key=lambda k: k, calls_api=False
-            )
+            if polls:
+                assert engine.parts.circuit.warm  # the submit's creates warmed it
+                found = await batch_pass.each(
+                    engine.parts, items, work, batch, key=lambda k: k, at_once=False
+                )
+            else:
+                found = await batch_pass.each(
+                    engine.parts, items, work, batch, key=lambda k: k, calls_api=False
+                )
     finally:
         await engine.ledger.close()
     return created["each.<locals>.worker"], most[0], found
@@ -250,6 +259,44 @@ async def test_a_workers_failure_is_the_pools(tmp_path: Path) -> None:
 
 async def _noop_item(item: str) -> str:
     return item
+
+
+async def test_polls_answered_at_once_run_on_one_worker(tmp_path: Path) -> None:
+    tasks, most, found = await _pool_run(tmp_path, wait=False, polls=True)
+    assert most == 1
+    assert found == [(f"k{i}", f"K{i}") for i in range(100)]
+    # Not the whole pool started together, a task a poll: one more stands
+    # ready while one runs.
+    assert tasks <= 2, tasks
+
+
+async def test_polls_that_wait_still_fill_the_pool(tmp_path: Path) -> None:
+    tasks, most, found = await _pool_run(tmp_path, wait=True, polls=True)
+    assert found == [(f"k{i}", f"K{i}") for i in range(100)]
+    assert most == 16  # the calls in flight the limit allows, all at once
+    assert tasks <= 17
+
+
+async def test_a_tick_polls_answers_that_come_at_once_on_few_workers(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+    created = Counter[str]()
+    real = asyncio.create_task
+
+    def counted(coro: Any, **kw: Any) -> Any:
+        created[coro.__qualname__] += 1
+        return real(coro, **kw)
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(asyncio, "create_task", counted)
+            report = await engine.tick()
+        assert report.counts["consumed"] == JOBS
+        # The fake answers every poll at once: two workers a batch of polls
+        # (one running, one ready) and two its sink's, not a task a row.
+        batches = created["_heartbeat"]  # a batch held, a heartbeat
+        assert created["each.<locals>.worker"] <= 4 * batches < JOBS, created
+    finally:
+        await engine.ledger.close()
 
 
 async def test_a_submit_encodes_each_spec_once(tmp_path: Path) -> None:

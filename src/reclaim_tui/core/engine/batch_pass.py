@@ -161,6 +161,7 @@ async def each(
     key: Callable[[Any], str] = operator.attrgetter("idem"),
     *,
     calls_api: bool = True,
+    at_once: bool = True,
 ) -> list[tuple[Any, Any]]:
     """Run fn over items with at most `concurrency` calls in flight (a pool
     of workers, not a task per item: a 2,000-row batch costs 16 tasks);
@@ -170,11 +171,12 @@ async def each(
     Python call an item).
 
     API calls start together (all the pool's workers at once: a send's
-    attempts then share one group commit). Other work (a sink) starts a
-    worker only when the running ones all wait: each worker that takes an
-    item makes sure one more stands ready, so work that waits fills the
-    pool, and work that finishes at once runs on one worker, not a task
-    an item."""
+    attempts then share one group commit). Other work (a sink), and calls
+    that need not start together (`at_once=False`: a poll, whose outcomes
+    are written after the batch), start a worker only when the running ones
+    all wait: each worker that takes an item makes sure one more stands
+    ready, so work that waits fills the pool, and work that finishes at
+    once runs on one worker, not a task an item."""
     circuit = parts.circuit
     outs: dict[int, Any] = {}
     queue = iter(enumerate(items))
@@ -191,6 +193,12 @@ async def each(
     first = parts.config.concurrency if limit is None else limit.current
     ready = [0]  # workers started and not running yet
     last = len(items) - 1
+    lazy = not (calls_api and at_once)  # a worker more only when the running ones wait
+
+    def bound() -> int:
+        """The most workers now: the calls in flight the limit allows."""
+        return first if limit is None else limit.current
+
     # The workers reach `spawn` through this list, and `spawn` reaches the
     # workers: a cycle, which would hold the finished tasks, the items and
     # the outcomes until the collector next ran. Emptied at the end, it
@@ -213,7 +221,7 @@ async def each(
                     if not batch.holds(idem) or (calls_api and circuit.open):
                         continue
                     batch.started.add(idem)
-                    if not calls_api and index < last and not ready[0] and len(tasks) < first:
+                    if lazy and index < last and not ready[0] and len(tasks) < bound():
                         spawner[0]()  # to take the next item if this one waits
                     started = time.perf_counter()
                     try:
@@ -223,7 +231,7 @@ async def each(
                     if circuit.warm or circuit.open:
                         go.set()
                     if limit is not None and _paced(
-                        limit, outs[index], started, n, tasks, spawner[0]
+                        limit, outs[index], started, n, tasks, None if lazy else spawner[0]
                     ):
                         return  # the limit shrank below this worker
             finally:
@@ -245,7 +253,7 @@ async def each(
         tasks.append(asyncio.create_task(worker(len(tasks))))
 
     spawner.append(spawn)
-    for _ in range(min(first if calls_api else 1, len(items))):
+    for _ in range(min(1 if lazy else first, len(items))):
         spawn()
     try:
         if tasks:
@@ -267,13 +275,14 @@ def _paced(
     started: float,
     worker: int,
     tasks: list[asyncio.Task[None]],
-    spawn: Callable[[], None],
+    spawn: Callable[[], None] | None,
 ) -> bool:
-    """Tell the limit about one call; spawn the workers it now allows. True
+    """Tell the limit about one call; spawn the workers it now allows (none
+    without `spawn`: a pool that grows only when its workers wait). True
     when the calling worker (the `worker`-th spawned) is above the limit
     and must stop."""
     cause = out.cause if isinstance(out, BackendError) else None
     target = limit.observe(time.perf_counter() - started, cause)
-    while len(tasks) < target:
+    while spawn is not None and len(tasks) < target:
         spawn()
     return worker >= target

@@ -105,7 +105,9 @@ async def _polled(
     polls the answer budget deferred. A deferred poll is no outcome: its row
     is given back, not polled, and stays due (the next claim of this pass
     takes it again)."""
-    outcomes = await batch_pass.each(parts, rows, get_one, batch)
+    # Polls need not start together (their outcomes are written after the
+    # batch): a worker more only while the running ones wait for answers.
+    outcomes = await batch_pass.each(parts, rows, get_one, batch, at_once=False)
     deferred = {r.idem for r, o in outcomes if isinstance(o, AnswerDeferred)}
     if not deferred:
         return outcomes, 0
