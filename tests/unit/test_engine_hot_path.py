@@ -215,10 +215,12 @@ async def test_a_worker_carries_no_callback_of_the_pool(tmp_path: Path) -> None:
 
 async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path: Path) -> None:
     engine, _ = await _engine(tmp_path)
-    started, ended = [0], [0]
+    started, ended, full = [0], [0], asyncio.Event()
 
     async def work(item: str) -> str:
         started[0] += 1
+        if started[0] == engine.parts.config.concurrency:
+            full.set()
         try:
             await asyncio.sleep(60)
         finally:
@@ -231,8 +233,7 @@ async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path:
         run = asyncio.create_task(
             batch_pass.each(engine.parts, items, work, HeldBatch(set(items)), key=lambda k: k)
         )
-        while started[0] < engine.parts.config.concurrency:
-            await asyncio.sleep(0)
+        await full.wait()
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
