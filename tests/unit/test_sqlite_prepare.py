@@ -130,11 +130,13 @@ async def test_a_row_sent_runs_in_few_coroutine_frames(tmp_path: Path) -> None:
         assert report.counts["sent"] == JOBS
         # A coroutine frame entered (started or resumed) is a frame object
         # and a resumption through every frame below it. A row's send: its
-        # own coroutine and the one that commits its handle (5 entries a
-        # row), each resumed when its write is durable; its two writes are
-        # futures it awaits, not coroutines of their own.
+        # own coroutine (3 entries a row: started, resumed when each of its
+        # writes is durable); its two writes are futures it awaits, not
+        # coroutines of their own, and so is its handle's.
         assert entered["apply"] == entered["mark_sending"] == entered["_submit"] == 0
-        assert sum(entered.values()) <= 7 * JOBS, entered
+        assert entered["_committed"] == 0
+        assert entered["_send_one"] == 3 * JOBS
+        assert sum(entered.values()) <= 5 * JOBS, entered
     finally:
         await ledger.close()
 

@@ -9,6 +9,7 @@ an orphan, else cancelled only when provably a duplicate.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import json
@@ -18,7 +19,7 @@ from typing import Any
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.engine import batch_pass, transitions
-from reclaim_tui.core.engine.batching import GroupCommit
+from reclaim_tui.core.engine.batching import GroupCommit, Written
 from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.engine.transitions import describe
 from reclaim_tui.core.ledger import inbox
@@ -209,7 +210,8 @@ async def _send_one(
             hold = transitions.before_chain(row, previous, parts.config, parts.clock.now())
             if hold is not None:
                 counted = True
-                await _committed(commit, hold, report, last=_finishing(unfinished))
+                written = await _committing(commit, hold, report, last=_finishing(unfinished))
+                _counted(hold, written, report)
                 return
             assert previous is not None and previous.handle is not None
             config = {**(fields.get("config") or {}), "previous_interaction_id": previous.handle}
@@ -234,7 +236,8 @@ async def _send_one(
         t = transitions.after_create(sending, out, parts.config, parts.clock.now())
         handle = t.changes.get("handle")
         counted = True
-        if not await _committed(commit, t, report, last=_finishing(unfinished)):
+        written = await _committing(commit, t, report, last=_finishing(unfinished))
+        if not _counted(t, written, report):
             if handle:
                 late.append((sending, handle))
         else:
@@ -254,12 +257,20 @@ def _finishing(unfinished: list[int]) -> bool:
     return unfinished[0] == 0
 
 
-async def _committed(
+def _committing(
     commit: GroupCommit, t: Transition, report: PassReport, *, last: bool = False
-) -> bool:
+) -> asyncio.Future[Written]:
+    """Hand `t` to the group commit (its error reported now): the future to
+    await and then give to `_counted`. Two plain calls around the await, not
+    a coroutine of their own: every row sent makes this write."""
     if t.error:
         report.error(t.idem, t.error)
-    applied = t.idem in (await commit.apply(t, last=last)).applied
+    return commit.apply(t, last=last)
+
+
+def _counted(t: Transition, written: Written, report: PassReport) -> bool:
+    """Whether `t` applied in the commit that `written` is, counted in the report."""
+    applied = t.idem in written.applied
     if not applied:
         report.counts["lease_lost"] += 1
     elif t.tally:
