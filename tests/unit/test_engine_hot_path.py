@@ -258,6 +258,26 @@ async def test_a_workers_failure_is_the_pools(tmp_path: Path) -> None:
         await engine.ledger.close()
 
 
+class _Died(BaseException):
+    """Not an Exception: a row's outcome never holds it (a simulated kill)."""
+
+
+async def test_a_base_exception_in_a_row_is_the_pools(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+
+    async def dies(item: str) -> str:
+        if item == "k3":
+            raise _Died(item)
+        return item
+
+    items = [f"k{i}" for i in range(40)]
+    try:
+        with pytest.raises(_Died):
+            await batch_pass.each(engine.parts, items, dies, HeldBatch(set(items)), key=lambda k: k)
+    finally:
+        await engine.ledger.close()
+
+
 async def _noop_item(item: str) -> str:
     return item
 

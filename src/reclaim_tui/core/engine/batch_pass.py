@@ -239,9 +239,11 @@ async def each(
         except asyncio.CancelledError:
             finished.cancel()
             raise
-        except Exception as exc:  # the pass's failure, raised as gather raised it
+        except BaseException as exc:  # the pass's failure, raised as gather raised it
             if not finished.done():
                 finished.set_exception(exc)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise  # out of the event loop at once, as from any task
         finally:
             running[0] -= 1
             if not running[0] and not finished.done():
