@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import json
 import os
 import signal
 from collections import Counter
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from reclaim_tui.core import crash
+from reclaim_tui.core import crash, models
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine import batch_pass
 from reclaim_tui.core.engine.batching import HeldBatch
@@ -24,7 +25,7 @@ from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.models import JobSpec, StoredResult
+from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, StoredResult
 from reclaim_tui.core.sinks import CallableSink
 from tests.helpers.fake_engine import engine_on_fakes
 from tests.helpers.python_calls import python_calls
@@ -76,6 +77,23 @@ async def test_a_job_reads_each_row_and_sizes_each_result_in_one_call(tmp_path: 
         await engine.ledger.close()
 
 
+async def test_a_job_calls_the_api_without_a_coroutine_around_each_call(tmp_path: Path) -> None:
+    engine, clock = await engine_on_fakes(tmp_path)
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
+        with python_calls() as seen:
+            sent = await engine.submit(jobs)
+            clock.advance(5)
+            report = await engine.tick()
+        assert sent.counts["sent"] == report.counts["consumed"] == JOBS
+        assert seen[("fakes.py", "create")] == seen[("fakes.py", "get")] == JOBS
+        # A create's or a poll's error is taken as the row's outcome where
+        # the call is awaited: not in a coroutine of its own per call.
+        assert seen[("batch_pass.py", "outcome")] == 0
+    finally:
+        await engine.ledger.close()
+
+
 class _CountingEnviron(dict[str, str]):
     reads = 0
 
@@ -111,8 +129,11 @@ def test_a_forked_child_reads_its_own_crash_target(monkeypatch: pytest.MonkeyPat
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
-async def _pool_run(tmp_path: Path, wait: bool) -> tuple[int, int, list[tuple[Any, Any]]]:
-    """`each` over 100 items with `calls_api=False` (a sink's work): the
+async def _pool_run(
+    tmp_path: Path, wait: bool, polls: bool = False
+) -> tuple[int, int, list[tuple[Any, Any]]]:
+    """`each` over 100 items with `calls_api=False` (a sink's work), or
+    with `polls` as API calls that need not start together (a poll's): the
     tasks it started, the most items in progress at once, the outcomes."""
     engine, _ = await _engine(tmp_path)
     running, most, release = [0], [0], asyncio.Event()
@@ -139,9 +160,15 @@ async def _pool_run(tmp_path: Path, wait: bool) -> tuple[int, int, list[tuple[An
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(asyncio, "create_task", counted)
-            found = await batch_pass.each(
-                engine.parts, items, work, batch, key=lambda k: k, calls_api=False
-            )
+            if polls:
+                assert engine.parts.circuit.warm  # the submit's creates warmed it
+                found = await batch_pass.each(
+                    engine.parts, items, work, batch, key=lambda k: k, at_once=False
+                )
+            else:
+                found = await batch_pass.each(
+                    engine.parts, items, work, batch, key=lambda k: k, calls_api=False
+                )
     finally:
         await engine.ledger.close()
     return created["each.<locals>.worker"], most[0], found
@@ -162,6 +189,137 @@ async def test_work_that_waits_still_fills_the_pool(tmp_path: Path) -> None:
     assert tasks <= 17
 
 
+async def test_a_worker_carries_no_callback_of_the_pool(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+    callbacks: list[int] = []
+
+    async def work(item: str) -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        callbacks.append(len(task._callbacks or ()))
+        await asyncio.sleep(0)
+        return item
+
+    items = [f"k{i}" for i in range(40)]
+    try:
+        found = await batch_pass.each(
+            engine.parts, items, work, HeldBatch(set(items)), key=lambda k: k
+        )
+    finally:
+        await engine.ledger.close()
+    assert found == [(k, k) for k in items]
+    # The pool is waited for as a whole: no callback on each worker (a
+    # gather's, each with a copy of the context).
+    assert set(callbacks) == {0}, callbacks
+
+
+async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+    started, ended, full = [0], [0], asyncio.Event()
+
+    async def work(item: str) -> str:
+        started[0] += 1
+        if started[0] == engine.parts.config.concurrency:
+            full.set()
+        try:
+            await asyncio.sleep(60)
+        finally:
+            await asyncio.sleep(0)  # a worker that takes a step to wind down
+            ended[0] += 1
+        return item
+
+    items = [f"k{i}" for i in range(40)]
+    try:
+        run = asyncio.create_task(
+            batch_pass.each(engine.parts, items, work, HeldBatch(set(items)), key=lambda k: k)
+        )
+        await full.wait()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert ended[0] == started[0] == engine.parts.config.concurrency
+    finally:
+        await engine.ledger.close()
+
+
+async def test_a_workers_failure_is_the_pools(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+
+    def broken(item: str) -> str:
+        raise LookupError(item)  # outside `fn`: the pool's own step failing
+
+    items = [f"k{i}" for i in range(40)]
+    try:
+        with pytest.raises(LookupError):
+            await batch_pass.each(
+                engine.parts, items, _noop_item, HeldBatch(set(items)), key=broken
+            )
+    finally:
+        await engine.ledger.close()
+
+
+class _Died(BaseException):
+    """Not an Exception: a row's outcome never holds it (a simulated kill)."""
+
+
+async def test_a_base_exception_in_a_row_is_the_pools(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+
+    async def dies(item: str) -> str:
+        if item == "k3":
+            raise _Died(item)
+        return item
+
+    items = [f"k{i}" for i in range(40)]
+    try:
+        with pytest.raises(_Died):
+            await batch_pass.each(engine.parts, items, dies, HeldBatch(set(items)), key=lambda k: k)
+    finally:
+        await engine.ledger.close()
+
+
+async def _noop_item(item: str) -> str:
+    return item
+
+
+async def test_polls_answered_at_once_run_on_one_worker(tmp_path: Path) -> None:
+    tasks, most, found = await _pool_run(tmp_path, wait=False, polls=True)
+    assert most == 1
+    assert found == [(f"k{i}", f"K{i}") for i in range(100)]
+    # Not the whole pool started together, a task a poll: one more stands
+    # ready while one runs.
+    assert tasks <= 2, tasks
+
+
+async def test_polls_that_wait_still_fill_the_pool(tmp_path: Path) -> None:
+    tasks, most, found = await _pool_run(tmp_path, wait=True, polls=True)
+    assert found == [(f"k{i}", f"K{i}") for i in range(100)]
+    assert most == 16  # the calls in flight the limit allows, all at once
+    assert tasks <= 17
+
+
+async def test_a_tick_polls_answers_that_come_at_once_on_few_workers(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+    created = Counter[str]()
+    real = asyncio.create_task
+
+    def counted(coro: Any, **kw: Any) -> Any:
+        created[coro.__qualname__] += 1
+        return real(coro, **kw)
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(asyncio, "create_task", counted)
+            report = await engine.tick()
+        assert report.counts["consumed"] == JOBS
+        # The fake answers every poll at once: two workers a batch of polls
+        # (one running, one ready) and two its sink's, not a task a row.
+        batches = created["_heartbeat"]  # a batch held, a heartbeat
+        assert created["each.<locals>.worker"] <= 4 * batches < JOBS, created
+    finally:
+        await engine.ledger.close()
+
+
 async def test_a_submit_encodes_each_spec_once(tmp_path: Path) -> None:
     clock = ManualClock()
     ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
@@ -178,19 +336,27 @@ async def test_a_submit_encodes_each_spec_once(tmp_path: Path) -> None:
         await ledger.close()
 
 
-def test_a_spec_with_other_labels_keeps_every_other_field() -> None:
+def test_a_spec_read_with_other_labels_keeps_every_other_field() -> None:
     spec = JobSpec(
         input=[{"type": "text", "text": "x"}],
         model="",
         config={"system_instruction": "be brief"},
         key="own-key",
         agent="deep-research",
-        labels={"team": "a"},
+        labels={"team": "a", "kind": "k"},
         deadline=60.0,
         previous="prev-key",
     )
-    labels = {"team": "b", "attempt": "1"}
-    assert spec.with_labels(labels) == dataclasses.replace(spec, labels=labels)
+    text = spec.to_json()
+    read = JobSpec.from_json(text)
+    assert read == dataclasses.replace(spec, key=None)  # the key is not in the text
+    labels = {"team": "b", ATTEMPT_LABEL: "1"}
+    config = {"previous_interaction_id": "i-1"}
+    made = JobSpec.from_fields(json.loads(text), config=config, labels=labels)
+    merged = {"team": "b", "kind": "k", ATTEMPT_LABEL: "1"}
+    assert made == dataclasses.replace(read, labels=merged, config=config)
+    assert list(made.labels) == ["kind", "team", ATTEMPT_LABEL]  # the order the create sends
+    assert JobSpec.from_fields(json.loads(text)) == read
     assert {f.name for f in dataclasses.fields(JobSpec)} == {
         "input",
         "model",
@@ -200,4 +366,33 @@ def test_a_spec_with_other_labels_keeps_every_other_field() -> None:
         "labels",
         "deadline",
         "previous",
-    }  # a new field: with_labels must carry it too
+    }  # a new field: from_fields must carry it too
+
+
+async def test_a_row_sent_makes_its_spec_once(tmp_path: Path) -> None:
+    engine, _ = await engine_on_fakes(tmp_path)
+    made = [0]
+    real = models._make_spec
+
+    def counted(*args: Any, **kw: Any) -> JobSpec:
+        made[0] += 1
+        return real(*args, **kw)
+
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m", labels={"team": "a"}) for i in range(JOBS)]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(models, "_make_spec", counted)
+            report = await engine.submit(jobs)
+        assert report.counts["sent"] == JOBS
+        # Read from its row with the attempt's label, once: not read, then
+        # copied with its labels.
+        assert made[0] == JOBS
+        backend = engine.parts.backend
+        assert isinstance(backend, FakeBackend)
+        sent = [remote.spec for remote in backend.remotes.values()]
+        assert sorted(s.input for s in sent) == sorted(j.input for j in jobs)
+        # Its own labels, then the attempt's, as the create sends them.
+        assert all(list(s.labels) == ["team", ATTEMPT_LABEL] for s in sent), sent[0]
+        assert all(s.labels["team"] == "a" and s.labels[ATTEMPT_LABEL] for s in sent)
+    finally:
+        await engine.ledger.close()

@@ -6,6 +6,7 @@ few coroutine frames per row sent."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import sys
@@ -16,12 +17,14 @@ from typing import Any
 
 import pytest
 
+from reclaim_tui.core.engine.batching import GroupCommit
 from reclaim_tui.core.ledger.compare_and_set import result_params, transition_columns
 from reclaim_tui.core.ledger.sqlite import thread_writes
 from reclaim_tui.core.models import (
     JobSpec,
     RemoteInteraction,
     RemoteState,
+    Row,
     Status,
     Transition,
 )
@@ -127,11 +130,13 @@ async def test_a_row_sent_runs_in_few_coroutine_frames(tmp_path: Path) -> None:
         assert report.counts["sent"] == JOBS
         # A coroutine frame entered (started or resumed) is a frame object
         # and a resumption through every frame below it. A row's send: its
-        # own coroutine and the one that commits its handle (5 entries a
-        # row), each resumed when its write is durable; its two writes are
-        # futures it awaits, not coroutines of their own.
+        # own coroutine (3 entries a row: started, resumed when each of its
+        # writes is durable); its two writes are futures it awaits, not
+        # coroutines of their own, and so is its handle's.
         assert entered["apply"] == entered["mark_sending"] == entered["_submit"] == 0
-        assert sum(entered.values()) <= 7 * JOBS, entered
+        assert entered["_committed"] == 0
+        assert entered["_send_one"] == 3 * JOBS
+        assert sum(entered.values()) <= 5 * JOBS, entered
     finally:
         await ledger.close()
 
@@ -141,3 +146,73 @@ async def test_a_batch_reads_its_rows_keys_without_a_python_call(tmp_path: Path)
     # `each` asks every row of every batch for its key: an attrgetter, not
     # a lambda of batch_pass.py called for every row of every batch.
     assert seen[("batch_pass.py", "<lambda>")] == 0
+
+
+async def test_the_writes_of_a_group_commit_share_one_future(tmp_path: Path) -> None:
+    engine, _ = await engine_on_fakes(tmp_path)
+    ledger = engine.ledger
+    handed: list[object] = []  # kept: a future's id is not reused meanwhile
+    commits = [0]
+
+    def handing(name: str) -> Any:
+        real = getattr(GroupCommit, name)
+
+        def hand(self: GroupCommit, *args: Any, **kw: Any) -> Any:
+            future = real(self, *args, **kw)
+            handed.append(future)
+            return future
+
+        return hand
+
+    def counting(real: Any) -> Any:
+        async def commit(*args: Any, **kw: Any) -> Any:
+            commits[0] += 1
+            return await real(*args, **kw)
+
+        return commit
+
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
+        with pytest.MonkeyPatch.context() as patch:
+            for name in ("mark_sending", "apply"):
+                patch.setattr(GroupCommit, name, handing(name))
+            for name in ("write_batch", "write_and_claim_sendable"):
+                patch.setattr(ledger, name, counting(getattr(ledger, name)))
+            report = await engine.submit(jobs)
+        assert report.counts["sent"] == JOBS
+        assert len(handed) == 2 * JOBS  # a row's attempt and its handle
+        # One future a commit, which its writers read their outcomes from,
+        # not one a write.
+        assert len({id(f) for f in handed}) <= commits[0] < JOBS // 4, commits
+    finally:
+        await ledger.close()
+
+
+async def test_a_writer_cancelled_leaves_the_others_their_commit(tmp_path: Path) -> None:
+    engine, _ = await engine_on_fakes(tmp_path)
+    ledger = engine.ledger
+    await engine.submit([JobSpec(input=f"job {i}", model="m") for i in range(2)], send=False)
+    claim = await ledger.claim_sendable(engine.parts.owner, limit=2, lease_seconds=60)
+    first, second = (r.idem for r in claim.rows)
+    commit = GroupCommit(ledger, engine.parts.owner, engine.parts.config.actor)
+    ends: dict[str, object] = {}
+
+    async def mark(idem: str) -> None:
+        try:
+            ends[idem] = (await commit.mark_sending(idem)).marked.get(idem)
+        except asyncio.CancelledError:
+            ends[idem] = "cancelled"
+            raise
+
+    try:
+        one, two = asyncio.create_task(mark(first)), asyncio.create_task(mark(second))
+        await asyncio.sleep(0)  # both wait on the same commit
+        one.cancel()
+        await asyncio.gather(one, two, return_exceptions=True)
+        assert ends[first] == "cancelled"
+        marked = ends[second]
+        assert isinstance(marked, Row) and marked.inflight
+        row = await ledger.get(first)
+        assert row is not None and row.inflight  # its write went in the commit all the same
+    finally:
+        await ledger.close()

@@ -172,36 +172,35 @@ class JobSpec:
             body["previous"] = self.previous
         return _CANONICAL.encode(body)
 
-    def with_labels(self, labels: Mapping[str, str]) -> JobSpec:
-        """The same job with `labels` (as `dataclasses.replace`, which finds
-        the fields anew each call: this is made for every create sent)."""
-        return _make_spec(
-            self.input,
-            self.model,
-            self.config,
-            self.key,
-            self.agent,
-            labels,
-            self.deadline,
-            self.previous,
-        )
-
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
-        data = json.loads(text)
+        return cls.from_fields(json.loads(text))
+
+    @classmethod
+    def from_fields(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        config: Mapping[str, Any] | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> JobSpec:
+        """The spec of `to_json`'s parsed text; `config` in place of its
+        own, `labels` merged over its own (a create's attempt label): a spec
+        sent is made once, not read and then copied with its labels."""
+        own = data.get("labels") or {}
         return _make_spec(
             input=data["input"],
             model=data.get("model") or "",
-            config=data.get("config") or {},
+            config=(data.get("config") or {}) if config is None else config,
             agent=data.get("agent"),
-            labels=data.get("labels") or {},
+            labels={**own, **labels} if labels is not None else own,
             deadline=data.get("deadline"),
             previous=data.get("previous"),
         )
 
 
 #: `JobSpec(...)` without a call per field (core/frozen_make.py):
-#: a spec is read back for every row sent, and labelled for every create.
+#: a spec is read back, with its attempt's label, for every row sent.
 _make_spec = maker(JobSpec)
 #: The encoder of `json.dumps(..., sort_keys=True, ensure_ascii=False,
 #: separators=(",", ":"))`, made once: `dumps` with any option builds a new

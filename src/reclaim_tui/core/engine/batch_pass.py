@@ -161,6 +161,7 @@ async def each(
     key: Callable[[Any], str] = operator.attrgetter("idem"),
     *,
     calls_api: bool = True,
+    at_once: bool = True,
 ) -> list[tuple[Any, Any]]:
     """Run fn over items with at most `concurrency` calls in flight (a pool
     of workers, not a task per item: a 2,000-row batch costs 16 tasks);
@@ -170,11 +171,12 @@ async def each(
     Python call an item).
 
     API calls start together (all the pool's workers at once: a send's
-    attempts then share one group commit). Other work (a sink) starts a
-    worker only when the running ones all wait: each worker that takes an
-    item makes sure one more stands ready, so work that waits fills the
-    pool, and work that finishes at once runs on one worker, not a task
-    an item."""
+    attempts then share one group commit). Other work (a sink), and calls
+    that need not start together (`at_once=False`: a poll, whose outcomes
+    are written after the batch), start a worker only when the running ones
+    all wait: each worker that takes an item makes sure one more stands
+    ready, so work that waits fills the pool, and work that finishes at
+    once runs on one worker, not a task an item."""
     circuit = parts.circuit
     outs: dict[int, Any] = {}
     queue = iter(enumerate(items))
@@ -191,47 +193,81 @@ async def each(
     first = parts.config.concurrency if limit is None else limit.current
     ready = [0]  # workers started and not running yet
     last = len(items) - 1
+    lazy = not (calls_api and at_once)  # a worker more only when the running ones wait
+
+    def bound() -> int:
+        """The most workers now: the calls in flight the limit allows."""
+        return first if limit is None else limit.current
+
     # The workers reach `spawn` through this list, and `spawn` reaches the
     # workers: a cycle, which would hold the finished tasks, the items and
     # the outcomes until the collector next ran. Emptied at the end, it
     # breaks, and all of it goes as soon as the caller drops the outcomes.
     spawner: list[Callable[[], None]] = []
+    # Set when the last worker ends (or one fails): awaited in place of a
+    # gather, which would add a callback, with a copy of the context, to
+    # every worker (a batch of calls in flight is a worker a row).
+    finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    running = [0]  # workers started and not ended; only a running one spawns more
 
     async def worker(n: int) -> None:
         ready[0] -= 1
-        if n > 0:
-            await go.wait()
         try:
-            for index, item in queue:
-                idem = key(item)
-                if not batch.holds(idem) or (calls_api and circuit.open):
-                    continue
-                batch.started.add(idem)
-                if not calls_api and index < last and not ready[0] and len(tasks) < first:
-                    spawner[0]()  # to take the next item if this one waits
-                started = time.perf_counter()
-                try:
-                    outs[index] = await fn(item)
-                except Exception as exc:
-                    outs[index] = exc
-                if circuit.warm or circuit.open:
-                    go.set()
-                if limit is not None and _paced(limit, outs[index], started, n, tasks, spawner[0]):
-                    return  # the limit shrank below this worker
+            if n > 0:
+                await go.wait()
+            try:
+                for index, item in queue:
+                    idem = key(item)
+                    if not batch.holds(idem) or (calls_api and circuit.open):
+                        continue
+                    batch.started.add(idem)
+                    if lazy and index < last and not ready[0] and len(tasks) < bound():
+                        spawner[0]()  # to take the next item if this one waits
+                    started = time.perf_counter()
+                    try:
+                        outs[index] = await fn(item)
+                    except Exception as exc:
+                        outs[index] = exc
+                    if circuit.warm or circuit.open:
+                        go.set()
+                    if limit is not None and _paced(
+                        limit, outs[index], started, n, tasks, None if lazy else spawner[0]
+                    ):
+                        return  # the limit shrank below this worker
+            finally:
+                go.set()
+        except asyncio.CancelledError:
+            finished.cancel()
+            raise
+        except BaseException as exc:  # the pass's failure, raised as gather raised it
+            if not finished.done():
+                finished.set_exception(exc)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise  # out of the event loop at once, as from any task
         finally:
-            go.set()
+            running[0] -= 1
+            if not running[0] and not finished.done():
+                finished.set_result(None)
 
     def spawn() -> None:
         ready[0] += 1
+        running[0] += 1
         tasks.append(asyncio.create_task(worker(len(tasks))))
 
     spawner.append(spawn)
-    for _ in range(min(first if calls_api else 1, len(items))):
+    for _ in range(min(1 if lazy else first, len(items))):
         spawn()
-    # Workers may start more while they run: gather them all.
-    while pending := [t for t in tasks if not t.done()]:
-        await asyncio.gather(*pending)
-    spawner.clear()
+    try:
+        if tasks:
+            await finished
+    except asyncio.CancelledError:
+        # As a cancelled gather: the workers are cancelled, and waited for.
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        raise
+    finally:
+        spawner.clear()
     return [(items[i], outs[i]) for i in sorted(outs)]
 
 
@@ -241,13 +277,14 @@ def _paced(
     started: float,
     worker: int,
     tasks: list[asyncio.Task[None]],
-    spawn: Callable[[], None],
+    spawn: Callable[[], None] | None,
 ) -> bool:
-    """Tell the limit about one call; spawn the workers it now allows. True
+    """Tell the limit about one call; spawn the workers it now allows (none
+    without `spawn`: a pool that grows only when its workers wait). True
     when the calling worker (the `worker`-th spawned) is above the limit
     and must stop."""
     cause = out.cause if isinstance(out, BackendError) else None
     target = limit.observe(time.perf_counter() - started, cause)
-    while len(tasks) < target:
+    while spawn is not None and len(tasks) < target:
         spawn()
     return worker >= target

@@ -22,7 +22,7 @@ from reclaim_tui.core.ledger.port import Claim, Ledger
 from reclaim_tui.core.models import Actor, Row
 from reclaim_tui.errors import LedgerError
 
-__all__ = ["GroupCommit", "HeldBatch", "Rider", "holding"]
+__all__ = ["GroupCommit", "HeldBatch", "Rider", "Written", "holding"]
 
 #: a group commit's writes (sending, transitions) with the next batch's claim
 Rider = Callable[
@@ -112,10 +112,36 @@ async def _heartbeat(ledger: Ledger, owner: str, batch: HeldBatch, lease_seconds
             break
 
 
+class Written:
+    """What one group commit wrote: the rows it marked sending, by key, and
+    the keys whose transitions applied."""
+
+    __slots__ = ("applied", "marked")
+
+    def __init__(self, marked: dict[str, Row], applied: set[str]) -> None:
+        self.marked = marked
+        self.applied = applied
+
+
+class _Commit(asyncio.Future[Written]):
+    """The future of one group commit, awaited by every writer in it. A
+    writer's task that is cancelled does not cancel it (the others' writes
+    are theirs): that writer is woken when the commit ends, then cancelled.
+    Only the group commit itself gives it up (`abandon`)."""
+
+    def cancel(self, msg: Any = None) -> bool:
+        return False
+
+    def abandon(self) -> None:
+        super().cancel()
+
+
 class GroupCommit:
     """Writes that arrive while a commit is running wait for the next one and
     go together, in one transaction (`Ledger.write_batch`). Every caller
-    waits for its own write to be durable."""
+    waits for its own write to be durable: on the future of the commit its
+    write goes in, one for all the writes of that commit, whose `Written`
+    it reads its own outcome from."""
 
     def __init__(
         self, ledger: Ledger, owner: str, actor: Actor, *, rider: Rider | None = None
@@ -123,7 +149,9 @@ class GroupCommit:
         self._ledger = ledger
         self._owner = owner
         self._actor = actor
-        self._pending: list[tuple[str | Transition, asyncio.Future[Any]]] = []
+        self._pending: list[str | Transition] = []
+        #: the future of the commit `_pending` will go in (None: none pending)
+        self._next: _Commit | None = None
         self._task: asyncio.Task[None] | None = None
         #: writes the last write of a batch with the next batch's claim
         self._rider = rider
@@ -131,41 +159,46 @@ class GroupCommit:
         #: the claim taken with the last write (None: none was taken)
         self.next_claim: Claim | None = None
 
-    def mark_sending(self, idem: str) -> asyncio.Future[Row | None]:
-        """Commit the row's next attempt: a future of the row as marked, or
-        None if this process no longer holds it. A future to await, not a
-        coroutine: every row sent asks for two writes, and a coroutine
-        around each future is two more objects and a frame more to resume."""
+    def mark_sending(self, idem: str) -> asyncio.Future[Written]:
+        """Commit the row's next attempt: the future of its commit, whose
+        `marked` has the row as marked (not there if this process no longer
+        holds it). A future to await, not a coroutine: every row sent asks
+        for two writes, and a coroutine around each future is two more
+        objects and a frame more to resume."""
         return self._submit(idem)
 
-    def apply(self, transition: Transition, *, last: bool = False) -> asyncio.Future[bool]:
-        """Commit one transition: a future of whether the compare-and-set
-        applied. `last`: the batch's last write, committed with the next
-        batch's claim."""
+    def apply(self, transition: Transition, *, last: bool = False) -> asyncio.Future[Written]:
+        """Commit one transition: the future of its commit, whose `applied`
+        has its key if the compare-and-set applied. `last`: the batch's last
+        write, committed with the next batch's claim."""
         if last:
             self._last = transition
         return self._submit(transition)
 
-    def _submit(self, item: str | Transition) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending.append((item, future))
+    def _submit(self, item: str | Transition) -> asyncio.Future[Written]:
+        future = self._next
+        if future is None:
+            future = self._next = _Commit()
+        self._pending.append(item)
         if self._task is None:
             self._task = asyncio.create_task(self._drain())
         return future
 
     async def _drain(self) -> None:
         try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                await self._commit(batch)
+            while self._next is not None:
+                batch, future = self._pending, self._next
+                self._pending, self._next = [], None
+                await self._commit(batch, future)
         finally:
             self._task = None
-            for _, future in self._pending:  # only if cancelled mid-drain
-                future.cancel()
+            if self._next is not None:  # only if cancelled mid-drain
+                self._next.abandon()
+                self._pending, self._next = [], None
 
-    async def _commit(self, batch: list[tuple[str | Transition, asyncio.Future[Any]]]) -> None:
-        sending = [item for item, _ in batch if isinstance(item, str)]
-        todo = [item for item, _ in batch if isinstance(item, Transition)]
+    async def _commit(self, batch: list[str | Transition], future: _Commit) -> None:
+        sending = [item for item in batch if isinstance(item, str)]
+        todo = [item for item in batch if isinstance(item, Transition)]
         try:
             if self._rider is not None and any(t is self._last for t in todo):
                 marked, applied, self.next_claim = await self._rider(sending, todo)
@@ -173,18 +206,10 @@ class GroupCommit:
                 marked, applied = await self._ledger.write_batch(
                     self._owner, self._actor, sending=sending, transitions=todo
                 )
+        except asyncio.CancelledError:
+            future.abandon()
+            raise
         except BaseException as exc:
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
-            if isinstance(exc, asyncio.CancelledError):
-                raise
+            future.set_exception(exc)
             return
-        done = set(applied)
-        for item, future in batch:
-            if future.done():
-                continue
-            if isinstance(item, str):
-                future.set_result(marked.get(item))
-            else:
-                future.set_result(item.idem in done)
+        future.set_result(Written(marked, set(applied)))

@@ -105,7 +105,9 @@ async def _polled(
     polls the answer budget deferred. A deferred poll is no outcome: its row
     is given back, not polled, and stays due (the next claim of this pass
     takes it again)."""
-    outcomes = await batch_pass.each(parts, rows, get_one, batch)
+    # Polls need not start together (their outcomes are written after the
+    # batch): a worker more only while the running ones wait for answers.
+    outcomes = await batch_pass.each(parts, rows, get_one, batch, at_once=False)
     deferred = {r.idem for r, o in outcomes if isinstance(o, AnswerDeferred)}
     if not deferred:
         return outcomes, 0
@@ -203,8 +205,14 @@ async def _get_one(
     parts: EngineParts, budget: AnswerBudget, row: Row
 ) -> RemoteInteraction | polling.Overdue | Exception:
     assert row.handle is not None, "submitted rows always have a handle"
+    out: RemoteInteraction | Exception
     with polling_under(budget, row.idem):
-        out = await batch_pass.outcome(parts.backend.get(row.handle))
+        # The answer or its error: the row's outcome (rule 7), taken here
+        # rather than through batch_pass.outcome, a coroutine more a poll.
+        try:
+            out = await parts.backend.get(row.handle)
+        except Exception as exc:
+            out = exc
     if isinstance(out, AnswerDeferred):
         return out  # no answer read: nothing for the circuit to learn
     parts.circuit.record(out)

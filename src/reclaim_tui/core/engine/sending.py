@@ -9,21 +9,30 @@ an orphan, else cancelled only when provably a duplicate.
 
 from __future__ import annotations
 
-import dataclasses
+import asyncio
 import functools
 import itertools
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
 
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.engine import batch_pass, transitions
-from reclaim_tui.core.engine.batching import GroupCommit
+from reclaim_tui.core.engine.batching import GroupCommit, Written
 from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.engine.transitions import describe
 from reclaim_tui.core.ledger import inbox
 from reclaim_tui.core.ledger.port import Claim
-from reclaim_tui.core.models import ATTEMPT_LABEL, PassReport, Row, Status, Transition
+from reclaim_tui.core.models import (
+    ATTEMPT_LABEL,
+    JobSpec,
+    PassReport,
+    RemoteInteraction,
+    Row,
+    Status,
+    Transition,
+)
 from reclaim_tui.errors import BackendError, LedgerError
 
 __all__ = ["send_reserved"]
@@ -190,35 +199,45 @@ async def _send_one(
     (its lease lost, a failure) is counted off at its end."""
     counted = False
     try:
-        job = row.job
-        if job.previous is not None:
+        # The spec's fields: its JobSpec is made once, with the attempt's
+        # label, when the attempt is known.
+        fields = json.loads(row.spec)
+        config = None
+        if (key := fields.get("previous")) is not None:
             # A chain: sent only once the job it continues is done, as a
             # follow-up of that job's interaction.
-            previous = await parts.ledger.get(job.previous)
+            previous = await parts.ledger.get(key)
             hold = transitions.before_chain(row, previous, parts.config, parts.clock.now())
             if hold is not None:
                 counted = True
-                await _committed(commit, hold, report, last=_finishing(unfinished))
+                written = await _committing(commit, hold, report, last=_finishing(unfinished))
+                _counted(hold, written, report)
                 return
             assert previous is not None and previous.handle is not None
-            config = {**job.config, "previous_interaction_id": previous.handle}
-            job = dataclasses.replace(job, config=config)
-        sending = await commit.mark_sending(row.idem)
+            config = {**(fields.get("config") or {}), "previous_interaction_id": previous.handle}
+        sending = (await commit.mark_sending(row.idem)).marked.get(row.idem)
         if sending is None:
             report.counts["lease_lost"] += 1
             return
         # The create names its attempt too: recovery adopts only an
         # interaction made for the row's current attempt.
-        labels = {**job.labels, ATTEMPT_LABEL: sending.attempt_tag or ""}
-        job = job.with_labels(labels)
+        labels = {ATTEMPT_LABEL: sending.attempt_tag or ""}
+        job = JobSpec.from_fields(fields, config=config, labels=labels)
         crashpoint("before_create")
-        out = await batch_pass.outcome(parts.backend.create(job, sending.idem))
+        # The call's answer or its error: the row's outcome (rule 7), taken
+        # here rather than through batch_pass.outcome, a coroutine more a row.
+        out: RemoteInteraction | Exception
+        try:
+            out = await parts.backend.create(job, sending.idem)
+        except Exception as exc:
+            out = exc
         parts.circuit.record(out)
         crashpoint("after_create_before_handle")
         t = transitions.after_create(sending, out, parts.config, parts.clock.now())
         handle = t.changes.get("handle")
         counted = True
-        if not await _committed(commit, t, report, last=_finishing(unfinished)):
+        written = await _committing(commit, t, report, last=_finishing(unfinished))
+        if not _counted(t, written, report):
             if handle:
                 late.append((sending, handle))
         else:
@@ -238,12 +257,20 @@ def _finishing(unfinished: list[int]) -> bool:
     return unfinished[0] == 0
 
 
-async def _committed(
+def _committing(
     commit: GroupCommit, t: Transition, report: PassReport, *, last: bool = False
-) -> bool:
+) -> asyncio.Future[Written]:
+    """Hand `t` to the group commit (its error reported now): the future to
+    await and then give to `_counted`. Two plain calls around the await, not
+    a coroutine of their own: every row sent makes this write."""
     if t.error:
         report.error(t.idem, t.error)
-    applied = await commit.apply(t, last=last)
+    return commit.apply(t, last=last)
+
+
+def _counted(t: Transition, written: Written, report: PassReport) -> bool:
+    """Whether `t` applied in the commit that `written` is, counted in the report."""
+    applied = t.idem in written.applied
     if not applied:
         report.counts["lease_lost"] += 1
     elif t.tally:
