@@ -216,3 +216,39 @@ async def test_a_writer_cancelled_leaves_the_others_their_commit(tmp_path: Path)
         assert row is not None and row.inflight  # its write went in the commit all the same
     finally:
         await ledger.close()
+
+
+async def test_a_shutdown_that_cancels_every_task_ends_a_commits_writers(tmp_path: Path) -> None:
+    # A shutdown (asyncio.run's clean-up, the console's worker host) cancels every task
+    # in one turn of the loop: the drain task of a commit may be cancelled before its
+    # first step. Its writers must end, not wait on a commit that will never run.
+    engine, _ = await engine_on_fakes(tmp_path)
+    ledger = engine.ledger
+    commit = GroupCommit(ledger, engine.parts.owner, engine.parts.config.actor)
+
+    async def mark(idem: str) -> None:
+        await commit.mark_sending(idem)
+
+    try:
+        writer = asyncio.create_task(mark("k"))
+        await asyncio.sleep(0)  # the writer has asked; the drain task has not started
+        drain = commit._task
+        assert drain is not None and not drain.done()
+        writer.cancel()
+        drain.cancel()
+        turns = 0
+        while not writer.done() and turns < 50:
+            await asyncio.sleep(0)
+            turns += 1
+        assert writer.done() and writer.cancelled(), f"the writer still waits after {turns} turns"
+        assert commit._task is None
+        # and the next write starts a commit of its own
+        await engine.submit([JobSpec(input="after", model="m")], send=False)
+        claim = await ledger.claim_sendable(engine.parts.owner, limit=1, lease_seconds=60)
+        (row,) = claim.rows
+        written = await commit.mark_sending(row.idem)
+        assert row.idem in written.marked
+    finally:
+        if commit._next is not None:  # the failure above: free the writer for the teardown
+            commit._next.abandon()
+        await ledger.close()

@@ -181,8 +181,21 @@ class GroupCommit:
             future = self._next = _Commit()
         self._pending.append(item)
         if self._task is None:
-            self._task = asyncio.create_task(self._drain())
+            self._task = task = asyncio.create_task(self._drain())
+            task.add_done_callback(self._drained)
         return future
+
+    def _drained(self, task: asyncio.Task[None]) -> None:
+        """A drain task cancelled before its first step (a shutdown cancels
+        every task at once) never runs its `finally`: its writers, whose
+        shared future refuses their own cancel, would wait for ever. Give up
+        that commit here. A drain that ran has already let go of `_task`."""
+        if self._task is not task:
+            return
+        self._task = None
+        if self._next is not None:
+            self._next.abandon()
+            self._pending, self._next = [], None
 
     async def _drain(self) -> None:
         try:
