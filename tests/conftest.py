@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,16 @@ def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
     monkeypatch.delenv("RECLAIM_CONFIG", raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def trace_hook_kept() -> Iterator[None]:
+    """A test that sets its own trace hook puts back the one it found: under CI
+    that is coverage's tracer, and a hook left at None leaves every later test
+    of the process unmeasured (the floors then fail by chance)."""
+    before = sys.gettrace()
+    yield
+    assert sys.gettrace() is before, "a trace hook was left in place of the one before"
 
 
 @pytest.fixture

@@ -41,11 +41,14 @@ def lines_run(file_name: str) -> Iterator[list[int]]:
             return local
         return None
 
+    # The hook in place before (coverage's tracer, under CI) goes back after: left
+    # at None, the rest of this process's tests would run unmeasured.
+    before = sys.gettrace()
     sys.settrace(call)
     try:
         yield count
     finally:
-        sys.settrace(None)
+        sys.settrace(before)
 
 
 async def test_a_new_window_frees_no_drawn_line_in_the_key() -> None:
