@@ -11,6 +11,7 @@ import pytest
 from textual import messages
 from textual.geometry import Region
 from textual.screen import Screen
+from textual.scrollbar import ScrollBar
 
 from reclaim_tui.tui.widgets.loop_log import LoopLog
 
@@ -19,13 +20,18 @@ from .pilot_helpers import SIZE, press, settle
 
 
 def _count_layouts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The widgets a layout of the screen was asked for, in order."""
+    """The widgets a layout of the screen was asked for, in order. Another
+    widget's scrollbar is left out: the table's and the detail's move on their
+    own timers (the ages redrawn every second), not on a log line; under a
+    loaded CI one such layout landed in these frames once in three runs."""
     asked: list[str] = []
     real = Screen.post_message
 
     def post_message(self: Screen[Any], message: Any) -> bool:
         if isinstance(message, messages.Layout):
-            asked.append(f"{type(message.widget).__name__}#{message.widget.id}")
+            widget = message.widget
+            if not (isinstance(widget, ScrollBar) and not isinstance(widget.parent, LoopLog)):
+                asked.append(f"{type(widget).__name__}#{widget.id}")
         return real(self, message)
 
     monkeypatch.setattr(Screen, "post_message", post_message)
