@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,10 +123,11 @@ def test_an_interpreter_setting_is_execd_not_forked(monkeypatch: pytest.MonkeyPa
     assert run.returncode == 0 and sys.executable in run.args
 
 
-def test_a_background_tick_can_be_polled_killed_and_waited_for(
+def _slow_tick(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    # Workspace.popen_tick's forked process: a sink that sleeps keeps it running.
+) -> tuple[Any, forkserver.ForkedProcess]:
+    """Workspace.popen_tick's forked process, kept running by a sink that sleeps;
+    with its workspace."""
     from tests.helpers.procs import Workspace
 
     monkeypatch.delenv("RECLAIM_TEST_EXEC", raising=False)
@@ -134,6 +136,13 @@ def test_a_background_tick_can_be_polled_killed_and_waited_for(
     ws.env_extra["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{clean_env()['PYTHONPATH']}"
     proc = ws.popen_tick("--sink", "slow:x", *OFFLINE)
     assert isinstance(proc, forkserver.ForkedProcess)
+    return ws, proc
+
+
+def test_a_background_tick_can_be_polled_killed_and_waited_for(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ws, proc = _slow_tick(monkeypatch, tmp_path)
     assert proc.poll() is None
     with pytest.raises(subprocess.TimeoutExpired):
         proc.wait(timeout=0.2)
@@ -177,14 +186,7 @@ def test_the_cli_process_is_the_servers_own_child(
 ) -> None:
     # One fork a request: under the suite's coverage every fork starts coverage again
     # and writes a data file, so a watcher process between the two cost as much again.
-    from tests.helpers.procs import Workspace
-
-    monkeypatch.delenv("RECLAIM_TEST_EXEC", raising=False)
-    (tmp_path / "slow.py").write_text("import time\ntime.sleep(60)\n")
-    ws = Workspace(tmp_path / "ws", emulator=None, use_recording_sink=False)
-    ws.env_extra["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{clean_env()['PYTHONPATH']}"
-    proc = ws.popen_tick("--sink", "slow:x", *OFFLINE)
-    assert isinstance(proc, forkserver.ForkedProcess)
+    _, proc = _slow_tick(monkeypatch, tmp_path)
     try:
         assert _parent_of(proc.pid) == forkserver._get(clean_env()).proc.pid
     finally:
