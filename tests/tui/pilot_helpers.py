@@ -2,10 +2,10 @@
 wait for an effect.
 
 Nothing here waits on time. `settle` waits until no worker (but the loop) runs,
-no key waits for its burst to end and every message queue of the screen is
-drained, twice in a row: a message may start a worker, a worker may post a
-message. `until` waits for the effect
-a test asserts — a widget's state or a ledger row — with a generous limit
+no key waits for its burst to end, every message queue of the screen is
+drained and no layout or after-refresh callback is pending, twice in a row:
+a message may start a worker, a worker may post a message. `until` waits for
+the effect a test asserts — a widget's state or a ledger row — with a generous limit
 that only matters when the effect never comes (a CI box under load is slow,
 not wrong).
 """
@@ -64,8 +64,22 @@ def _pumps(app: ReclaimApp) -> list[MessagePump]:
 
 
 def _queued(app: ReclaimApp) -> bool:
-    """Any message still waiting in the queue of a pump of the screen."""
-    return any(not pump._message_queue.empty() for pump in _pumps(app))
+    """Any message still waiting in the queue of a pump of the screen, or a
+    step Textual keeps outside the queues: a layout a widget or the screen
+    still has to ask for (the flag waits for the pump's next idle, or the
+    screen's update timer) and a callback waiting for the screen's next
+    refresh (`call_after_refresh`). Under load the update timer fires late,
+    and a settle that saw only empty queues came back before the log had
+    wrapped its lines at the width its new scrollbar left."""
+    pumps = _pumps(app)
+    if any(not pump._message_queue.empty() for pump in pumps):
+        return True
+    if app._exit or app._closing or not app.is_running:
+        return False  # a console on its way out lays nothing out again
+    screen = app.screen
+    if screen._callbacks or screen._layout_required or screen._scroll_required:
+        return True
+    return any(pump._next_callbacks or getattr(pump, "_layout_required", False) for pump in pumps)
 
 
 async def settle(pilot: Pilot[None], limit: float = EFFECT_LIMIT) -> None:
