@@ -242,6 +242,49 @@ async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path:
         await engine.ledger.close()
 
 
+async def test_a_rows_stray_cancel_leaves_the_others_in_flight_their_calls(
+    tmp_path: Path,
+) -> None:
+    """A CancelledError out of one row's step, with nobody cancelling the
+    pass (a group commit given up under it): the pass ends cancelled, as a
+    gather did, but the calls the other workers have in flight come back
+    (a create cut off mid-flight is an outcome nobody knows); no new one
+    starts."""
+    engine, _ = await _engine(tmp_path)
+    concurrency = engine.parts.config.concurrency
+    started: list[str] = []
+    finished: list[str] = []
+    full, release = asyncio.Event(), asyncio.Event()
+
+    async def work(item: str) -> str:
+        started.append(item)
+        if len(started) == concurrency:
+            full.set()
+        if item == "k0":
+            await full.wait()
+            raise asyncio.CancelledError  # not the pass's cancel
+        await release.wait()  # a create in flight
+        finished.append(item)
+        return item
+
+    items = [f"k{i}" for i in range(40)]
+    try:
+        run = asyncio.create_task(
+            batch_pass.each(engine.parts, items, work, HeldBatch(set(items)), key=lambda k: k)
+        )
+        await full.wait()
+        for _ in range(20):
+            await asyncio.sleep(0)  # k0's cancel reaches the pool
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    finally:
+        await engine.ledger.close()
+    in_flight = [f"k{i}" for i in range(1, concurrency)]
+    assert sorted(finished) == sorted(in_flight)
+    assert sorted(started) == sorted(["k0", *in_flight])
+
+
 async def test_a_workers_failure_is_the_pools(tmp_path: Path) -> None:
     engine, _ = await _engine(tmp_path)
 

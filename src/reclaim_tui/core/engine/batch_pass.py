@@ -209,6 +209,11 @@ async def each(
     # every worker (a batch of calls in flight is a worker a row).
     finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     running = [0]  # workers started and not ended; only a running one spawns more
+    # A CancelledError out of a row's step while nobody cancelled the pass
+    # (a group commit given up under it): the pass ends cancelled, as a
+    # gather would have, once the calls the other workers have in flight
+    # come back; none starts another.
+    stray: list[BaseException] = []
 
     async def worker(n: int) -> None:
         ready[0] -= 1
@@ -217,6 +222,8 @@ async def each(
                 await go.wait()
             try:
                 for index, item in queue:
+                    if stray:
+                        break
                     idem = key(item)
                     if not batch.holds(idem) or (calls_api and circuit.open):
                         continue
@@ -236,8 +243,12 @@ async def each(
                         return  # the limit shrank below this worker
             finally:
                 go.set()
-        except asyncio.CancelledError:
-            finished.cancel()
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and not task.cancelling() and not finished.done():
+                stray.append(exc)
+            else:
+                finished.cancel()
             raise
         except BaseException as exc:  # the pass's failure, raised as gather raised it
             if not finished.done():
@@ -261,13 +272,16 @@ async def each(
         if tasks:
             await finished
     except asyncio.CancelledError:
-        # As a cancelled gather: the workers are cancelled, and waited for.
+        # The pass is cancelled: its workers are cancelled (as a cancelled
+        # gather cancels its children) and waited for, so none outlives it.
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks)
         raise
     finally:
         spawner.clear()
+    if stray:
+        raise asyncio.CancelledError from stray[0]
     return [(items[i], outs[i]) for i in sorted(outs)]
 
 
