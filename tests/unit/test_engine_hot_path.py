@@ -213,6 +213,14 @@ async def test_a_worker_carries_no_callback_of_the_pool(tmp_path: Path) -> None:
     assert set(callbacks) == {0}, callbacks
 
 
+def _pool_of_40(engine: Engine, work: Any) -> asyncio.Task[list[tuple[Any, Any]]]:
+    """`each` over 40 items, running as a task of its own."""
+    items = [f"k{i}" for i in range(40)]
+    return asyncio.create_task(
+        batch_pass.each(engine.parts, items, work, HeldBatch(set(items)), key=lambda k: k)
+    )
+
+
 async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path: Path) -> None:
     engine, _ = await _engine(tmp_path)
     started, ended, full = [0], [0], asyncio.Event()
@@ -228,11 +236,8 @@ async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path:
             ended[0] += 1
         return item
 
-    items = [f"k{i}" for i in range(40)]
     try:
-        run = asyncio.create_task(
-            batch_pass.each(engine.parts, items, work, HeldBatch(set(items)), key=lambda k: k)
-        )
+        run = _pool_of_40(engine, work)
         await full.wait()
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -267,11 +272,8 @@ async def test_a_rows_stray_cancel_leaves_the_others_in_flight_their_calls(
         finished.append(item)
         return item
 
-    items = [f"k{i}" for i in range(40)]
     try:
-        run = asyncio.create_task(
-            batch_pass.each(engine.parts, items, work, HeldBatch(set(items)), key=lambda k: k)
-        )
+        run = _pool_of_40(engine, work)
         await full.wait()
         for _ in range(20):
             await asyncio.sleep(0)  # k0's cancel reaches the pool
