@@ -27,6 +27,7 @@ from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec, StoredResult
 from reclaim_tui.core.sinks import CallableSink
+from reclaim_tui.errors import ReclaimError
 from tests.helpers.fake_engine import engine_on_fakes
 from tests.helpers.python_calls import python_calls
 
@@ -247,14 +248,84 @@ async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path:
         await engine.ledger.close()
 
 
+async def test_a_pool_cancelled_twice_still_outlives_none_of_its_workers(
+    tmp_path: Path,
+) -> None:
+    """A second cancel while the pool waits for its cancelled workers (a
+    service's third signal) does not end the pass before they end."""
+    engine, _ = await _engine(tmp_path)
+    started, full = [0], asyncio.Event()
+
+    async def work(item: str) -> str:
+        started[0] += 1
+        if started[0] == engine.parts.config.concurrency:
+            full.set()
+        try:
+            await asyncio.sleep(60)
+        finally:
+            for _ in range(5):
+                await asyncio.sleep(0)  # a worker that takes steps to wind down
+        return item
+
+    try:
+        run = _pool_of_40(engine, work)
+        await full.wait()
+        run.cancel()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        left = [
+            t
+            for t in asyncio.all_tasks()
+            if not t.done() and t.get_coro().__qualname__ == "each.<locals>.worker"  # type: ignore[union-attr]
+        ]
+        assert left == []
+    finally:
+        await engine.ledger.close()
+
+
+async def test_a_cancel_a_rows_step_swallowed_starts_no_new_call(tmp_path: Path) -> None:
+    """Python 3.11's wait_for returns the answer when the cancel lands in the
+    turn the answer does: the worker's task goes on unaware. It must still
+    start no call after its pass was cancelled."""
+    engine, _ = await _engine(tmp_path)
+    concurrency = engine.parts.config.concurrency
+    calls, answer = [0], asyncio.get_running_loop().create_future()
+    full = asyncio.Event()
+
+    async def work(item: str) -> str:
+        calls[0] += 1
+        if calls[0] == concurrency:
+            full.set()
+        if item == "k0":
+            return str(await asyncio.wait_for(answer, 60))
+        if calls[0] <= concurrency:
+            await asyncio.sleep(60)  # the other calls in flight
+        return item
+
+    try:
+        run = _pool_of_40(engine, work)
+        await full.wait()
+        answer.set_result("k0")  # the answer arrives ...
+        run.cancel()  # ... in the turn the pass is cancelled
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    finally:
+        await engine.ledger.close()
+    assert calls[0] == concurrency
+
+
 async def test_a_rows_stray_cancel_leaves_the_others_in_flight_their_calls(
     tmp_path: Path,
 ) -> None:
     """A CancelledError out of one row's step, with nobody cancelling the
-    pass (a group commit given up under it): the pass ends cancelled, as a
-    gather did, but the calls the other workers have in flight come back
-    (a create cut off mid-flight is an outcome nobody knows); no new one
-    starts."""
+    pass (a group commit given up under it): the calls the other workers
+    have in flight come back (a create cut off mid-flight is an outcome
+    nobody knows), no new one starts, and the pass fails with a
+    ReclaimError, which its callers handle as a failed pass (a
+    CancelledError would read to them as their own task cancelled)."""
     engine, _ = await _engine(tmp_path)
     concurrency = engine.parts.config.concurrency
     started: list[str] = []
@@ -278,8 +349,9 @@ async def test_a_rows_stray_cancel_leaves_the_others_in_flight_their_calls(
         for _ in range(20):
             await asyncio.sleep(0)  # k0's cancel reaches the pool
         release.set()
-        with pytest.raises(asyncio.CancelledError):
+        with pytest.raises(ReclaimError, match="cancelled while its pass was not") as failed:
             await run
+        assert isinstance(failed.value.__cause__, asyncio.CancelledError)
     finally:
         await engine.ledger.close()
     in_flight = [f"k{i}" for i in range(1, concurrency)]

@@ -20,7 +20,7 @@ from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.engine.polled import PolledRows
 from reclaim_tui.core.ledger.port import Claim
 from reclaim_tui.core.models import PassReport, Transition
-from reclaim_tui.errors import BackendError
+from reclaim_tui.errors import BackendError, ReclaimError
 
 __all__ = ["apply", "apply_claiming", "claimed", "each", "hold", "outcome"]
 
@@ -210,9 +210,8 @@ async def each(
     finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     running = [0]  # workers started and not ended; only a running one spawns more
     # A CancelledError out of a row's step while nobody cancelled the pass
-    # (a group commit given up under it): the pass ends cancelled, as a
-    # gather would have, once the calls the other workers have in flight
-    # come back; none starts another.
+    # (a group commit given up under it): the pass fails, once the calls
+    # the other workers have in flight come back; none starts another.
     stray: list[BaseException] = []
 
     async def worker(n: int) -> None:
@@ -222,8 +221,8 @@ async def each(
                 await go.wait()
             try:
                 for index, item in queue:
-                    if stray:
-                        break
+                    if stray or finished.done():
+                        break  # a stray cancel, or the pass is over: no new call
                     idem = key(item)
                     if not batch.holds(idem) or (calls_api and circuit.open):
                         continue
@@ -276,12 +275,23 @@ async def each(
         # gather cancels its children) and waited for, so none outlives it.
         for task in tasks:
             task.cancel()
-        await asyncio.wait(tasks)
+        pending = set(tasks)
+        while pending:
+            try:
+                _, pending = await asyncio.wait(pending)
+            except asyncio.CancelledError:
+                continue  # cancelled again: still none outlives the pass
         raise
     finally:
         spawner.clear()
     if stray:
-        raise asyncio.CancelledError from stray[0]
+        # Not the caller's cancel: a failed pass, which its callers handle
+        # (leases of rows never started given back, the failure reported),
+        # where a CancelledError would read as their own task cancelled.
+        raise ReclaimError(
+            "a row's step was cancelled while its pass was not; the pass ended"
+            " once the calls in flight came back"
+        ) from stray[0]
     return [(items[i], outs[i]) for i in sorted(outs)]
 
 
