@@ -441,3 +441,32 @@ async def test_a_row_sent_makes_its_spec_once(tmp_path: Path) -> None:
         assert all(s.labels["team"] == "a" and s.labels[ATTEMPT_LABEL] for s in sent)
     finally:
         await engine.ledger.close()
+
+
+async def _job_calls(tmp_path: Path) -> Counter[tuple[str, str]]:
+    """The Python calls of JOBS jobs submitted and taken through every state."""
+    engine, clock = await engine_on_fakes(tmp_path)
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
+        with python_calls() as seen:
+            sent = await engine.submit(jobs)
+            clock.advance(5)
+            report = await engine.tick()
+        assert sent.counts["sent"] == report.counts["consumed"] == JOBS
+        return seen
+    finally:
+        await engine.ledger.close()
+
+
+async def test_a_pools_row_reads_the_circuit_and_wakes_the_pool_without_calls(
+    tmp_path: Path,
+) -> None:
+    seen = await _job_calls(tmp_path)
+    # A row of the pool reads whether the circuit tripped from its field,
+    # not through the `open` property (left: a pass's own checks, a few
+    # a batch: 4.4 a job with `open` read for each row, twice).
+    assert seen[("circuit.py", "open")] < JOBS // 2, seen[("circuit.py", "open")]
+    # The waiting workers are woken once, not by an `Event.set` after every
+    # row (left: each worker's end and the passes' other events; 4.5 a job
+    # with a set a row).
+    assert seen[("locks.py", "set")] < JOBS * 2, seen[("locks.py", "set")]

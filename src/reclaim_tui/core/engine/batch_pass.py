@@ -186,6 +186,8 @@ async def each(
     go = asyncio.Event()
     if not calls_api or circuit.warm:
         go.set()
+    # `go.set()` made once by the rows (a call a row more otherwise)
+    released = go.is_set()
     limit = parts.limit if calls_api else None
     if limit is not None:
         limit.begin_pass()
@@ -216,6 +218,7 @@ async def each(
     stray: list[BaseException] = []
 
     async def worker(n: int) -> None:
+        nonlocal released
         ready[0] -= 1
         try:
             if n > 0:
@@ -225,7 +228,8 @@ async def each(
                     if stray:
                         break
                     idem = key(item)
-                    if not batch.holds(idem) or (calls_api and circuit.open):
+                    # `tripped`, not the `open` property: a call less a row
+                    if not batch.holds(idem) or (calls_api and circuit.tripped is not None):
                         continue
                     batch.started.add(idem)
                     if lazy and index < last and not ready[0] and len(tasks) < bound():
@@ -235,7 +239,8 @@ async def each(
                         outs[index] = await fn(item)
                     except Exception as exc:
                         outs[index] = exc
-                    if circuit.warm or circuit.open:
+                    if not released and (circuit.warm or circuit.tripped is not None):
+                        released = True
                         go.set()
                     if limit is not None and _paced(
                         limit, outs[index], started, n, tasks, None if lazy else spawner[0]
