@@ -470,3 +470,15 @@ async def test_a_pools_row_reads_the_circuit_and_wakes_the_pool_without_calls(
     # row (left: each worker's end and the passes' other events; 4.5 a job
     # with a set a row).
     assert seen[("locks.py", "set")] < JOBS * 2, seen[("locks.py", "set")]
+
+
+async def test_a_jobs_rows_are_gathered_without_a_generator_resumed_per_row(
+    tmp_path: Path,
+) -> None:
+    seen = await _job_calls(tmp_path)
+    # Keys and flags gathered over a submit's jobs, a claim's rows or a
+    # commit's transitions: a list made in one call, not a generator
+    # resumed (a Python call each) for every item.
+    ours = ("submitting.py", "reclaiming.py", "batch_pass.py", "batching.py", "hot_writes.py")
+    resumed = {k: n for k, n in seen.items() if k[0] in ours and k[1] == "<genexpr>"}
+    assert sum(resumed.values()) < JOBS // 10, resumed

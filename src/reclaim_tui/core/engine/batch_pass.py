@@ -131,7 +131,7 @@ async def _not_again(parts: EngineParts, polled: PolledRows, got: Claim, take: i
     moved into the pass by someone else: they wait for the next pass),
     given back; claimed anew while that leaves nothing but more may be due.
     Each round skips more rows: it ends."""
-    while again := polled.again(r.idem for r in got.rows):
+    while again := polled.again([r.idem for r in got.rows]):  # a list: no resume a row
         await parts.ledger.release(parts.owner, again)
         rows = [r for r in got.rows if r.idem not in again]
         if rows:
