@@ -482,3 +482,13 @@ async def test_a_jobs_rows_are_gathered_without_a_generator_resumed_per_row(
     ours = ("submitting.py", "reclaiming.py", "batch_pass.py", "batching.py", "hot_writes.py")
     resumed = {k: n for k, n in seen.items() if k[0] in ours and k[1] == "<genexpr>"}
     assert sum(resumed.values()) < JOBS // 10, resumed
+
+
+async def test_a_poll_counts_its_answer_under_a_context_of_three_calls(tmp_path: Path) -> None:
+    seen = await _job_calls(tmp_path)
+    # Each poll's answer-budget block: a class's __init__, __enter__ and
+    # __exit__, not contextlib's generator machinery (six calls a poll;
+    # contextlib's `helper` left: a few a batch, none a row).
+    assert seen[("answer_budget.py", "__enter__")] == JOBS
+    assert seen[("answer_budget.py", "polling_under")] == 0
+    assert seen[("contextlib.py", "helper")] < JOBS // 4, seen[("contextlib.py", "helper")]
