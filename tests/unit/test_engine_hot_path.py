@@ -492,3 +492,10 @@ async def test_a_poll_counts_its_answer_under_a_context_of_three_calls(tmp_path:
     assert seen[("answer_budget.py", "__enter__")] == JOBS
     assert seen[("answer_budget.py", "polling_under")] == 0
     assert seen[("contextlib.py", "helper")] < JOBS // 4, seen[("contextlib.py", "helper")]
+
+
+async def test_a_callable_sink_asks_once_whether_its_function_is_async(tmp_path: Path) -> None:
+    seen = await _job_calls(tmp_path)
+    assert seen[("sinks.py", "deliver")] == JOBS  # every result went through it
+    # Asked when the sink is made, not at every delivery (five calls each).
+    assert seen[("inspect.py", "iscoroutinefunction")] == 0
