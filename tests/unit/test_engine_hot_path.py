@@ -513,3 +513,61 @@ async def test_a_row_sent_makes_its_spec_once(tmp_path: Path) -> None:
         assert all(s.labels["team"] == "a" and s.labels[ATTEMPT_LABEL] for s in sent)
     finally:
         await engine.ledger.close()
+
+
+async def _job_calls(tmp_path: Path) -> Counter[tuple[str, str]]:
+    """The Python calls of JOBS jobs submitted and taken through every state."""
+    engine, clock = await engine_on_fakes(tmp_path)
+    try:
+        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
+        with python_calls() as seen:
+            sent = await engine.submit(jobs)
+            clock.advance(5)
+            report = await engine.tick()
+        assert sent.counts["sent"] == report.counts["consumed"] == JOBS
+        return seen
+    finally:
+        await engine.ledger.close()
+
+
+async def test_a_pools_row_reads_the_circuit_and_wakes_the_pool_without_calls(
+    tmp_path: Path,
+) -> None:
+    seen = await _job_calls(tmp_path)
+    # A row of the pool reads whether the circuit tripped from its field,
+    # not through the `open` property (left: a pass's own checks, a few
+    # a batch: 4.4 a job with `open` read for each row, twice).
+    assert seen[("circuit.py", "open")] < JOBS // 2, seen[("circuit.py", "open")]
+    # The waiting workers are woken once, not by an `Event.set` after every
+    # row (left: each worker's end and the passes' other events; 4.5 a job
+    # with a set a row).
+    assert seen[("locks.py", "set")] < JOBS * 2, seen[("locks.py", "set")]
+
+
+async def test_a_jobs_rows_are_gathered_without_a_generator_resumed_per_row(
+    tmp_path: Path,
+) -> None:
+    seen = await _job_calls(tmp_path)
+    # Keys and flags gathered over a submit's jobs, a claim's rows or a
+    # commit's transitions: a list made in one call, not a generator
+    # resumed (a Python call each) for every item.
+    ours = ("submitting.py", "reclaiming.py", "batch_pass.py", "batching.py", "hot_writes.py")
+    resumed = {k: n for k, n in seen.items() if k[0] in ours and k[1] == "<genexpr>"}
+    assert sum(resumed.values()) < JOBS // 10, resumed
+
+
+async def test_a_poll_counts_its_answer_under_a_context_of_three_calls(tmp_path: Path) -> None:
+    seen = await _job_calls(tmp_path)
+    # Each poll's answer-budget block: a class's __init__, __enter__ and
+    # __exit__, not contextlib's generator machinery (six calls a poll;
+    # contextlib's `helper` left: a few a batch, none a row).
+    assert seen[("answer_budget.py", "__enter__")] == JOBS
+    assert seen[("answer_budget.py", "polling_under")] == 0
+    assert seen[("contextlib.py", "helper")] < JOBS // 4, seen[("contextlib.py", "helper")]
+
+
+async def test_a_callable_sink_asks_once_whether_its_function_is_async(tmp_path: Path) -> None:
+    seen = await _job_calls(tmp_path)
+    assert seen[("sinks.py", "deliver")] == JOBS  # every result went through it
+    # Asked when the sink is made, not at every delivery (five calls each).
+    assert seen[("inspect.py", "iscoroutinefunction")] == 0

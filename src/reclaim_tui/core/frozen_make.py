@@ -62,9 +62,10 @@ def maker(cls: type[T]) -> Callable[..., T]:
         raise TypeError(f"{cls.__name__}'s slots are not its fields")
 
     def make(*values: Any, **named: Any) -> T:
-        made = twin(*values, **named)
+        # typed by annotation, not `cast`: a call more for every instance
+        made: T = twin(*values, **named)
         made.__class__ = cls
-        return cast(T, made)
+        return made
 
     make.__doc__ = f"A {cls.__name__}, as `{cls.__name__}(...)` makes one."
     return make

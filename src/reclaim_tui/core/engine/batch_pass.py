@@ -131,7 +131,7 @@ async def _not_again(parts: EngineParts, polled: PolledRows, got: Claim, take: i
     moved into the pass by someone else: they wait for the next pass),
     given back; claimed anew while that leaves nothing but more may be due.
     Each round skips more rows: it ends."""
-    while again := polled.again(r.idem for r in got.rows):
+    while again := polled.again([r.idem for r in got.rows]):  # a list: no resume a row
         await parts.ledger.release(parts.owner, again)
         rows = [r for r in got.rows if r.idem not in again]
         if rows:
@@ -186,6 +186,8 @@ async def each(
     go = asyncio.Event()
     if not calls_api or circuit.warm:
         go.set()
+    # `go.set()` made once by the rows (a call a row more otherwise)
+    released = go.is_set()
     limit = parts.limit if calls_api else None
     if limit is not None:
         limit.begin_pass()
@@ -215,6 +217,7 @@ async def each(
     stray: list[BaseException] = []
 
     async def worker(n: int) -> None:
+        nonlocal released
         ready[0] -= 1
         try:
             if n > 0:
@@ -224,7 +227,8 @@ async def each(
                     if stray or finished.done():
                         break  # a stray cancel, or the pass is over: no new call
                     idem = key(item)
-                    if not batch.holds(idem) or (calls_api and circuit.open):
+                    # `tripped`, not the `open` property: a call less a row
+                    if not batch.holds(idem) or (calls_api and circuit.tripped is not None):
                         continue
                     batch.started.add(idem)
                     if lazy and index < last and not ready[0] and len(tasks) < bound():
@@ -234,7 +238,8 @@ async def each(
                         outs[index] = await fn(item)
                     except Exception as exc:
                         outs[index] = exc
-                    if circuit.warm or circuit.open:
+                    if not released and (circuit.warm or circuit.tripped is not None):
+                        released = True
                         go.set()
                     if limit is not None and _paced(
                         limit, outs[index], started, n, tasks, None if lazy else spawner[0]

@@ -213,7 +213,9 @@ class GroupCommit:
         sending = [item for item in batch if isinstance(item, str)]
         todo = [item for item in batch if isinstance(item, Transition)]
         try:
-            if self._rider is not None and any(t is self._last for t in todo):
+            last = self._last
+            # a list, not a generator: a resume per transition otherwise
+            if self._rider is not None and any([t is last for t in todo]):
                 marked, applied, self.next_claim = await self._rider(sending, todo)
             else:
                 marked, applied = await self._ledger.write_batch(

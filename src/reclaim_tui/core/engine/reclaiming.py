@@ -60,7 +60,7 @@ async def reclaim(parts: EngineParts) -> PassReport:
         previous: contextlib.AsyncExitStack | None = None
         while claim is not None and held is not None:
             chunk, batch = held
-            polled.claimed(r.idem for r in claim.rows)
+            polled.claimed([r.idem for r in claim.rows])  # a list: no resume a row
             get_one = functools.partial(_get_one, parts, budget)
             outcomes, deferred = await _polled(parts, batch, polled, claim.rows, get_one)
             if deferred:
@@ -86,7 +86,7 @@ async def reclaim(parts: EngineParts) -> PassReport:
                         await previous.aclose()  # its marks are written: its leases may go
                     held = await _hold(parts, holds, upcoming) if upcoming is not None else None
                 marks = await _deliver(parts, claim.rows, group, applied, report, batch)
-                budget.release(t.idem for t in group)
+                budget.release([t.idem for t in group])
                 group.clear()  # its results, their text and JSON, go before the next's
             previous, claim = chunk, upcoming
         if marks:

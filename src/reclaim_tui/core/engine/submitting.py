@@ -26,7 +26,8 @@ async def submit(parts: EngineParts, jobs: Sequence[JobSpec], *, send: bool = Tr
     await _refuse_key_clashes(parts, jobs)
     texts = [j.to_json() for j in jobs]  # made once: the key is its hash
     rows = [(idempotency_key(j, t), t, j.target) for j, t in zip(jobs, texts, strict=True)]
-    if any(j.previous is not None for j in jobs):
+    # lists, not generators, over the jobs: a resume per job otherwise
+    if any([j.previous is not None for j in jobs]):
         await _refuse_cycles(parts, jobs, [r[0] for r in rows])
     inserted, present = await parts.ledger.insert_jobs(rows, parts.config.actor)
     report.counts["inserted"] += len(inserted)
@@ -35,7 +36,7 @@ async def submit(parts: EngineParts, jobs: Sequence[JobSpec], *, send: bool = Tr
     if send:
         # Only these jobs: other reserved rows (a `--no-send` file, a paused
         # loop's backlog) are sent by a pass, never by someone else's submit.
-        keys = list(dict.fromkeys(r[0] for r in rows))
+        keys = list(dict.fromkeys([r[0] for r in rows]))
         report.merge(await sending.send_reserved(parts, keys))
     return report
 

@@ -173,7 +173,8 @@ class HotWrites:
         """A group commit's writes (and a claim after them) in one call."""
         batch = thread_writes.prepare(owner, actor, sending, transitions, self.clock.now())
         batch.claim = claim
-        queued = sum("handle" in t.changes for t in transitions)
+        # a list, not a generator: a resume per transition otherwise
+        queued = len([t for t in transitions if "handle" in t.changes])
 
         def body(conn: sqlite3.Connection) -> _Out:
             # counted in the thread, under the write lock: another write's
