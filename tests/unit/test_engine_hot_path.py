@@ -12,6 +12,7 @@ import json
 import os
 import signal
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,20 +80,11 @@ async def test_a_job_reads_each_row_and_sizes_each_result_in_one_call(tmp_path: 
 
 
 async def test_a_job_calls_the_api_without_a_coroutine_around_each_call(tmp_path: Path) -> None:
-    engine, clock = await engine_on_fakes(tmp_path)
-    try:
-        jobs = [JobSpec(input=f"job {i}", model="m") for i in range(JOBS)]
-        with python_calls() as seen:
-            sent = await engine.submit(jobs)
-            clock.advance(5)
-            report = await engine.tick()
-        assert sent.counts["sent"] == report.counts["consumed"] == JOBS
-        assert seen[("fakes.py", "create")] == seen[("fakes.py", "get")] == JOBS
-        # A create's or a poll's error is taken as the row's outcome where
-        # the call is awaited: not in a coroutine of its own per call.
-        assert seen[("batch_pass.py", "outcome")] == 0
-    finally:
-        await engine.ledger.close()
+    seen = await _job_calls(tmp_path)
+    assert seen[("fakes.py", "create")] == seen[("fakes.py", "get")] == JOBS
+    # A create's or a poll's error is taken as the row's outcome where
+    # the call is awaited: not in a coroutine of its own per call.
+    assert seen[("batch_pass.py", "outcome")] == 0
 
 
 class _CountingEnviron(dict[str, str]):
@@ -222,8 +214,12 @@ def _pool_of_40(engine: Engine, work: Any) -> asyncio.Task[list[tuple[Any, Any]]
     )
 
 
-async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path: Path) -> None:
-    engine, _ = await _engine(tmp_path)
+def _sleepers(
+    engine: Engine, steps: int
+) -> tuple[Callable[[str], Awaitable[str]], list[int], list[int], asyncio.Event]:
+    """Work that sleeps until cancelled, then takes `steps` steps to wind
+    down; with its counts of started and ended items, and an event set once
+    the pool's workers all hold one."""
     started, ended, full = [0], [0], asyncio.Event()
 
     async def work(item: str) -> str:
@@ -233,10 +229,17 @@ async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path:
         try:
             await asyncio.sleep(60)
         finally:
-            await asyncio.sleep(0)  # a worker that takes a step to wind down
+            for _ in range(steps):
+                await asyncio.sleep(0)
             ended[0] += 1
         return item
 
+    return work, started, ended, full
+
+
+async def test_a_cancelled_pool_cancels_its_workers_and_waits_for_them(tmp_path: Path) -> None:
+    engine, _ = await _engine(tmp_path)
+    work, started, ended, full = _sleepers(engine, steps=1)
     try:
         run = _pool_of_40(engine, work)
         await full.wait()
@@ -254,19 +257,7 @@ async def test_a_pool_cancelled_twice_still_outlives_none_of_its_workers(
     """A second cancel while the pool waits for its cancelled workers (a
     service's third signal) does not end the pass before they end."""
     engine, _ = await _engine(tmp_path)
-    started, full = [0], asyncio.Event()
-
-    async def work(item: str) -> str:
-        started[0] += 1
-        if started[0] == engine.parts.config.concurrency:
-            full.set()
-        try:
-            await asyncio.sleep(60)
-        finally:
-            for _ in range(5):
-                await asyncio.sleep(0)  # a worker that takes steps to wind down
-        return item
-
+    work, _started, _ended, full = _sleepers(engine, steps=5)
     try:
         run = _pool_of_40(engine, work)
         await full.wait()
