@@ -7,6 +7,7 @@ own backend and sink) and the benchmarks.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -103,7 +104,22 @@ async def open_engine(
         if isinstance(sink, DirectorySink):
             sink.check()  # a temp folder that is a link is refused before any pass
         async with open_ledger(settings, clock=clock, create=create) as ledger:
-            yield Engine(ledger, backend, sink, config=settings.engine_config(actor))
+            async with _lane_ledgers(settings, clock) as lanes:
+                config = settings.engine_config(actor)
+                yield Engine(ledger, backend, sink, config=config, lane_ledgers=lanes)
             await ledger.checkpoint()  # reached on a clean exit only
     finally:
         await backend.aclose()
+
+
+@asynccontextmanager
+async def _lane_ledgers(settings: Settings, clock: Clock | None) -> AsyncIterator[list[Ledger]]:
+    """The connections of lanes 2, 3 … (`--lanes`; core/engine/lanes.py),
+    opened after the first (which made or migrated the ledger) and closed on
+    exit (Settings.validate refuses lanes on SQLite)."""
+    async with contextlib.AsyncExitStack() as stack:
+        lanes = [
+            await stack.enter_async_context(open_ledger(settings, clock=clock, create=False))
+            for _ in range(settings.lanes - 1)
+        ]
+        yield lanes
