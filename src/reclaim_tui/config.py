@@ -351,6 +351,6 @@ def save_console_settings(path: Path, settings: ConsoleSettings) -> None:
 def _on_server(db: str) -> bool:
     """Whether `db` names a PostgreSQL ledger (imported here: only a
     command given `--lanes` asks)."""
-    from reclaim_tui.core.ledger.urls import is_database_url
+    from reclaim_tui.core.ledger.opening import ledger_file
 
-    return is_database_url(db)
+    return ledger_file(db) is None
