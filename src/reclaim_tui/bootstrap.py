@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from reclaim_tui.core.engine.engine import Engine
     from reclaim_tui.core.sinks import Sink
 
-__all__ = ["make_backend", "open_engine", "open_ledger"]
+__all__ = ["lane_ledgers", "make_backend", "open_engine", "open_ledger"]
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -104,7 +104,7 @@ async def open_engine(
         if isinstance(sink, DirectorySink):
             sink.check()  # a temp folder that is a link is refused before any pass
         async with open_ledger(settings, clock=clock, create=create) as ledger:
-            async with _lane_ledgers(settings, clock) as lanes:
+            async with lane_ledgers(settings, clock) as lanes:
                 config = settings.engine_config(actor)
                 yield Engine(ledger, backend, sink, config=config, lane_ledgers=lanes)
             await ledger.checkpoint()  # reached on a clean exit only
@@ -113,7 +113,7 @@ async def open_engine(
 
 
 @asynccontextmanager
-async def _lane_ledgers(settings: Settings, clock: Clock | None) -> AsyncIterator[list[Ledger]]:
+async def lane_ledgers(settings: Settings, clock: Clock | None) -> AsyncIterator[list[Ledger]]:
     """The connections of lanes 2, 3 … (`--lanes`; core/engine/lanes.py),
     opened after the first (which made or migrated the ledger) and closed on
     exit (Settings.validate refuses lanes on SQLite)."""

@@ -103,6 +103,8 @@ class Ledger:
         self._own_backend = backend is None
         self._clock = clock
         self._store: ledger_port.Ledger | None = None
+        #: the connections of lanes 2, 3 … (the `lanes` setting, PostgreSQL)
+        self._lanes: list[ledger_port.Ledger] = []
         self._closing: contextlib.AsyncExitStack | None = None
         self._engine: Engine | None = None
         self._prices: PriceTable | None = None
@@ -129,7 +131,7 @@ class Ledger:
         that a bad sink or a missing API key is said before a ledger is created."""
         if self._store is not None:
             return
-        from reclaim_tui.bootstrap import make_backend, open_ledger
+        from reclaim_tui.bootstrap import lane_ledgers, make_backend, open_ledger
 
         require_folder(self.settings.db)
         if api and self._backend is None:
@@ -143,8 +145,17 @@ class Ledger:
                     self.settings, readonly=self._readonly, create=self._create, clock=self._clock
                 )
             )
+            if not self._readonly:
+                self._lanes = await stack.enter_async_context(
+                    lane_ledgers(self.settings, self._clock)
+                )
         except BaseException:
-            await self._close_backend(self._backend)
+            # A lane's connection refused: the ledger opened before it is closed too.
+            self._store, self._lanes = None, []
+            try:
+                await stack.aclose()
+            finally:
+                await self._close_backend(self._backend)
             raise
         self._closing = stack
 
@@ -154,6 +165,7 @@ class Ledger:
         (not after an error: the ledger may be what failed)."""
         engine, store, closing = self._engine, self._store, self._closing
         self._engine = self._store = self._closing = None
+        self._lanes = []
         try:
             await self._close_backend(engine.backend if engine is not None else self._backend)
             if store is not None and not self._readonly and checkpoint:
@@ -193,7 +205,8 @@ class Ledger:
             sink = self._checked_sink()
             self._backend = backend
             config = self.settings.engine_config(self.actor)
-            self._engine = Engine(self.store, backend, sink, config=config)
+            lanes = self._lanes
+            self._engine = Engine(self.store, backend, sink, config=config, lane_ledgers=lanes)
         return self._engine
 
     @property
