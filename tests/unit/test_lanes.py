@@ -22,8 +22,9 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine import lanes
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
 from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.ledger.fleet import read_fleet
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.core.ledger.owner import holder_alive, this_process
+from reclaim_tui.core.ledger.owner import holder_alive, lane_owner, lanes_process, this_process
 from reclaim_tui.core.ledger.port import Claim, Ledger
 from reclaim_tui.core.models import JobSpec, PassReport, RemoteInteraction, Status
 from reclaim_tui.core.sinks import DirectorySink
@@ -264,3 +265,29 @@ def test_the_cli_refuses_lanes_on_sqlite_before_making_a_ledger(tmp_path: Path) 
     assert not db.exists()
     got = CliRunner().invoke(cli, ["tick", "--db", str(db), "--lanes", "9"])
     assert got.exit_code == 2 and "--lanes" in got.output
+
+
+# -- the fleet ---------------------------------------------------------------------------
+def test_a_lane_owner_names_its_process_again() -> None:
+    mine = str(this_process())
+    for owner in (mine, "h|1|s", "h|1|s|space", "worker-a"):
+        assert lane_owner(owner, 1) != owner
+        assert lanes_process(lane_owner(owner, 2)) == owner
+        assert lanes_process(owner) == owner
+    assert lanes_process("h|1|123-tag|x") == "h|1|123-tag|x"  # other in-process tags stay
+
+
+async def test_the_fleet_counts_a_lanes_leases_as_its_process(db_url: str) -> None:
+    clock = ManualClock()
+    ledger = await open_ledger(db_url, clock=clock)
+    try:
+        mine = str(this_process())
+        await ledger.insert_jobs(
+            [(f"fleet-{i}", '{"input": "x", "model": "m"}', "m") for i in range(5)], "test"
+        )
+        await ledger.claim_sendable(mine, limit=2, lease_seconds=60)
+        await ledger.claim_sendable(lane_owner(mine, 1), limit=3, lease_seconds=60)
+        fleet = await read_fleet(ledger, clock.now())
+    finally:
+        await ledger.close()
+    assert [(h.owner, h.held, h.alive) for h in fleet.holders] == [(mine, 5, True)]

@@ -27,19 +27,11 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.engine.policy import EngineConfig
-from reclaim_tui.core.ledger.owner import LeaseOwner
+from reclaim_tui.core.ledger.owner import lane_owner
 from reclaim_tui.core.models import PassReport
 from reclaim_tui.errors import LedgerError
 
 __all__ = ["across", "lane_config", "lane_owner", "shares"]
-
-
-def lane_owner(owner: str, lane: int) -> str:
-    """The owner of lane `lane` (1, 2 …; lane 0 is `owner` itself)."""
-    parsed = LeaseOwner.parse(owner)
-    if parsed is None:
-        return f"{owner}-lane{lane}"
-    return str(dataclasses.replace(parsed, start=f"{parsed.start}-lane{lane}"))
 
 
 def shares(total: int, lanes: int) -> list[int]:

@@ -22,12 +22,13 @@ either, and on a kernel without /proc nobody is judged, as now.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["LeaseOwner", "holder_alive", "pid_space", "this_process"]
+__all__ = ["LeaseOwner", "holder_alive", "lane_owner", "lanes_process", "pid_space", "this_process"]
 
 
 def _start_ticks(pid: int) -> str | None:
@@ -116,3 +117,25 @@ def holder_alive(owner_text: str) -> bool | None:
         return False
     # Same process. An in-process tag (tests) cannot be judged further.
     return True
+
+
+#: a lane's tag after the start time (`lane_owner`), up to the next `|` or the end
+_LANE = re.compile(r"-lane[0-9]+(?=\||$)")
+
+
+def lane_owner(owner: str, lane: int) -> str:
+    """The owner of a process's lane `lane` (1, 2 …; core/engine/lanes.py):
+    `owner` with `-lane<n>` after its start time, so the lane is judged
+    alive or dead with its process (`holder_alive` reads the start up to
+    the first `-`). An owner that does not parse gets the tag at its end."""
+    if LeaseOwner.parse(owner) is None:
+        return f"{owner}-lane{lane}"
+    parts = owner.split("|")
+    parts[2] = f"{parts[2]}-lane{lane}"
+    return "|".join(parts)
+
+
+def lanes_process(owner: str) -> str:
+    """The owner of the process a lane's `owner` belongs to (itself when it
+    is no lane's): the fleet counts a process's lanes as its own leases."""
+    return _LANE.sub("", owner, count=1)
