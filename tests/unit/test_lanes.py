@@ -291,3 +291,8 @@ async def test_the_fleet_counts_a_lanes_leases_as_its_process(db_url: str) -> No
     finally:
         await ledger.close()
     assert [(h.owner, h.held, h.alive) for h in fleet.holders] == [(mine, 5, True)]
+
+
+def test_a_pace_below_the_lanes_still_gives_each_lane_a_call() -> None:
+    got = [lanes.lane_config(EngineConfig(concurrency=1), 3, n).concurrency for n in range(3)]
+    assert got == [1, 1, 1]

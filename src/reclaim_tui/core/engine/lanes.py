@@ -43,8 +43,9 @@ def shares(total: int, lanes: int) -> list[int]:
 
 def lane_config(config: EngineConfig, lanes: int, lane: int) -> EngineConfig:
     """`config` for one of `lanes` lanes: its share of the calls in flight
-    (and of the adaptive ceiling)."""
-    concurrency = shares(config.concurrency, lanes)[lane]
+    (and of the adaptive ceiling), at least one (a pace set below the
+    number of lanes while a service runs)."""
+    concurrency = max(1, shares(config.concurrency, lanes)[lane])
     ceiling = None
     if config.max_concurrency is not None:
         ceiling = max(concurrency, shares(config.max_concurrency, lanes)[lane])
