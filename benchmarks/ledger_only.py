@@ -440,6 +440,8 @@ def _write_results(
     flags += [f"--pg {a.pg}"] if a.pg else []
     flags += ["--pgqueuer"] if a.pgqueuer else []
     flags += ["--huey"] if a.huey else []
+    flags += ["--skip-baseline"] if a.skip_baseline else []
+    flags += [f"--lanes {a.lanes}"] if a.lanes != "1" else []
     result = {
         "title": "The ledger alone on PostgreSQL, beside pgqueuer",
         "command": f"python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",
