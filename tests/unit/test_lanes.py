@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -26,9 +27,9 @@ from reclaim_tui.core.ledger.fleet import read_fleet
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.owner import holder_alive, lane_owner, lanes_process, this_process
 from reclaim_tui.core.ledger.port import Claim, Ledger
-from reclaim_tui.core.models import JobSpec, PassReport, RemoteInteraction, Status
+from reclaim_tui.core.models import Actor, JobSpec, PassReport, RemoteInteraction, Status
 from reclaim_tui.core.sinks import DirectorySink
-from reclaim_tui.errors import ConfigError, LedgerError
+from reclaim_tui.errors import ConfigError, LedgerError, OperatorError
 
 WAIT = 20.0  # a bound on waiting for an event, never a judgement of speed
 
@@ -296,3 +297,59 @@ async def test_the_fleet_counts_a_lanes_leases_as_its_process(db_url: str) -> No
 def test_a_pace_below_the_lanes_still_gives_each_lane_a_call() -> None:
     got = [lanes.lane_config(EngineConfig(concurrency=1), 3, n).concurrency for n in range(3)]
     assert got == [1, 1, 1]
+
+
+@pytest.mark.postgres
+async def test_an_operator_acts_on_a_row_any_lane_of_its_process_holds(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    """The console attached to a service acts as the engine's owner (lane
+    0): a cancel of a row lane 1 is sending is taken as lane 0's would be."""
+    clock = ManualClock()
+    ledgers = [await open_ledger(pg_dsn, clock=clock) for _ in range(2)]
+    gate, both = asyncio.Event(), asyncio.Event()
+    started: list[str] = []
+
+    class Gated(FakeBackend):
+        async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
+            started.append(idem)
+            if len(started) == 2:
+                both.set()
+            await gate.wait()
+            return await super().create(spec, idem)
+
+    try:
+        engine = Engine(
+            ledgers[0],
+            Gated(clock=clock, latency=None),
+            DirectorySink(tmp_path / "out"),
+            config=EngineConfig(concurrency=2),
+            owner="h|1|s",
+            lane_ledgers=ledgers[1:],
+        )
+        await engine.submit([JobSpec(input=f"op {i}", model="m") for i in range(6)], send=False)
+        task = asyncio.create_task(engine.send_reserved())
+        await asyncio.wait_for(both.wait(), WAIT)
+        held = await ledgers[0].select("SELECT idem, lease_owner FROM jobs WHERE inflight = 1")
+        console = engine.acting_as(Actor.CONSOLE)
+        statuses = {
+            owner: (await console.operator.cancel(idem, actor=Actor.CONSOLE)).status
+            for idem, owner in held
+        }
+        gate.set()
+        await asyncio.wait_for(task, WAIT)
+        # Another process's lane is not this operator's to take over.
+        other = Engine(ledgers[0], FakeBackend(clock=clock), DirectorySink(tmp_path / "o2"),
+                       owner="h|2|t")  # fmt: skip
+        await other.submit([JobSpec(input="other's", model="m")], send=False)
+        reserved = "SELECT idem FROM jobs WHERE status = 'reserving' AND inflight = 0"
+        (key,) = [r[0] for r in await ledgers[0].select(reserved)]
+        await ledgers[0].claim_sendable(
+            lane_owner("h|2|t", 1), limit=1, lease_seconds=60, idems=[key]
+        )
+        with pytest.raises(OperatorError, match=re.escape("being worked on by h|2|t-lane1")):
+            await console.operator.cancel(key, actor=Actor.CONSOLE)
+    finally:
+        for ledger in ledgers:
+            await ledger.close()
+    assert statuses == {"h|1|s": Status.CANCELLED, lane_owner("h|1|s", 1): Status.CANCELLED}
