@@ -29,7 +29,7 @@ from reclaim_tui.core.ledger.owner import holder_alive, lane_owner, lanes_proces
 from reclaim_tui.core.ledger.port import Claim, Ledger
 from reclaim_tui.core.models import Actor, JobSpec, PassReport, RemoteInteraction, Status
 from reclaim_tui.core.sinks import DirectorySink
-from reclaim_tui.errors import ConfigError, LedgerError, OperatorError
+from reclaim_tui.errors import ConfigError, LedgerError, NotCreatedError, OperatorError
 
 WAIT = 20.0  # a bound on waiting for an event, never a judgement of speed
 
@@ -206,15 +206,18 @@ async def test_lanes_keep_their_leases_apart(tmp_path: Path, pg_dsn: str) -> Non
     clock = ManualClock()
     ledgers = [await open_ledger(pg_dsn, clock=clock) for _ in range(2)]
     try:
-        gate, both = asyncio.Event(), asyncio.Event()
+        gate, held_three = asyncio.Event(), asyncio.Event()
         started: Counter[str] = Counter()
 
         class Gated(FakeBackend):
             async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
                 started[idem] += 1
-                if sum(started.values()) == 2:
-                    both.set()  # a cold circuit sends one create a lane first
-                await gate.wait()
+                if sum(started.values()) > 1:
+                    # The first create answers (the circuit warms, the
+                    # second lane starts); the next ones wait at the gate.
+                    if sum(started.values()) == 4:
+                        held_three.set()
+                    await gate.wait()
                 return await super().create(spec, idem)
 
         backend = Gated(clock=clock, latency=0.0)
@@ -228,18 +231,17 @@ async def test_lanes_keep_their_leases_apart(tmp_path: Path, pg_dsn: str) -> Non
         )
         await engine.submit([JobSpec(input=f"held {i}", model="m") for i in range(12)], send=False)
         task = asyncio.create_task(engine.send_reserved())
-        await asyncio.wait_for(both.wait(), WAIT)
-        held = await ledgers[0].select("SELECT lease_owner, inflight FROM jobs")
+        await asyncio.wait_for(held_three.wait(), WAIT)
+        held = await ledgers[0].select("SELECT lease_owner FROM jobs WHERE inflight = 1")
         gate.set()
         report = await asyncio.wait_for(task, WAIT)
     finally:
         for ledger in ledgers:
             await ledger.close()
-    # Each lane claimed its share of the 4 calls in flight, and each sends
-    # its first create alone; nobody else's rows.
+    # The three creates waiting are three rows, each held by the lane sending
+    # it: both lanes at work, neither on the other's rows.
     lane = lanes.lane_owner("h|1|s", 1)
-    assert Counter(r[0] for r in held if r[0]) == {"h|1|s": 2, lane: 2}, held
-    assert Counter(r[0] for r in held if r[1]) == {"h|1|s": 1, lane: 1}, held
+    assert len(held) == 3 and {r[0] for r in held} == {"h|1|s", lane}, held
     assert report.counts["sent"] == 12
     assert max(started.values()) == 1  # no create sent twice
 
@@ -313,9 +315,12 @@ async def test_an_operator_acts_on_a_row_any_lane_of_its_process_holds(
     class Gated(FakeBackend):
         async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
             started.append(idem)
-            if len(started) == 2:
-                both.set()
-            await gate.wait()
+            if len(started) > 1:
+                # The first create answers (the circuit warms, the second
+                # lane starts); the next one of each lane waits here.
+                if len(started) == 3:
+                    both.set()
+                await gate.wait()
             return await super().create(spec, idem)
 
     try:
@@ -353,3 +358,43 @@ async def test_an_operator_acts_on_a_row_any_lane_of_its_process_holds(
         for ledger in ledgers:
             await ledger.close()
     assert statuses == {"h|1|s": Status.CANCELLED, lane_owner("h|1|s", 1): Status.CANCELLED}
+
+
+async def _creates_a_pass(tmp_path: Path, dsn: str, count: int) -> list[int]:
+    """Creates a dead API (503, not created) is sent in each of 3 ticks."""
+    clock = ManualClock()
+    backend = FakeBackend(clock=clock, latency=0.0)
+    backend.create_faults = [NotCreatedError("503", 503, retryable=True, cause="unavailable")] * 99
+    ledgers = [await open_ledger(dsn, clock=clock) for _ in range(count)]
+    try:
+        engine = Engine(
+            ledgers[0],
+            backend,
+            DirectorySink(tmp_path / f"out{count}"),
+            config=EngineConfig(concurrency=6),
+            owner=f"h|{count}|s",
+            lane_ledgers=ledgers[1:],
+        )
+        jobs = [JobSpec(input=f"dead {count} {i}", model="m") for i in range(60)]
+        await engine.submit(jobs, send=False)
+        spent = []
+        for _ in range(3):
+            before = backend.calls["create"]
+            await engine.tick()
+            spent.append(backend.calls["create"] - before)
+            clock.advance(5)
+    finally:
+        for ledger in ledgers:
+            await ledger.close()
+    return spent
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("count", [2, 3])
+async def test_a_dead_api_costs_lanes_the_probes_of_one(
+    tmp_path: Path, pg_dsn: str, count: int
+) -> None:
+    """Lanes share one circuit breaker, and until the API has answered only
+    the first lane calls: the threshold's calls, then one probe a pass."""
+    assert await _creates_a_pass(tmp_path, pg_dsn, 1) == [5, 1, 1]
+    assert await _creates_a_pass(tmp_path, pg_dsn, count) == [5, 1, 1]

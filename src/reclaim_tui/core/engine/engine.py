@@ -14,6 +14,7 @@ operator actions on single rows live in `operator` and `follow_up`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
 
@@ -175,22 +176,34 @@ class Engine:
         if send:
             # Each lane sends its share of these keys, in the submit's order.
             count = len(self._lane_ledgers) + 1
-            report.merge(
-                await lanes.across(self._lanes(), lambda n, parts: _send(parts, keys[n::count]))
-            )
+            report.merge(await self._across(lambda n, parts: _send(parts, keys[n::count])))
         return report
 
     async def send_reserved(self) -> PassReport:
         """Create an interaction for every due `reserving` row not in flight."""
         if not self._lane_ledgers:
             return await sending.send_reserved(self.parts)
-        return await lanes.across(self._lanes(), lambda _, parts: sending.send_reserved(parts))
+        return await self._across(lambda _, parts: sending.send_reserved(parts))
 
     async def reclaim(self) -> PassReport:
         """Poll every due `submitted` row; store and deliver what completed."""
         if not self._lane_ledgers:
             return await reclaiming.reclaim(self.parts)
-        return await lanes.across(self._lanes(), lambda _, parts: reclaiming.reclaim(parts))
+        return await self._across(lambda _, parts: reclaiming.reclaim(parts))
+
+    async def _across(self, step: lanes.Step) -> PassReport:
+        """`step` on every lane (lanes.across); until the API has answered,
+        the first lane calls alone: a dead API costs one probe, not one a
+        lane."""
+        circuit = self.parts.circuit
+        if circuit.answered:
+            return await lanes.across(self._lanes(), step)
+        answered = asyncio.Event()
+        circuit.listeners.append(answered.set)
+        try:
+            return await lanes.across(self._lanes(), step, answered)
+        finally:
+            circuit.listeners.remove(answered.set)
 
     def _lanes(self) -> list[EngineParts]:
         """The parts of each lane for this pass: the engine's current

@@ -31,7 +31,10 @@ from reclaim_tui.core.ledger.owner import lane_owner
 from reclaim_tui.core.models import PassReport
 from reclaim_tui.errors import LedgerError
 
-__all__ = ["across", "lane_config", "lane_owner", "shares"]
+__all__ = ["Step", "across", "lane_config", "lane_owner", "shares"]
+
+#: a pass on one lane: (the lane's number, its parts) -> its report
+Step = Callable[[int, EngineParts], Awaitable[PassReport]]
 
 
 def shares(total: int, lanes: int) -> list[int]:
@@ -53,14 +56,31 @@ def lane_config(config: EngineConfig, lanes: int, lane: int) -> EngineConfig:
 
 
 async def across(
-    lanes: Sequence[EngineParts], step: Callable[[int, EngineParts], Awaitable[PassReport]]
+    lanes: Sequence[EngineParts],
+    step: Step,
+    answered: asyncio.Event | None = None,
 ) -> PassReport:
     """`step` on every lane at once; their reports merged. A lane that fails
     does not stop the others: each finishes its batch and writes it (a lane
     cut off mid-batch would leave creates whose outcome is unknown). Then the
-    first failure is raised; a ledger error carries the whole report."""
+    first failure is raised; a ledger error carries the whole report.
+
+    `answered`: while the circuit breaker waits for the API's first answer
+    (core/engine/circuit.py), the first lane calls alone; the others start
+    once it is set, or once the first lane's step ended."""
+    first = asyncio.ensure_future(step(0, lanes[0]))
+
+    async def later(n: int, parts: EngineParts) -> PassReport:
+        if answered is not None and not answered.is_set() and not first.done():
+            heard = asyncio.ensure_future(answered.wait())
+            try:
+                await asyncio.wait((first, heard), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                heard.cancel()
+        return await step(n, parts)
+
     outcomes = await asyncio.gather(
-        *[step(n, parts) for n, parts in enumerate(lanes)], return_exceptions=True
+        first, *[later(n, parts) for n, parts in enumerate(lanes) if n], return_exceptions=True
     )
     report = PassReport()
     failure: BaseException | None = None
