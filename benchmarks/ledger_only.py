@@ -8,7 +8,7 @@ seed_ledger.py) driven with a stub client, i.e. the same SQLite work it does
 per job, with no network either.
 
     python benchmarks/ledger_only.py [--jobs 100000] [--runs 3] [--pg auto|URL] [--huey]
-        [--pgqueuer] [--lanes 1,2] [--statements] [--results FILE]
+        [--pgqueuer] [--lanes 1,2] [--lane-concurrency N] [--statements] [--results FILE]
 
 `--huey` adds an anchor from outside: huey's SqliteHuey (a task queue people
 pick for one machine; `pip install huey`) with fsync on, each job enqueued,
@@ -24,7 +24,10 @@ pgqueuer on the same server in the same rounds (`pip install pgqueuer`;
 skipped, and said, when absent). `--lanes 1,2` runs ours on PostgreSQL once per
 lane count in each round (core/engine/lanes.py: the send and reclaim passes as
 that many claim–write loops, each on a connection of its own; the 64 calls in
-flight shared out), each a design of its own. On SQLite, our commits per job are counted
+flight shared out), each a design of its own; `--lane-concurrency N` gives each
+lane N calls in flight instead (the run's `--concurrency` lanes × N: two lanes
+as wide as one each, the shared-out lanes' smaller batches left out of the
+comparison). On SQLite, our commits per job are counted
 too (every COMMIT on the ledger's connection, in an untimed run of its own:
 the trace that counts them slows the run). `--results FILE` writes the
 figures as a results file (scripts/perf_page.py makes the page from it).
@@ -215,12 +218,14 @@ def _max_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(which: str, n: int, batch: int, db: str = "", lanes: int = 1) -> None:
+def _child(which: str, n: int, batch: int, db: str = "", lanes: int = 1, conc: int = 64) -> None:
     """One measurement in a fresh process, so peak memory is this run's own."""
     with tempfile.TemporaryDirectory() as d:
         if which in ("ours", "ours-commits"):
             counting = which == "ours-commits"
-            run = run_ours(n, Path(d), batch, db, count_commits=counting, lanes=lanes)
+            run = run_ours(
+                n, Path(d), batch, db, count_commits=counting, lanes=lanes, concurrency=conc
+            )
             rate, rss = asyncio.run(run)
         elif which == "pgqueuer":
             cpu = time.process_time()
@@ -236,15 +241,17 @@ def _child(which: str, n: int, batch: int, db: str = "", lanes: int = 1) -> None
 
 
 def _measure(
-    which: str, n: int, batch: int, db: str = "", lanes: int = 1
+    which: str, n: int, batch: int, db: str = "", lanes: int = 1, conc: int = 64
 ) -> tuple[float, float, float, float]:
     """(jobs/s, peak RSS MiB, commits per job (SQLite: ours only), the
     process's CPU ms per job) of one run in a fresh process."""
-    data = _run_child(which, n, batch, db, lanes)
+    data = _run_child(which, n, batch, db, lanes, conc)
     return data["rate"], data["rss"], data["commits"], data["cpu"] * 1000 / n
 
 
-def _run_child(which: str, n: int, batch: int, db: str = "", lanes: int = 1) -> dict[str, Any]:
+def _run_child(
+    which: str, n: int, batch: int, db: str = "", lanes: int = 1, conc: int = 64
+) -> dict[str, Any]:
     """What one run in a fresh process printed (see _child)."""
     out = subprocess.run(
         [
@@ -260,6 +267,8 @@ def _run_child(which: str, n: int, batch: int, db: str = "", lanes: int = 1) -> 
             db,
             "--lanes",
             str(lanes),
+            "--concurrency",
+            str(conc),
         ],
         check=True,
         capture_output=True,
@@ -269,14 +278,14 @@ def _run_child(which: str, n: int, batch: int, db: str = "", lanes: int = 1) -> 
     return data
 
 
-def _on_pg(pg: Any, which: str, n: int, batch: int, lanes: int = 1) -> Figures:
+def _on_pg(pg: Any, which: str, n: int, batch: int, lanes: int = 1, conc: int = 64) -> Figures:
     """One run in a fresh database of `pg`: (jobs/s, peak RSS MiB, commits
     per job, server CPU ms per job, client CPU ms per job)."""
     url = pg.create()
     cost = ServerCost(pg, url.rsplit("/", 1)[-1].split("?")[0])
     try:
         cost.start()
-        rate, rss, _, client = _measure(which, n, batch, url, lanes)
+        rate, rss, _, client = _measure(which, n, batch, url, lanes, conc)
         commits, cpu = cost.stop()
     finally:
         pg.drop(url)
@@ -300,6 +309,13 @@ def main() -> None:
         help="ours on PostgreSQL with each of these lane counts (comma-separated)",
     )
     ap.add_argument(
+        "--lane-concurrency",
+        type=int,
+        default=0,
+        help="calls in flight a lane (default: the 64 shared out over the lanes)",
+    )
+    ap.add_argument("--concurrency", type=int, default=64, help=argparse.SUPPRESS)
+    ap.add_argument(
         "--child",
         choices=["ours", "ours-commits", "baseline", "huey", "pgqueuer"],
         help=argparse.SUPPRESS,
@@ -307,7 +323,7 @@ def main() -> None:
     ap.add_argument("--db", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _child(a.child, a.jobs, a.batch, a.db, int(a.lanes))
+        _child(a.child, a.jobs, a.batch, a.db, int(a.lanes), a.concurrency)
         return
     lane_counts = [int(n) for n in a.lanes.split(",")]
     from postgres import PgDatabases
@@ -331,8 +347,9 @@ def main() -> None:
             rate, rss, _, client = _measure("ours", a.jobs, a.batch)
             runs.setdefault(OURS, []).append((rate, rss, commits, None, client))
             for lanes in lane_counts if pg is not None else []:
-                on_pg = _on_pg(pg, "ours", a.jobs, a.batch, lanes)
-                runs.setdefault(_ours_pg(lanes), []).append(on_pg)
+                conc = lanes * a.lane_concurrency if a.lane_concurrency else 64
+                on_pg = _on_pg(pg, "ours", a.jobs, a.batch, lanes, conc)
+                runs.setdefault(_ours_pg(lanes, a.lane_concurrency), []).append(on_pg)
             if pgq:
                 runs.setdefault(PGQ, []).append(_on_pg(pg, "pgqueuer", a.jobs, a.batch))
             if not a.skip_baseline:
@@ -359,9 +376,11 @@ def main() -> None:
     print(table([*heads, "client CPU ms/job"], rows))
     pairs = [(OURS, SEED), (OURS, HUEY)]
     for lanes in lane_counts:
-        pairs += [(_ours_pg(lanes), PGQ), (_ours_pg(lanes), OURS)]
+        name = _ours_pg(lanes, a.lane_concurrency)
+        pairs += [(name, PGQ), (name, OURS)]
     if len(lane_counts) > 1:
-        pairs += [(_ours_pg(lanes), _ours_pg(lane_counts[0])) for lanes in lane_counts[1:]]
+        first = _ours_pg(lane_counts[0], a.lane_concurrency)
+        pairs += [(_ours_pg(n, a.lane_concurrency), first) for n in lane_counts[1:]]
     ratios = {
         f"{top} / {bottom}": _ratios(runs[top], runs[bottom])
         for top, bottom in pairs
@@ -393,9 +412,12 @@ OURS, OURS_PG, SEED, HUEY = "reclaim-tui", "reclaim-tui on PostgreSQL", "seed ba
 PGQ = "pgqueuer"
 
 
-def _ours_pg(lanes: int) -> str:
-    """The design name of ours on PostgreSQL with `lanes` lanes."""
-    return OURS_PG if lanes == 1 else f"{OURS_PG}, {lanes} lanes"
+def _ours_pg(lanes: int, per_lane: int = 0) -> str:
+    """The design name of ours on PostgreSQL with `lanes` lanes (of
+    `per_lane` calls in flight each, when given)."""
+    if lanes == 1:
+        return OURS_PG
+    return f"{OURS_PG}, {lanes} lanes" + (f" × {per_lane} calls" if per_lane else "")
 
 
 def _load() -> float:
@@ -442,6 +464,7 @@ def _write_results(
     flags += ["--huey"] if a.huey else []
     flags += ["--skip-baseline"] if a.skip_baseline else []
     flags += [f"--lanes {a.lanes}"] if a.lanes != "1" else []
+    flags += [f"--lane-concurrency {a.lane_concurrency}"] if a.lane_concurrency else []
     result = {
         "title": "The ledger alone on PostgreSQL, beside pgqueuer",
         "command": f"python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",
