@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from reclaim_tui.core.engine.engine import Engine
     from reclaim_tui.core.sinks import Sink
 
-__all__ = ["lane_ledgers", "make_backend", "open_engine", "open_ledger"]
+__all__ = ["lane_ledgers", "make_backend", "open_engine", "open_ledger", "open_with_lanes"]
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -123,3 +123,18 @@ async def lane_ledgers(settings: Settings, clock: Clock | None) -> AsyncIterator
             for _ in range(settings.lanes - 1)
         ]
         yield lanes
+
+
+@asynccontextmanager
+async def open_with_lanes(
+    settings: Settings, *, readonly: bool = False, create: bool = True, clock: Clock | None = None
+) -> AsyncIterator[tuple[Ledger, list[Ledger]]]:
+    """The ledger (`open_ledger`) and, when it is writable, its lanes'
+    connections (`lane_ledgers`); all closed on exit, and those opened
+    closed again when one is refused."""
+    async with open_ledger(settings, readonly=readonly, create=create, clock=clock) as ledger:
+        if readonly:
+            yield ledger, []
+            return
+        async with lane_ledgers(settings, clock) as lanes:
+            yield ledger, lanes

@@ -103,8 +103,7 @@ class Ledger:
         self._own_backend = backend is None
         self._clock = clock
         self._store: ledger_port.Ledger | None = None
-        #: the connections of lanes 2, 3 … (the `lanes` setting, PostgreSQL)
-        self._lanes: list[ledger_port.Ledger] = []
+        self._lanes: list[ledger_port.Ledger] = []  # lanes 2, 3 …: `lanes` (PostgreSQL)
         self._closing: contextlib.AsyncExitStack | None = None
         self._engine: Engine | None = None
         self._prices: PriceTable | None = None
@@ -131,7 +130,7 @@ class Ledger:
         that a bad sink or a missing API key is said before a ledger is created."""
         if self._store is not None:
             return
-        from reclaim_tui.bootstrap import lane_ledgers, make_backend, open_ledger
+        from reclaim_tui.bootstrap import make_backend, open_with_lanes
 
         require_folder(self.settings.db)
         if api and self._backend is None:
@@ -140,22 +139,13 @@ class Ledger:
         try:
             if sink or api:
                 self._checked_sink()
-            self._store = await stack.enter_async_context(
-                open_ledger(
+            self._store, self._lanes = await stack.enter_async_context(
+                open_with_lanes(
                     self.settings, readonly=self._readonly, create=self._create, clock=self._clock
                 )
             )
-            if not self._readonly:
-                self._lanes = await stack.enter_async_context(
-                    lane_ledgers(self.settings, self._clock)
-                )
         except BaseException:
-            # A lane's connection refused: the ledger opened before it is closed too.
-            self._store, self._lanes = None, []
-            try:
-                await stack.aclose()
-            finally:
-                await self._close_backend(self._backend)
+            await self._close_backend(self._backend)
             raise
         self._closing = stack
 
@@ -205,8 +195,9 @@ class Ledger:
             sink = self._checked_sink()
             self._backend = backend
             config = self.settings.engine_config(self.actor)
-            lanes = self._lanes
-            self._engine = Engine(self.store, backend, sink, config=config, lane_ledgers=lanes)
+            self._engine = Engine(
+                self.store, backend, sink, config=config, lane_ledgers=self._lanes
+            )
         return self._engine
 
     @property

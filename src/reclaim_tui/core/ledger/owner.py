@@ -22,7 +22,6 @@ either, and on a kernel without /proc nobody is judged, as now.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import uuid
 from dataclasses import dataclass
@@ -119,10 +118,6 @@ def holder_alive(owner_text: str) -> bool | None:
     return True
 
 
-#: a lane's tag after the start time (`lane_owner`), up to the next `|` or the end
-_LANE = re.compile(r"-lane[0-9]+(?=\||$)")
-
-
 def lane_owner(owner: str, lane: int) -> str:
     """The owner of a process's lane `lane` (1, 2 …; core/engine/lanes.py):
     `owner` with `-lane<n>` after its start time, so the lane is judged
@@ -138,4 +133,14 @@ def lane_owner(owner: str, lane: int) -> str:
 def lanes_process(owner: str) -> str:
     """The owner of the process a lane's `owner` belongs to (itself when it
     is no lane's): the fleet counts a process's lanes as its own leases."""
-    return _LANE.sub("", owner, count=1)
+    if LeaseOwner.parse(owner) is None:
+        return _untagged(owner)
+    parts = owner.split("|")
+    parts[2] = _untagged(parts[2])
+    return "|".join(parts)
+
+
+def _untagged(text: str) -> str:
+    """`text` without a lane's `-lane<n>` at its end."""
+    head, tag, number = text.rpartition("-lane")
+    return head if tag and number.isdigit() else text
