@@ -8,7 +8,7 @@ seed_ledger.py) driven with a stub client, i.e. the same SQLite work it does
 per job, with no network either.
 
     python benchmarks/ledger_only.py [--jobs 100000] [--runs 3] [--pg auto|URL] [--huey]
-        [--pgqueuer] [--statements] [--results FILE]
+        [--pgqueuer] [--lanes 1,2] [--lane-concurrency N] [--statements] [--results FILE]
 
 `--huey` adds an anchor from outside: huey's SqliteHuey (a task queue people
 pick for one machine; `pip install huey`) with fsync on, each job enqueued,
@@ -21,7 +21,13 @@ throwaway local server, see benchmarks/postgres.py), a database per run, with
 what each run cost the server: commits per job (`pg_stat_database`) and the
 server's CPU ms per job (/proc; benchmarks/_pg_anchor.py). `--pgqueuer` adds
 pgqueuer on the same server in the same rounds (`pip install pgqueuer`;
-skipped, and said, when absent). On SQLite, our commits per job are counted
+skipped, and said, when absent). `--lanes 1,2` runs ours on PostgreSQL once per
+lane count in each round (core/engine/lanes.py: the send and reclaim passes as
+that many claim–write loops, each on a connection of its own; the 64 calls in
+flight shared out), each a design of its own; `--lane-concurrency N` gives each
+lane N calls in flight instead (the run's `--concurrency` lanes × N: two lanes
+as wide as one each, the shared-out lanes' smaller batches left out of the
+comparison). On SQLite, our commits per job are counted
 too (every COMMIT on the ledger's connection, in an untimed run of its own:
 the trace that counts them slows the run). `--results FILE` writes the
 figures as a results file (scripts/perf_page.py makes the page from it).
@@ -74,6 +80,7 @@ async def run_ours(
     prepare: Callable[[Ledger], Awaitable[None]] | None = None,
     count_commits: bool = False,
     finish: Callable[[Ledger], Awaitable[None]] | None = None,
+    lanes: int = 1,
 ) -> tuple[float, float]:
     """N jobs through every state; (jobs/s, peak RSS MiB). `prepare` runs on the
     fresh ledger before the clock starts (ledger_profile.py's schema variants).
@@ -82,7 +89,7 @@ async def run_ours(
     costs that thread a third of its time, so the timed runs leave it off and
     the count comes from a run of its own. `finish` runs on the ledger after
     the clock stops, before it is closed (ledger_profile.py reads the WAL's
-    size there)."""
+    size there). `lanes`: on PostgreSQL, connections for that many lanes."""
     clock = ManualClock()
     ledger = await open_ledger(db or workdir / "ours.db", clock=clock)
     connection = getattr(ledger, "connection", None)
@@ -91,6 +98,7 @@ async def run_ours(
         _count_calls(connection)
     if prepare is not None:
         await prepare(ledger)
+    others = [await open_ledger(db, clock=clock) for _ in range(lanes - 1)] if db else []
     fake = FakeBackend(clock=clock, latency=0.0)
     engine = Engine(
         ledger,
@@ -98,6 +106,7 @@ async def run_ours(
         CallableSink(_noop),
         owner="bench|1|x",
         config=EngineConfig(batch_size=batch, concurrency=concurrency),
+        lane_ledgers=others,
     )
     jobs = [JobSpec(input=f"job number {i}", model="m") for i in range(n)]
     start, cpu = time.perf_counter(), time.process_time()
@@ -109,6 +118,8 @@ async def run_ours(
     counts = await ledger.counts()
     if finish is not None:
         await finish(ledger)
+    for other in others:
+        await other.close()
     await ledger.close()
     assert report.counts["consumed"] == n, report.summary()
     assert counts == {"consumed": (n, counts["consumed"][1])}
@@ -207,12 +218,15 @@ def _max_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(which: str, n: int, batch: int, db: str = "") -> None:
+def _child(which: str, n: int, batch: int, db: str = "", lanes: int = 1, conc: int = 64) -> None:
     """One measurement in a fresh process, so peak memory is this run's own."""
     with tempfile.TemporaryDirectory() as d:
         if which in ("ours", "ours-commits"):
             counting = which == "ours-commits"
-            rate, rss = asyncio.run(run_ours(n, Path(d), batch, db, count_commits=counting))
+            run = run_ours(
+                n, Path(d), batch, db, count_commits=counting, lanes=lanes, concurrency=conc
+            )
+            rate, rss = asyncio.run(run)
         elif which == "pgqueuer":
             cpu = time.process_time()
             rate, rss = asyncio.run(run_pgqueuer(n, db)), _max_rss_mib()
@@ -226,14 +240,18 @@ def _child(which: str, n: int, batch: int, db: str = "") -> None:
     print(json.dumps({**figures, "statements": {k: v / n for k, v in _STATEMENTS.items()}}))
 
 
-def _measure(which: str, n: int, batch: int, db: str = "") -> tuple[float, float, float, float]:
+def _measure(
+    which: str, n: int, batch: int, db: str = "", lanes: int = 1, conc: int = 64
+) -> tuple[float, float, float, float]:
     """(jobs/s, peak RSS MiB, commits per job (SQLite: ours only), the
     process's CPU ms per job) of one run in a fresh process."""
-    data = _run_child(which, n, batch, db)
+    data = _run_child(which, n, batch, db, lanes, conc)
     return data["rate"], data["rss"], data["commits"], data["cpu"] * 1000 / n
 
 
-def _run_child(which: str, n: int, batch: int, db: str = "") -> dict[str, Any]:
+def _run_child(
+    which: str, n: int, batch: int, db: str = "", lanes: int = 1, conc: int = 64
+) -> dict[str, Any]:
     """What one run in a fresh process printed (see _child)."""
     out = subprocess.run(
         [
@@ -247,6 +265,10 @@ def _run_child(which: str, n: int, batch: int, db: str = "") -> dict[str, Any]:
             str(batch),
             "--db",
             db,
+            "--lanes",
+            str(lanes),
+            "--concurrency",
+            str(conc),
         ],
         check=True,
         capture_output=True,
@@ -256,14 +278,14 @@ def _run_child(which: str, n: int, batch: int, db: str = "") -> dict[str, Any]:
     return data
 
 
-def _on_pg(pg: Any, which: str, n: int, batch: int) -> Figures:
+def _on_pg(pg: Any, which: str, n: int, batch: int, lanes: int = 1, conc: int = 64) -> Figures:
     """One run in a fresh database of `pg`: (jobs/s, peak RSS MiB, commits
     per job, server CPU ms per job, client CPU ms per job)."""
     url = pg.create()
     cost = ServerCost(pg, url.rsplit("/", 1)[-1].split("?")[0])
     try:
         cost.start()
-        rate, rss, _, client = _measure(which, n, batch, url)
+        rate, rss, _, client = _measure(which, n, batch, url, lanes, conc)
         commits, cpu = cost.stop()
     finally:
         pg.drop(url)
@@ -282,6 +304,18 @@ def main() -> None:
     ap.add_argument("--results", default="", help="write the figures as this results file")
     ap.add_argument("--statements", action="store_true", help="print SQLite's statements per job")
     ap.add_argument(
+        "--lanes",
+        default="1",
+        help="ours on PostgreSQL with each of these lane counts (comma-separated)",
+    )
+    ap.add_argument(
+        "--lane-concurrency",
+        type=int,
+        default=0,
+        help="calls in flight a lane (default: the 64 shared out over the lanes)",
+    )
+    ap.add_argument("--concurrency", type=int, default=64, help=argparse.SUPPRESS)
+    ap.add_argument(
         "--child",
         choices=["ours", "ours-commits", "baseline", "huey", "pgqueuer"],
         help=argparse.SUPPRESS,
@@ -289,8 +323,9 @@ def main() -> None:
     ap.add_argument("--db", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _child(a.child, a.jobs, a.batch, a.db)
+        _child(a.child, a.jobs, a.batch, a.db, int(a.lanes), a.concurrency)
         return
+    lane_counts = [int(n) for n in a.lanes.split(",")]
     from postgres import PgDatabases
 
     pg = PgDatabases(a.pg) if a.pg else None
@@ -311,8 +346,10 @@ def main() -> None:
         for _ in range(a.runs):
             rate, rss, _, client = _measure("ours", a.jobs, a.batch)
             runs.setdefault(OURS, []).append((rate, rss, commits, None, client))
-            if pg is not None:
-                runs.setdefault(OURS_PG, []).append(_on_pg(pg, "ours", a.jobs, a.batch))
+            for lanes in lane_counts if pg is not None else []:
+                conc = lanes * a.lane_concurrency if a.lane_concurrency else 64
+                on_pg = _on_pg(pg, "ours", a.jobs, a.batch, lanes, conc)
+                runs.setdefault(_ours_pg(lanes, a.lane_concurrency), []).append(on_pg)
             if pgq:
                 runs.setdefault(PGQ, []).append(_on_pg(pg, "pgqueuer", a.jobs, a.batch))
             if not a.skip_baseline:
@@ -337,9 +374,16 @@ def main() -> None:
     ]
     heads = ["design", "jobs", "jobs/s", "peak RSS MiB", "commits/job", "server CPU ms/job"]
     print(table([*heads, "client CPU ms/job"], rows))
+    pairs = [(OURS, SEED), (OURS, HUEY)]
+    for lanes in lane_counts:
+        name = _ours_pg(lanes, a.lane_concurrency)
+        pairs += [(name, PGQ), (name, OURS)]
+    if len(lane_counts) > 1:
+        first = _ours_pg(lane_counts[0], a.lane_concurrency)
+        pairs += [(_ours_pg(n, a.lane_concurrency), first) for n in lane_counts[1:]]
     ratios = {
         f"{top} / {bottom}": _ratios(runs[top], runs[bottom])
-        for top, bottom in ((OURS, SEED), (OURS, HUEY), (OURS_PG, PGQ), (OURS_PG, OURS))
+        for top, bottom in pairs
         if top in runs and bottom in runs
     }
     for name, each in ratios.items():
@@ -366,6 +410,14 @@ def _statements_table(per_job: dict[str, float]) -> str:
 
 OURS, OURS_PG, SEED, HUEY = "reclaim-tui", "reclaim-tui on PostgreSQL", "seed baseline", "huey"
 PGQ = "pgqueuer"
+
+
+def _ours_pg(lanes: int, per_lane: int = 0) -> str:
+    """The design name of ours on PostgreSQL with `lanes` lanes (of
+    `per_lane` calls in flight each, when given)."""
+    if lanes == 1:
+        return OURS_PG
+    return f"{OURS_PG}, {lanes} lanes" + (f" × {per_lane} calls" if per_lane else "")
 
 
 def _load() -> float:
@@ -410,6 +462,9 @@ def _write_results(
     flags += [f"--pg {a.pg}"] if a.pg else []
     flags += ["--pgqueuer"] if a.pgqueuer else []
     flags += ["--huey"] if a.huey else []
+    flags += ["--skip-baseline"] if a.skip_baseline else []
+    flags += [f"--lanes {a.lanes}"] if a.lanes != "1" else []
+    flags += [f"--lane-concurrency {a.lane_concurrency}"] if a.lane_concurrency else []
     result = {
         "title": "The ledger alone on PostgreSQL, beside pgqueuer",
         "command": f"python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",

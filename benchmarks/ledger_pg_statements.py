@@ -10,7 +10,7 @@ writes, so the index sizes and the table's inserts/updates stand in); the
 events written per job; and the server's CPU per job.
 
     python benchmarks/ledger_pg_statements.py [--jobs 2000] [--top 15]
-        [--variant SQL] [--after SQL]
+        [--variant SQL] [--after SQL] [--lanes N]
 
 `--variant` runs SQL on the fresh ledger before the clock starts (an
 experiment: `DROP INDEX jobs_idem_trgm; …`, `ALTER INDEX … SET (fastupdate =
@@ -175,6 +175,7 @@ def main() -> None:
         "--variant", default="", help="SQL run on the fresh ledger first (an experiment)"
     )
     ap.add_argument("--after", default="", help="SQL run after the clock stops, its CPU apart")
+    ap.add_argument("--lanes", type=int, default=1, help="ours with this many lanes")
     a = ap.parse_args()
     pg = PgDatabases.__new__(PgDatabases)
     pg.server = ProfiledServer().start()
@@ -192,7 +193,7 @@ def main() -> None:
         by_process = cpu_by_process(pg)
         with tempfile.TemporaryDirectory() as d:
             rate, _ = asyncio.run(
-                run_ours(a.jobs, Path(d), a.batch, url, prepare=_variant(a.variant))
+                run_ours(a.jobs, Path(d), a.batch, url, prepare=_variant(a.variant), lanes=a.lanes)
             )
         cpu = pg.cpu_seconds() - before
         wal_after, commits_after = _wal_and_commits(pg.base, url)

@@ -7,6 +7,7 @@ own backend and sink) and the benchmarks.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from reclaim_tui.core.engine.engine import Engine
     from reclaim_tui.core.sinks import Sink
 
-__all__ = ["make_backend", "open_engine", "open_ledger"]
+__all__ = ["lane_ledgers", "make_backend", "open_engine", "open_ledger", "open_with_lanes"]
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -103,7 +104,37 @@ async def open_engine(
         if isinstance(sink, DirectorySink):
             sink.check()  # a temp folder that is a link is refused before any pass
         async with open_ledger(settings, clock=clock, create=create) as ledger:
-            yield Engine(ledger, backend, sink, config=settings.engine_config(actor))
+            async with lane_ledgers(settings, clock) as lanes:
+                config = settings.engine_config(actor)
+                yield Engine(ledger, backend, sink, config=config, lane_ledgers=lanes)
             await ledger.checkpoint()  # reached on a clean exit only
     finally:
         await backend.aclose()
+
+
+@asynccontextmanager
+async def lane_ledgers(settings: Settings, clock: Clock | None) -> AsyncIterator[list[Ledger]]:
+    """The connections of lanes 2, 3 … (`--lanes`; core/engine/lanes.py),
+    opened after the first (which made or migrated the ledger) and closed on
+    exit (Settings.validate refuses lanes on SQLite)."""
+    async with contextlib.AsyncExitStack() as stack:
+        lanes = [
+            await stack.enter_async_context(open_ledger(settings, clock=clock, create=False))
+            for _ in range(settings.lanes - 1)
+        ]
+        yield lanes
+
+
+@asynccontextmanager
+async def open_with_lanes(
+    settings: Settings, *, readonly: bool = False, create: bool = True, clock: Clock | None = None
+) -> AsyncIterator[tuple[Ledger, list[Ledger]]]:
+    """The ledger (`open_ledger`) and, when it is writable, its lanes'
+    connections (`lane_ledgers`); all closed on exit, and those opened
+    closed again when one is refused."""
+    async with open_ledger(settings, readonly=readonly, create=create, clock=clock) as ledger:
+        if readonly:
+            yield ledger, []
+            return
+        async with lane_ledgers(settings, clock) as lanes:
+            yield ledger, lanes

@@ -36,6 +36,8 @@ DEFAULT_MODEL = "gemini-flash-latest"
 DEFAULT_OUT = "./articles"
 #: Without --concurrency, calls in flight start here and grow up to the ceiling.
 ADAPTIVE_START = 16
+#: the most lanes a process runs (core/engine/lanes.py): each holds a server connection
+MAX_LANES = 8
 ADAPTIVE_CEILING = 64
 
 
@@ -83,6 +85,9 @@ class Settings:
     #: `--create`: start a new SQLite ledger even beside another one in its
     #: folder (core/ledger/sqlite/new_ledger.py)
     create_ledger: bool = False
+    #: PostgreSQL: the send and reclaim passes as this many claim–write loops
+    #: at once, each on a connection of its own (core/engine/lanes.py)
+    lanes: int = 1
 
     @property
     def lease(self) -> float:
@@ -97,6 +102,18 @@ class Settings:
                 raise ConfigError(f"--{f.name.replace('_', '-')} must be a finite number")
         if self.concurrency is not None and not 1 <= self.concurrency <= 1024:
             raise ConfigError("--concurrency must be between 1 and 1024")
+        if not 1 <= self.lanes <= MAX_LANES:
+            raise ConfigError(f"--lanes must be between 1 and {MAX_LANES}")
+        if self.lanes > 1 and not _on_server(self.db):
+            raise ConfigError(
+                f"--lanes {self.lanes} needs a PostgreSQL ledger: SQLite takes one writer"
+                " at a time, so a second lane would only wait for the first"
+            )
+        if self.lanes > (self.concurrency or ADAPTIVE_START):
+            raise ConfigError(
+                f"--lanes {self.lanes} needs at least {self.lanes} API calls in flight"
+                " (--concurrency): the calls are shared out over the lanes"
+            )
         if self.batch_size < 1:
             raise ConfigError("--batch-size must be at least 1")
         if self.request_timeout <= 0 or self.busy_timeout < 0:
@@ -329,3 +346,11 @@ def save_console_settings(path: Path, settings: ConsoleSettings) -> None:
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _on_server(db: str) -> bool:
+    """Whether `db` names a PostgreSQL ledger (imported here: only a
+    command given `--lanes` asks)."""
+    from reclaim_tui.core.ledger.opening import ledger_file
+
+    return ledger_file(db) is None

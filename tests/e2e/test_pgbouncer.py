@@ -273,3 +273,28 @@ def test_every_command_and_the_inbox_through_the_pooler(
         ok(run_cli(["migrate", "--from", bouncer_dsn, "--to", str(back)]))
         ok(run_cli(["migrate", "--from", bouncer_dsn, "--to", str(back), "--check"]))
     assert LedgerView(pg_dsn).status_counts() == {"consumed": 10}
+
+
+def test_lanes_through_the_pooler_create_and_deliver_each_job_once(
+    make_workspace: Callable[..., Workspace],
+    emulator: EmulatorProcess,
+    pg_bouncer: PgBouncer,
+    bouncer_dsn: str,
+    pg_dsn: str,
+    tmp_path: Path,
+) -> None:
+    """`--lanes 2`: each lane is a client connection of its own to the
+    pooler; a submit and the ticks after it create each job once and deliver
+    it once, whichever server connection each lane's transactions meet."""
+    ws = bounced(make_workspace, bouncer_dsn)
+    ws.extra_flags = ("--lanes", "2", "--concurrency", "4")
+    # The module's emulator serves both pool modes: keys of this run's own.
+    tag = f"lanes{pg_bouncer.port}"
+    keys = [f"{tag}-{i}" for i in range(30)]
+    sent = ok(ws.cli("submit", str(jobs_file(tmp_path / "lanes.jsonl", 30, tag))))
+    assert "sent=30" in sent.stdout, sent.stdout
+    ws.settle()
+    assert LedgerView(pg_dsn).status_counts() == {"consumed": 30}
+    creates = emulator.create_counts()
+    assert {k: creates[k] for k in keys} == dict.fromkeys(keys, 1)
+    assert sorted(d["idem"] for d in ws.deliveries()) == sorted(keys)

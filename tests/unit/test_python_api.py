@@ -241,3 +241,32 @@ async def test_a_new_ledger_beside_another_is_refused_as_the_cli_refuses_it(
     assert not (tmp_path / "ledgr.db").exists()
     async with _connect(str(tmp_path / "ledgr.db"), clock, fake_api, create_ledger=True) as new:
         assert await new.get_many([]) == {}
+
+
+@pytest.mark.postgres
+async def test_lanes_on_postgresql_send_and_deliver_each_job_once(
+    pg_dsn: str, clock: ManualClock, fake_api: FakeBackend
+) -> None:
+    seen: list[str] = []
+    jobs = [{"input": f"lane {i}"} for i in range(20)]
+    async with _connect(pg_dsn, clock, fake_api, on_result=lambda k, _: seen.append(k), lanes=2,
+                        concurrency=4) as ledger:  # fmt: skip
+        keys = await ledger.submit(jobs, send=True)
+        await _until_settled(ledger, clock, keys)
+        (connections,) = await ledger.store.select(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name = 'reclaim-tui'"
+        )
+    assert connections[0] == 2  # a connection a lane
+    assert sorted(seen) == sorted(keys)
+    assert fake_api.calls["create"] == 20
+
+
+async def test_lanes_on_sqlite_are_refused_before_a_ledger_is_made(
+    tmp_path: Path, clock: ManualClock, fake_api: FakeBackend
+) -> None:
+    db = tmp_path / "new.db"
+    with pytest.raises(reclaim_tui.ConfigError, match="needs a PostgreSQL ledger"):
+        async with _connect(str(db), clock, fake_api, lanes=2):
+            pass
+    assert not db.exists()

@@ -103,6 +103,7 @@ class Ledger:
         self._own_backend = backend is None
         self._clock = clock
         self._store: ledger_port.Ledger | None = None
+        self._lanes: list[ledger_port.Ledger] = []  # lanes 2, 3 …: `lanes` (PostgreSQL)
         self._closing: contextlib.AsyncExitStack | None = None
         self._engine: Engine | None = None
         self._prices: PriceTable | None = None
@@ -129,7 +130,7 @@ class Ledger:
         that a bad sink or a missing API key is said before a ledger is created."""
         if self._store is not None:
             return
-        from reclaim_tui.bootstrap import make_backend, open_ledger
+        from reclaim_tui.bootstrap import make_backend, open_with_lanes
 
         require_folder(self.settings.db)
         if api and self._backend is None:
@@ -138,8 +139,8 @@ class Ledger:
         try:
             if sink or api:
                 self._checked_sink()
-            self._store = await stack.enter_async_context(
-                open_ledger(
+            self._store, self._lanes = await stack.enter_async_context(
+                open_with_lanes(
                     self.settings, readonly=self._readonly, create=self._create, clock=self._clock
                 )
             )
@@ -154,6 +155,7 @@ class Ledger:
         (not after an error: the ledger may be what failed)."""
         engine, store, closing = self._engine, self._store, self._closing
         self._engine = self._store = self._closing = None
+        self._lanes = []
         try:
             await self._close_backend(engine.backend if engine is not None else self._backend)
             if store is not None and not self._readonly and checkpoint:
@@ -193,7 +195,9 @@ class Ledger:
             sink = self._checked_sink()
             self._backend = backend
             config = self.settings.engine_config(self.actor)
-            self._engine = Engine(self.store, backend, sink, config=config)
+            self._engine = Engine(
+                self.store, backend, sink, config=config, lane_ledgers=self._lanes
+            )
         return self._engine
 
     @property

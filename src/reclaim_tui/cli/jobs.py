@@ -251,7 +251,7 @@ async def run_command(
 
 
 @click.command()
-@options(LEDGER, CREATE, API, PASS, SEND)
+@options(LEDGER, CREATE, API, PASS, "lanes", SEND)
 @click.argument("jobs_path", metavar="FILE")
 @click.option(
     "--no-send",

@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT
+from reclaim_tui.config import DEFAULT_DB, DEFAULT_MODEL, DEFAULT_OUT, MAX_LANES
 from reclaim_tui.core.ledger.retention import PAID_TIER_DAYS
 from reclaim_tui.core.models import TRANSPORTS, GonePolicy, OrphanPolicy
 
@@ -201,6 +201,16 @@ _FLAGS: dict[str, Decorator] = {
         " the API keeps up (halved on a 429/503). More in flight also means more creates"
         " of unknown outcome when a process is killed.",
     ),
+    "lanes": click.option(
+        "--lanes",
+        default=1,
+        show_default=True,
+        type=click.IntRange(1, MAX_LANES),
+        help="PostgreSQL only: run the send and reclaim passes as this many claim-write"
+        " loops at once, each on a server connection of its own, so the server writes one"
+        " lane's batch while this process works another's. The calls in flight"
+        " (--concurrency) are shared out over the lanes.",
+    ),
     "lease_seconds": click.option(
         "--lease-seconds",
         default=None,
@@ -312,7 +322,7 @@ PASS = ("concurrency", "adaptive_concurrency", "lease_seconds", "verbose")
 SEND = ("model", "max_attempts", "first_poll", "webhook_url", "webhook_poll")
 RECOVER = ("emulator_lookup", "orphan_policy", "webhook_grace")
 POLL = ("on_gone", "gone_grace", "retention_days", "deadline")
-ENGINE = (*LEDGER, *CREATE, *API, *SINK, *PASS, *SEND, *RECOVER, *POLL)
+ENGINE = (*LEDGER, *CREATE, *API, *SINK, *PASS, "lanes", *SEND, *RECOVER, *POLL)
 
 
 def options(*groups: tuple[str, ...] | str) -> Decorator:

@@ -13,11 +13,14 @@ the circuit again at once, one success closes it.
 Until one call has come back without an outside failure (`warm`), the
 engine sends calls one at a time: with 16 calls in flight at once, a dead
 API would otherwise cost 16 calls before the breaker could say anything.
+A process's lanes share one circuit, and only the first lane calls until
+the API has answered (`answered`, `listeners`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from reclaim_tui.errors import BackendError, NotCreatedError
 
@@ -34,6 +37,15 @@ class Circuit:
     #: this pass's calls: how many came back, how many failed outside the job
     calls: int = 0
     last_outside: BackendError | None = None
+    #: called at each outcome once the API has answered (`answered`): a
+    #: process's other lanes start their calls then (core/engine/lanes.py)
+    listeners: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    @property
+    def answered(self) -> bool:
+        """A call came back in good order (warm), or the circuit opened:
+        the probe a cold or tripped circuit sends alone is over."""
+        return self.warm or self.tripped is not None
 
     @property
     def open(self) -> bool:
@@ -47,10 +59,16 @@ class Circuit:
             self.consecutive += 1
             if self.consecutive >= (1 if self.probing else self.threshold):
                 self.tripped = outcome
+                self._tell()
             return
         self.consecutive = 0
         self.probing = False
         self.warm = True
+        self._tell()
+
+    def _tell(self) -> None:
+        for listener in self.listeners:
+            listener()
 
     def refused_everything(self) -> BackendError | None:
         """The last outside failure, when every call of this pass failed

@@ -14,6 +14,7 @@ operator actions on single rows live in `operator` and `follow_up`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
 
@@ -22,6 +23,7 @@ from reclaim_tui.core.clock import Clock
 from reclaim_tui.core.engine import (
     confirming,
     delivering,
+    lanes,
     reclaiming,
     recovering,
     sending,
@@ -56,10 +58,18 @@ class Engine:
         *,
         config: EngineConfig | None = None,
         owner: str | None = None,
+        lane_ledgers: Sequence[Ledger] = (),
     ) -> None:
+        """`lane_ledgers`: connections of their own for lanes 1, 2 … (the
+        send and reclaim passes then run as that many claim–write loops at
+        once; core/engine/lanes.py); their caller closes them."""
         self.parts = EngineParts(
             ledger, backend, sink, config or EngineConfig(), owner or str(this_process())
         )
+        self._lane_ledgers = list(lane_ledgers)
+        # Each lane's own state, kept across passes: its adaptive limit and
+        # the leases a failed pass of it could not give back.
+        self._lane_state: list[EngineParts] = []
 
     # -- the parts, as the callers know them -------------------------------------------
     @property
@@ -136,11 +146,12 @@ class Engine:
         """Give back the leases a failed pass kept because the ledger failed
         too (its server away): the rows are free again without waiting for
         their leases to run out."""
-        stranded = self.parts.stranded
-        if stranded:
-            keys = sorted(stranded)
-            await self.ledger.release(self.owner, keys)
-            stranded.difference_update(keys)
+        for parts in [self.parts, *self._lane_state]:
+            stranded = parts.stranded
+            if stranded:
+                keys = sorted(stranded)
+                await parts.ledger.release(parts.owner, keys)
+                stranded.difference_update(keys)
 
     @staticmethod
     async def _whole(step: Awaitable[PassReport], so_far: PassReport) -> PassReport:
@@ -159,15 +170,69 @@ class Engine:
     # -- the passes (one module each) ----------------------------------------------
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool = True) -> PassReport:
         """Reserve rows for new jobs (existing keys are left alone), then send."""
-        return await submitting.submit(self.parts, jobs, send=send)
+        if not self._lane_ledgers:
+            return await submitting.submit(self.parts, jobs, send=send)
+        report, keys = await submitting.reserve(self.parts, jobs)
+        if send:
+            # Each lane sends its share of these keys, in the submit's order.
+            count = len(self._lane_ledgers) + 1
+            report.merge(await self._across(lambda n, parts: _send(parts, keys[n::count])))
+        return report
 
     async def send_reserved(self) -> PassReport:
         """Create an interaction for every due `reserving` row not in flight."""
-        return await sending.send_reserved(self.parts)
+        if not self._lane_ledgers:
+            return await sending.send_reserved(self.parts)
+        return await self._across(lambda _, parts: sending.send_reserved(parts))
 
     async def reclaim(self) -> PassReport:
         """Poll every due `submitted` row; store and deliver what completed."""
-        return await reclaiming.reclaim(self.parts)
+        if not self._lane_ledgers:
+            return await reclaiming.reclaim(self.parts)
+        return await self._across(lambda _, parts: reclaiming.reclaim(parts))
+
+    async def _across(self, step: lanes.Step) -> PassReport:
+        """`step` on every lane (lanes.across); until the API has answered,
+        the first lane calls alone: a dead API costs one probe, not one a
+        lane."""
+        circuit = self.parts.circuit
+        if circuit.answered:
+            return await lanes.across(self._lanes(), step)
+        answered = asyncio.Event()
+        circuit.listeners.append(answered.set)
+        try:
+            return await lanes.across(self._lanes(), step, answered)
+        finally:
+            circuit.listeners.remove(answered.set)
+
+    def _lanes(self) -> list[EngineParts]:
+        """The parts of each lane for this pass: the engine's current
+        backend, sink and configuration (a caller may swap them between
+        passes), each lane's share of the calls in flight, its connection
+        and owner; one circuit breaker for all (the API is one)."""
+        count = len(self._lane_ledgers) + 1
+        ledgers = [self.parts.ledger, *self._lane_ledgers]
+        while len(self._lane_state) < count:
+            n = len(self._lane_state)
+            owner = self.owner if n == 0 else lanes.lane_owner(self.owner, n)
+            self._lane_state.append(
+                EngineParts(ledgers[n], self.backend, self.sink, self.config, owner)
+            )
+        made = []
+        for n, kept in enumerate(self._lane_state):
+            parts = EngineParts(
+                ledgers[n],
+                self.parts.backend,
+                self.parts.sink,
+                lanes.lane_config(self.config, count, n),
+                kept.owner,
+            )
+            parts.circuit = self.parts.circuit
+            parts.stranded = kept.stranded
+            parts._limit = kept._limit
+            kept._limit = parts.limit  # made for the lane's share, kept for the next pass
+            made.append(parts)
+        return made
 
     async def confirm_cancels(self) -> PassReport:
         """Ask the API again to cancel the rows whose remote cancel failed."""
@@ -186,3 +251,8 @@ class Engine:
         """Settle `reserving` rows whose create may have been sent and whose
         holder is gone (`force`: held and not-yet-due rows too)."""
         return await recovering.recover_orphans(self.parts, force=force, idems=idems)
+
+
+async def _send(parts: EngineParts, keys: Sequence[str]) -> PassReport:
+    """A lane's send pass over its share of a submit's keys (none: nothing)."""
+    return await sending.send_reserved(parts, keys) if keys else PassReport()

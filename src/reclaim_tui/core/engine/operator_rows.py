@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from reclaim_tui.core.engine.parts import EngineParts
-from reclaim_tui.core.ledger.owner import holder_alive
+from reclaim_tui.core.ledger.owner import holder_alive, lanes_process
 from reclaim_tui.core.models import Actor, Row, Status
 from reclaim_tui.errors import OperatorError
 
@@ -33,8 +33,17 @@ async def update(
     note: str,
     changes: dict[str, Any],
 ) -> Row:
-    """The row after the compare-and-set, or the OperatorError saying why not."""
+    """The row after the compare-and-set, or the OperatorError saying why not.
+    A row another lane of this process holds (core/engine/lanes.py) is acted
+    on as that lane, as a row the engine's own lane holds is as the engine."""
     row = await parts.ledger.operator_update(idem, expect, to, actor, note, changes, me=parts.owner)
+    if row is None:
+        current = await parts.ledger.get(idem)
+        holder = current.lease_owner if current is not None else None
+        if holder and holder != parts.owner and lanes_process(holder) == lanes_process(parts.owner):
+            row = await parts.ledger.operator_update(
+                idem, expect, to, actor, note, changes, me=holder
+            )
     if row is not None:
         return row
     raise await refused(parts, idem, expect)

@@ -17,11 +17,22 @@ from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.models import JobSpec, PassReport, Row
 from reclaim_tui.errors import JobsFileError
 
-__all__ = ["submit"]
+__all__ = ["reserve", "submit"]
 
 
 async def submit(parts: EngineParts, jobs: Sequence[JobSpec], *, send: bool = True) -> PassReport:
     """Reserve rows for new jobs (existing keys are left alone), then send."""
+    report, keys = await reserve(parts, jobs)
+    if send:
+        # Only these jobs: other reserved rows (a `--no-send` file, a paused
+        # loop's backlog) are sent by a pass, never by someone else's submit.
+        report.merge(await sending.send_reserved(parts, keys))
+    return report
+
+
+async def reserve(parts: EngineParts, jobs: Sequence[JobSpec]) -> tuple[PassReport, list[str]]:
+    """Reserve rows for new jobs (existing keys are left alone); the report
+    and the jobs' keys, each once, in the jobs' order."""
     report = PassReport()
     await _refuse_key_clashes(parts, jobs)
     texts = [j.to_json() for j in jobs]  # made once: the key is its hash
@@ -33,12 +44,7 @@ async def submit(parts: EngineParts, jobs: Sequence[JobSpec], *, send: bool = Tr
     report.counts["inserted"] += len(inserted)
     report.counts["already_present"] += len(present)
     crashpoint("after_reserve_commit")
-    if send:
-        # Only these jobs: other reserved rows (a `--no-send` file, a paused
-        # loop's backlog) are sent by a pass, never by someone else's submit.
-        keys = list(dict.fromkeys([r[0] for r in rows]))
-        report.merge(await sending.send_reserved(parts, keys))
-    return report
+    return report, list(dict.fromkeys([r[0] for r in rows]))
 
 
 async def _refuse_cycles(parts: EngineParts, jobs: Sequence[JobSpec], keys: Sequence[str]) -> None:

@@ -12,6 +12,7 @@ PostgreSQL) several.
     processes every process the registry knows (core/ledger/registry.py):
               its kind, host, state and last pass, alive, stale, gone or
               stopped; its leases are the holder of the same owner string
+              (its lanes' leases, core/engine/lanes.py, counted with them)
 
 This module is part of the core: it must not import Textual.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reclaim_tui.core.ledger.dialect import Sql
-from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive
+from reclaim_tui.core.ledger.owner import LeaseOwner, holder_alive, lanes_process
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import Process, read_processes
 
@@ -73,8 +74,16 @@ async def read_fleet(ledger: Ledger, now: float, window: float = 3600.0) -> Flee
         ),
         [now],
     )
-    holders = []
+    # A process's lanes (core/engine/lanes.py) hold their rows as owners of
+    # their own: counted here as the process's.
+    by_process: dict[str, list[int | float]] = {}
     for owner, held, total, until in rows:
+        counts = by_process.setdefault(lanes_process(owner), [0, 0, 0.0])
+        counts[0] += int(held)
+        counts[1] += int(total) - int(held)
+        counts[2] = max(counts[2], float(until))
+    holders = []
+    for owner, (held, lapsed, until) in by_process.items():
         parsed = LeaseOwner.parse(owner)
         holders.append(
             Holder(
@@ -82,7 +91,7 @@ async def read_fleet(ledger: Ledger, now: float, window: float = 3600.0) -> Flee
                 parsed.host if parsed else owner,
                 parsed.pid if parsed else None,
                 int(held),
-                int(total) - int(held),
+                int(lapsed),
                 float(until),
                 holder_alive(owner),
             )

@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["LeaseOwner", "holder_alive", "pid_space", "this_process"]
+__all__ = ["LeaseOwner", "holder_alive", "lane_owner", "lanes_process", "pid_space", "this_process"]
 
 
 def _start_ticks(pid: int) -> str | None:
@@ -116,3 +116,31 @@ def holder_alive(owner_text: str) -> bool | None:
         return False
     # Same process. An in-process tag (tests) cannot be judged further.
     return True
+
+
+def lane_owner(owner: str, lane: int) -> str:
+    """The owner of a process's lane `lane` (1, 2 …; core/engine/lanes.py):
+    `owner` with `-lane<n>` after its start time, so the lane is judged
+    alive or dead with its process (`holder_alive` reads the start up to
+    the first `-`). An owner that does not parse gets the tag at its end."""
+    if LeaseOwner.parse(owner) is None:
+        return f"{owner}-lane{lane}"
+    parts = owner.split("|")
+    parts[2] = f"{parts[2]}-lane{lane}"
+    return "|".join(parts)
+
+
+def lanes_process(owner: str) -> str:
+    """The owner of the process a lane's `owner` belongs to (itself when it
+    is no lane's): the fleet counts a process's lanes as its own leases."""
+    if LeaseOwner.parse(owner) is None:
+        return _untagged(owner)
+    parts = owner.split("|")
+    parts[2] = _untagged(parts[2])
+    return "|".join(parts)
+
+
+def _untagged(text: str) -> str:
+    """`text` without a lane's `-lane<n>` at its end."""
+    head, tag, number = text.rpartition("-lane")
+    return head if tag and number.isdigit() else text
