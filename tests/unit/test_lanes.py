@@ -199,41 +199,55 @@ async def test_lanes_send_and_reclaim_every_job_once(
     assert statuses == {Status.CONSUMED.value}
 
 
+class Gated(FakeBackend):
+    """The first create answers (the circuit warms, the other lanes start);
+    the next ones wait at `gate`, and `waiting` is set once `count` do."""
+
+    def __init__(self, clock: ManualClock, count: int, latency: float | None = 0.0) -> None:
+        super().__init__(clock=clock, latency=latency)
+        self.gate, self.waiting = asyncio.Event(), asyncio.Event()
+        self.started: Counter[str] = Counter()
+        self.count = count
+
+    async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
+        self.started[idem] += 1
+        if sum(self.started.values()) > 1:
+            if sum(self.started.values()) == self.count + 1:
+                self.waiting.set()
+            await self.gate.wait()
+        return await super().create(spec, idem)
+
+
+async def _sends_held(
+    tmp_path: Path, ledgers: list[Ledger], backend: Gated, concurrency: int, jobs: int
+) -> tuple[Engine, asyncio.Task[PassReport]]:
+    """A two-lane engine's send pass over `jobs` new jobs, once `backend`
+    holds its `count` creates at the gate."""
+    engine = Engine(
+        ledgers[0],
+        backend,
+        DirectorySink(tmp_path / "out"),
+        config=EngineConfig(concurrency=concurrency),
+        owner="h|1|s",
+        lane_ledgers=ledgers[1:],
+    )
+    await engine.submit([JobSpec(input=f"held {i}", model="m") for i in range(jobs)], send=False)
+    task = asyncio.create_task(engine.send_reserved())
+    await asyncio.wait_for(backend.waiting.wait(), WAIT)
+    return engine, task
+
+
 @pytest.mark.postgres
 async def test_lanes_keep_their_leases_apart(tmp_path: Path, pg_dsn: str) -> None:
     """Two lanes of one process never work the same row: a lane's claim
     skips the rows the other lane holds, as another host's would."""
     clock = ManualClock()
     ledgers = [await open_ledger(pg_dsn, clock=clock) for _ in range(2)]
+    backend = Gated(clock, count=3)
     try:
-        gate, held_three = asyncio.Event(), asyncio.Event()
-        started: Counter[str] = Counter()
-
-        class Gated(FakeBackend):
-            async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
-                started[idem] += 1
-                if sum(started.values()) > 1:
-                    # The first create answers (the circuit warms, the
-                    # second lane starts); the next ones wait at the gate.
-                    if sum(started.values()) == 4:
-                        held_three.set()
-                    await gate.wait()
-                return await super().create(spec, idem)
-
-        backend = Gated(clock=clock, latency=0.0)
-        engine = Engine(
-            ledgers[0],
-            backend,
-            DirectorySink(tmp_path / "out"),
-            config=EngineConfig(concurrency=4),
-            owner="h|1|s",
-            lane_ledgers=ledgers[1:],
-        )
-        await engine.submit([JobSpec(input=f"held {i}", model="m") for i in range(12)], send=False)
-        task = asyncio.create_task(engine.send_reserved())
-        await asyncio.wait_for(held_three.wait(), WAIT)
+        _, task = await _sends_held(tmp_path, ledgers, backend, concurrency=4, jobs=12)
         held = await ledgers[0].select("SELECT lease_owner FROM jobs WHERE inflight = 1")
-        gate.set()
+        backend.gate.set()
         report = await asyncio.wait_for(task, WAIT)
     finally:
         for ledger in ledgers:
@@ -243,7 +257,7 @@ async def test_lanes_keep_their_leases_apart(tmp_path: Path, pg_dsn: str) -> Non
     lane = lanes.lane_owner("h|1|s", 1)
     assert len(held) == 3 and {r[0] for r in held} == {"h|1|s", lane}, held
     assert report.counts["sent"] == 12
-    assert max(started.values()) == 1  # no create sent twice
+    assert max(backend.started.values()) == 1  # no create sent twice
 
 
 # -- refused where they cannot help ------------------------------------------------------
@@ -309,39 +323,16 @@ async def test_an_operator_acts_on_a_row_any_lane_of_its_process_holds(
     0): a cancel of a row lane 1 is sending is taken as lane 0's would be."""
     clock = ManualClock()
     ledgers = [await open_ledger(pg_dsn, clock=clock) for _ in range(2)]
-    gate, both = asyncio.Event(), asyncio.Event()
-    started: list[str] = []
-
-    class Gated(FakeBackend):
-        async def create(self, spec: JobSpec, idem: str) -> RemoteInteraction:
-            started.append(idem)
-            if len(started) > 1:
-                # The first create answers (the circuit warms, the second
-                # lane starts); the next one of each lane waits here.
-                if len(started) == 3:
-                    both.set()
-                await gate.wait()
-            return await super().create(spec, idem)
-
+    backend = Gated(clock, count=2, latency=None)
     try:
-        engine = Engine(
-            ledgers[0],
-            Gated(clock=clock, latency=None),
-            DirectorySink(tmp_path / "out"),
-            config=EngineConfig(concurrency=2),
-            owner="h|1|s",
-            lane_ledgers=ledgers[1:],
-        )
-        await engine.submit([JobSpec(input=f"op {i}", model="m") for i in range(6)], send=False)
-        task = asyncio.create_task(engine.send_reserved())
-        await asyncio.wait_for(both.wait(), WAIT)
+        engine, task = await _sends_held(tmp_path, ledgers, backend, concurrency=2, jobs=6)
         held = await ledgers[0].select("SELECT idem, lease_owner FROM jobs WHERE inflight = 1")
         console = engine.acting_as(Actor.CONSOLE)
         statuses = {
             owner: (await console.operator.cancel(idem, actor=Actor.CONSOLE)).status
             for idem, owner in held
         }
-        gate.set()
+        backend.gate.set()
         await asyncio.wait_for(task, WAIT)
         # Another process's lane is not this operator's to take over.
         other = Engine(ledgers[0], FakeBackend(clock=clock), DirectorySink(tmp_path / "o2"),
