@@ -111,10 +111,13 @@ class Engine:
         return self.parts.limit
 
     def acting_as(self, actor: Actor) -> Engine:
-        """This engine (same ledger, backend, sink, owner and circuit) writing
-        its history as `actor`: the console's loop and its operator share one."""
+        """This engine (same ledger, backend, sink, owner and circuit, and the
+        same lanes with their state) writing its history as `actor`: the
+        console's loop and its operator share one."""
         twin = Engine(self.ledger, self.backend, self.sink, owner=self.owner)
         twin.parts = self.parts.acting_as(actor)
+        twin._lane_ledgers = self._lane_ledgers
+        twin._lane_state = self._lane_state
         return twin
 
     @property

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reclaim_tui.core.engine.operator_rows import refused, require, update
+from reclaim_tui.core.engine.operator_rows import as_this_process, refused, require, update
 from reclaim_tui.core.engine.parts import EngineParts
 from reclaim_tui.core.engine.planning import PLAN_READY, follow_up_config
 from reclaim_tui.core.engine.transitions import describe
@@ -44,7 +44,8 @@ async def answer(
     job = before.job
     previous = before.handle
     now = parts.clock.now()
-    marked = await parts.ledger.operator_update(
+    marked = await as_this_process(
+        parts,
         idem,
         (Status.SUBMITTED,),
         Status.SUBMITTED,
@@ -52,7 +53,6 @@ async def answer(
         f"answering {previous}: sending a follow-up interaction",
         # Due for recovery once the window in which its create may land is over.
         {"inflight": 1, "sent_at": now, "next_at": now + parts.config.orphan_window()},
-        me=parts.owner,
         inflight=False,
     )
     if marked is None:

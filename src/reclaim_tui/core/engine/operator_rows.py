@@ -13,7 +13,7 @@ from reclaim_tui.core.ledger.owner import holder_alive, lanes_process
 from reclaim_tui.core.models import Actor, Row, Status
 from reclaim_tui.errors import OperatorError
 
-__all__ = ["refused", "require", "update"]
+__all__ = ["as_this_process", "refused", "require", "update"]
 
 
 async def require(parts: EngineParts, idem: str) -> Row:
@@ -33,20 +33,42 @@ async def update(
     note: str,
     changes: dict[str, Any],
 ) -> Row:
-    """The row after the compare-and-set, or the OperatorError saying why not.
-    A row another lane of this process holds (core/engine/lanes.py) is acted
-    on as that lane, as a row the engine's own lane holds is as the engine."""
-    row = await parts.ledger.operator_update(idem, expect, to, actor, note, changes, me=parts.owner)
-    if row is None:
-        current = await parts.ledger.get(idem)
-        holder = current.lease_owner if current is not None else None
-        if holder and holder != parts.owner and lanes_process(holder) == lanes_process(parts.owner):
-            row = await parts.ledger.operator_update(
-                idem, expect, to, actor, note, changes, me=holder
-            )
+    """The row after the compare-and-set, or the OperatorError saying why not."""
+    row = await as_this_process(parts, idem, expect, to, actor, note, changes)
     if row is not None:
         return row
     raise await refused(parts, idem, expect)
+
+
+async def as_this_process(
+    parts: EngineParts,
+    idem: str,
+    expect: tuple[Status, ...],
+    to: Status,
+    actor: Actor,
+    note: str,
+    changes: dict[str, Any],
+    *,
+    inflight: bool | None = None,
+) -> Row | None:
+    """The ledger's `operator_update` as this engine's owner; a row another
+    lane of this process holds (core/engine/lanes.py), in an expected
+    status, is tried again as that lane, as a row the engine's own lane
+    holds is taken as the engine's. None when it did not apply."""
+    row = await parts.ledger.operator_update(
+        idem, expect, to, actor, note, changes, me=parts.owner, inflight=inflight
+    )
+    if row is not None:
+        return row
+    current = await parts.ledger.get(idem)
+    if current is None or current.status not in expect or not current.lease_owner:
+        return None
+    holder = current.lease_owner
+    if holder == parts.owner or lanes_process(holder) != lanes_process(parts.owner):
+        return None
+    return await parts.ledger.operator_update(
+        idem, expect, to, actor, note, changes, me=holder, inflight=inflight
+    )
 
 
 async def refused(parts: EngineParts, idem: str, expect: tuple[Status, ...]) -> OperatorError:
