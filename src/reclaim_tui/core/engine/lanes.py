@@ -5,10 +5,9 @@ A pass is a chain: a claim, the API calls, a write that records them and
 claims the next batch. Each link waits for the one before, so with one
 connection the process and a PostgreSQL server take turns: the server is
 idle while the process works a batch's rows, and the process waits while
-the server writes. Two lanes fill each other's gaps; on a 2-core machine
-the ledger-alone benchmark ran 1.2–1.4× faster with two
-(docs/performance.md). SQLite has one writer: lanes are refused there
-(core/ledger/opening.py's caller, bootstrap.py).
+the server writes. Two lanes fill each other's gaps (the measured gain is
+on docs/performance.md). SQLite has one writer: lanes are refused there
+(config.py, Settings.validate).
 
 A lane is another lease owner, as another host would be: the claims, the
 compare-and-sets and the fairness between hosts are the ones every pass
