@@ -43,6 +43,7 @@ from reclaim_tui.core.ledger.schema import row_from_tuple
 from reclaim_tui.core.ledger.sqlite import thread_writes
 from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread, raw, settled
 from reclaim_tui.core.ledger.sqlite.schema import SEARCH_BATCH, map_sqlite_error
+from reclaim_tui.core.ledger.sqlite.turn import WriteTurn
 from reclaim_tui.core.ledger.sqlite.writes import SEARCH_MOVES
 from reclaim_tui.core.models import Actor, Row, Transition
 from reclaim_tui.errors import LedgerReadOnlyError
@@ -65,6 +66,7 @@ class HotWrites:
     _db: aiosqlite.Connection
     _lock: asyncio.Lock
     _search_queued: int
+    _turn: WriteTurn | None
 
     if TYPE_CHECKING:
         from reclaim_tui.core.clock import Clock
@@ -91,6 +93,9 @@ class HotWrites:
         if self.readonly:
             raise LedgerReadOnlyError(f"{self.path}: opened read-only")
         async with self._lock:
+            turn = self._turn
+            if turn is not None:
+                await turn.take()  # LedgerBusyError past busy_timeout: nothing begun
             stop = [False]
             committed: list[T] = []
             task = in_thread(self._db, self._whole, body, stop, committed)
@@ -111,6 +116,9 @@ class HotWrites:
                 raise
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
+            finally:
+                if turn is not None:
+                    turn.let_go()  # the thread let go after its COMMIT, unless it never ran
 
     async def _thread_idle(self) -> None:
         """Wait until every call already handed to the connection's thread has
@@ -155,6 +163,12 @@ class HotWrites:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             raise
+        finally:
+            # The next writer's turn as soon as the lock is SQLite's own again;
+            # a give-back after a cancel runs without the turn (SQLite's lock
+            # still guards it), so this lets go of nothing then.
+            if self._turn is not None:
+                self._turn.let_go()
         if moved:  # only once committed: a failed COMMIT moved nothing
             self._search_queued = 0
         committed.append(out)
