@@ -495,13 +495,22 @@ def _write_results(
     flags += [f"--lanes {a.lanes}"] if a.lanes != "1" else []
     flags += [f"--lane-concurrency {a.lane_concurrency}"] if a.lane_concurrency else []
     flags += [f"--processes {a.processes}"] if a.processes else []
+    if a.pg:
+        title = "The ledger alone on PostgreSQL, beside pgqueuer"
+        machine = (
+            " a throwaway PostgreSQL on the same cores, fsync and synchronous_commit on;"
+            " SQLite in WAL, synchronous=FULL"
+        )
+    else:
+        title = "The ledger alone on SQLite, one process and several on one file"
+        where = "a tmpfs" if tempfile.gettempdir().startswith("/dev/shm") else "the disk"
+        machine = f" SQLite in WAL, synchronous=FULL, on {where} ({tempfile.gettempdir()})"
     result = {
-        "title": "The ledger alone on PostgreSQL, beside pgqueuer",
+        "title": title,
         "command": f"python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",
         "date": now.strftime("%Y-%m-%d"),
         "time_utc": now.strftime("%H:%M"),
-        "machine": f"{os.cpu_count()} cores, {platform.system()}; a throwaway PostgreSQL"
-        " on the same cores, fsync and synchronous_commit on; SQLite in WAL, synchronous=FULL",
+        "machine": f"{os.cpu_count()} cores, {platform.system()};{machine}",
         "load": load,
         "rows": [],
         "designs": [
