@@ -505,9 +505,10 @@ def _write_results(
         title = "The ledger alone on SQLite, one process and several on one file"
         where = "a tmpfs" if tempfile.gettempdir().startswith("/dev/shm") else "the disk"
         machine = f" SQLite in WAL, synchronous=FULL, on {where} ({tempfile.gettempdir()})"
+    tmpdir = f"TMPDIR={os.environ['TMPDIR']} " if os.environ.get("TMPDIR") else ""
     result = {
         "title": title,
-        "command": f"python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",
+        "command": f"{tmpdir}python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",
         "date": now.strftime("%Y-%m-%d"),
         "time_utc": now.strftime("%H:%M"),
         "machine": f"{os.cpu_count()} cores, {platform.system()};{machine}",
