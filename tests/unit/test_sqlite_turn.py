@@ -99,6 +99,17 @@ async def _until_waiting(turn: WriteTurn, waits: int) -> None:
     raise AssertionError(f"the write never waited for its turn ({turn.waits})")
 
 
+async def _held_insert(
+    db: Path, holders: list[Holder], busy_timeout: float = 10.0
+) -> tuple[SqliteLedger, asyncio.Task[tuple[list[str], list[str]]]]:
+    """A ledger whose insert of k1 waits for the turn another process holds."""
+    ledger = await _ledger(db, busy_timeout)
+    holders.append(Holder(db))
+    inserting = asyncio.ensure_future(ledger.insert_jobs([("k1", SPEC, "m")], "test"))
+    await _until_waiting(_turn(ledger), 1)
+    return ledger, inserting
+
+
 def _keys(db: Path) -> list[str]:
     with sqlite3.connect(db) as check:
         return [r[0] for r in check.execute("SELECT idem FROM jobs ORDER BY idem")]
@@ -156,10 +167,7 @@ async def test_a_holder_killed_lets_go_with_its_process(
     tmp_path: Path, holders: list[Holder]
 ) -> None:
     db = tmp_path / "l.db"
-    ledger = await _ledger(db)
-    holders.append(Holder(db))
-    inserting = asyncio.ensure_future(ledger.insert_jobs([("k1", SPEC, "m")], "test"))
-    await _until_waiting(_turn(ledger), 1)
+    ledger, inserting = await _held_insert(db, holders)
     holders[0].kill()
     await inserting
     assert _keys(db) == ["k1"]
@@ -170,11 +178,10 @@ async def test_a_turn_held_past_busy_timeout_is_a_busy_ledger_and_leaks_nothing(
     tmp_path: Path, holders: list[Holder]
 ) -> None:
     db = tmp_path / "l.db"
-    ledger = await _ledger(db, busy_timeout=0.2)
+    ledger, inserting = await _held_insert(db, holders, busy_timeout=0.2)
     turn = _turn(ledger)
-    holders.append(Holder(db))
     with pytest.raises(LedgerBusyError, match="turn to write"):
-        await ledger.insert_jobs([("k1", SPEC, "m")], "test")
+        await inserting
     assert not turn._held
     # The given-up wait is still with the waiting thread; the holder goes, the
     # thread takes the lock for nobody and lets it go at once.
@@ -194,11 +201,8 @@ async def test_a_cancelled_wait_leaves_no_lock_and_the_next_write_waits_behind_i
     tmp_path: Path, holders: list[Holder]
 ) -> None:
     db = tmp_path / "l.db"
-    ledger = await _ledger(db)
+    ledger, inserting = await _held_insert(db, holders)
     turn = _turn(ledger)
-    holders.append(Holder(db))
-    inserting = asyncio.ensure_future(ledger.insert_jobs([("k1", SPEC, "m")], "test"))
-    await _until_waiting(turn, 1)
     inserting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await inserting
