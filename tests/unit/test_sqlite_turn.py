@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sqlite3
 import stat
 import subprocess
@@ -25,47 +24,13 @@ import pytest
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.ledger.sqlite.ledger import SqliteLedger
-from reclaim_tui.core.ledger.sqlite.turn import SUFFIX, WriteTurn, open_turn
+from reclaim_tui.core.ledger.sqlite.turn import SUFFIX, open_turn
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import LedgerBusyError
+from tests.helpers.turn import NOW, Holder, free_here, ledger_at, turn_of, until_waiting
 
-NOW = 1_800_000_000.0
 ME = "host-a|100|me"
 SPEC = JobSpec(input="a job", model="m").to_json()
-
-#: holds the turn file named by argv[1] until its standard input closes
-_HOLDER = textwrap.dedent(
-    """
-    import fcntl, os, sys
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    print("held", flush=True)
-    sys.stdin.read()
-    """
-)
-
-
-class Holder:
-    """Another process holding the ledger's turn."""
-
-    def __init__(self, db: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _HOLDER, str(db) + SUFFIX],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().strip() == "held"
-
-    def let_go(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        assert self.proc.wait(timeout=30) == 0
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
 
 
 @pytest.fixture
@@ -73,40 +38,17 @@ def holders() -> Iterator[list[Holder]]:
     made: list[Holder] = []
     yield made
     for holder in made:
-        if holder.proc.poll() is None:
-            holder.kill()
-
-
-async def _ledger(path: Path, busy_timeout: float = 10.0) -> SqliteLedger:
-    ledger = await open_ledger(path, clock=ManualClock(NOW), busy_timeout=busy_timeout)
-    assert isinstance(ledger, SqliteLedger)
-    return ledger
-
-
-def _turn(ledger: SqliteLedger) -> WriteTurn:
-    turn = ledger._turn
-    assert turn is not None
-    return turn
-
-
-async def _until_waiting(turn: WriteTurn, waits: int) -> None:
-    """Until the turn has waited `waits` times (a bounded number of turns of
-    the loop: the wait starts before the write's first await returns)."""
-    for _ in range(1000):
-        if turn.waits >= waits:
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"the write never waited for its turn ({turn.waits})")
+        holder.kill()
 
 
 async def _held_insert(
     db: Path, holders: list[Holder], busy_timeout: float = 10.0
 ) -> tuple[SqliteLedger, asyncio.Task[tuple[list[str], list[str]]]]:
     """A ledger whose insert of k1 waits for the turn another process holds."""
-    ledger = await _ledger(db, busy_timeout)
+    ledger = await ledger_at(db, busy_timeout)
     holders.append(Holder(db))
     inserting = asyncio.ensure_future(ledger.insert_jobs([("k1", SPEC, "m")], "test"))
-    await _until_waiting(_turn(ledger), 1)
+    await until_waiting(turn_of(ledger), 1)
     return ledger, inserting
 
 
@@ -115,34 +57,17 @@ def _keys(db: Path) -> list[str]:
         return [r[0] for r in check.execute("SELECT idem FROM jobs ORDER BY idem")]
 
 
-def _free(db: Path) -> bool:
-    """Whether another process could take the turn now."""
-    probe = open_turn(str(db), 0.01)
-    assert probe is not None
-    try:
-        import fcntl
-
-        try:
-            fcntl.flock(probe._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(probe._fd, fcntl.LOCK_UN)
-        return True
-    finally:
-        probe.close()
-
-
 async def test_every_write_path_waits_for_the_turn_and_then_goes_on(
     tmp_path: Path, holders: list[Holder]
 ) -> None:
     db = tmp_path / "l.db"
-    ledger = await _ledger(db)
+    ledger = await ledger_at(db)
     await ledger.insert_jobs([("k0", SPEC, "m")], "test")
-    turn = _turn(ledger)
+    turn = turn_of(ledger)
     assert turn.waits == 0  # nobody else: the turn was free each time
     holders.append(Holder(db))
     inserting = asyncio.ensure_future(ledger.insert_jobs([("k1", SPEC, "m")], "test"))
-    await _until_waiting(turn, 1)
+    await until_waiting(turn, 1)
     # The write waits for the turn, not for SQLite's lock: that one is free.
     with sqlite3.connect(db, isolation_level=None, timeout=0) as other:
         other.execute("BEGIN IMMEDIATE")
@@ -150,16 +75,16 @@ async def test_every_write_path_waits_for_the_turn_and_then_goes_on(
     assert not inserting.done()
     holders[0].let_go()
     await inserting
-    assert not turn._held and _free(db)  # let go after the COMMIT
+    assert not turn._held and free_here(db)  # let go after the COMMIT
     # The hot path (a claim: one call to the connection's thread) too.
     holders.append(Holder(db))
     claiming = asyncio.ensure_future(ledger.claim_sendable(ME, limit=10, lease_seconds=60))
-    await _until_waiting(turn, 2)
+    await until_waiting(turn, 2)
     assert not claiming.done()
     holders[1].let_go()
     claimed = await claiming
     assert sorted(r.idem for r in claimed.rows) == ["k0", "k1"]
-    assert not turn._held and _free(db)
+    assert not turn._held and free_here(db)
     await ledger.close()
 
 
@@ -179,7 +104,7 @@ async def test_a_turn_held_past_busy_timeout_is_a_busy_ledger_and_leaks_nothing(
 ) -> None:
     db = tmp_path / "l.db"
     ledger, inserting = await _held_insert(db, holders, busy_timeout=0.2)
-    turn = _turn(ledger)
+    turn = turn_of(ledger)
     with pytest.raises(LedgerBusyError, match="turn to write"):
         await inserting
     assert not turn._held
@@ -187,13 +112,13 @@ async def test_a_turn_held_past_busy_timeout_is_a_busy_ledger_and_leaks_nothing(
     # thread takes the lock for nobody and lets it go at once.
     holders[0].let_go()
     for _ in range(1000):
-        if _free(db):
+        if free_here(db):
             break
         await asyncio.sleep(0.005)
-    assert _free(db)
+    assert free_here(db)
     await ledger.insert_jobs([("k2", SPEC, "m")], "test")  # and writes go on
     assert _keys(db) == ["k2"]
-    assert _free(db)
+    assert free_here(db)
     await ledger.close()
 
 
@@ -202,25 +127,25 @@ async def test_a_cancelled_wait_leaves_no_lock_and_the_next_write_waits_behind_i
 ) -> None:
     db = tmp_path / "l.db"
     ledger, inserting = await _held_insert(db, holders)
-    turn = _turn(ledger)
+    turn = turn_of(ledger)
     inserting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await inserting
     # A write made while the cancelled wait is still with the thread waits
     # behind it (both wait on one open file: never beside it on the loop).
     second = asyncio.ensure_future(ledger.insert_jobs([("k2", SPEC, "m")], "test"))
-    await _until_waiting(turn, 2)
+    await until_waiting(turn, 2)
     assert not second.done()
     holders[0].let_go()
     await second
     assert _keys(db) == ["k2"]
-    assert not turn._held and _free(db)
+    assert not turn._held and free_here(db)
     await ledger.close()
 
 
 async def test_no_turn_where_no_lock_file_can_be_made(tmp_path: Path) -> None:
     db = tmp_path / "l.db"
-    writer = await _ledger(db)
+    writer = await ledger_at(db)
     await writer.insert_jobs([("k1", SPEC, "m")], "test")
     await writer.close()
     os.unlink(str(db) + SUFFIX)
@@ -238,12 +163,12 @@ async def test_no_turn_where_no_lock_file_can_be_made(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", [0o600, 0o660])
 async def test_the_lock_file_has_the_ledgers_permissions(tmp_path: Path, mode: int) -> None:
     db = tmp_path / "l.db"
-    await (await _ledger(db)).close()
+    await (await ledger_at(db)).close()
     os.unlink(str(db) + SUFFIX)
     os.chmod(db, mode)
     old = os.umask(0o077)
     try:
-        ledger = await _ledger(db)
+        ledger = await ledger_at(db)
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(str(db) + SUFFIX).st_mode) == mode
@@ -302,4 +227,4 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
 
 
 async def _make(db: Path) -> None:
-    await (await _ledger(db)).close()
+    await (await ledger_at(db)).close()

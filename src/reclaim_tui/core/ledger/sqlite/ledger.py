@@ -228,8 +228,8 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
         if self.readonly:
             raise LedgerReadOnlyError(f"{self.path}: opened read-only")
         async with self._lock:
-            if self._turn is not None:
-                await self._turn.take()  # LedgerBusyError past busy_timeout: nothing begun
+            # LedgerBusyError past busy_timeout: nothing begun
+            ticket = await self._turn.take() if self._turn is not None else 0
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
@@ -255,7 +255,7 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
                 raise
             finally:
                 if self._turn is not None:
-                    self._turn.let_go()
+                    self._turn.let_go(ticket)
 
     def queued_for_search(self, rows: int) -> None:
         """Count rows queued for the text index (schema migration 9): the
