@@ -48,11 +48,18 @@ class Holder:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         assert self.proc.wait(timeout=30) == 0
+        self._close_pipes()
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=30)
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
 
 
 async def ledger_at(path: Path, busy_timeout: float = 10.0) -> SqliteLedger:

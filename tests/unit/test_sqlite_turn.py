@@ -219,7 +219,7 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     for proc in procs:
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0
-        assert int(out.strip()) >= 0
+        int(out.strip())  # the waits it counted: an int, printed after its last write
     with sqlite3.connect(db) as check:
         keys = {r[0] for r in check.execute("SELECT idem FROM jobs")}
     assert len(keys) == 800

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import gc
 import os
 import signal
 import sqlite3
@@ -33,8 +34,16 @@ from reclaim_tui.core.ledger.sqlite import hot_writes
 from reclaim_tui.core.ledger.sqlite import turn as turn_module
 from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread, raw
 from reclaim_tui.core.ledger.sqlite.turn import SUFFIX, open_turn
-from reclaim_tui.errors import LedgerError
-from tests.helpers.turn import Holder, fill_fds_below, free, ledger_at, turn_of, until_waiting
+from reclaim_tui.errors import LedgerBusyError, LedgerError
+from tests.helpers.turn import (
+    Holder,
+    fill_fds_below,
+    free,
+    free_here,
+    ledger_at,
+    turn_of,
+    until_waiting,
+)
 
 
 async def _made(db: Path, mode: int = 0o664) -> None:
@@ -48,6 +57,7 @@ def _join_waiting_threads() -> None:
     for thread in threading.enumerate():
         if thread.name.startswith("reclaim-tui write turn"):
             thread.join(10)
+            assert not thread.is_alive()
 
 
 async def test_a_planted_symlink_is_not_followed_nor_its_target_chmodded(tmp_path: Path) -> None:
@@ -150,7 +160,7 @@ async def test_a_take_pending_at_close_is_refused_and_lets_go_of_no_other_turn(
         fillers = fill_fds_below(turn._fd)
         try:
             other = open_turn(str(db), 30.0)
-            assert other is not None
+            assert other is not None and other._fd == turn._fd  # the number, reused
             ticket = await other.take()
             turn.let_go(ticket)
             turn.close()
@@ -309,3 +319,157 @@ def test_a_child_forked_without_exec_does_not_keep_the_turn(tmp_path: Path) -> N
         assert free(db)  # and so did the turn, though the child lives
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+# A second review's findings.
+
+
+def _sqlite_lock_free(db: Path) -> bool:
+    other = sqlite3.connect(db, isolation_level=None, timeout=0)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        other.close()
+
+
+async def test_the_turn_is_kept_until_a_swept_writes_rollback_ran(tmp_path: Path) -> None:
+    """`write()`'s caller is cancelled inside its transaction and the task
+    that rolls it back is cancelled by the same sweep: the turn is kept
+    until the connection's thread has run the ROLLBACK."""
+    db = tmp_path / "l.db"
+    ledger = await ledger_at(db)
+    inside, unblock = asyncio.Event(), threading.Event()
+
+    async def writer() -> None:
+        async with ledger.write() as conn:
+            await conn.execute("INSERT INTO meta(key, value) VALUES ('swept', 'x')")
+            inside.set()
+            await asyncio.Event().wait()  # cancelled here, the transaction open
+
+    writing = asyncio.ensure_future(writer())
+    await asyncio.wait_for(inside.wait(), 20)
+    blocker = in_thread(ledger._db, unblock.wait, 20)  # the ROLLBACK will queue behind it
+    writing.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    abandons = [
+        t
+        for t in asyncio.all_tasks()
+        if getattr(t.get_coro(), "__name__", "") == "_abandon_and_settle"
+    ]
+    assert len(abandons) == 1
+    abandons[0].cancel()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    try:
+        assert not _sqlite_lock_free(db)  # the transaction is still open ...
+        assert not free_here(db)  # ... and so the turn is still held
+    finally:
+        unblock.set()
+        await blocker
+        await asyncio.gather(writing, return_exceptions=True)
+    assert free_here(db) and _sqlite_lock_free(db)  # both let go once it ran
+    assert await ledger.select_each([("SELECT value FROM meta WHERE key = 'swept'", ())]) == [[]]
+    await ledger.close()
+
+
+async def test_a_waiting_thread_that_would_not_start_is_a_busy_ledger_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "l.db"
+    db.write_bytes(b"")
+    turn = open_turn(str(db), 10.0)
+    assert turn is not None
+    real_start = threading.Thread.start
+    failed = [False]
+
+    def start_once_failing(self: threading.Thread) -> None:
+        if self.name.startswith("reclaim-tui write turn") and not failed[0]:
+            failed[0] = True
+            raise RuntimeError("can't start new thread")
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start_once_failing)
+    holder = Holder(db)
+    try:
+        with pytest.raises(LedgerBusyError, match="no thread to wait"):
+            await turn.take()
+        second = asyncio.ensure_future(turn.take())  # a thread of its own this time
+        await until_waiting(turn, 2)
+        holder.let_go()
+        turn.let_go(await asyncio.wait_for(second, 30))
+        assert free_here(db)
+    finally:
+        holder.kill()
+        turn.close()
+
+
+async def test_a_take_given_up_as_the_thread_answers_leaves_no_unretrieved_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "l.db"
+    db.write_bytes(b"")
+    turn = open_turn(str(db), 30.0)
+    assert turn is not None
+    at_settle, go_on = threading.Event(), threading.Event()
+    real_settle = turn_module._settle
+
+    def held_settle(request: Any, ticket: int, exc: BaseException | None) -> None:
+        at_settle.set()
+        go_on.wait(10)
+        real_settle(request, ticket, exc)
+
+    monkeypatch.setattr(turn_module, "_settle", held_settle)
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    holder = Holder(db)
+    try:
+        taking = asyncio.ensure_future(turn.take())
+        await until_waiting(turn, 1)
+        turn.close()  # the thread will answer "closed" ...
+        holder.let_go()
+        await asyncio.to_thread(at_settle.wait, 10)
+        taking.cancel()  # ... just as its caller gives up
+        with pytest.raises(asyncio.CancelledError):
+            await taking
+        go_on.set()
+        _join_waiting_threads()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        del taking
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        go_on.set()
+        holder.kill()
+    assert [str(c.get("message")) for c in reported] == []
+
+
+def test_a_fifo_this_user_may_only_read_does_not_block_the_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "l.db"
+    db.write_bytes(b"")
+    os.mkfifo(str(db) + SUFFIX, 0o644)
+    real = os.open
+
+    def read_only(name: Any, flags: int, *args: Any) -> int:
+        if str(name).endswith(SUFFIX) and flags & os.O_RDWR and not flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied", str(name))
+        return real(name, flags, *args)
+
+    monkeypatch.setattr(os, "open", read_only)
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(open_turn(str(db), 1.0)), daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # a writer end lets the blocked open return
+        os.close(real(str(db) + SUFFIX, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(10)
+        pytest.fail("the open of a FIFO in the lock file's place blocked")
+    assert out == [None]

@@ -249,7 +249,13 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
                 # now, then read back whether the COMMIT went through. Both
                 # are waited for whatever cancels this caller meanwhile: the
                 # lock is not let go before the generation is known.
-                await settled(asyncio.ensure_future(self._abandon_and_settle()))
+                abandon = asyncio.ensure_future(self._abandon_and_settle())
+                await settled(abandon)
+                if abandon.cancelled():
+                    # Swept with its caller (a host's shutdown cancels every
+                    # task): its ROLLBACK may still be queued for the thread,
+                    # and the turn is kept until the thread has run it.
+                    await self._thread_idle()
                 if isinstance(exc, sqlite3.Error):
                     raise map_sqlite_error(exc, self.path) from exc
                 raise

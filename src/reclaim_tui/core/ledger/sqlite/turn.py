@@ -109,7 +109,8 @@ def _open_lock_file(name: str, mode: int, owner: tuple[int, int] | None) -> int 
     else:
         with contextlib.suppress(OSError):
             os.fchmod(fd, mode)
-            if owner is not None and os.geteuid() == 0:
+        if owner is not None and os.geteuid() == 0:
+            with contextlib.suppress(OSError):
                 os.fchown(fd, *owner)
         return fd
     for access in (os.O_RDWR, os.O_RDONLY):
@@ -230,9 +231,17 @@ class WriteTurn:
         loop = asyncio.get_running_loop()
         request = _Request(loop, loop.create_future())
         if self._requests is None:
-            self._requests = queue.SimpleQueue()
+            requests: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
             name = f"reclaim-tui write turn {os.path.basename(self._path)}"
-            threading.Thread(target=self._waiting, name=name, daemon=True).start()
+            thread = threading.Thread(target=self._waiting, args=(requests,), name=name)
+            thread.daemon = True
+            try:
+                thread.start()
+            except RuntimeError as exc:  # a limit on threads: the next wait tries again
+                raise LedgerBusyError(
+                    f"{self._path}: no thread to wait for the turn to write ({exc})"
+                ) from exc
+            self._requests = requests
         with self._guard:
             self._pending += 1
         self._requests.put(request)
@@ -255,11 +264,11 @@ class WriteTurn:
             self._held = 0
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
-    def _waiting(self) -> None:
+    def _waiting(self, requests: queue.SimpleQueue[_Request | None]) -> None:
         """The waiting thread: each request's blocking `flock`, in order;
         the lock file is closed here, after the last."""
-        assert fcntl is not None and self._requests is not None
-        while (request := self._requests.get()) is not None:
+        assert fcntl is not None
+        while (request := requests.get()) is not None:
             failure: BaseException | None = None
             with self._guard:
                 closed = self._closed
@@ -290,7 +299,9 @@ def _close(fd: int) -> None:
 
 def _settle(request: _Request, ticket: int, exc: BaseException | None) -> None:
     def settle(future: asyncio.Future[int] = request.future) -> None:
-        if future.done():
+        # `gave_up` is set on the loop too: a caller gone meanwhile reads no
+        # answer (an exception set then would be logged as never retrieved)
+        if future.done() or request.gave_up:
             return
         if exc is None:
             future.set_result(ticket)
