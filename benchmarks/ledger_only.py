@@ -56,6 +56,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_baseline, median, table
 from _pg_anchor import ServerCost, pgqueuer_installed, run_pgqueuer
+from _processes import run_processes
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine, EngineConfig
@@ -314,6 +315,11 @@ def main() -> None:
         default=0,
         help="calls in flight a lane (default: the 64 shared out over the lanes)",
     )
+    ap.add_argument(
+        "--processes",
+        default="",
+        help="ours on SQLite also as that many processes on one ledger (comma-separated)",
+    )
     ap.add_argument("--concurrency", type=int, default=64, help=argparse.SUPPRESS)
     ap.add_argument(
         "--child",
@@ -326,6 +332,8 @@ def main() -> None:
         _child(a.child, a.jobs, a.batch, a.db, int(a.lanes), a.concurrency)
         return
     lane_counts = [int(n) for n in a.lanes.split(",")]
+    process_counts = [int(n) for n in a.processes.split(",") if n]
+    waits: dict[str, list[float]] = {}
     from postgres import PgDatabases
 
     pg = PgDatabases(a.pg) if a.pg else None
@@ -346,6 +354,11 @@ def main() -> None:
         for _ in range(a.runs):
             rate, rss, _, client = _measure("ours", a.jobs, a.batch)
             runs.setdefault(OURS, []).append((rate, rss, commits, None, client))
+            for procs in process_counts:
+                with tempfile.TemporaryDirectory() as d:
+                    rate, client, waited = run_processes(a.jobs, procs, a.batch, Path(d))
+                runs.setdefault(_ours_procs(procs), []).append((rate, None, None, None, client))
+                waits.setdefault(_ours_procs(procs), []).append(waited)
             for lanes in lane_counts if pg is not None else []:
                 conc = lanes * a.lane_concurrency if a.lane_concurrency else 64
                 on_pg = _on_pg(pg, "ours", a.jobs, a.batch, lanes, conc)
@@ -369,12 +382,17 @@ def main() -> None:
     )
     figures = {name: _medians(got) for name, got in runs.items()}
     rows = [
-        [name, a.jobs, f[0], f[1], _opt(f[2], ".4f"), _opt(f[3], ".3f"), _opt(f[4], ".3f")]
+        [name, a.jobs, f[0], *(_opt(v, s) for v, s in zip(f[1:], _SPECS, strict=True))]
         for name, f in figures.items()
     ]
     heads = ["design", "jobs", "jobs/s", "peak RSS MiB", "commits/job", "server CPU ms/job"]
     print(table([*heads, "client CPU ms/job"], rows))
     pairs = [(OURS, SEED), (OURS, HUEY)]
+    for procs in process_counts:
+        pairs += [(_ours_procs(procs), SEED), (_ours_procs(procs), HUEY)]
+    if len(process_counts) > 1:
+        first = _ours_procs(process_counts[0])
+        pairs += [(_ours_procs(n), first) for n in process_counts[1:]]
     for lanes in lane_counts:
         name = _ours_pg(lanes, a.lane_concurrency)
         pairs += [(name, PGQ), (name, OURS)]
@@ -389,6 +407,8 @@ def main() -> None:
     for name, each in ratios.items():
         rounds = ", ".join(f"{r:.2f}" for r in each)
         print(f"ratio {name}: median {median(each):.2f}x (rounds: {rounds})")
+    for name, each in waits.items():
+        print(f"{name}: {median(each):.4f} writes a job waited for their turn (median)")
     print(
         f"SQLite: {counted['calls']:.4f} calls to aiosqlite's thread per job"
         " (the untimed counting run)"
@@ -412,6 +432,11 @@ OURS, OURS_PG, SEED, HUEY = "reclaim-tui", "reclaim-tui on PostgreSQL", "seed ba
 PGQ = "pgqueuer"
 
 
+def _ours_procs(procs: int) -> str:
+    """The design name of ours on SQLite as `procs` processes (benchmarks/_processes.py)."""
+    return f"{OURS}, {procs} process{'es' if procs > 1 else ''} on one file"
+
+
 def _ours_pg(lanes: int, per_lane: int = 0) -> str:
     """The design name of ours on PostgreSQL with `lanes` lanes (of
     `per_lane` calls in flight each, when given)."""
@@ -425,7 +450,7 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-Figures = tuple[float, float, float | None, float | None, float | None]
+Figures = tuple[float, float | None, float | None, float | None, float | None]
 
 
 def _medians(got: list[Figures]) -> Figures:
@@ -433,7 +458,11 @@ def _medians(got: list[Figures]) -> Figures:
         values = [g[i] for g in got if g[i] is not None]
         return median(values) if values else None  # type: ignore[arg-type]
 
-    return (of(0) or 0.0, of(1) or 0.0, of(2), of(3), of(4))
+    return (of(0) or 0.0, of(1), of(2), of(3), of(4))
+
+
+#: how the figures after jobs/s are printed: peak RSS, commits, server CPU, client CPU
+_SPECS = (".1f", ".4f", ".3f", ".3f")
 
 
 def _opt(value: float | None, spec: str) -> str:
@@ -465,13 +494,24 @@ def _write_results(
     flags += ["--skip-baseline"] if a.skip_baseline else []
     flags += [f"--lanes {a.lanes}"] if a.lanes != "1" else []
     flags += [f"--lane-concurrency {a.lane_concurrency}"] if a.lane_concurrency else []
+    flags += [f"--processes {a.processes}"] if a.processes else []
+    if a.pg:
+        title = "The ledger alone on PostgreSQL, beside pgqueuer"
+        machine = (
+            " a throwaway PostgreSQL on the same cores, fsync and synchronous_commit on;"
+            " SQLite in WAL, synchronous=FULL"
+        )
+    else:
+        title = "The ledger alone on SQLite, one process and several on one file"
+        where = "a tmpfs" if tempfile.gettempdir().startswith("/dev/shm") else "the disk"
+        machine = f" SQLite in WAL, synchronous=FULL, on {where} ({tempfile.gettempdir()})"
+    tmpdir = f"TMPDIR={os.environ['TMPDIR']} " if os.environ.get("TMPDIR") else ""
     result = {
-        "title": "The ledger alone on PostgreSQL, beside pgqueuer",
-        "command": f"python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",
+        "title": title,
+        "command": f"{tmpdir}python benchmarks/ledger_only.py {' '.join(flags)} --results {path}",
         "date": now.strftime("%Y-%m-%d"),
         "time_utc": now.strftime("%H:%M"),
-        "machine": f"{os.cpu_count()} cores, {platform.system()}; a throwaway PostgreSQL"
-        " on the same cores, fsync and synchronous_commit on; SQLite in WAL, synchronous=FULL",
+        "machine": f"{os.cpu_count()} cores, {platform.system()};{machine}",
         "load": load,
         "rows": [],
         "designs": [

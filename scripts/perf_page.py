@@ -46,6 +46,7 @@ ORDER = [
     "sink",
     "webhooks",
     "ledger_only",
+    "ledger_sqlite_processes",
     "ledger_pg_anchors",
     "postgres",
     "postgres_console",

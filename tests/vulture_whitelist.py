@@ -65,11 +65,13 @@ _.webhook_deliveries
 # the ledger's settings as the durability tests read them (core/ledger/port.py),
 _.pragmas
 # and counters the tests read to see what a process or a widget did
-# (runner/process.py; tui/widgets/ledger_table.py, detail_pane.py, follow_view.py).
+# (runner/process.py; tui/widgets/ledger_table.py, detail_pane.py, follow_view.py;
+# the SQLite write turn's waits, core/ledger/sqlite/turn.py, read by benchmarks/_processes.py).
 _.worker_settings
 _.restarts
 _.last_death
 _.renders
+_.waits
 _.shows
 shows
 # The Python API's public surface, read by users' programs (docs/python-api.md):

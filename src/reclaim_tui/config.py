@@ -107,7 +107,8 @@ class Settings:
         if self.lanes > 1 and not _on_server(self.db):
             raise ConfigError(
                 f"--lanes {self.lanes} needs a PostgreSQL ledger: SQLite takes one writer"
-                " at a time, so a second lane would only wait for the first"
+                " at a time, so a second lane would only wait for the first (on SQLite,"
+                " a second process on the same ledger works while the first writes)"
             )
         if self.lanes > (self.concurrency or ADAPTIVE_START):
             raise ConfigError(

@@ -43,6 +43,7 @@ from reclaim_tui.core.ledger.schema import row_from_tuple
 from reclaim_tui.core.ledger.sqlite import thread_writes
 from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread, raw, settled
 from reclaim_tui.core.ledger.sqlite.schema import SEARCH_BATCH, map_sqlite_error
+from reclaim_tui.core.ledger.sqlite.turn import WriteTurn
 from reclaim_tui.core.ledger.sqlite.writes import SEARCH_MOVES
 from reclaim_tui.core.models import Actor, Row, Transition
 from reclaim_tui.errors import LedgerReadOnlyError
@@ -65,6 +66,7 @@ class HotWrites:
     _db: aiosqlite.Connection
     _lock: asyncio.Lock
     _search_queued: int
+    _turn: WriteTurn | None
 
     if TYPE_CHECKING:
         from reclaim_tui.core.clock import Clock
@@ -91,9 +93,12 @@ class HotWrites:
         if self.readonly:
             raise LedgerReadOnlyError(f"{self.path}: opened read-only")
         async with self._lock:
+            turn = self._turn
+            # LedgerBusyError past busy_timeout: nothing begun
+            ticket = await turn.take() if turn is not None else 0
             stop = [False]
             committed: list[T] = []
-            task = in_thread(self._db, self._whole, body, stop, committed)
+            task = in_thread(self._db, self._whole, body, stop, committed, ticket)
             try:
                 return await asyncio.shield(task)
             except asyncio.CancelledError:
@@ -111,6 +116,9 @@ class HotWrites:
                 raise
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc, self.path) from exc
+            finally:
+                if turn is not None:
+                    turn.let_go(ticket)  # the thread let go after its COMMIT, unless it never ran
 
     async def _thread_idle(self) -> None:
         """Wait until every call already handed to the connection's thread has
@@ -122,12 +130,18 @@ class HotWrites:
                 return
 
     def _whole(
-        self, body: Callable[[sqlite3.Connection], T], stop: list[bool], committed: list[T]
+        self,
+        body: Callable[[sqlite3.Connection], T],
+        stop: list[bool],
+        committed: list[T],
+        ticket: int = 0,
     ) -> T:
         """In the connection's thread: the transaction around `body`. Once
         `stop` is set (its caller was cancelled) it is not begun, or rolled
         back rather than committed. What a committed `body` returned is put
-        in `committed`, for a caller whose task was cancelled meanwhile."""
+        in `committed`, for a caller whose task was cancelled meanwhile.
+        `ticket`: the turn it holds (core/ledger/sqlite/turn.py), let go as
+        soon as its COMMIT or ROLLBACK is over; 0 for none."""
         if stop[0]:
             raise _Abandoned
         conn = raw(self._db)
@@ -155,6 +169,13 @@ class HotWrites:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             raise
+        finally:
+            # The next writer's turn as soon as the lock is SQLite's own again.
+            # A give-back after a cancel runs without a turn (SQLite's lock
+            # still guards it): its ticket 0 lets go of nothing, whichever
+            # later write holds the turn when it runs.
+            if self._turn is not None:
+                self._turn.let_go(ticket)
         if moved:  # only once committed: a failed COMMIT moved nothing
             self._search_queued = 0
         committed.append(out)

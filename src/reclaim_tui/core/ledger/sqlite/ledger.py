@@ -50,6 +50,7 @@ from reclaim_tui.core.ledger.sqlite.schema import (
     migration_statements,
     repair_edited,
 )
+from reclaim_tui.core.ledger.sqlite.turn import WriteTurn, open_turn
 from reclaim_tui.errors import LedgerError, LedgerReadOnlyError
 
 __all__ = ["SqliteLedger"]
@@ -84,6 +85,9 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
         self._db = db
         #: rows this process queued for the text index since it last moved the queue
         self._search_queued = 0
+        #: this connection's turn among the processes writing the file
+        #: (core/ledger/sqlite/turn.py); None: read-only, in memory, or no lock file
+        self._turn: WriteTurn | None = None
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -138,11 +142,15 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             await holders.register(db)
             await refuse_foreign(db, spath)  # before anything is written
+            if not readonly:
+                ledger._turn = open_turn(spath, busy_timeout)
             await ledger._configure()
             await ledger._migrate()
             ledger.ledger_id = await identify(db, spath, readonly=readonly)
         except BaseException as exc:
             await close_quietly(db)
+            if ledger._turn is not None:
+                ledger._turn.close()
             if isinstance(exc, sqlite3.Error):
                 raise map_sqlite_error(exc, spath) from exc
             raise
@@ -200,6 +208,8 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
     async def close(self) -> None:
         await self._drop_generation()
         await self._db.close()
+        if self._turn is not None:
+            self._turn.close()
 
     async def interrupt(self) -> None:
         """Abort the query now running on this connection (a console scan the
@@ -218,6 +228,8 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
         if self.readonly:
             raise LedgerReadOnlyError(f"{self.path}: opened read-only")
         async with self._lock:
+            # LedgerBusyError past busy_timeout: nothing begun
+            ticket = await self._turn.take() if self._turn is not None else 0
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
@@ -237,10 +249,19 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
                 # now, then read back whether the COMMIT went through. Both
                 # are waited for whatever cancels this caller meanwhile: the
                 # lock is not let go before the generation is known.
-                await settled(asyncio.ensure_future(self._abandon_and_settle()))
+                abandon = asyncio.ensure_future(self._abandon_and_settle())
+                await settled(abandon)
+                if abandon.cancelled():
+                    # Swept with its caller (a host's shutdown cancels every
+                    # task): its ROLLBACK may still be queued for the thread,
+                    # and the turn is kept until the thread has run it.
+                    await self._thread_idle()
                 if isinstance(exc, sqlite3.Error):
                     raise map_sqlite_error(exc, self.path) from exc
                 raise
+            finally:
+                if self._turn is not None:
+                    self._turn.let_go(ticket)
 
     def queued_for_search(self, rows: int) -> None:
         """Count rows queued for the text index (schema migration 9): the
