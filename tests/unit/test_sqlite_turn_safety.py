@@ -33,7 +33,7 @@ import pytest
 from reclaim_tui.core.ledger.sqlite import hot_writes
 from reclaim_tui.core.ledger.sqlite import turn as turn_module
 from reclaim_tui.core.ledger.sqlite.aiosqlite_private import in_thread, raw
-from reclaim_tui.core.ledger.sqlite.turn import SUFFIX, open_turn
+from reclaim_tui.core.ledger.sqlite.turn import SUFFIX, WriteTurn, open_turn
 from reclaim_tui.errors import LedgerBusyError, LedgerError
 from tests.helpers.turn import (
     Holder,
@@ -51,6 +51,15 @@ async def _made(db: Path, mode: int = 0o664) -> None:
     await (await ledger_at(db)).close()
     os.unlink(str(db) + SUFFIX)
     os.chmod(db, mode)
+
+
+def _bare_turn(tmp_path: Path, wait: float) -> tuple[Path, WriteTurn]:
+    """A turn of its own on an empty file standing for a ledger."""
+    db = tmp_path / "l.db"
+    db.write_bytes(b"")
+    turn = open_turn(str(db), wait)
+    assert turn is not None
+    return db, turn
 
 
 def _join_waiting_threads() -> None:
@@ -140,10 +149,7 @@ async def test_a_file_system_where_flock_fails_takes_no_turn(
 async def test_a_take_pending_at_close_is_refused_and_lets_go_of_no_other_turn(
     tmp_path: Path,
 ) -> None:
-    db = tmp_path / "l.db"
-    db.write_bytes(b"")
-    turn = open_turn(str(db), 30.0)
-    assert turn is not None
+    db, turn = _bare_turn(tmp_path, 30.0)
     holder = Holder(db)
     try:
         taking = asyncio.ensure_future(turn.take())
@@ -380,10 +386,7 @@ async def test_the_turn_is_kept_until_a_swept_writes_rollback_ran(tmp_path: Path
 async def test_a_waiting_thread_that_would_not_start_is_a_busy_ledger_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "l.db"
-    db.write_bytes(b"")
-    turn = open_turn(str(db), 10.0)
-    assert turn is not None
+    db, turn = _bare_turn(tmp_path, 10.0)
     real_start = threading.Thread.start
     failed = [False]
 
@@ -411,10 +414,7 @@ async def test_a_waiting_thread_that_would_not_start_is_a_busy_ledger_once(
 async def test_a_take_given_up_as_the_thread_answers_leaves_no_unretrieved_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "l.db"
-    db.write_bytes(b"")
-    turn = open_turn(str(db), 30.0)
-    assert turn is not None
+    db, turn = _bare_turn(tmp_path, 30.0)
     at_settle, go_on = threading.Event(), threading.Event()
     real_settle = turn_module._settle
 
