@@ -188,31 +188,24 @@ class WriteTurn:
 
     def let_go(self, ticket: int) -> None:
         """Let the next writer have the turn, if `ticket` holds it."""
-        assert fcntl is not None
         with self._guard:
-            if not ticket or ticket != self._held or self._closed:
-                return
-            self._held = 0
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            self._let_go_unguarded(ticket)
 
     def close(self) -> None:
         """Let go, and close the lock file: at once, or by the waiting thread
         once its waits are over (a descriptor closed under a blocked `flock`
         could be reused for another file before that `flock` returns). A
         second close does nothing; a take after it is refused."""
-        assert fcntl is not None
         with self._guard:
             if self._closed:
                 return
-            if self._held:
-                self._held = 0
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            self._let_go_unguarded(self._held)
             self._closed = True
-            threaded = self._requests is not None
+            requests = self._requests
         _OPEN.discard(self)
-        if self._requests is not None:
-            self._requests.put(None)
-        if not threaded:
+        if requests is not None:
+            requests.put(None)
+        else:
             _close(self._fd)
 
     def _try(self) -> bool:
@@ -223,8 +216,11 @@ class WriteTurn:
         except BlockingIOError:
             return False
         except OSError as exc:
-            raise LedgerError(f"{self._path}{SUFFIX}: the turn's lock failed ({exc})") from exc
+            raise self._failed(exc) from exc
         return True
+
+    def _failed(self, exc: OSError) -> LedgerError:
+        return LedgerError(f"{self._path}{SUFFIX}: the turn's lock failed ({exc})")
 
     async def _wait_for_it(self) -> int:
         self.waits += 1
@@ -259,6 +255,7 @@ class WriteTurn:
             raise
 
     def _let_go_unguarded(self, ticket: int) -> None:
+        """`let_go`, the guard already held."""
         assert fcntl is not None
         if ticket and ticket == self._held and not self._closed:
             self._held = 0
@@ -276,7 +273,7 @@ class WriteTurn:
                 try:
                     fcntl.flock(self._fd, fcntl.LOCK_EX)
                 except OSError as exc:
-                    failure = LedgerError(f"{self._path}{SUFFIX}: the turn's lock failed ({exc})")
+                    failure = self._failed(exc)
             with self._guard:
                 self._pending -= 1
                 if failure is None and not closed:
