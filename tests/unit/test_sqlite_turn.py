@@ -228,3 +228,33 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
 
 async def _make(db: Path) -> None:
     await (await ledger_at(db)).close()
+
+
+@pytest.mark.parametrize("through", ["a link to the file", "a link to its folder"])
+async def test_a_ledger_reached_through_a_symbolic_link_takes_its_real_files_turn(
+    tmp_path: Path, holders: list[Holder], through: str
+) -> None:
+    """SQLite follows the links to place its `-wal` beside the real file: a
+    process reaching the ledger by another path writes the same file, so it
+    must take the same turn (it waited in SQLite's busy handler before)."""
+    real = tmp_path / "real" / "l.db"
+    real.parent.mkdir()
+    await (await ledger_at(real)).close()
+    if through == "a link to the file":
+        link = tmp_path / "link.db"
+        link.symlink_to(real)
+    else:
+        (tmp_path / "folder").symlink_to(real.parent)
+        link = tmp_path / "folder" / "l.db"
+    ledger = await ledger_at(link)
+    holders.append(Holder(real))  # the process that opened the real path
+    inserting = asyncio.ensure_future(ledger.insert_jobs([("k1", SPEC, "m")], "test"))
+    await until_waiting(turn_of(ledger), 1)
+    assert not inserting.done()
+    holders[0].let_go()
+    await inserting
+    assert _keys(real) == ["k1"]
+    # one lock file, beside the real one; none made beside the link
+    assert [n for n in os.listdir(tmp_path) if n.endswith(SUFFIX)] == []
+    assert [n for n in os.listdir(real.parent) if n.endswith(SUFFIX)] == ["l.db" + SUFFIX]
+    await ledger.close()

@@ -29,9 +29,12 @@ out) is let go at once. Each take gets a ticket, and only its ticket lets
 go: a late let-go (a transaction's thread, after its caller moved on)
 cannot free a later transaction's turn.
 
-The lock file is opened as SQLite opens its `-wal`: made with the ledger's
+The lock file is opened as SQLite opens its `-wal`: beside the ledger's
+real file (every symbolic link in the ledger's path followed, as SQLite
+follows them to place its `-wal` and `-shm`, so that processes reaching one
+ledger by different paths take one turn), made with the ledger's
 permissions (and, by root, given the ledger's owner), never through a
-symbolic link, and only a regular file is used; one this user may only read
+symbolic link itself, and only a regular file is used; one this user may only read
 is locked through a read-only open. A process forked while it holds a turn
 (without exec) closes its copy in the child, so the turn goes with the
 parent. No turn is taken where there is no file to lock: a read-only ledger,
@@ -73,12 +76,13 @@ def open_turn(path: str, wait: float) -> WriteTurn | None:
     """The turn of the ledger file at `path`, or None where none can be taken."""
     if fcntl is None or path in ("", ":memory:"):
         return None
+    real = os.path.realpath(path)
     try:
-        ledger = os.stat(path)
+        ledger = os.stat(real)
         mode, owner = stat.S_IMODE(ledger.st_mode) & 0o666, (ledger.st_uid, ledger.st_gid)
     except OSError:
         mode, owner = 0o644, None
-    fd = _open_lock_file(path + SUFFIX, mode, owner)
+    fd = _open_lock_file(real + SUFFIX, mode, owner)
     if fd is None:
         return None
     try:  # a file system where flock fails (NFS without its lock daemon, some FUSE mounts)
@@ -90,7 +94,7 @@ def open_turn(path: str, wait: float) -> WriteTurn | None:
         return None
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
-    return WriteTurn(fd, path, wait)
+    return WriteTurn(fd, path, wait, real + SUFFIX)
 
 
 def _open_lock_file(name: str, mode: int, owner: tuple[int, int] | None) -> int | None:
@@ -157,9 +161,11 @@ class WriteTurn:
     thread (its caller gone, the lock not yet come), every take waits
     behind it there, never beside it on the loop."""
 
-    def __init__(self, fd: int, path: str, wait: float) -> None:
+    def __init__(self, fd: int, path: str, wait: float, lock_file: str) -> None:
         self._fd = fd
         self._path = path
+        #: the lock file's name, for its errors (the ledger's real file's)
+        self._lock_file = lock_file
         self._wait = wait
         #: the ticket of the take that holds the turn; 0: not held
         self._held = 0
@@ -220,7 +226,7 @@ class WriteTurn:
         return True
 
     def _failed(self, exc: OSError) -> LedgerError:
-        return LedgerError(f"{self._path}{SUFFIX}: the turn's lock failed ({exc})")
+        return LedgerError(f"{self._lock_file}: the turn's lock failed ({exc})")
 
     async def _wait_for_it(self) -> int:
         self.waits += 1
