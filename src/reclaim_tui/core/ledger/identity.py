@@ -8,7 +8,10 @@ or overwritten records nothing anyone will read.
 - **The ledger id**: migration 6 gives every ledger a random id, stored in
   the ledger (`meta`, key `ledger_id`).
 - **The marker**: `<ledger>.ledger-id`, a file beside the ledger holding that
-  id, written by every writable open. It is outside the ledger on purpose: a
+  id, written by every writable open. A ledger reached through a symbolic
+  link has one beside the link and one beside its real file (where SQLite
+  keeps its `-wal`), and both are read: a process that reaches it by another
+  path still finds what the first left. It is outside the ledger on purpose: a
   truncated (or deleted) ledger cannot say that it existed, its marker can.
   A file beside the ledger moves and is backed up with its directory, needs
   no registry shared by users or containers, and an operator who does mean
@@ -42,6 +45,7 @@ __all__ = [
     "FileSnapshot",
     "LedgerReplacedError",
     "changed",
+    "found_marker",
     "marker_path",
     "refuse_replaced",
     "snapshot",
@@ -60,6 +64,21 @@ def marker_path(path: str | Path) -> Path:
     return Path(f"{path}.ledger-id")
 
 
+def _paths(path: str | Path) -> list[Path]:
+    """`path`, and its real file's path when symbolic links lead elsewhere."""
+    real = os.path.realpath(path)
+    return [Path(path)] if real == os.path.abspath(path) else [Path(path), Path(real)]
+
+
+def found_marker(path: str | Path) -> Path | None:
+    """The marker of the ledger at `path` (beside it or its real file), if any."""
+    for name in _paths(path):
+        marker = marker_path(name)
+        if marker.exists():
+            return marker
+    return None
+
+
 def _size(path: Path) -> int | None:
     try:
         return path.stat().st_size
@@ -74,15 +93,16 @@ def refuse_replaced(path: str) -> None:
     if size:  # a file with content: SQLite's own checks (and _inspect) apply
         return
     what = "empty" if size == 0 else "missing"
-    wal = _size(Path(f"{path}-wal"))
-    if wal:
-        raise LedgerReplacedError(
-            f"{path}: the ledger file is {what} but its WAL ({path}-wal, {wal} bytes) is"
-            " beside it: it was truncated or replaced under a process using it; refusing to"
-            " start a new ledger there (restore the ledger from a backup)"
-        )
-    marker = marker_path(path)
-    if marker.exists():
+    for name in _paths(path):
+        wal = _size(Path(f"{name}-wal"))
+        if wal:
+            raise LedgerReplacedError(
+                f"{path}: the ledger file is {what} but its WAL ({name}-wal, {wal} bytes) is"
+                " beside it: it was truncated or replaced under a process using it; refusing"
+                " to start a new ledger there (restore the ledger from a backup)"
+            )
+    marker = found_marker(path)
+    if marker is not None:
         known = marker.read_text(encoding="utf-8", errors="replace").strip()[:64]
         raise LedgerReplacedError(
             f"{path}: the ledger file is {what}, but {marker} says ledger {known} was"
@@ -92,8 +112,13 @@ def refuse_replaced(path: str) -> None:
 
 
 def write_marker(path: str, ledger_id: str) -> None:
-    """The marker beside the ledger says `ledger_id` (written only when it does not)."""
-    marker = marker_path(path)
+    """The markers beside the ledger (and its real file) say `ledger_id`
+    (each written only when it does not)."""
+    for name in _paths(path):
+        _write_one(marker_path(name), ledger_id)
+
+
+def _write_one(marker: Path, ledger_id: str) -> None:
     with contextlib.suppress(OSError):
         if marker.read_text(encoding="utf-8").strip() == ledger_id:
             return

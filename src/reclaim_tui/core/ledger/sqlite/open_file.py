@@ -19,7 +19,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from reclaim_tui.core.ledger.identity import LEDGER_ID_SQL, marker_path, write_marker
+from reclaim_tui.core.ledger.identity import LEDGER_ID_SQL, found_marker, write_marker
 from reclaim_tui.core.ledger.sqlite.schema import SCHEMA_VERSION
 from reclaim_tui.errors import LedgerError, LedgerForeignError, LedgerVersionError
 
@@ -30,8 +30,8 @@ def refuse_missing(path: str) -> None:
     """A ledger asked to exist (`create=False`) whose file is not there."""
     if Path(path).exists():
         return
-    marker = marker_path(path)
-    if marker.exists():  # `tick` would refuse: say why, not send them there
+    marker = found_marker(path)
+    if marker is not None:  # `tick` would refuse: say why, not send them there
         known = marker.read_text(encoding="utf-8", errors="replace").strip()[:64]
         raise LedgerError(
             f"{path}: no ledger here, but {marker} says ledger {known} was: restore it"
