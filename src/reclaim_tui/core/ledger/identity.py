@@ -47,6 +47,7 @@ __all__ = [
     "changed",
     "found_marker",
     "marker_path",
+    "read_only_uri",
     "refuse_replaced",
     "snapshot",
     "write_marker",
@@ -62,6 +63,16 @@ class LedgerReplacedError(LedgerError):
 
 def marker_path(path: str | Path) -> Path:
     return Path(f"{path}.ledger-id")
+
+
+def read_only_uri(path: str, *, immutable: bool = False) -> str:
+    """SQLite's URI opening the file at `path` read-only (and `immutable`:
+    the WAL and every lock ignored). The path is percent-encoded
+    (https://www.sqlite.org/uri.html): a `#`, `?` or `%` in a file's name
+    read as they are would end the name there and open (and create)
+    another file."""
+    uri = f"{Path(path).absolute().as_uri()}?mode=ro"
+    return f"{uri}&immutable=1" if immutable else uri
 
 
 def _paths(path: str | Path) -> list[Path]:
@@ -170,7 +181,7 @@ def _stored(path: str) -> tuple[str | None, int, tuple[int, str] | None] | None:
     file drops every lock this process holds on it (POSIX), SQLite's too,
     and SQLite defers the close of its own while a lock is held."""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        conn = sqlite3.connect(read_only_uri(path, immutable=True), uri=True)
     except sqlite3.Error:
         return None
     try:

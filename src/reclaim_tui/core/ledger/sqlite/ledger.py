@@ -26,7 +26,7 @@ import aiosqlite
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.dialect import SQLITE, text_for
-from reclaim_tui.core.ledger.identity import refuse_replaced
+from reclaim_tui.core.ledger.identity import read_only_uri, refuse_replaced
 from reclaim_tui.core.ledger.schema import COLUMNS
 from reclaim_tui.core.ledger.sqlite import holders
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
@@ -125,7 +125,7 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
     async def _connect(
         cls, spath: str, clock: Clock, busy_timeout: float, readonly: bool, *, immutable: bool
     ) -> Self:
-        uri = f"file:{spath}?mode=ro{'&immutable=1' if immutable else ''}" if readonly else spath
+        uri = read_only_uri(spath, immutable=immutable) if readonly else spath
         connection = aiosqlite.connect(uri, uri=readonly, isolation_level=None)
         # Failed or cancelled (a console quit while it opened), the connection
         # is closed here: aiosqlite's thread is no daemon, and one left waiting
