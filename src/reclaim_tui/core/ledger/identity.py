@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import sqlite3
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,13 +83,38 @@ def _paths(path: str | Path) -> list[Path]:
     return [Path(path)] if real == os.path.abspath(path) else [Path(path), Path(real)]
 
 
-def found_marker(path: str | Path) -> Path | None:
-    """The marker of the ledger at `path` (beside it or its real file), if any."""
+def found_marker(path: str | Path) -> tuple[Path, str] | None:
+    """The marker of the ledger at `path` (beside it or its real file), if
+    any, and the id it says."""
     for name in _paths(path):
         marker = marker_path(name)
-        if marker.exists():
-            return marker
+        said = _marker_says(marker)
+        if said is not None:
+            return marker, said
     return None
+
+
+def _marker_says(marker: Path) -> str | None:
+    """What the marker says (its first line, at most 64 characters; "?" when
+    this user may not read it); None when no marker stands at its name. Only
+    a regular file is one: a FIFO planted there would block a read for ever,
+    a folder cannot be read, and a symbolic link is not followed."""
+    try:
+        fd = os.open(marker, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except PermissionError:
+        return "?" if marker.is_file() and not marker.is_symlink() else None
+    except OSError:
+        return None  # none there, a symbolic link (ELOOP), gone meanwhile
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        text = os.read(fd, 256).decode("utf-8", errors="replace")
+    except OSError:
+        return "?"
+    finally:
+        os.close(fd)
+    lines = text.strip().splitlines()
+    return lines[0][:64] if lines else ""
 
 
 def _size(path: Path) -> int | None:
@@ -112,9 +139,9 @@ def refuse_replaced(path: str) -> None:
                 " beside it: it was truncated or replaced under a process using it; refusing"
                 " to start a new ledger there (restore the ledger from a backup)"
             )
-    marker = found_marker(path)
-    if marker is not None:
-        known = marker.read_text(encoding="utf-8", errors="replace").strip()[:64]
+    found = found_marker(path)
+    if found is not None:
+        marker, known = found
         raise LedgerReplacedError(
             f"{path}: the ledger file is {what}, but {marker} says ledger {known} was"
             " here: refusing to start a new ledger in its place, which would send its jobs"
@@ -130,16 +157,26 @@ def write_marker(path: str, ledger_id: str) -> None:
 
 
 def _write_one(marker: Path, ledger_id: str) -> None:
-    with contextlib.suppress(OSError):
-        if marker.read_text(encoding="utf-8").strip() == ledger_id:
-            return
-    tmp = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+    """`ledger_id` into the marker, through a temporary file of a short,
+    unguessable name made new (O_EXCL, never through a symbolic link
+    planted at its name, never past the longest name the folder takes) and
+    renamed over it."""
+    if _marker_says(marker) == ledger_id:
+        return
+    tmp = marker.with_name(f".reclaim-{secrets.token_hex(8)}.tmp")
     try:
-        tmp.write_text(ledger_id + "\n", encoding="utf-8")
-        os.replace(tmp, marker)
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666
+        )
     except OSError:
         # A directory we may not write to (a read-only mount): the ledger
         # works; only the protection of a truncated file is missing.
+        return
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(f"{ledger_id}\n".encode())
+        os.replace(tmp, marker)
+    except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()
 

@@ -30,9 +30,9 @@ def refuse_missing(path: str) -> None:
     """A ledger asked to exist (`create=False`) whose file is not there."""
     if Path(path).exists():
         return
-    marker = found_marker(path)
-    if marker is not None:  # `tick` would refuse: say why, not send them there
-        known = marker.read_text(encoding="utf-8", errors="replace").strip()[:64]
+    found = found_marker(path)
+    if found is not None:  # `tick` would refuse: say why, not send them there
+        marker, known = found
         raise LedgerError(
             f"{path}: no ledger here, but {marker} says ledger {known} was: restore it"
             f" from a backup (to start a new one, remove {marker})"
