@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.procs import clean_env
+from tests.helpers import EmulatorProcess, Workspace
+from tests.helpers.procs import clean_env, run_cli, write_jobs
 
 
 def _status(db: str) -> subprocess.CompletedProcess[str]:
@@ -53,3 +54,27 @@ def test_a_db_that_is_no_ledger_file_is_named_for_what_it_is(
     assert out.returncode == 4, out.stdout + out.stderr
     assert said in out.stderr, out.stderr
     assert "migration" not in out.stderr and "disk I/O" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "db", ["", ":memory:", "file::memory:", "file:l.db", "file:l.db?mode=memory"]
+)
+@pytest.mark.parametrize("command", ["tick", "submit"])
+def test_a_db_that_keeps_nothing_is_refused_before_a_job_is_sent(
+    tmp_path: Path, emulator: EmulatorProcess, db: str, command: str
+) -> None:
+    """`--db "$LEDGER"` with the variable unset, an in-memory database, an
+    SQLite URI: each took the jobs, sent them (paid) and kept nothing, so
+    the next run sent them again; a `file:` URI also opened another file
+    than the one the checks beside the ledger looked at."""
+    ws = Workspace(tmp_path / "w", emulator=emulator)
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": "a job"}])
+    flags = ws.engine_flags(command)
+    flags[flags.index("--db") + 1] = db
+    args = [command, *flags, *(["--jobs", str(jobs)] if command == "tick" else [str(jobs)])]
+    creates = emulator.stats()["calls"]["create"]
+    out = run_cli(args, env=ws.env(), cwd=ws.root)
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert "give the" in out.stderr, out.stderr
+    assert emulator.stats()["calls"]["create"] == creates
+    assert os.listdir(ws.root) == []  # nothing made beside it either

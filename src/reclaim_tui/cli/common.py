@@ -117,11 +117,6 @@ def settings_from(kw: dict[str, Any]) -> Settings:
 
 def reader_settings(db: str) -> Settings:
     """Settings of a command that only reads the ledger at `db`."""
-    if db == ":memory:" or db.startswith("file::memory:"):
-        raise LedgerError(
-            f"{db}: an in-memory database holds no ledger (it is new and empty for each"
-            " process); give the ledger's file or URL"
-        )
     require_folder(db)
     return Settings(db=db)
 

@@ -20,7 +20,14 @@ from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.urls import is_database_url
 from reclaim_tui.errors import LedgerError
 
-__all__ = ["ledger_file", "open_ledger", "require_folder", "require_ledger_file", "same_ledger"]
+__all__ = [
+    "ledger_file",
+    "open_ledger",
+    "refuse_no_file",
+    "require_folder",
+    "require_ledger_file",
+    "same_ledger",
+]
 
 
 def ledger_file(db: str | Path) -> Path | None:
@@ -74,6 +81,7 @@ def require_folder(db: str) -> None:
     does not exist; no command creates folders (a typo in --db should
     not leave a tree of empty directories behind).
     """
+    refuse_no_file(db)
     file = ledger_file(db)
     if file is None:
         return  # a server's database: nothing on this machine to check
@@ -85,6 +93,30 @@ def require_folder(db: str) -> None:
     if not folder.is_dir():
         raise LedgerError(f"{db}: {folder} is not a folder")
     require_ledger_file(db)
+
+
+def refuse_no_file(db: str) -> None:
+    """A LedgerError (exit 4) for a `--db` that names no file a ledger can
+    live in: an empty one (`--db "$LEDGER"` with the variable unset: SQLite
+    opens a private temporary database), an in-memory database, or one of
+    SQLite's `file:` URIs (which SQLite may read as a URI or as a file of
+    that name, while the checks beside the ledger look at the name). Each
+    would take jobs, send and pay for them, and keep nothing."""
+    if db == "":
+        raise LedgerError(
+            "--db is empty (an unset variable?): give the ledger's file or URL; an"
+            " empty name is a temporary database that keeps nothing"
+        )
+    if db == ":memory:" or db.startswith("file::memory:"):
+        raise LedgerError(
+            f"{db}: an in-memory database holds no ledger (it is new and empty for each"
+            " process); give the ledger's file or URL"
+        )
+    if db.startswith("file:"):
+        raise LedgerError(
+            f"{db}: an SQLite URI, not a ledger's path: give the file's path itself"
+            f" (for a file whose name starts with 'file:', write ./{db})"
+        )
 
 
 def require_ledger_file(db: str) -> None:
