@@ -127,7 +127,7 @@ def _process(p: Process) -> dict[str, Any]:
 )  # fmt: skip
 @click.option(
     "--to", "target", required=True, metavar="DB",
-    help="The ledger to copy into: created when new; rows already there are kept.",
+    help="The ledger to copy into: created when new; it may hold only the source's rows.",
 )  # fmt: skip
 @click.option(
     "--batch", default=2000, show_default=True, type=click.IntRange(1, 100_000),
@@ -156,9 +156,11 @@ async def migrate(
 
     Jobs, events, results and the webhook inbox are copied with their ids, a
     batch per transaction; running it again finishes a copy that was cut
-    short and writes nothing once it is whole. Then every row of every table
-    is compared, column by column: exit 0 only when the target holds exactly
-    the source. Stop what writes to the source first (ticks, service, console).
+    short and writes nothing once it is whole. A target holding any row that
+    is not the source's (another ledger) is refused before anything is
+    written (exit 2). Then every row of every table is compared, column by
+    column: exit 0 only when the target holds exactly the source. Stop what
+    writes to the source first (ticks, service, console).
     """
     from reclaim_tui.core.ledger.transfer import compare, copy_ledger
 
