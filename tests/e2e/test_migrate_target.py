@@ -1,4 +1,5 @@
-"""`migrate`'s target: another ledger is refused before a row is written.
+"""`migrate`'s target: another ledger is refused before a row is written, and
+one ledger is refused however its two names are spelt.
 
 A copy keeps its ids, so a target that already holds another ledger's rows
 would get the source's events and results filed under its own job of the
@@ -125,3 +126,24 @@ def test_a_copy_cut_short_is_still_finished_by_running_migrate_again(
     assert code == 0, out
     assert "holds every row" in out
     assert asyncio.run(_held(target)) == asyncio.run(_held(str(source)))
+
+
+def test_one_ledger_under_two_names_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asyncio.run(_fill(tmp_path / "l.db", tmp_path / "out", ["a1"], finish=0))
+    before = asyncio.run(_held(str(tmp_path / "l.db")))
+    (tmp_path / "link.db").symlink_to(tmp_path / "l.db")
+    monkeypatch.chdir(tmp_path)
+    for source, target in [
+        ("l.db", "./l.db"),
+        (str(tmp_path / "l.db"), "l.db"),
+        (f"{tmp_path}/sub/../l.db", "l.db"),
+        ("link.db", "l.db"),
+    ]:
+        code, out = _migrate("--from", source, "--to", target)
+        assert code == 2 and "same ledger" in out, (source, target, out)
+    # A SQLite file has no schema: a schema per side is still one file.
+    code, out = _migrate("--from", "l.db", "--to", "l.db", "--from-schema", "x", "--to-schema", "y")
+    assert code == 2 and "same ledger" in out, out
+    assert asyncio.run(_held(str(tmp_path / "l.db"))) == before

@@ -21,6 +21,7 @@ from reclaim_tui.cli.tables import Column, text_table
 from reclaim_tui.core.export import iso_time, write_export
 from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.ledger.console.views import View
+from reclaim_tui.core.ledger.opening import ledger_file, same_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import Process, read_processes
 from reclaim_tui.core.ledger.retention import Attention, attention
@@ -165,7 +166,10 @@ async def migrate(
     from reclaim_tui.core.ledger.transfer import compare, copy_ledger
 
     from_schema, to_schema = from_schema or schema, to_schema or schema
-    if source == target and from_schema == to_schema:
+    # One file however it is spelt (./l.db, a link to it); a SQLite file has no schema.
+    if same_ledger(source, target) and (
+        from_schema == to_schema or ledger_file(source) is not None
+    ):
         raise ConfigError("--from and --to name the same ledger")
     async with contextlib.AsyncExitStack() as stack:
         with _in_schema(from_schema):
