@@ -21,6 +21,7 @@ from reclaim_tui.cli.tables import Column, text_table
 from reclaim_tui.core.export import iso_time, write_export
 from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.ledger.console.views import View
+from reclaim_tui.core.ledger.opening import ledger_file, same_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import Process, read_processes
 from reclaim_tui.core.ledger.retention import Attention, attention
@@ -127,7 +128,7 @@ def _process(p: Process) -> dict[str, Any]:
 )  # fmt: skip
 @click.option(
     "--to", "target", required=True, metavar="DB",
-    help="The ledger to copy into: created when new; rows already there are kept.",
+    help="The ledger to copy into: created when new; it may hold only the source's rows.",
 )  # fmt: skip
 @click.option(
     "--batch", default=2000, show_default=True, type=click.IntRange(1, 100_000),
@@ -156,14 +157,19 @@ async def migrate(
 
     Jobs, events, results and the webhook inbox are copied with their ids, a
     batch per transaction; running it again finishes a copy that was cut
-    short and writes nothing once it is whole. Then every row of every table
-    is compared, column by column: exit 0 only when the target holds exactly
-    the source. Stop what writes to the source first (ticks, service, console).
+    short and writes nothing once it is whole. A target holding any row that
+    is not the source's (another ledger) is refused before anything is
+    written (exit 2). Then every row of every table is compared, column by
+    column: exit 0 only when the target holds exactly the source. Stop what
+    writes to the source first (ticks, service, console).
     """
     from reclaim_tui.core.ledger.transfer import compare, copy_ledger
 
     from_schema, to_schema = from_schema or schema, to_schema or schema
-    if source == target and from_schema == to_schema:
+    # One file however it is spelt (./l.db, a link to it); a SQLite file has no schema.
+    if same_ledger(source, target) and (
+        from_schema == to_schema or ledger_file(source) is not None
+    ):
         raise ConfigError("--from and --to name the same ledger")
     async with contextlib.AsyncExitStack() as stack:
         with _in_schema(from_schema):

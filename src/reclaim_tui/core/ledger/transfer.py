@@ -5,8 +5,13 @@ the statements are the ledgers' shared SQL). Rows keep their ids, so events
 and results keep pointing at their job, and events keep their order. Each
 batch is one transaction in the target and every insert is `ON CONFLICT DO
 NOTHING`: a copy cut short (killed, server gone) is finished by running it
-again, and a finished copy run again writes nothing. A target row that
-differs from its source row is never overwritten: the comparison reports it.
+again, and a finished copy run again writes nothing. So a target may hold
+rows already, but only the source's, as they are: a target holding any other
+row (another ledger's: its job 1 is not the source's job 1) is refused before
+a row is written, or the source's events and result would be filed under
+another ledger's job, and a job still waiting in the source would be sent by
+both ledgers. A target row that differs from its source row is never
+overwritten: the comparison reports it.
 
 `compare` reads both ledgers in id order (jobs, events, results, inbox,
 counters) and compares every column of every row: the copy is proven by
@@ -25,8 +30,12 @@ from typing import Any
 from reclaim_tui.core.ledger.dialect import Sql
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.schema import COLUMNS
+from reclaim_tui.errors import ConfigError
 
 __all__ = ["TABLES", "Comparison", "TableCopy", "compare", "copy_ledger"]
+
+#: How many of the target's rows a refused copy names.
+_NAMED = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +54,12 @@ class _Table:
                 f"INSERT INTO {self.name}({', '.join(names)})"
                 f" VALUES ({d.marks(len(names))}) ON CONFLICT DO NOTHING"
             )
+        )
+
+    def keyed(self, n: int) -> Sql:
+        """The rows of `n` keys (in no order)."""
+        return Sql(
+            lambda d: f"SELECT {self.columns} FROM {self.name} WHERE {self.key} IN ({d.marks(n)})"
         )
 
     def select(self) -> Sql:
@@ -124,7 +139,17 @@ async def copy_ledger(
     batch: int = 2000,
     progress: Callable[[TableCopy], None] | None = None,
 ) -> list[TableCopy]:
-    """Copy every table of `source` into `target` (see the module's text)."""
+    """Copy every table of `source` into `target` (see the module's text).
+
+    A ConfigError, before anything is written, when `target` holds a row
+    that is not `source`'s as it is (`_foreign_rows`)."""
+    foreign = await _foreign_rows(source, target)
+    if foreign:
+        raise ConfigError(
+            f"the target already holds rows that are not the source's ({', '.join(foreign)}):"
+            " it is another ledger, or the source changed since a copy into it was cut short;"
+            " nothing was copied. Copy into a new ledger (a new file, or an empty schema)"
+        )
     copies: list[TableCopy] = []
     await target.before_copy()
     for table in TABLES:
@@ -140,6 +165,30 @@ async def copy_ledger(
         copies.append(done)
     await target.after_copy()
     return copies
+
+
+async def _foreign_rows(source: Ledger, target: Ledger, *, batch: int = 500) -> list[str]:
+    """The first rows of `target` that `source` does not hold as they are,
+    each as its table and key (a job by its key): none when the target is
+    empty or holds a copy of `source`, whole or cut short.
+
+    Each page of the target's rows is looked up in the source by key, so only
+    what the target holds is read, and the two engines' orders of text keys
+    need not agree."""
+    found: list[str] = []
+    for table in TABLES:
+        async for page in _pages(target, table, batch):
+            keys = [row[0] for row in page]
+            sources = {
+                row[0]: _norm(tuple(row))
+                for row in await source.select(table.keyed(len(keys)), keys)
+            }
+            for row in page:
+                if sources.get(row[0]) != _norm(row):
+                    found.append(f"{table.name} {row[table.label]}")
+                    if len(found) == _NAMED:
+                        return found
+    return found
 
 
 async def _rows(ledger: Ledger, table: _Table, batch: int) -> AsyncIterator[tuple[Any, ...]]:
