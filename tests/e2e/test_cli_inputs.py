@@ -199,3 +199,49 @@ def test_the_emulators_flags_are_explained_and_refuse_nan() -> None:
     result = CliRunner().invoke(cli, ["emulator", "--queued-share", "nan"])
     assert result.exit_code == 2
     assert "--queued-share" in result.output
+
+
+# -- a base URL no request can be sent to -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("htp://127.0.0.1:9", "--base-url must be an http:// or https:// URL"),
+        ("ftp://127.0.0.1:9", "--base-url must be an http:// or https:// URL"),
+        ("not a url", "--base-url must not hold spaces"),
+        ("127.0.0.1:9", "--base-url must be an http:// or https:// URL"),
+        ("http://", "--base-url must name a host"),
+        ("http:///v1beta", "--base-url must name a host"),
+        ("http://127.0.0.1:99999", "--base-url's port must be a number"),
+        ("", "--base-url must not be empty"),
+    ],
+)
+def test_a_base_url_no_request_can_leave_by_is_a_bad_option(
+    tmp_path: Path, url: str, why: str
+) -> None:
+    """Such a URL failed every create on the machine itself: refused at the
+    start (exit 2), not sent tick after tick at an attempt each."""
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": "a", "key": "a1"}])
+    db = tmp_path / "ledger.db"
+    for transport in ("aiohttp", "httpx"):
+        args = ["--db", str(db), "--base-url", url, "--api-key", "k", "--transport", transport]
+        for proc in (
+            run_cli(["tick", *args, "--jobs", str(jobs)], timeout=60),
+            run_cli(["submit", *args, str(jobs)], timeout=60),
+        ):
+            assert proc.returncode == 2, (url, proc.stdout, proc.stderr)
+            assert f"error: {why}" in proc.stderr
+            assert "Traceback" not in proc.stderr
+    assert not db.exists(), "nothing was reserved"
+
+
+def test_a_base_url_the_python_api_is_given_is_checked_as_the_flag() -> None:
+    from reclaim_tui.api.settings import settings_for
+    from reclaim_tui.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--base-url must be an http:// or https:// URL"):
+        settings_for({"base_url": "htp://127.0.0.1:9"}, environ={})
+    with pytest.raises(ConfigError, match="--base-url must name a host"):
+        settings_for({}, environ={"RECLAIM_BASE_URL": "http://"})
+    assert settings_for({"base_url": "https://u:p@[::1]:8/v"}, environ={}).base_url
