@@ -245,3 +245,36 @@ def test_a_base_url_the_python_api_is_given_is_checked_as_the_flag() -> None:
     with pytest.raises(ConfigError, match="--base-url must name a host"):
         settings_for({}, environ={"RECLAIM_BASE_URL": "http://"})
     assert settings_for({"base_url": "https://u:p@[::1]:8/v"}, environ={}).base_url
+
+
+# -- `-` (stdin) that cannot be read ----------------------------------------------------
+
+
+def _no_stdin() -> None:
+    os.close(0)
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "write-only"])
+def test_jobs_from_a_stdin_that_cannot_be_read_are_refused(tmp_path: Path, closed: bool) -> None:
+    """`--jobs -` or `submit -` with stdin closed (`<&-`) or opened for writing
+    only: a named refusal (exit 3), not a traceback; nothing reserved."""
+    db = tmp_path / "ledger.db"
+    write_only = tmp_path / "write-only"
+    for args in (
+        ["tick", "--jobs", "-", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k"],
+        ["submit", "--no-send", "-", "--db", str(db)],
+    ):
+        with open(write_only, "wb") as stdin:
+            proc = subprocess.run(
+                [sys.executable, "-m", "reclaim_tui", *args],
+                env=clean_env(),
+                stdin=None if closed else stdin,
+                preexec_fn=_no_stdin if closed else None,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        assert proc.returncode == 3, (args, proc.stderr)
+        assert "error: cannot read <stdin>: " in proc.stderr, proc.stderr
+        assert "nothing was reserved" in proc.stderr and "Traceback" not in proc.stderr
+    assert not db.exists() or _specs(db) == []
