@@ -4,6 +4,7 @@ refused with a clear message and its exit code, nothing lost, no traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import sqlite3
@@ -278,3 +279,45 @@ def test_jobs_from_a_stdin_that_cannot_be_read_are_refused(tmp_path: Path, close
         assert "error: cannot read <stdin>: " in proc.stderr, proc.stderr
         assert "nothing was reserved" in proc.stderr and "Traceback" not in proc.stderr
     assert not db.exists() or _specs(db) == []
+
+
+# -- a --db-file that is not a line of text ---------------------------------------------
+
+
+def test_a_db_file_that_is_not_text_is_a_bad_option(tmp_path: Path) -> None:
+    """`--db-file` given the ledger itself (mixed up with --db), a file not in
+    UTF-8 or one far longer than any --db: refused naming the flag (exit 2),
+    never a traceback, and nothing of the file quoted."""
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": "a", "key": "a1"}])
+    db = tmp_path / "ledger.db"
+    assert run_cli(["submit", "--no-send", "--db", str(db), str(jobs)]).returncode == 0
+    latin1 = tmp_path / "latin1"
+    latin1.write_bytes("/tmp/ledger-caf\u00e9.db\n".encode("latin-1"))
+    long = tmp_path / "long"
+    long.write_text("x" * 20_000 + "\n")
+    for given, why in (
+        (db, "it is not text (it holds a NUL byte)"),
+        (latin1, "it is not UTF-8 text"),
+        (long, "it is over 16 KiB"),
+    ):
+        proc = run_cli(["status", "--db-file", str(given)], timeout=60)
+        assert proc.returncode == 2, (given, proc.stdout, proc.stderr)
+        assert "--db-file" in proc.stderr and why in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "caf" not in proc.stderr
+
+
+def test_a_db_file_that_never_ends_is_not_read_whole(tmp_path: Path) -> None:
+    proc = _limited(["status", "--db-file", "/dev/zero"])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "--db-file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_db_file_written_with_a_byte_order_mark_names_the_ledger(tmp_path: Path) -> None:
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": "a", "key": "a1"}])
+    db = tmp_path / "ledger.db"
+    assert run_cli(["submit", "--no-send", "--db", str(db), str(jobs)]).returncode == 0
+    db_file = tmp_path / "db-line"
+    db_file.write_bytes(b"\xef\xbb\xbf" + str(db).encode() + b"\r\n")
+    proc = run_cli(["status", "--json", "--db-file", str(db_file)], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["reserving"]["count"] == 1
