@@ -143,6 +143,8 @@ class Settings:
             raise ConfigError("--webhook-url must be an http(s) URL")
         if self.transport not in TRANSPORTS:
             raise ConfigError(f"--transport must be one of {', '.join(TRANSPORTS)}")
+        if self.base_url is not None:
+            _check_base_url(self.base_url)
         if self.webhook_grace < 0 or self.webhook_poll <= 0:
             raise ConfigError("--webhook-grace must not be negative, --webhook-poll positive")
         return self
@@ -347,6 +349,31 @@ def save_console_settings(path: Path, settings: ConsoleSettings) -> None:
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _check_base_url(url: str) -> None:
+    """Refuse a base URL no request can be sent to: one that is not http(s),
+    names no host, has a port that is not a number, or holds a space. Such a
+    URL fails every call before it leaves the machine, on every tick: a bad
+    setting, said at the start. The URL is not quoted: it may hold a password."""
+    from urllib.parse import urlsplit
+
+    if not url.strip():
+        raise ConfigError("--base-url must not be empty (omit it for the real Gemini API)")
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise ConfigError("--base-url must not hold spaces or control characters")
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket
+        raise ConfigError("--base-url is not a URL") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ConfigError("--base-url must be an http:// or https:// URL")
+    if not parts.hostname:
+        raise ConfigError("--base-url must name a host: http(s)://HOST[:PORT][/PATH]")
+    try:
+        _ = parts.port  # read for its ValueError
+    except ValueError:
+        raise ConfigError("--base-url's port must be a number from 0 to 65535") from None
 
 
 def _on_server(db: str) -> bool:

@@ -4,6 +4,7 @@ refused with a clear message and its exit code, nothing lost, no traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import sqlite3
@@ -199,3 +200,124 @@ def test_the_emulators_flags_are_explained_and_refuse_nan() -> None:
     result = CliRunner().invoke(cli, ["emulator", "--queued-share", "nan"])
     assert result.exit_code == 2
     assert "--queued-share" in result.output
+
+
+# -- a base URL no request can be sent to -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("htp://127.0.0.1:9", "--base-url must be an http:// or https:// URL"),
+        ("ftp://127.0.0.1:9", "--base-url must be an http:// or https:// URL"),
+        ("not a url", "--base-url must not hold spaces"),
+        ("127.0.0.1:9", "--base-url must be an http:// or https:// URL"),
+        ("http://", "--base-url must name a host"),
+        ("http:///v1beta", "--base-url must name a host"),
+        ("http://127.0.0.1:99999", "--base-url's port must be a number"),
+        ("", "--base-url must not be empty"),
+    ],
+)
+def test_a_base_url_no_request_can_leave_by_is_a_bad_option(
+    tmp_path: Path, url: str, why: str
+) -> None:
+    """Such a URL failed every create on the machine itself: refused at the
+    start (exit 2), not sent tick after tick at an attempt each."""
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": "a", "key": "a1"}])
+    db = tmp_path / "ledger.db"
+    for transport in ("aiohttp", "httpx"):
+        args = ["--db", str(db), "--base-url", url, "--api-key", "k", "--transport", transport]
+        for proc in (
+            run_cli(["tick", *args, "--jobs", str(jobs)], timeout=60),
+            run_cli(["submit", *args, str(jobs)], timeout=60),
+        ):
+            assert proc.returncode == 2, (url, proc.stdout, proc.stderr)
+            assert f"error: {why}" in proc.stderr
+            assert "Traceback" not in proc.stderr
+    assert not db.exists(), "nothing was reserved"
+
+
+def test_a_base_url_the_python_api_is_given_is_checked_as_the_flag() -> None:
+    from reclaim_tui.api.settings import settings_for
+    from reclaim_tui.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--base-url must be an http:// or https:// URL"):
+        settings_for({"base_url": "htp://127.0.0.1:9"}, environ={})
+    with pytest.raises(ConfigError, match="--base-url must name a host"):
+        settings_for({}, environ={"RECLAIM_BASE_URL": "http://"})
+    assert settings_for({"base_url": "https://u:p@[::1]:8/v"}, environ={}).base_url
+
+
+# -- `-` (stdin) that cannot be read ----------------------------------------------------
+
+
+def _no_stdin() -> None:
+    os.close(0)
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "write-only"])
+def test_jobs_from_a_stdin_that_cannot_be_read_are_refused(tmp_path: Path, closed: bool) -> None:
+    """`--jobs -` or `submit -` with stdin closed (`<&-`) or opened for writing
+    only: a named refusal (exit 3), not a traceback; nothing reserved."""
+    db = tmp_path / "ledger.db"
+    write_only = tmp_path / "write-only"
+    for args in (
+        ["tick", "--jobs", "-", "--db", str(db), "--base-url", DEAD_API, "--api-key", "k"],
+        ["submit", "--no-send", "-", "--db", str(db)],
+    ):
+        with open(write_only, "wb") as stdin:
+            proc = subprocess.run(
+                [sys.executable, "-m", "reclaim_tui", *args],
+                env=clean_env(),
+                stdin=None if closed else stdin,
+                preexec_fn=_no_stdin if closed else None,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        assert proc.returncode == 3, (args, proc.stderr)
+        assert "error: cannot read <stdin>: " in proc.stderr, proc.stderr
+        assert "nothing was reserved" in proc.stderr and "Traceback" not in proc.stderr
+    assert not db.exists() or _specs(db) == []
+
+
+# -- a --db-file that is not a line of text ---------------------------------------------
+
+
+def test_a_db_file_that_is_not_text_is_a_bad_option(tmp_path: Path) -> None:
+    """`--db-file` given the ledger itself (mixed up with --db), a file not in
+    UTF-8 or one far longer than any --db: refused naming the flag (exit 2),
+    never a traceback, and nothing of the file quoted."""
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": "a", "key": "a1"}])
+    db = tmp_path / "ledger.db"
+    assert run_cli(["submit", "--no-send", "--db", str(db), str(jobs)]).returncode == 0
+    latin1 = tmp_path / "latin1"
+    latin1.write_bytes("/tmp/ledger-caf\u00e9.db\n".encode("latin-1"))
+    long = tmp_path / "long"
+    long.write_text("x" * 20_000 + "\n")
+    for given, why in (
+        (db, "it is not text (it holds a NUL byte)"),
+        (latin1, "it is not UTF-8 text"),
+        (long, "it is over 16 KiB"),
+    ):
+        proc = run_cli(["status", "--db-file", str(given)], timeout=60)
+        assert proc.returncode == 2, (given, proc.stdout, proc.stderr)
+        assert "--db-file" in proc.stderr and why in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "caf" not in proc.stderr
+
+
+def test_a_db_file_that_never_ends_is_not_read_whole(tmp_path: Path) -> None:
+    proc = _limited(["status", "--db-file", "/dev/zero"])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "--db-file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_db_file_written_with_a_byte_order_mark_names_the_ledger(tmp_path: Path) -> None:
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [{"input": "a", "key": "a1"}])
+    db = tmp_path / "ledger.db"
+    assert run_cli(["submit", "--no-send", "--db", str(db), str(jobs)]).returncode == 0
+    db_file = tmp_path / "db-line"
+    db_file.write_bytes(b"\xef\xbb\xbf" + str(db).encode() + b"\r\n")
+    proc = run_cli(["status", "--json", "--db-file", str(db_file)], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["reserving"]["count"] == 1

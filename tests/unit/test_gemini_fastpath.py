@@ -577,6 +577,26 @@ async def test_fast_create_timeout_and_refused_connection_like_stock(
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("url", ["htp://{host}", "ftp://{host}", "not a url", "http://"])
+async def test_a_base_url_no_request_can_leave_by_is_not_sent(
+    emu: EmulatorServer, transport: str, url: str
+) -> None:
+    """A base URL without a host, or not http(s), is refused while the request
+    is being built: "not sent" on every transport, so a retry spends no
+    attempt on a create that never left and counts no duplicate."""
+    base_url = url.format(host=emu.base_url.removeprefix("http://"))
+    pair = _fast_and_stock(emu.api_key, base_url, transport=transport)
+    try:
+        got = await _same_create(pair, SPEC, fast_only=False)
+    finally:
+        for backend in pair:
+            await backend.aclose()
+    assert got[:2] == ("NotCreatedError", None) and got[3] is True, got
+    assert got[2].startswith("create was not sent: "), got
+    assert emu.store.creates_log == []
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_connection_lost_after_the_create_was_sent_is_outcome_unknown(
     emu: EmulatorServer, transport: str
 ) -> None:

@@ -33,6 +33,12 @@ def _through_httpx_aiohttp(exc: BaseException) -> BaseException:
         (aiohttp.ClientOSError(104, "Connection reset by peer"), MaybeCreatedError),
         (aiohttp.SocketTimeoutError("Timeout on reading data from socket"), MaybeCreatedError),
         (aiohttp.ClientPayloadError("Response payload is not completed"), MaybeCreatedError),
+        # the URL was refused while the request was being built: nothing sent
+        (aiohttp.InvalidUrlClientError("/not%20a%20url/v1/interactions"), NotCreatedError),
+        (aiohttp.NonHttpUrlClientError("htp://127.0.0.1:9/v1/interactions"), NotCreatedError),
+        # the same refusals of a redirect's Location come after an answer was read
+        (aiohttp.InvalidUrlRedirectClientError("http://", "no host"), MaybeCreatedError),
+        (aiohttp.NonHttpUrlRedirectClientError("ftp://elsewhere/"), MaybeCreatedError),
     ],
 )
 def test_an_aiohttp_error_reads_as_sent_or_not(raised: BaseException, expected: type) -> None:

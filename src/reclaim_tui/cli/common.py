@@ -122,11 +122,21 @@ def reader_settings(db: str) -> Settings:
 
 
 def read_jobs(path: str, settings: Settings) -> list[JobSpec]:
+    """The jobs of `path` ('-': stdin); a stdin that cannot be read (closed,
+    `<&-`, or opened for writing only) is a JobsFileError, as a file is."""
     from reclaim_tui.core.jobsfile import read_jobs_file, read_jobs_stream
 
-    if path == "-":
-        return read_jobs_stream(sys.stdin.buffer, source="<stdin>", default_model=settings.model)
-    return read_jobs_file(path, default_model=settings.model)
+    if path != "-":
+        return read_jobs_file(path, default_model=settings.model)
+    # Python sets sys.stdin to None when the process starts with fd 0 closed.
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise JobsFileError("<stdin>", [(0, "cannot read <stdin>: it is closed")])
+    try:
+        return read_jobs_stream(stream, source="<stdin>", default_model=settings.model)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise JobsFileError("<stdin>", [(0, f"cannot read <stdin>: {reason}")]) from exc
 
 
 def print_report(

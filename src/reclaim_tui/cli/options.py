@@ -51,6 +51,8 @@ __all__ = [
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 DAY = 86_400.0
+#: The most of a --db-file read: a --db (a path, a URL or a libpq string) is far shorter.
+MAX_DB_FILE_BYTES = 16 * 1024
 
 
 class Finite(click.FloatRange):
@@ -102,10 +104,26 @@ def _db_file(ctx: click.Context, param: click.Parameter, value: str | None) -> N
     if not value:
         return
     try:
-        with open(value, encoding="utf-8") as f:
-            db = f.read().strip()
+        with open(value, "rb") as f:
+            raw = f.read(MAX_DB_FILE_BYTES + 1)
     except OSError as exc:
         raise click.BadParameter(f"cannot read it ({exc.strerror})", ctx, param) from None
+    # What is wrong is said, never the content: it may hold a password.
+    if b"\0" in raw:
+        raise click.BadParameter(
+            "it is not text (it holds a NUL byte): it must hold the --db, not be the ledger",
+            ctx,
+            param,
+        )
+    if len(raw) > MAX_DB_FILE_BYTES:
+        raise click.BadParameter(
+            f"it is over {MAX_DB_FILE_BYTES // 1024} KiB: not a --db on one line", ctx, param
+        )
+    try:
+        # utf-8-sig: a byte order mark an editor wrote is not part of the path
+        db = raw.decode("utf-8-sig").strip()
+    except UnicodeDecodeError:
+        raise click.BadParameter("it is not UTF-8 text", ctx, param) from None
     if not db or "\n" in db:
         raise click.BadParameter("it must hold the ledger on one line", ctx, param)
     os.environ["RECLAIM_DB"] = db

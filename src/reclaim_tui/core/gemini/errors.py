@@ -10,7 +10,9 @@
     connect error / connect or pool           bad JSON → Transient, "transport"
       timeout (nothing sent) → NotCreated,  other 4xx → PermanentReadError
       "transport"; a header httpx refuses
-      here → NotCreated, "transport"
+      here, a URL refused before sending
+      (no host, not http/https) →
+      NotCreated, "transport"
     read/write timeout, reset, protocol
       error, malformed 200 → MaybeCreatedError, "transport"
 
@@ -44,10 +46,19 @@ _NOT_SENT = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout", "Unsuppo
 _TRANSPORT = frozenset({"TransportError", "TimeoutException", "NetworkError", "ProtocolError"})
 # The aiohttp transport (httpx-aiohttp) turns aiohttp's connection errors into an
 # httpx connect timeout, a connection lost after the request went out among them;
-# its original exception stays in the chain. Only these two come before the
-# first byte: the connection could not be made (refused, DNS, TLS), or making
-# it or waiting for a free one in the pool timed out.
-_AIOHTTP_NOT_SENT = frozenset({"ClientConnectorError", "ConnectionTimeoutError"})
+# its original exception stays in the chain. Only these come before the first
+# byte: the connection could not be made (refused, DNS, TLS), or making it or
+# waiting for a free one in the pool timed out; or the URL was refused while
+# the request was being built, before a connection was sought (InvalidURL and
+# its InvalidUrlClientError: no host, does not parse, a non-canonical IPv4
+# address; NonHttpUrlClientError: a scheme other than http or https).
+_AIOHTTP_NOT_SENT = frozenset(
+    {"ClientConnectorError", "ConnectionTimeoutError", "InvalidURL", "NonHttpUrlClientError"}
+)
+# The redirect variants of the URL errors (InvalidUrlRedirectClientError,
+# NonHttpUrlRedirectClientError) are raised on reading a redirect's Location:
+# the request had gone out and been answered, so they never read as "not sent".
+_AIOHTTP_ANSWERED = frozenset({"RedirectClientError"})
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -81,7 +92,8 @@ def _told(exc: BaseException) -> BaseException:
 def _not_sent(exc: BaseException) -> bool:
     """A transport error raised before any of the request was sent."""
     if any(type(err).__module__.startswith("aiohttp") for err in _chain(exc)):
-        return bool(_names(exc) & _AIOHTTP_NOT_SENT)
+        names = _names(exc)
+        return bool(names & _AIOHTTP_NOT_SENT) and not names & _AIOHTTP_ANSWERED
     return bool(_names(exc) & _NOT_SENT) or _refused_here(exc)
 
 
