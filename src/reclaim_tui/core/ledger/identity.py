@@ -50,6 +50,7 @@ __all__ = [
     "found_marker",
     "marker_path",
     "read_only_uri",
+    "refuse_linked",
     "refuse_replaced",
     "snapshot",
     "write_marker",
@@ -146,6 +147,25 @@ def refuse_replaced(path: str) -> None:
             f"{path}: the ledger file is {what}, but {marker} says ledger {known} was"
             " here: refusing to start a new ledger in its place, which would send its jobs"
             f" again (restore the ledger from a backup; to start a new one, remove {marker})"
+        )
+
+
+def refuse_linked(path: str) -> None:
+    """A LedgerError (exit 4) before writing a ledger file that has more than
+    one name (hard links, `cp -al`). SQLite names its WAL and shared memory
+    after the name a process opened: two processes writing under two names
+    would each keep their own WAL, with no lock between them, and the rows
+    one wrote would be lost at the other's checkpoint (jobs sent twice, the
+    ledger corrupt)."""
+    try:
+        links = os.stat(path).st_nlink
+    except OSError:
+        return  # a new ledger, or one the open will say more about
+    if links > 1:
+        raise LedgerError(
+            f"{path}: the ledger file has {links} names (hard links); SQLite keeps a WAL"
+            " per name, so writers under two names would lose each other's rows. Keep one"
+            f" name and remove the others (`find / -xdev -samefile {path}` lists them)"
         )
 
 

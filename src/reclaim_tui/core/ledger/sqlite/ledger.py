@@ -26,7 +26,7 @@ import aiosqlite
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.dialect import SQLITE, text_for
-from reclaim_tui.core.ledger.identity import read_only_uri, refuse_replaced
+from reclaim_tui.core.ledger.identity import read_only_uri, refuse_linked, refuse_replaced
 from reclaim_tui.core.ledger.schema import COLUMNS
 from reclaim_tui.core.ledger.sqlite import holders
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
@@ -112,6 +112,7 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
         clock = clock or SystemClock()
         if spath != ":memory:" and not readonly:
             refuse_replaced(spath)  # a ledger was here: never start a new one over it
+            refuse_linked(spath)
         try:
             return await cls._connect(spath, clock, busy_timeout, readonly, immutable=False)
         except LedgerReadOnlyError:
