@@ -21,6 +21,7 @@ from reclaim_tui.cli.tables import Column, text_table
 from reclaim_tui.core.export import iso_time, write_export
 from reclaim_tui.core.ledger.console.queries import ConsoleReader
 from reclaim_tui.core.ledger.console.views import View
+from reclaim_tui.core.ledger.identity import refuse_ledger_file
 from reclaim_tui.core.ledger.opening import ledger_file, same_ledger
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.registry import Process, read_processes
@@ -374,6 +375,8 @@ async def export(db: str, fmt: str, only: str | None, output: str | None, as_jso
     --json (and --output), what was written is reported as one JSON document."""
     if as_json and not output:
         raise click.UsageError("--json reports what --output wrote: give -o FILE as well")
+    if output:
+        refuse_ledger_file("--output", output, db)
     written = 0
     async with open_ledger(reader_settings(db), readonly=True, create=False) as ledger:
         with written_whole(output) if output else _stdout() as out:

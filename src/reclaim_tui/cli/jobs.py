@@ -38,6 +38,7 @@ from reclaim_tui.cli.options import (
 )
 from reclaim_tui.cli.proxy_options import parse_trusted_proxies, proxy_options
 from reclaim_tui.config import Settings
+from reclaim_tui.core.ledger.identity import refuse_ledger_file
 from reclaim_tui.core.ledger.opening import ledger_file
 from reclaim_tui.core.models import Actor, PassReport
 from reclaim_tui.errors import ConfigError, LedgerError
@@ -237,6 +238,9 @@ async def run_command(
             metrics_listen=metrics_listen,
         )
 
+    for option, path in (("--log", log_path), ("--control", control)):
+        if path:  # a log appended to the ledger, a socket made beside it
+            refuse_ledger_file(option, path, kw["db"])
     # Opened first: whatever ends the service (a bad flag or jobs file too)
     # is said in its log's last line.
     with contextlib.ExitStack() as files:

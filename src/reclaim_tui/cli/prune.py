@@ -13,6 +13,7 @@ from reclaim_tui.bootstrap import open_ledger
 from reclaim_tui.cli.common import count_of, echo_json, json_option, run, settings_from
 from reclaim_tui.cli.options import LEDGER, options
 from reclaim_tui.core.export import iso_time
+from reclaim_tui.core.ledger.identity import refuse_ledger_file
 from reclaim_tui.core.ledger.prune import (
     DEFAULT_BATCH,
     PruneCount,
@@ -89,6 +90,8 @@ async def prune(
     elsewhere (exit 2)."""
     settings = settings_from(kw)
     wanted = prunable_statuses(statuses)
+    if archive is not None:  # before the question: the answer could not be used
+        refuse_ledger_file("--archive", archive, settings.db)
     async with open_ledger(settings, readonly=dry_run, create=False) as ledger:
         now = ledger.clock.now()
         found = await count_prunable(ledger, statuses=wanted, older_than_s=older_than, now=now)

@@ -19,6 +19,11 @@ or overwritten records nothing anyone will read.
 - **Refused**: creating a ledger in a file that is empty (or missing) while
   its marker is there, or while a non-empty WAL (`<ledger>-wal`) is beside
   it: SQLite would start a new ledger over the WAL of the one that was.
+- **Not an output**: a file a command writes for the user (`export -o`,
+  a prune's archive, the service's `--log` and `--control`) is refused when
+  it is the ledger or one of the files beside it (`SIDE_FILES`), however it
+  is named (`refuse_ledger_file`): an export renamed over the ledger
+  replaces it, an archive appended to the marker is lost at the next open.
 - **The service's check** (`snapshot` / `changed`), each pass: the path's
   device and inode (an `mv` over it), the file's size (a truncation), and the
   ledger id and the `events` sequence *as stored in the main file*, read with
@@ -39,10 +44,13 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from reclaim_tui.errors import LedgerError
+from reclaim_tui.core.ledger.urls import is_database_url
+from reclaim_tui.errors import ConfigError, LedgerError
 
 __all__ = [
     "LEDGER_ID_SQL",
+    "SIDE_FILES",
+    "TURN_SUFFIX",
     "UNREADABLE_LIMIT",
     "FileSnapshot",
     "LedgerReplacedError",
@@ -50,6 +58,7 @@ __all__ = [
     "found_marker",
     "marker_path",
     "read_only_uri",
+    "refuse_ledger_file",
     "refuse_linked",
     "refuse_replaced",
     "snapshot",
@@ -64,8 +73,24 @@ class LedgerReplacedError(LedgerError):
     """The ledger file is not the one that was there (exit 4)."""
 
 
+#: the marker's name is the ledger's with this after it
+MARKER_SUFFIX = ".ledger-id"
+#: the write turn's lock file (core/ledger/sqlite/turn.py), named the same way
+TURN_SUFFIX = "-turn"
+
+#: The files kept beside a SQLite ledger, by what follows the ledger's name,
+#: with what each one is: SQLite's own, then reclaim-tui's.
+SIDE_FILES = {
+    "-wal": "write-ahead log",
+    "-shm": "WAL index",
+    "-journal": "rollback journal",
+    TURN_SUFFIX: "write-turn lock file",
+    MARKER_SUFFIX: "ledger-id marker",
+}
+
+
 def marker_path(path: str | Path) -> Path:
-    return Path(f"{path}.ledger-id")
+    return Path(f"{path}{MARKER_SUFFIX}")
 
 
 def read_only_uri(path: str, *, immutable: bool = False) -> str:
@@ -82,6 +107,38 @@ def _paths(path: str | Path) -> list[Path]:
     """`path`, and its real file's path when symbolic links lead elsewhere."""
     real = os.path.realpath(path)
     return [Path(path)] if real == os.path.abspath(path) else [Path(path), Path(real)]
+
+
+def refuse_ledger_file(what: str, target: str | Path, db: str) -> None:
+    """ConfigError (exit 2) when `target`, a file a command would write, is
+    the SQLite ledger `db` or one of its `SIDE_FILES`, beside `db` or beside
+    its real file. Compared as files, not as names: another spelling, a
+    symbolic link, a hard link (the same device and inode), or a link to a
+    side file not made yet (the same real path). A ledger on a server has no
+    file here to overwrite."""
+    if is_database_url(db) or db in ("", ":memory:"):
+        return
+    real = os.path.realpath(target)
+    same = _file_id(target)
+    for name in _paths(db):
+        for suffix, kind in (("", ""), *SIDE_FILES.items()):
+            file = f"{name}{suffix}"
+            if real != os.path.realpath(file) and (same is None or same != _file_id(file)):
+                continue
+            it = f"the ledger {db} itself" if not kind else f"{file}, the {kind} of the ledger {db}"
+            raise ConfigError(
+                f"{what} {target}: that is {it}: refusing to write there, it would damage"
+                " the ledger (name another file)"
+            )
+
+
+def _file_id(path: str | Path) -> tuple[int, int] | None:
+    """The (device, inode) of the file at `path`, None when there is none."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
 
 
 def found_marker(path: str | Path) -> tuple[Path, str] | None:

@@ -36,7 +36,9 @@ deletes *terminal* rows — `consumed`, and on request `failed` and
   prune); its file name is fsync'd in its folder when it is created. A
   last line cut short by a kill mid-write (its batch was not deleted) is
   cut off by the next prune before it appends. An archive that cannot be
-  written stops the prune with a ConfigError, its batch not deleted.
+  written stops the prune with a ConfigError, its batch not deleted; one
+  that is the ledger or a file beside it (core/ledger/identity.py's
+  `refuse_ledger_file`) is refused before a row is read.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.export import iso_time
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.dialect import Sql
+from reclaim_tui.core.ledger.identity import refuse_ledger_file
 from reclaim_tui.core.ledger.port import Ledger
 from reclaim_tui.core.ledger.prune_archive import append_synced, archive_lines
 from reclaim_tui.core.ledger.schema import COLUMNS, row_from_tuple
@@ -230,8 +233,8 @@ async def prune(
     wanted = prunable_statuses(statuses)
     if batch < 1:
         raise ConfigError("prune: the batch size must be at least 1")
-    if archive is not None and not archive.parent.is_dir():
-        raise ConfigError(f"prune: the archive's folder {archive.parent} does not exist")
+    if archive is not None:
+        _check_archive("prune", archive, ledger)
     report = PruneReport(_cutoff(older_than_s, now), archive=archive)
     for status in wanted:
         while True:
@@ -250,6 +253,14 @@ async def prune(
             # for at most about one batch.
             await asyncio.sleep(BATCH_PAUSE)
     return report
+
+
+def _check_archive(command: str, archive: Path, ledger: Ledger) -> None:
+    """ConfigError, before a row is read or deleted, for an archive in a
+    missing folder or one that is the ledger or a file beside it."""
+    if not archive.parent.is_dir():
+        raise ConfigError(f"{command}: the archive's folder {archive.parent} does not exist")
+    refuse_ledger_file(f"{command}: the archive", archive, ledger.path)
 
 
 async def _prune_batch(
@@ -311,8 +322,7 @@ async def discard(ledger: Ledger, idem: str, *, now: float, archive: Path) -> Ro
     and result, its archive line appended and fsync'd first, as `prune`
     does; OperatorError when it is not finished (or its cancel is still
     unconfirmed: deleting it would stop the remote cancel's retries)."""
-    if not archive.parent.is_dir():
-        raise ConfigError(f"discard: the archive's folder {archive.parent} does not exist")
+    _check_archive("discard", archive, ledger)
     async with ledger.write() as db:
         lock = getattr(db, "row_lock", "")  # PostgreSQL: FOR UPDATE
         async with db.execute(

@@ -56,6 +56,7 @@ import stat
 import threading
 import weakref
 
+from reclaim_tui.core.ledger.identity import TURN_SUFFIX
 from reclaim_tui.errors import LedgerBusyError, LedgerError
 
 try:
@@ -66,7 +67,7 @@ except ImportError:  # pragma: no cover - not on Windows; no turn is taken there
 __all__ = ["SUFFIX", "WriteTurn", "open_turn"]
 
 #: the lock file's name is the ledger's with this after it (as SQLite's `-wal`)
-SUFFIX = "-turn"
+SUFFIX = TURN_SUFFIX
 
 #: every turn this process has open, closed in a child forked without exec
 _OPEN: weakref.WeakSet[WriteTurn] = weakref.WeakSet()
