@@ -57,9 +57,11 @@ __all__ = [
     "changed",
     "found_marker",
     "marker_path",
+    "other_marker",
     "read_only_uri",
     "refuse_ledger_file",
     "refuse_linked",
+    "refuse_other_ledger",
     "refuse_replaced",
     "snapshot",
     "write_marker",
@@ -224,6 +226,37 @@ def refuse_linked(path: str) -> None:
             " per name, so writers under two names would lose each other's rows. Keep one"
             f" name and remove the others (`find / -xdev -samefile {path}` lists them)"
         )
+
+
+def other_marker(path: str, ledger_id: str | None) -> tuple[Path, str] | None:
+    """A marker beside the ledger at `path` (or its real file) saying another
+    ledger than `ledger_id` was here (None for a file that holds no ledger
+    yet): the marker and what it says; None when every marker agrees."""
+    for name in _paths(path):
+        marker = marker_path(name)
+        said = _marker_says(marker)
+        if said not in (None, "", "?", ledger_id):
+            return marker, said
+    return None
+
+
+def refuse_other_ledger(path: str, ledger_id: str | None) -> None:
+    """LedgerReplacedError (exit 4) when the file at `path` holds another
+    ledger than its marker says was there (`ledger_id`; None: no ledger yet,
+    a file about to be made one). Another ledger's file restored in its
+    place, or an empty SQLite file, would otherwise be taken as this ledger
+    and every job of the jobs file sent again."""
+    found = other_marker(path, ledger_id)
+    if found is None:
+        return
+    marker, said = found
+    holds = f"ledger {ledger_id}" if ledger_id else "no ledger"
+    raise LedgerReplacedError(
+        f"{path}: the file holds {holds}, but {marker} says ledger {said} was here: another"
+        " file was put in its place (a wrong restore?); refusing to use it, which would send"
+        f" that ledger's jobs again (restore the right file; to use this one here on"
+        f" purpose, remove {marker})"
+    )
 
 
 def write_marker(path: str, ledger_id: str) -> None:

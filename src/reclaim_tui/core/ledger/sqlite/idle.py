@@ -24,12 +24,12 @@ import sqlite3
 from pathlib import Path
 
 from reclaim_tui import __version__
-from reclaim_tui.core.ledger.identity import LEDGER_ID_SQL, write_marker
+from reclaim_tui.core.ledger.identity import LEDGER_ID_SQL, other_marker, write_marker
 from reclaim_tui.core.ledger.owner import this_process
 from reclaim_tui.core.ledger.registry import DROP_STOPPED_SQL, UPSERT_SQL
 from reclaim_tui.core.ledger.sqlite.schema import SCHEMA_VERSION, map_sqlite_error
 from reclaim_tui.core.models import PassReport
-from reclaim_tui.errors import LedgerBusyError
+from reclaim_tui.errors import LedgerBusyError, LedgerReadOnlyError
 
 __all__ = ["DUE_SQL", "nothing_due"]
 
@@ -85,8 +85,8 @@ def _look(db: sqlite3.Connection, path: str, now: float) -> bool:
             _register(db, now)
     finally:
         db.execute("COMMIT")
-    if due or ledger_id is None:
-        return False
+    if due or ledger_id is None or other_marker(path, str(ledger_id)) is not None:
+        return False  # the full tick decides (another ledger's file is refused there)
     write_marker(path, str(ledger_id))
     return True
 
@@ -102,8 +102,12 @@ def _register(db: sqlite3.Connection, now: float) -> None:
     try:
         db.execute(UPSERT_SQL, values)
         db.execute(DROP_STOPPED_SQL, (owner.host, "tick", str(owner)))
-    except sqlite3.Error:
-        pass  # the registry never fails a pass (core/ledger/registry.py's rule)
+    except sqlite3.Error as exc:
+        if isinstance(map_sqlite_error(exc, ""), LedgerReadOnlyError):
+            # A file this process may not write (BEGIN IMMEDIATE takes WAL's
+            # lock without writing): not idle, the full tick says so (exit 4).
+            raise
+        # otherwise the registry never fails a pass (core/ledger/registry.py's rule)
 
 
 def _one(db: sqlite3.Connection, sql: str, params: tuple[float, ...] = ()) -> object:

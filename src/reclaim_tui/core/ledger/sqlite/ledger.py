@@ -26,7 +26,12 @@ import aiosqlite
 from reclaim_tui.core.clock import Clock, SystemClock
 from reclaim_tui.core.ledger.base import LedgerBase
 from reclaim_tui.core.ledger.dialect import SQLITE, text_for
-from reclaim_tui.core.ledger.identity import read_only_uri, refuse_linked, refuse_replaced
+from reclaim_tui.core.ledger.identity import (
+    read_only_uri,
+    refuse_linked,
+    refuse_other_ledger,
+    refuse_replaced,
+)
 from reclaim_tui.core.ledger.schema import COLUMNS
 from reclaim_tui.core.ledger.sqlite import holders
 from reclaim_tui.core.ledger.sqlite import writes as sqlite_writes
@@ -173,6 +178,10 @@ class SqliteLedger(HotWrites, GenerationGuard, LedgerBase):
         async with self.write() as db:
             # Re-read inside the write lock: another process may have migrated.
             version = await self.schema_version()
+            if not version and self.path != ":memory:":
+                # A file that holds no ledger yet, where a marker says one was
+                # (an empty SQLite file put in its place): never made anew.
+                refuse_other_ledger(self.path, None)
             if version:
                 await repair_edited(db, version)
             for number in range(version, SCHEMA_VERSION):

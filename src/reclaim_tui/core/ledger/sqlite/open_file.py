@@ -19,7 +19,12 @@ from pathlib import Path
 
 import aiosqlite
 
-from reclaim_tui.core.ledger.identity import LEDGER_ID_SQL, found_marker, write_marker
+from reclaim_tui.core.ledger.identity import (
+    LEDGER_ID_SQL,
+    found_marker,
+    refuse_other_ledger,
+    write_marker,
+)
 from reclaim_tui.core.ledger.sqlite.schema import SCHEMA_VERSION
 from reclaim_tui.errors import LedgerError, LedgerForeignError, LedgerVersionError
 
@@ -107,6 +112,7 @@ async def identify(db: aiosqlite.Connection, path: str, *, readonly: bool) -> st
         row = await cur.fetchone()
     ledger_id = str(row[0]) if row else None
     if ledger_id and not readonly and path != ":memory:":
+        refuse_other_ledger(path, ledger_id)
         write_marker(path, ledger_id)
     return ledger_id
 
