@@ -55,5 +55,5 @@ class ConsoleConfig:
         if file is None:
             ledger_dir = Path.cwd()  # the ledger is on a server: where the console runs
         else:
-            ledger_dir = file.expanduser().absolute().parent
+            ledger_dir = file.absolute().parent  # as the ledger is opened: `~` is not home
         return ledger_dir if os.access(ledger_dir, os.W_OK) else Path.home()

@@ -55,7 +55,7 @@ def would_create(path: str) -> bool:
 
 def other_ledgers(path: str) -> list[Path]:
     """The reclaim-tui ledgers in `path`'s folder under another name."""
-    db = Path(path).expanduser().absolute()
+    db = Path(path).absolute()  # as SQLite opens it: a `~` is a folder of that name
     mine = marker_path(db).name
     found: list[Path] = []
     try:
