@@ -1,16 +1,21 @@
 """What the CLI says when it refuses: an ambiguous key prefix with its true
-count (on both engines)."""
+count (on both engines), and a model name too long said once with its limit."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from reclaim_tui.cli import cli
 from reclaim_tui.cli.common import resolve_key
+from reclaim_tui.config import Settings
 from reclaim_tui.core.clock import ManualClock
+from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.ledger.opening import open_ledger
-from reclaim_tui.errors import OperatorError
+from reclaim_tui.errors import ConfigError, JobsFileError, OperatorError
 
 
 async def test_an_ambiguous_prefix_says_how_many_keys_match(
@@ -42,3 +47,35 @@ async def test_an_ambiguous_prefix_says_how_many_keys_match(
             await resolve_key(ledger, "nope")
     finally:
         await ledger.close()
+
+
+def test_a_model_name_too_long_is_refused_once_naming_the_option(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^--model is 201 characters long: .* at most 200$"):
+        Settings(model="m" * 201).validate()
+    assert Settings(model="m" * 200).validate().model == "m" * 200
+
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"input": "a"}\n{"input": "b"}\n')
+    db = str(tmp_path / "ledger.db")
+    result = CliRunner().invoke(
+        cli, ["submit", "--no-send", str(jobs), "--db", db, "--model", "m" * 201]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.count("201 characters") == 1 and "--model" in result.output
+    assert "line" not in result.output and "non-empty" not in result.output
+
+
+def test_a_jobs_file_names_too_long_says_so_with_the_limit() -> None:
+    lines = [
+        json.dumps({"input": "a", "model": "m" * 201}),
+        json.dumps({"input": "b", "agent": "a" * 300}),
+        json.dumps({"input": "c", "model": " "}),
+        json.dumps({"input": "d", "model": "m" * 200}),
+    ]
+    with pytest.raises(JobsFileError) as caught:
+        parse_jobs(lines, source="f", default_model="m")
+    assert caught.value.problems == [
+        (1, "'model' is 201 characters long: at most 200"),
+        (2, "'agent' is 300 characters long: at most 200"),
+        (3, "'model' must be a non-empty string"),
+    ]
