@@ -1,5 +1,6 @@
 """What the CLI says when it refuses: an ambiguous key prefix with its true
-count (on both engines), and a model name too long said once with its limit."""
+count (on both engines), a model name too long said once with its limit,
+and a key given to `recover` many times refused once."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.jobsfile import parse_jobs
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.errors import ConfigError, JobsFileError, OperatorError
+
+#: Nothing listens on port 9: no command here reaches an API.
+DEAD_API = "http://127.0.0.1:9"
 
 
 async def test_an_ambiguous_prefix_says_how_many_keys_match(
@@ -79,3 +83,21 @@ def test_a_jobs_file_names_too_long_says_so_with_the_limit() -> None:
         (2, "'agent' is 300 characters long: at most 200"),
         (3, "'model' must be a non-empty string"),
     ]
+
+
+def test_recover_takes_each_key_once(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"input": "a", "key": "a1"}\n{"input": "b", "key": "b1"}\n')
+    db = str(tmp_path / "ledger.db")
+    runner = CliRunner()
+    env = {"GEMINI_API_KEY": "x", "RECLAIM_BASE_URL": DEAD_API}
+    submitted = runner.invoke(cli, ["submit", "--no-send", str(jobs), "--db", db], env=env)
+    assert submitted.exit_code == 0, submitted.output
+
+    # a1 three times, once by its unique prefix: one refusal for it, then b1's.
+    args = ["recover", "a1", "a1", "a", " a1", "b1", "a1", "--db", db]
+    result = runner.invoke(cli, args, env=env)
+    assert result.exit_code != 0, result.output
+    assert result.output.count("a1 is reserving, not an orphan") == 1, result.output
+    assert result.output.count("b1 is reserving, not an orphan") == 1, result.output
+    assert result.output.index("a1 is") < result.output.index("b1 is")
