@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reclaim_tui.core.models import TRANSPORTS, Actor, GonePolicy, OrphanPolicy
+from reclaim_tui.core.models import MAX_TARGET_CHARS, TRANSPORTS, Actor, GonePolicy, OrphanPolicy
 from reclaim_tui.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -131,6 +131,11 @@ class Settings:
             raise ConfigError("--first-poll must not be negative")
         if not self.model.strip():
             raise ConfigError("--model must not be empty")
+        if len(self.model) > MAX_TARGET_CHARS:
+            raise ConfigError(
+                f"--model is {len(self.model):,} characters long:"
+                f" a model's name is at most {MAX_TARGET_CHARS}"
+            )
         if not self.retention_days > 0:
             raise ConfigError("--retention-days must be positive")
         if not self.gone_grace >= 0:

@@ -12,6 +12,7 @@ import io
 import json
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -327,6 +328,22 @@ def test_prune_asks_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert accepted.exit_code == 0, accepted.output
     assert "pruned 1 row (consumed=1)" in accepted.output
     assert set(LedgerView(db).rows()) == {"new"}
+
+
+def test_prune_with_stdin_closed_is_refused_as_off_a_terminal(tmp_path: Path) -> None:
+    # `<&-`: the process starts with fd 0 closed, and Python's sys.stdin is None.
+    db = str(tmp_path / "ledger.db")
+    seed(db, [("old", Status.CONSUMED, 40)])
+    argv = [sys.executable, "-m", "reclaim_tui", "prune", "--db", db, "--older-than", "30d"]
+    proc = subprocess.run(
+        ["sh", "-c", 'exec "$@" <&-', "sh", *argv],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    refused(proc, 2, "pass --yes")
+    assert set(LedgerView(db).rows()) == {"old"}
 
 
 @pytest.mark.parametrize(

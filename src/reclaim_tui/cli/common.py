@@ -191,20 +191,27 @@ def _key_source(settings: Settings | None) -> str:
     return "nowhere: no key was given (the emulator's default was used)"
 
 
+#: The keys an ambiguous prefix's refusal names.
+_NAMED = 5
+
+
 async def resolve_key(ledger: Ledger, idem: str) -> str:
     idem = idem.strip()
     if not idem:
         raise OperatorError("the key is empty: give a job's key or a unique prefix of it")
     if await ledger.get(idem) is not None:
         return idem
-    matches = await ledger.find(idem)
+    # One more than is named: whether others match beyond those named is
+    # known without counting every key of a short prefix.
+    matches = await ledger.find(idem, limit=_NAMED + 1)
     if len(matches) == 1:
         return matches[0].idem
     if not matches:
         raise OperatorError(f"no job with key {idem}")
-    named = ", ".join(m.idem for m in matches[:5])
-    more = f" and {len(matches) - 5:,} more" if len(matches) > 5 else ""
-    raise OperatorError(f"{idem} is ambiguous ({len(matches):,} keys): {named}{more}")
+    named = ", ".join(m.idem for m in matches[:_NAMED])
+    if len(matches) > _NAMED:
+        raise OperatorError(f"{idem} is ambiguous (more than {_NAMED} keys): {named} and more")
+    raise OperatorError(f"{idem} is ambiguous ({len(matches)} keys): {named}")
 
 
 def count_of(n: int, word: str) -> str:

@@ -149,5 +149,6 @@ def _confirm_prune(found: PruneCount, older_than: float) -> None:
 
 
 def _interactive() -> bool:
-    """Whether someone can answer a question on this terminal."""
-    return sys.stdin.isatty()
+    """Whether someone can answer a question on this terminal (no one when
+    stdin is closed: Python sets sys.stdin to None when fd 0 is)."""
+    return sys.stdin is not None and sys.stdin.isatty()

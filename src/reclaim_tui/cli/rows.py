@@ -112,7 +112,11 @@ async def recover(force: bool, idems: tuple[str, ...], as_json: bool, **kw: Any)
     (resubmit marks them for resend: the next tick sends them)."""
     settings = settings_from(kw)
     async with open_engine(settings, actor=Actor.CLI, create=False) as engine:
-        keys = [await resolve_key(engine.ledger, i) for i in idems] if idems else None
+        # Each key once, in the order first given (two prefixes of one key
+        # too): a key named twice is recovered, or refused, once.
+        given = dict.fromkeys(i.strip() for i in idems)
+        resolved = [await resolve_key(engine.ledger, i) for i in given]
+        keys = list(dict.fromkeys(resolved)) or None
         if keys:
             rows = await engine.ledger.get_many(keys)
             refused = [why for k in keys if (why := _why_not_recovered(rows[k], force))]

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 from reclaim_tui.core.job_numbers import load_line
 from reclaim_tui.core.keys import idempotency_key, valid_key
-from reclaim_tui.core.models import ATTEMPT_LABEL, JobSpec
+from reclaim_tui.core.models import ATTEMPT_LABEL, MAX_TARGET_CHARS, JobSpec
 from reclaim_tui.errors import JobsFileError
 
 __all__ = [
@@ -120,17 +120,15 @@ def _input(obj: dict[str, Any]) -> Any:
 
 def _target(obj: dict[str, Any], default_model: str) -> tuple[str, str | None]:
     """(model, agent): an agent job names no model (the API refuses both)."""
-    if "agent" in obj:
-        agent = obj["agent"]
-        if "model" in obj:
-            raise ValueError("'model' and 'agent' are exclusive: name one")
-        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
-            raise ValueError("'agent' must be a non-empty string")
-        return "", agent.strip()
-    model = obj.get("model", default_model)
-    if not isinstance(model, str) or not model.strip() or len(model) > 200:
-        raise ValueError("'model' must be a non-empty string")
-    return model.strip(), None
+    if "agent" in obj and "model" in obj:
+        raise ValueError("'model' and 'agent' are exclusive: name one")
+    field = "agent" if "agent" in obj else "model"
+    value = obj.get(field, default_model)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"'{field}' must be a non-empty string")
+    if len(value) > MAX_TARGET_CHARS:
+        raise ValueError(f"'{field}' is {len(value):,} characters long: at most {MAX_TARGET_CHARS}")
+    return ("", value.strip()) if field == "agent" else (value.strip(), None)
 
 
 def _label_text_ok(text: str, *, key: bool) -> bool:

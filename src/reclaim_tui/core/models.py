@@ -15,6 +15,7 @@ from reclaim_tui.core.result_json import LONG, acyclic_encoder, sorted_json
 __all__ = [
     "ACTIVE_STATUSES",
     "ATTEMPT_LABEL",
+    "MAX_TARGET_CHARS",
     "TERMINAL_STATUSES",
     "TRANSPORTS",
     "Actor",
@@ -42,6 +43,9 @@ __all__ = [
 #: operator retry, a prune and a new job under the same key). Recovery adopts
 #: only an interaction labelled with the row's *current* attempt.
 ATTEMPT_LABEL = "idem_attempt"
+#: The longest model or agent name a job may give (an API's names are a few
+#: dozen characters: a longer one is a mistake, refused before it is stored).
+MAX_TARGET_CHARS = 200
 #: The HTTP transports the Gemini backend can send through: the SDK's own
 #: httpx2, or httpx-aiohttp's httpx2 client over aiohttp.
 TRANSPORTS = ("httpx", "aiohttp")

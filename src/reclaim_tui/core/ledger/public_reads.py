@@ -60,9 +60,10 @@ class PublicReads(ABC):
     async def get_many(self, idems: Sequence[str]) -> dict[str, Row]:
         return await reads.get_many(self._fetchall, idems)
 
-    async def find(self, prefix: str) -> list[Row]:
-        """Rows whose key starts with `prefix` (operators type short keys)."""
-        return await reads.find(self._fetchall, prefix)
+    async def find(self, prefix: str, limit: int = 5) -> list[Row]:
+        """Rows whose key starts with `prefix` (operators type short keys): the
+        first `limit` of them, in key order."""
+        return await reads.find(self._fetchall, prefix, limit)
 
     def iter_rows(self, batch: int = 2000) -> AsyncIterator[Row]:
         """Every row, in key order, a page at a time (exports)."""

@@ -76,16 +76,17 @@ async def get_many(fetch: Fetch, idems: Sequence[str]) -> dict[str, Row]:
     return out
 
 
-async def find(fetch: Fetch, prefix: str) -> list[Row]:
-    """Rows whose key starts with `prefix` (operators type short keys)."""
+async def find(fetch: Fetch, prefix: str, limit: int = 5) -> list[Row]:
+    """Rows whose key starts with `prefix` (operators type short keys): the
+    first `limit` of them, in key order."""
     rows = await fetch(
         Sql(
             lambda d: (
                 f"SELECT {COLUMNS} FROM jobs WHERE idem >= {d.p} AND idem < {d.p}"
-                " ORDER BY idem LIMIT 5"
+                f" ORDER BY idem LIMIT {d.p}"
             )
         ),
-        (prefix, prefix + "\uffff"),
+        (prefix, prefix + "\uffff", limit),
     )
     return [row_from_tuple(r) for r in rows]
 
