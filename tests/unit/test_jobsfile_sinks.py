@@ -252,3 +252,23 @@ def test_a_whole_number_past_64_bits_is_refused_where_the_line_is_read(number: i
         {"input": "a", "config": {"max_output_tokens": 2**63 - 1, "seed": -(2**63) + 1}}
     )
     assert len(parse_jobs([fine], source="jobs.jsonl", default_model="m")) == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "name"),
+    [
+        ('{"input": "a", "key": "k-one", "key": "k-two"}', "key"),
+        ('{"input": "send this", "input": "no, this"}', "input"),
+        ('{"input": "a", "config": {"tools": [], "tools": [{"x": 1}]}}', "tools"),
+        ('{"input": [{"role": "user", "role": "model", "content": "a"}]}', "role"),
+    ],
+)
+def test_a_name_given_twice_in_one_object_is_refused_on_its_line(line: str, name: str) -> None:
+    # JSON keeps the last of two equal names silently: the job reserved would
+    # not be the one the line seems to say ("k-one" or "send this").
+    with pytest.raises(JobsFileError) as err:
+        parse_jobs(['{"input": "fine"}', "", line], source="j.jsonl", default_model="m")
+    [(number, why)] = err.value.problems
+    assert number == 3
+    assert f"{name!r} is given twice" in why
+
