@@ -272,3 +272,18 @@ def test_a_name_given_twice_in_one_object_is_refused_on_its_line(line: str, name
     assert number == 3
     assert f"{name!r} is given twice" in why
 
+
+@pytest.mark.parametrize("config", ["[]", "false", "0", '""', "[1]", "true", '"x"'])
+def test_a_config_that_is_not_an_object_is_refused(config: str) -> None:
+    with pytest.raises(JobsFileError) as err:
+        parse_jobs([f'{{"input": "a", "config": {config}}}'], source="j", default_model="m")
+    [(number, why)] = err.value.problems
+    assert number == 1
+    assert "'config' must be an object" in why
+
+
+def test_a_null_config_is_no_config() -> None:
+    # null is "not given" for every optional field (key, labels, deadline, previous).
+    [job] = parse_jobs(['{"input": "a", "config": null}'], source="j", default_model="m")
+    assert job.config == {}
+    assert job == parse_jobs(['{"input": "a"}'], source="j", default_model="m")[0]

@@ -72,9 +72,11 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
         raise ValueError(
             "'key' must be 1-63 characters of a-z, 0-9, '_' or '-', starting with a letter or digit"
         )
-    config = obj.get("config") or {}
-    if not isinstance(config, dict):
-        raise ValueError("'config' must be an object")
+    config = obj.get("config")
+    if config is None:  # null, as for every optional field: not given
+        config = {}
+    elif not isinstance(config, dict):  # [], false, 0 and "" too: no empty stand-in for {}
+        raise ValueError(f"'config' must be an object, not {_json_type(config)}")
     clash = sorted(set(config) & _RESERVED_CONFIG)
     if clash:
         raise ValueError(f"'config' may not set {', '.join(clash)}")
@@ -104,6 +106,17 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
         deadline=float(deadline) if deadline is not None else None,
         previous=previous,
     )
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a value's type, as the line's writer knows it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def _input(obj: dict[str, Any]) -> Any:
