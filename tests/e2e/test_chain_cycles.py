@@ -4,19 +4,27 @@ the lines), on every path into the ledger: a jobs file (`tick --jobs`,
 and the console's submit dialog.
 
 A job that names itself as its `previous`, or two jobs naming each other,
-would wait for each other forever (and the tick exit 0)."""
+would wait for each other forever (and the tick exit 0). A job whose
+`previous` names no job (a typo) would fail at once and take its key:
+refused too, nothing reserved."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.engine.engine import Engine
 from reclaim_tui.core.fakes import FakeBackend
+from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.port import Ledger as LedgerPort
+from reclaim_tui.core.models import JobSpec
 from reclaim_tui.core.sinks import DirectorySink
-from reclaim_tui.tui.messages import SubmitFailed
+from reclaim_tui.tui import operations
+from reclaim_tui.tui.messages import SubmitFailed, SubmitFinished
 from reclaim_tui.tui.operations import submit_jobs
 from reclaim_tui.tui.screens.submit import SubmitRequest
 from tests.helpers import EmulatorProcess, Workspace
@@ -65,9 +73,7 @@ def test_a_cycle_closed_through_the_ledger_is_refused(
     tmp_path: Path, emulator: EmulatorProcess
 ) -> None:
     ws = Workspace(tmp_path / "ledger", emulator=emulator)
-    first = write_jobs(ws.root / "a.jsonl", [{"key": "first", "input": "a", "previous": "second"}])
-    done = ws.cli("submit", str(first))  # accepted (it fails: no "second" yet)
-    assert done.returncode == 0, done.stdout + done.stderr
+    asyncio.run(_reserve_raw(Path(ws.db), JobSpec("a", "m", key="first", previous="second")))
     second = write_jobs(ws.root / "b.jsonl", [{"key": "second", "input": "b", "previous": "first"}])
     _refused(ws.cli("submit", str(second)), "second", "first")
     _refused(ws.tick(jobs=second), "second", "first")
@@ -88,18 +94,7 @@ def test_the_console_submit_refuses_a_cycle(tmp_path: Path) -> None:
                 ],
             )
             from_file = await submit_jobs(engine, SubmitRequest(path=str(in_file)), "m", print)
-            await engine.submit(
-                [
-                    *(
-                        await _jobs(
-                            write_jobs(
-                                tmp_path / "a.jsonl", [{"key": "a", "input": "a", "previous": "b"}]
-                            )
-                        )
-                    )
-                ],
-                send=False,
-            )
+            await _insert(ledger, JobSpec("a", "m", key="a", previous="b"))
             closing = write_jobs(
                 tmp_path / "b.jsonl", [{"key": "b", "input": "b", "previous": "a"}]
             )
@@ -113,10 +108,77 @@ def test_the_console_submit_refuses_a_cycle(tmp_path: Path) -> None:
     assert isinstance(from_file, SubmitFailed) and "never" in from_file.error
     assert "line 1" in from_file.error and "line 2" in from_file.error
     assert isinstance(through_ledger, SubmitFailed) and "never" in through_ledger.error
-    assert rows == 1  # only "a", which waits for a "b" that may still come
+    assert rows == 1  # only "a", reserved before "b" was refused
 
 
-async def _jobs(path: Path):  # type: ignore[no-untyped-def]
-    from reclaim_tui.core.jobsfile import read_jobs_file
+async def _insert(ledger: LedgerPort, job: JobSpec) -> None:
+    """`job` reserved as it is, unchecked: a row whose `previous` is not in
+    the ledger, as an earlier version reserved it (or a prune left it)."""
+    await ledger.insert_jobs([(idempotency_key(job), job.to_json(), job.target)], "test")
 
-    return read_jobs_file(path, default_model="m")
+
+async def _reserve_raw(db: Path, job: JobSpec) -> None:
+    ledger = await open_ledger(db, clock=ManualClock())
+    try:
+        await _insert(ledger, job)
+    finally:
+        await ledger.close()
+
+
+def test_a_previous_naming_no_job_is_refused_and_takes_no_key(
+    tmp_path: Path, emulator: EmulatorProcess
+) -> None:
+    ws = Workspace(tmp_path / "typo", emulator=emulator)
+    typo = [
+        {"input": "first", "key": "step-1"},
+        {"input": "second", "key": "step-2", "previous": "step1"},
+    ]
+    jobs = write_jobs(ws.root / "j.jsonl", typo)
+    for done in (ws.cli("submit", str(jobs)), ws.tick(jobs=jobs)):
+        assert done.returncode == 3, done.stdout + done.stderr
+        assert "'step-2'" in done.stderr and "'step1'" in done.stderr, done.stderr
+        assert "nothing was reserved" in done.stderr
+    assert ws.view().rows() == {}  # neither key taken
+    typo[1]["previous"] = "step-1"
+    done = ws.cli("submit", "--no-send", str(write_jobs(jobs, typo)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert set(ws.view().rows()) == {"step-1", "step-2"}
+    # A `previous` already in the ledger is a job too.
+    later = write_jobs(ws.root / "k.jsonl", [{"input": "third", "previous": "step-2"}])
+    done = ws.cli("submit", "--no-send", str(later))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(ws.view().rows()) == 3
+
+
+def test_the_console_submits_a_file_whose_previous_comes_later_in_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The dialog reserves a file a chunk at a time, and a chunk's `previous`
+    # must be a job of it or of the ledger: a job comes after its previous.
+    monkeypatch.setattr(operations, "SUBMIT_CHUNK", 1)
+
+    async def go() -> tuple[object, object, list[str]]:
+        clock = ManualClock()
+        ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
+        try:
+            engine = Engine(ledger, FakeBackend(clock=clock), DirectorySink(tmp_path / "out"))
+            typo = write_jobs(tmp_path / "t.jsonl", [{"key": "b", "input": "b", "previous": "c"}])
+            refused = await submit_jobs(engine, SubmitRequest(path=str(typo)), "m", print)
+            later = write_jobs(
+                tmp_path / "later.jsonl",
+                [
+                    {"key": "z", "input": "z", "previous": "y"},
+                    {"key": "y", "input": "y", "previous": "x"},
+                    {"key": "x", "input": "x"},
+                ],
+            )
+            done = await submit_jobs(engine, SubmitRequest(path=str(later)), "m", print)
+            rows = await ledger.select("SELECT idem FROM jobs ORDER BY idem")
+            return refused, done, [str(r[0]) for r in rows]
+        finally:
+            await ledger.close()
+
+    refused, done, rows = asyncio.run(go())
+    assert isinstance(refused, SubmitFailed) and "'c'" in refused.error
+    assert isinstance(done, SubmitFinished), done
+    assert rows == ["x", "y", "z"]

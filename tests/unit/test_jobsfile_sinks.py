@@ -252,3 +252,38 @@ def test_a_whole_number_past_64_bits_is_refused_where_the_line_is_read(number: i
         {"input": "a", "config": {"max_output_tokens": 2**63 - 1, "seed": -(2**63) + 1}}
     )
     assert len(parse_jobs([fine], source="jobs.jsonl", default_model="m")) == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "name"),
+    [
+        ('{"input": "a", "key": "k-one", "key": "k-two"}', "key"),
+        ('{"input": "send this", "input": "no, this"}', "input"),
+        ('{"input": "a", "config": {"tools": [], "tools": [{"x": 1}]}}', "tools"),
+        ('{"input": [{"role": "user", "role": "model", "content": "a"}]}', "role"),
+    ],
+)
+def test_a_name_given_twice_in_one_object_is_refused_on_its_line(line: str, name: str) -> None:
+    # JSON keeps the last of two equal names silently: the job reserved would
+    # not be the one the line seems to say ("k-one" or "send this").
+    with pytest.raises(JobsFileError) as err:
+        parse_jobs(['{"input": "fine"}', "", line], source="j.jsonl", default_model="m")
+    [(number, why)] = err.value.problems
+    assert number == 3
+    assert f"{name!r} is given twice" in why
+
+
+@pytest.mark.parametrize("config", ["[]", "false", "0", '""', "[1]", "true", '"x"'])
+def test_a_config_that_is_not_an_object_is_refused(config: str) -> None:
+    with pytest.raises(JobsFileError) as err:
+        parse_jobs([f'{{"input": "a", "config": {config}}}'], source="j", default_model="m")
+    [(number, why)] = err.value.problems
+    assert number == 1
+    assert "'config' must be an object" in why
+
+
+def test_a_null_config_is_no_config() -> None:
+    # null is "not given" for every optional field (key, labels, deadline, previous).
+    [job] = parse_jobs(['{"input": "a", "config": null}'], source="j", default_model="m")
+    assert job.config == {}
+    assert job == parse_jobs(['{"input": "a"}'], source="j", default_model="m")[0]

@@ -22,7 +22,7 @@ from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.ledger.opening import open_ledger
 from reclaim_tui.core.models import Actor, GonePolicy, JobSpec, Status
 from reclaim_tui.core.sinks import DirectorySink
-from reclaim_tui.errors import OperatorError
+from reclaim_tui.errors import JobsFileError, OperatorError
 
 CONFIG = EngineConfig(first_poll=2.0)
 
@@ -150,7 +150,14 @@ async def test_a_chain_sends_its_follow_up_once_the_previous_job_is_done(world) 
     first = JobSpec(input="draft an outline", model="m", key="outline")
     second = JobSpec(input="now write it", model="m", key="article", previous="outline")
     orphan = JobSpec(input="continue nothing", model="m", key="lost", previous="nope")
-    await engine.submit([first, second, orphan])
+    with pytest.raises(JobsFileError, match="'nope' is the key of no job"):
+        await engine.submit([first, second, orphan])  # refused whole: nothing reserved
+    assert [r async for r in ledger.iter_rows()] == []
+    await engine.submit([first, second])
+    # A row whose previous job is gone (reserved unchecked by an earlier
+    # version, or its previous pruned) fails with the reason when sent.
+    await ledger.insert_jobs([(idempotency_key(orphan), orphan.to_json(), orphan.target)], "t")
+    await engine.send_reserved()
     rows = {r.idem: r async for r in ledger.iter_rows()}
     assert rows["article"].status == Status.RESERVING and rows["article"].attempts == 0
     assert "waiting for previous job outline" in (rows["article"].last_error or "")

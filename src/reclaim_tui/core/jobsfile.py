@@ -4,25 +4,30 @@ Each line is an object with `input` (a non-empty string, or a JSON list /
 object the API accepts as input) and optionally `model` (string) or `agent`
 (an agent such as `deep-research-preview-04-2026`, instead of a model),
 `key` (the job's own idempotency key: 1–63 of a-z 0-9 _ -, starting with a
-letter or digit), `config` (an object of extra `interactions.create`
-arguments, `agent_config` among them), `labels` (the job's own labels,
+letter or digit), `config` (an object, or null for none, of extra
+`interactions.create` arguments, `agent_config` among them), `labels` (the job's own labels,
 for cost attribution; `idem` is the ledger's), `deadline` (seconds the
 job may run once submitted before it is cancelled) and `previous` (the key
-of a job this one continues: sent once that job is done, with its
-interaction as `previous_interaction_id`).
+of a job this one continues, of the same file or of the ledger: sent once
+that job is done, with its interaction as `previous_interaction_id`; one
+that names no job is refused when the jobs are reserved, where the ledger
+is known).
 Blank lines and lines starting with `#` are skipped. The whole file is
 validated before anything is reserved: one bad line refuses the file, with
 every bad line named; so do jobs whose `previous` chain is a cycle (a job
-naming itself, two naming each other): they could never run.
+naming itself, two naming each other): they could never run. An object
+that gives a name twice is refused (core/job_numbers.py): JSON would keep
+the last silently.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from reclaim_tui.core.chains import chain_cycles, cycle_text
 from reclaim_tui.core.job_numbers import load_line
 from reclaim_tui.core.keys import idempotency_key, valid_key
 from reclaim_tui.core.models import ATTEMPT_LABEL, MAX_TARGET_CHARS, JobSpec
@@ -30,9 +35,7 @@ from reclaim_tui.errors import JobsFileError
 
 __all__ = [
     "MAX_INPUT_BYTES",
-    "chain_cycles",
     "check_job",
-    "cycle_text",
     "key_clash",
     "parse_jobs",
     "parse_jobs_bytes",
@@ -72,9 +75,11 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
         raise ValueError(
             "'key' must be 1-63 characters of a-z, 0-9, '_' or '-', starting with a letter or digit"
         )
-    config = obj.get("config") or {}
-    if not isinstance(config, dict):
-        raise ValueError("'config' must be an object")
+    config = obj.get("config")
+    if config is None:  # null, as for every optional field: not given
+        config = {}
+    elif not isinstance(config, dict):  # [], false, 0 and "" too: no empty stand-in for {}
+        raise ValueError(f"'config' must be an object, not {_json_type(config)}")
     clash = sorted(set(config) & _RESERVED_CONFIG)
     if clash:
         raise ValueError(f"'config' may not set {', '.join(clash)}")
@@ -104,6 +109,17 @@ def _validate(obj: Any, default_model: str) -> JobSpec:
         deadline=float(deadline) if deadline is not None else None,
         previous=previous,
     )
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a value's type, as the line's writer knows it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def _input(obj: dict[str, Any]) -> Any:
@@ -212,35 +228,6 @@ def _json_problem(text: str, exc: json.JSONDecodeError, *, example: bool) -> str
         reason = _JSON_REASONS.get(exc.msg, exc.msg[:1].lower() + exc.msg[1:])
     hint = f"; each line is one object, e.g. {_JSON_EXAMPLE}" if example else ""
     return f"not JSON at column {exc.colno}: {reason}{hint}"
-
-
-def chain_cycles(
-    previous_of: Mapping[str, str | None], starts: Iterable[str]
-) -> dict[str, list[str]]:
-    """The keys among `starts` whose `previous` chain comes back to them, each
-    with its cycle (`[k, …, k]`). `previous_of` maps a key to the key it
-    continues (None, or absent: the chain ends there). Such a job waits for
-    itself: it can never be sent."""
-    found: dict[str, list[str]] = {}
-    for start in starts:
-        path = [start]
-        at = previous_of.get(start)
-        while at is not None and at not in path:
-            path.append(at)
-            at = previous_of.get(at)
-        if at == start:
-            found[start] = [*path, start]
-    return found
-
-
-def cycle_text(cycle: Sequence[str]) -> str:
-    """A refusal's words for one cycle of `previous` keys."""
-    if len(cycle) == 2:
-        return (
-            f"job {cycle[0]!r} names itself as its 'previous': it would wait for itself, never run"
-        )
-    chain = " → ".join(repr(k) for k in cycle)
-    return f"'previous' chain {chain} is a cycle: its jobs would wait for each other, never run"
 
 
 def _refuse_cycles(jobs: Sequence[JobSpec], lines: Sequence[int]) -> list[tuple[int, str]]:

@@ -31,6 +31,7 @@ import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
+from reclaim_tui.core.chains import chain_order
 from reclaim_tui.core.models import JobSpec, PassReport
 from reclaim_tui.errors import ConfigError, ReclaimError
 from reclaim_tui.runner.commands import (
@@ -135,7 +136,8 @@ class AttachedHost(EngineHost):
     async def submit(self, jobs: Sequence[JobSpec], *, send: bool) -> PassReport:
         """In parts of at most half the service's line limit, the reports merged."""
         report = PassReport()
-        for part in _parts(jobs, send, CONTROL_LINE_LIMIT // 2):
+        # A part's `previous` jobs go in an earlier part: each part is checked alone.
+        for part in _parts(chain_order(jobs), send, CONTROL_LINE_LIMIT // 2):
             report.merge(await super().submit(part, send=send))
         return report
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
+from reclaim_tui.core.chains import chain_order
 from reclaim_tui.core.engine.engine import PassReport
 from reclaim_tui.core.export import write_export
 from reclaim_tui.core.jobsfile import check_job, parse_jobs_bytes
@@ -180,6 +181,7 @@ async def submit_jobs(
     if not jobs:  # said in the dialog, which stays open for another path
         return SubmitFailed(f"{request.path} has no jobs (blank lines and # comments only)")
     inserted = present = 0
+    jobs = chain_order(jobs)  # a chunk's `previous` jobs are reserved before it
     for start in range(0, len(jobs), SUBMIT_CHUNK):
         chunk = jobs[start : start + SUBMIT_CHUNK]
         try:

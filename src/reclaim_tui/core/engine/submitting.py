@@ -1,7 +1,8 @@
 """Submitting new jobs: reserve a row for each (existing keys are left
 alone), refusing, before anything is reserved, a job whose own key names
-another spec already in the ledger or whose `previous` chain comes back to
-itself; then, unless told not to, the send pass (sending.py) over these
+another spec already in the ledger, whose `previous` names a job that is
+neither submitted with it nor in the ledger, or whose `previous` chain
+comes back to itself; then, unless told not to, the send pass (sending.py) over these
 jobs only.
 """
 
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from reclaim_tui.core.chains import chain_cycles, cycle_text
 from reclaim_tui.core.crash import crashpoint
 from reclaim_tui.core.engine import sending
 from reclaim_tui.core.engine.parts import EngineParts
-from reclaim_tui.core.jobsfile import chain_cycles, cycle_text, key_clash
+from reclaim_tui.core.jobsfile import key_clash
 from reclaim_tui.core.keys import idempotency_key
 from reclaim_tui.core.models import JobSpec, PassReport, Row
 from reclaim_tui.errors import JobsFileError
@@ -39,7 +41,7 @@ async def reserve(parts: EngineParts, jobs: Sequence[JobSpec]) -> tuple[PassRepo
     rows = [(idempotency_key(j, t), t, j.target) for j, t in zip(jobs, texts, strict=True)]
     # lists, not generators, over the jobs: a resume per job otherwise
     if any([j.previous is not None for j in jobs]):
-        await _refuse_cycles(parts, jobs, [r[0] for r in rows])
+        await _refuse_broken_chains(parts, jobs, [r[0] for r in rows])
     inserted, present = await parts.ledger.insert_jobs(rows, parts.config.actor)
     report.counts["inserted"] += len(inserted)
     report.counts["already_present"] += len(present)
@@ -47,10 +49,14 @@ async def reserve(parts: EngineParts, jobs: Sequence[JobSpec]) -> tuple[PassRepo
     return report, list(dict.fromkeys([r[0] for r in rows]))
 
 
-async def _refuse_cycles(parts: EngineParts, jobs: Sequence[JobSpec], keys: Sequence[str]) -> None:
+async def _refuse_broken_chains(
+    parts: EngineParts, jobs: Sequence[JobSpec], keys: Sequence[str]
+) -> None:
     """Refuse (JobsFileError, exit 3; nothing reserved) new jobs whose
-    `previous` chain comes back to them, through these jobs or the rows
-    already in the ledger: such a job waits for itself and never runs.
+    `previous` is neither one of these jobs nor in the ledger (a typo: the
+    job would fail at once, its key taken by the failed row), and new jobs
+    whose `previous` chain comes back to them, through these jobs or the
+    rows already in the ledger: such a job waits for itself and never runs.
     A key already in the ledger keeps its stored spec, so its chain is
     the stored one."""
     stored = await parts.ledger.get_many(list(dict.fromkeys(keys)))
@@ -61,22 +67,36 @@ async def _refuse_cycles(parts: EngineParts, jobs: Sequence[JobSpec], keys: Sequ
         )
     # Follow each chain into the ledger, a round of lookups per step.
     wanted = {p for p in previous_of.values() if p is not None} - previous_of.keys()
+    missing: set[str] = set()  # keys looked up in the ledger and not there
     for _ in range(1000):
         if not wanted:
             break
         found = await parts.ledger.get_many(sorted(wanted))
         for key in wanted:
             previous_of[key] = _stored_previous(found[key]) if key in found else None
+        missing |= wanted - found.keys()
         wanted = {p for p in previous_of.values() if p is not None} - previous_of.keys()
     new = [k for k in dict.fromkeys(keys) if k not in stored]
-    cycles = chain_cycles(previous_of, new)
-    if cycles:
-        position = {k: n for n, k in reversed(list(enumerate(keys, start=1)))}
-        problems = [
-            (0, f"job {position[key]} of {len(keys)}: {cycle_text(cycle)}")
-            for key, cycle in cycles.items()
-        ]
+    position = {k: n for n, k in reversed(list(enumerate(keys, start=1)))}
+    problems = [
+        (0, f"job {position[key]} of {len(keys)} ({key!r}): {_dangling_text(previous)}")
+        for key in new
+        if (previous := previous_of[key]) is not None and previous in missing
+    ]
+    problems += [
+        (0, f"job {position[key]} of {len(keys)}: {cycle_text(cycle)}")
+        for key, cycle in chain_cycles(previous_of, new).items()
+    ]
+    if problems:
         raise JobsFileError("the jobs submitted", problems)
+
+
+def _dangling_text(previous: str) -> str:
+    """A refusal's words for a job whose `previous` names no job."""
+    return (
+        f"its 'previous' {previous!r} is the key of no job, here or in the ledger:"
+        " it would fail at once (is the key mistyped?)"
+    )
 
 
 async def _refuse_key_clashes(parts: EngineParts, jobs: Sequence[JobSpec]) -> None:
