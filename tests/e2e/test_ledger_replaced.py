@@ -275,3 +275,32 @@ def test_an_unreadable_main_file_is_a_change_only_when_it_stays_so(tmp_path: Pat
     with open(db, "r+b") as f:
         f.write(good)
     assert changed("abc", first, snapshot(str(db), now)) is None  # readable again
+
+
+def test_a_ledger_moved_under_run_is_said_where_its_rows_are(
+    tmp_path: Path, emulator: EmulatorProcess
+) -> None:
+    """`mv ledger.db elsewhere.db` under a running service: SQLite keeps the
+    WAL by the name it opened, so the rows written since the last checkpoint
+    stay in `ledger.db-wal`, and the moved file alone lacks them (a tick on
+    it would see them missing). The service stops saying where they are;
+    the file put back holds them all."""
+    ws = Workspace(tmp_path / "moved", emulator=emulator)
+    _ledger_with_jobs(ws, "m", 2)
+    log = ws.root / "run.log"
+    proc = _serve(ws, emulator, log)
+    try:
+        late = write_jobs(ws.root / "late.jsonl", [{"input": f"late {i}"} for i in range(3)])
+        added = ws.cli("submit", "--no-send", str(late))
+        assert added.returncode == 0, added.stdout + added.stderr
+        assert _until(lambda: ws.view().status_counts().get("consumed", 0) == 5)
+        moved = ws.root / "elsewhere.db"
+        Path(ws.db).rename(moved)
+        change = _stopped_on(proc, log)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert f"{ws.db}-wal" in change and "put the file back" in change, change
+    moved.rename(ws.db)  # as the message says
+    assert ws.view().status_counts().get("consumed", 0) == 5

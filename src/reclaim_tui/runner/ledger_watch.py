@@ -34,6 +34,15 @@ class LedgerWatch:
         now = await asyncio.to_thread(snapshot, ledger.path, self.file)
         if self.file is not None:
             change = changed(ledger.ledger_id, self.file, now)
+            if change is not None and now.inode is None:
+                # Moved away (or deleted): SQLite keeps the WAL by the name it
+                # opened, so what was written since the last checkpoint is in
+                # the WAL left here, and only this name finds it again.
+                change += (
+                    f"; what this service wrote since the ledger's last checkpoint is in"
+                    f" {ledger.path}-wal: put the file back at {ledger.path} before anything"
+                    " opens it"
+                )
             if change is not None:
                 self.replaced(change)
         self.file = now
