@@ -182,3 +182,39 @@ def test_the_console_submits_a_file_whose_previous_comes_later_in_it(
     assert isinstance(refused, SubmitFailed) and "'c'" in refused.error
     assert isinstance(done, SubmitFinished), done
     assert rows == ["x", "y", "z"]
+
+
+def test_the_console_refuses_a_dangling_previous_before_its_first_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engine checks each chunk alone: a typo in a later chunk was refused
+    # after the chunks before it were reserved ("nothing was reserved" said
+    # over two reserved rows). With the ledger to ask, the console refuses
+    # the whole file first.
+    monkeypatch.setattr(operations, "SUBMIT_CHUNK", 2)
+
+    async def go() -> tuple[object, list[str]]:
+        clock = ManualClock()
+        ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
+        try:
+            engine = Engine(ledger, FakeBackend(clock=clock), DirectorySink(tmp_path / "out"))
+            jobs = write_jobs(
+                tmp_path / "j.jsonl",
+                [
+                    {"key": "a", "input": "a"},
+                    {"key": "b", "input": "b"},
+                    {"key": "c", "input": "c", "previous": "typo"},
+                ],
+            )
+            refused = await submit_jobs(
+                engine, SubmitRequest(path=str(jobs)), "m", print, ledger.get_many
+            )
+            rows = await ledger.select("SELECT idem FROM jobs ORDER BY idem")
+            return refused, [str(r[0]) for r in rows]
+        finally:
+            await ledger.close()
+
+    refused, rows = asyncio.run(go())
+    assert isinstance(refused, SubmitFailed), refused
+    assert "job 3 of 3 ('c')" in refused.error and "'typo'" in refused.error
+    assert rows == []  # nothing reserved, as it says

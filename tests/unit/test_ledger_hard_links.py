@@ -16,6 +16,7 @@ import pytest
 
 from reclaim_tui.core.clock import ManualClock
 from reclaim_tui.core.ledger.opening import open_ledger
+from reclaim_tui.core.ledger.sqlite import idle
 from reclaim_tui.core.models import JobSpec
 from reclaim_tui.errors import LedgerError
 
@@ -40,3 +41,18 @@ async def test_a_ledger_file_with_two_names_is_refused_under_either(tmp_path: Pa
     ledger = await open_ledger(db, clock=ManualClock(NOW))
     assert (await ledger.counts())["reserving"][0] == 1
     await ledger.close()
+
+
+async def test_the_idle_tick_leaves_a_ledger_with_two_names_to_the_full_tick(
+    tmp_path: Path,
+) -> None:
+    """The idle tick's quick look writes (its registry row, the marker) on a
+    connection of its own: on the second name it wrote through a WAL of its
+    own and said "idle", past the refusal."""
+    db, other = tmp_path / "l.db", tmp_path / "h.db"
+    ledger = await open_ledger(db, clock=ManualClock(NOW))  # nothing due: idle
+    await ledger.close()
+    assert idle.nothing_due(str(db), busy_timeout=5.0, now=NOW)
+    os.link(db, other)
+    assert not idle.nothing_due(str(other), busy_timeout=5.0, now=NOW)
+    assert not Path(f"{other}.ledger-id").exists()  # nothing written under it

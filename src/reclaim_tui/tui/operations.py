@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -166,10 +166,13 @@ async def submit_jobs(
     request: SubmitRequest,
     default_model: str,
     progress: Callable[[Message], object],
+    in_ledger: Callable[[Sequence[str]], Awaitable[Collection[str]]] | None = None,
 ) -> SubmitFinished | SubmitFailed:
     """Reserve the request's jobs through the engine, a chunk at a time, each
     chunk reported to `progress`. One prompt goes out now; a file is left to
-    the loop."""
+    the loop. `in_ledger`: which of some keys the ledger holds, to refuse a
+    job whose `previous` names no job before the first chunk is reserved
+    (the engine checks each chunk alone, after the chunks before it)."""
     try:
         jobs = await _read_jobs(request, default_model)
     except (OSError, UnicodeDecodeError) as exc:
@@ -180,6 +183,10 @@ async def submit_jobs(
         return SubmitFailed(str(exc))
     if not jobs:  # said in the dialog, which stays open for another path
         return SubmitFailed(f"{request.path} has no jobs (blank lines and # comments only)")
+    if in_ledger is not None:
+        dangling = await _dangling(jobs, in_ledger)
+        if dangling:
+            return SubmitFailed(f"{request.path}: nothing was reserved: {dangling}")
     inserted = present = 0
     jobs = chain_order(jobs)  # a chunk's `previous` jobs are reserved before it
     for start in range(0, len(jobs), SUBMIT_CHUNK):
@@ -196,6 +203,26 @@ async def submit_jobs(
         return SubmitFinished(f"submitted: {inserted} reserved{tail}")
     idem = idempotency_key(jobs[0])
     return SubmitFinished(f"submitted {idem}: {inserted} reserved{tail} (shown: esc clears)", idem)
+
+
+async def _dangling(
+    jobs: Sequence[JobSpec], in_ledger: Callable[[Sequence[str]], Awaitable[Collection[str]]]
+) -> str:
+    """The first job whose `previous` is neither a job of `jobs` nor in the
+    ledger, said as the engine says it; "" when there is none."""
+    keys = {idempotency_key(job) for job in jobs}
+    outside = sorted({j.previous for j in jobs if j.previous is not None} - keys)
+    if not outside:
+        return ""
+    held = set(await in_ledger(outside))
+    for number, job in enumerate(jobs, start=1):
+        if job.previous is not None and job.previous in outside and job.previous not in held:
+            return (
+                f"job {number} of {len(jobs)} ({idempotency_key(job)!r}): its 'previous'"
+                f" {job.previous!r} is the key of no job, here or in the ledger"
+                " (is the key mistyped?)"
+            )
+    return ""
 
 
 # -- through the reader -----------------------------------------------------------------------

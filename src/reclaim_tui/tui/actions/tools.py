@@ -177,7 +177,9 @@ def submit(screen: MainPort) -> None:
 
 async def _submit_jobs(screen: MainPort, request: SubmitRequest, dialog: SubmitScreen) -> None:
     engine, default = screen.engine_host(), screen.config.settings.model
-    outcome = await operations.submit_jobs(engine, request, default, dialog.post_message)
+    reader = screen.feed.reader
+    in_ledger = None if reader is None else reader.rows_by_idem
+    outcome = await operations.submit_jobs(engine, request, default, dialog.post_message, in_ledger)
     if isinstance(outcome, SubmitFinished):
         screen.pace.kick()
         if outcome.idem is not None:

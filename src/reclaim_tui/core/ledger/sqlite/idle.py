@@ -56,8 +56,11 @@ def nothing_due(path: str, *, busy_timeout: float, now: float) -> bool:
     LedgerBusyError, as the tick's claim would."""
     file = Path(path)
     try:
-        if not file.is_file() or file.stat().st_size == 0:
-            return False  # a new ledger (or a replaced one): opening it decides
+        st = file.stat()
+        if not file.is_file() or st.st_size == 0 or st.st_nlink > 1:
+            # a new ledger (or a replaced one), or a file of several names
+            # (refused for writing): opening it decides
+            return False
         db = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout)
     except (OSError, sqlite3.Error):
         return False
