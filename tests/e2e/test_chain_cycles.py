@@ -11,6 +11,8 @@ refused too, nothing reserved."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -82,10 +84,7 @@ def test_a_cycle_closed_through_the_ledger_is_refused(
 
 def test_the_console_submit_refuses_a_cycle(tmp_path: Path) -> None:
     async def go() -> tuple[object, object, int]:
-        clock = ManualClock()
-        ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
-        try:
-            engine = Engine(ledger, FakeBackend(clock=clock), DirectorySink(tmp_path / "out"))
+        async with _console(tmp_path) as (ledger, engine):
             in_file = write_jobs(
                 tmp_path / "cycle.jsonl",
                 [
@@ -101,14 +100,23 @@ def test_the_console_submit_refuses_a_cycle(tmp_path: Path) -> None:
             through_ledger = await submit_jobs(engine, SubmitRequest(path=str(closing)), "m", print)
             rows = await ledger.select("SELECT COUNT(*) FROM jobs")
             return from_file, through_ledger, int(rows[0][0])
-        finally:
-            await ledger.close()
 
     from_file, through_ledger, rows = asyncio.run(go())
     assert isinstance(from_file, SubmitFailed) and "never" in from_file.error
     assert "line 1" in from_file.error and "line 2" in from_file.error
     assert isinstance(through_ledger, SubmitFailed) and "never" in through_ledger.error
     assert rows == 1  # only "a", reserved before "b" was refused
+
+
+@contextlib.asynccontextmanager
+async def _console(tmp_path: Path) -> AsyncIterator[tuple[LedgerPort, Engine]]:
+    """A ledger and an engine over the fake API, as the console's submit uses them."""
+    clock = ManualClock()
+    ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
+    try:
+        yield ledger, Engine(ledger, FakeBackend(clock=clock), DirectorySink(tmp_path / "out"))
+    finally:
+        await ledger.close()
 
 
 async def _insert(ledger: LedgerPort, job: JobSpec) -> None:
@@ -158,10 +166,7 @@ def test_the_console_submits_a_file_whose_previous_comes_later_in_it(
     monkeypatch.setattr(operations, "SUBMIT_CHUNK", 1)
 
     async def go() -> tuple[object, object, list[str]]:
-        clock = ManualClock()
-        ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
-        try:
-            engine = Engine(ledger, FakeBackend(clock=clock), DirectorySink(tmp_path / "out"))
+        async with _console(tmp_path) as (ledger, engine):
             typo = write_jobs(tmp_path / "t.jsonl", [{"key": "b", "input": "b", "previous": "c"}])
             refused = await submit_jobs(engine, SubmitRequest(path=str(typo)), "m", print)
             later = write_jobs(
@@ -175,8 +180,6 @@ def test_the_console_submits_a_file_whose_previous_comes_later_in_it(
             done = await submit_jobs(engine, SubmitRequest(path=str(later)), "m", print)
             rows = await ledger.select("SELECT idem FROM jobs ORDER BY idem")
             return refused, done, [str(r[0]) for r in rows]
-        finally:
-            await ledger.close()
 
     refused, done, rows = asyncio.run(go())
     assert isinstance(refused, SubmitFailed) and "'c'" in refused.error
@@ -194,10 +197,7 @@ def test_the_console_refuses_a_dangling_previous_before_its_first_chunk(
     monkeypatch.setattr(operations, "SUBMIT_CHUNK", 2)
 
     async def go() -> tuple[object, list[str]]:
-        clock = ManualClock()
-        ledger = await open_ledger(tmp_path / "ledger.db", clock=clock)
-        try:
-            engine = Engine(ledger, FakeBackend(clock=clock), DirectorySink(tmp_path / "out"))
+        async with _console(tmp_path) as (ledger, engine):
             jobs = write_jobs(
                 tmp_path / "j.jsonl",
                 [
@@ -211,8 +211,6 @@ def test_the_console_refuses_a_dangling_previous_before_its_first_chunk(
             )
             rows = await ledger.select("SELECT idem FROM jobs ORDER BY idem")
             return refused, [str(r[0]) for r in rows]
-        finally:
-            await ledger.close()
 
     refused, rows = asyncio.run(go())
     assert isinstance(refused, SubmitFailed), refused
