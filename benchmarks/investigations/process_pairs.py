@@ -14,36 +14,18 @@ is TMPDIR's (a tmpfs with TMPDIR=/dev/shm, the disk with TMPDIR=/tmp).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1]
-
-_ONE = """
-import json, sys, tempfile
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from _processes import run_processes
-with tempfile.TemporaryDirectory() as d:
-    print(json.dumps(run_processes(int(sys.argv[2]), int(sys.argv[3]), 2000, Path(d))))
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sqlite_variants import run_variant
 
 
 def _run(src: str, jobs: int, processes: int) -> float:
-    env = dict(os.environ, PYTHONPATH=src) if src else dict(os.environ)
-    out = subprocess.run(
-        [sys.executable, "-c", _ONE, str(BENCH), str(jobs), str(processes)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    rate: float = json.loads(out.strip().splitlines()[-1])[0]
-    return rate
+    """One run, `src` first on PYTHONPATH ("": this tree's)."""
+    return run_variant({"src": src}, jobs, processes)
 
 
 def main() -> None:

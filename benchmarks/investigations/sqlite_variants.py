@@ -60,7 +60,8 @@ with tempfile.TemporaryDirectory() as d:
 """
 
 
-def _run(variant: dict[str, Any], jobs: int, processes: int) -> float:
+def run_variant(variant: dict[str, Any], jobs: int, processes: int) -> float:
+    """One run of `processes` processes on a fresh ledger: its jobs/s."""
     env = dict(os.environ, PYTHONPATH=variant.get("src") or str(ROOT / "src"))
     env.update(variant.get("env", {}))
     bench = variant.get("bench") or str(ROOT / "benchmarks")
@@ -88,7 +89,7 @@ def main() -> None:
         order = list(variants) if n % 2 == 0 else list(reversed(variants))
         load = os.getloadavg()[0]
         for name in order:
-            got[name].append(_run(variants[name], a.jobs, a.processes))
+            got[name].append(run_variant(variants[name], a.jobs, a.processes))
         shown = ", ".join(f"{name} {got[name][-1]:,.0f}" for name in variants)
         print(f"round {n + 1} (load {load:.2f}): {shown}", flush=True)
     first = statistics.median(got[next(iter(variants))])
