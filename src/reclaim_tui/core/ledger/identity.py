@@ -41,6 +41,7 @@ import os
 import secrets
 import sqlite3
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,15 +144,20 @@ def _file_id(path: str | Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def found_marker(path: str | Path) -> tuple[Path, str] | None:
-    """The marker of the ledger at `path` (beside it or its real file), if
-    any, and the id it says."""
+def _markers(path: str | Path) -> Iterator[tuple[Path, str]]:
+    """Each marker of the ledger at `path` (beside it, then beside its real
+    file) with what it says."""
     for name in _paths(path):
         marker = marker_path(name)
         said = _marker_says(marker)
         if said is not None:
-            return marker, said
-    return None
+            yield marker, said
+
+
+def found_marker(path: str | Path) -> tuple[Path, str] | None:
+    """The marker of the ledger at `path` (beside it or its real file), if
+    any, and the id it says."""
+    return next(_markers(path), None)
 
 
 def _marker_says(marker: Path) -> str | None:
@@ -232,12 +238,7 @@ def other_marker(path: str, ledger_id: str | None) -> tuple[Path, str] | None:
     """A marker beside the ledger at `path` (or its real file) saying another
     ledger than `ledger_id` was here (None for a file that holds no ledger
     yet): the marker and what it says; None when every marker agrees."""
-    for name in _paths(path):
-        marker = marker_path(name)
-        said = _marker_says(marker)
-        if said not in (None, "", "?", ledger_id):
-            return marker, said
-    return None
+    return next(((m, said) for m, said in _markers(path) if said not in ("", "?", ledger_id)), None)
 
 
 def refuse_other_ledger(path: str, ledger_id: str | None) -> None:
