@@ -36,6 +36,8 @@ def chain_order(jobs: Sequence[JobSpec]) -> list[JobSpec]:
     `previous` comes after it: reserved a part at a time, each part's
     `previous` keys are then in the ledger already (a job whose `previous`
     is not is refused)."""
+    if all([job.previous is None for job in jobs]):
+        return list(jobs)  # no chain: no key to hash (the console's loop runs this)
     first: dict[str, int] = {}
     for number, job in enumerate(jobs):
         first.setdefault(idempotency_key(job), number)
